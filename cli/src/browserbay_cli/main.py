@@ -1,0 +1,172 @@
+"""``bay``: the thin client. Parses argv from the verb table, sends one frame to the keeper,
+prints the value on stdout and a footer naming the profile and session on stderr.
+
+Exit codes: 0 ok, 1 refused or failed, 2 usage, 124 deadline. ``--json`` prints exactly one
+JSON object on stdout. Standard library only on this path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+from browserbay import client, protocol
+from browserbay.paths import bay_paths
+from browserbay.refusals import EXIT_OK, EXIT_USAGE, Refusal, exit_code
+from browserbay.verbs import DEFAULT_TIMEOUT, KEEPER, LOCAL
+from browserbay_cli.parse import UsageError, help_text, parse
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+#: Output longer than this is cut; the full text goes to a file the marker names.
+MAX_OUTPUT = 50_000
+
+
+def _cut(text: str, verb: str) -> tuple[str, dict[str, Any] | None]:
+    if len(text) <= MAX_OUTPUT:
+        return text, None
+    paths = bay_paths().ensure()
+    path = paths.outputs / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{verb}.txt"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    marker = f"\n… [cut at {MAX_OUTPUT:,} of {len(text):,} characters; full text: {path}]"
+    return text[:MAX_OUTPUT] + marker, {"file": str(path), "chars": len(text), "shown": MAX_OUTPUT}
+
+
+def _footer(frame: dict[str, Any]) -> str:
+    p = frame.get("profile") or {}
+    s = frame.get("session") or {}
+    origin = "BAY_SESSION" if s.get("origin") == "env" else "your shell's session"
+    where = "own isolated browser" if p.get("ephemeral") else f"{p.get('attached', 1)} attached"
+    return (
+        f"profile: {p.get('label')} ({p.get('id')}) · {p.get('provider')} · {where}"
+        f" · session {s.get('id')} (from {origin})"
+    )
+
+
+def _emit_json(frame: dict[str, Any], verb: str) -> None:
+    frame = {k: v for k, v in frame.items() if k not in ("text", "id")}
+    data = frame.get("data")
+    if isinstance(data, dict):
+        for key, value in list(data.items()):
+            if isinstance(value, str) and len(value) > MAX_OUTPUT:
+                data[key], cut = _cut(value, verb)
+                data.setdefault("cut", {})[key] = cut
+    sys.stdout.write(json.dumps(frame, ensure_ascii=False) + "\n")
+
+
+def _refuse(refusal: Refusal | dict[str, Any], as_json: bool, verb: str = "") -> int:
+    frame = refusal.frame() if isinstance(refusal, Refusal) else refusal
+    if as_json:
+        _emit_json(frame, verb)
+    else:
+        sys.stderr.write(f"refused [{frame['code']}]: {frame['message']}\n")
+        if frame.get("way_out"):
+            sys.stderr.write(f"  way out: {frame['way_out']}\n")
+    return exit_code(str(frame["code"]))
+
+
+def _check_sizes(args: dict[str, Any]) -> None:
+    """A too-large argument is refused here, before anything is sent."""
+    for name, value in args.items():
+        for v in value if isinstance(value, list) else [value]:
+            if isinstance(v, str) and len(v) * 4 > protocol.MAX_ARG:
+                size = len(v.encode("utf-8", "surrogatepass"))
+                if size > protocol.MAX_ARG:
+                    raise Refusal(
+                        "too_large",
+                        what=f"argument {name}",
+                        size=size,
+                        limit=protocol.MAX_ARG,
+                        fix="pass a shorter value (put large data in a file the page fetches)",
+                    )
+
+
+def _local(verb: str, args: dict[str, Any], as_json: bool) -> int | None:
+    """Verbs (or actions) that never need a running keeper."""
+    if verb == "help":
+        print(help_text(args.get("verb")))
+        return EXIT_OK
+    if verb == "keeper" and args.get("action") == "logs":
+        paths = bay_paths()
+        tail = client.log_tail(paths, 200)
+        if as_json:
+            _emit_json(
+                {"ok": True, "verb": "keeper", "data": {"log": str(paths.keeper_log), "tail": tail}},
+                verb,
+            )
+        else:
+            print(tail if tail else f"(no log yet at {paths.keeper_log})")
+        return EXIT_OK
+    if verb == "keeper" and args.get("action") == "start":
+        conn = client.connect(autostart=True)
+        conn.close()
+        args["action"] = "status"
+    return None
+
+
+def run(argv: list[str]) -> int:
+    as_json = "--json" in argv
+    try:
+        verb, args, options = parse(argv)
+    except UsageError as exc:
+        return _refuse(
+            Refusal("usage", detail=str(exc), verb=exc.verb or ""),
+            as_json,
+        )
+    if options.get("help"):
+        print(help_text(verb.name))
+        return EXIT_OK
+    as_json = bool(options.get("json"))
+    timeout = float(options.get("timeout") or DEFAULT_TIMEOUT)
+    if not 0 < timeout <= 3600:
+        return _refuse(Refusal("usage", detail="--timeout must be in (0, 3600]", verb=verb.name), as_json)
+    try:
+        local = _local(verb.name, args, as_json)
+        if local is not None:
+            return local
+        _check_sizes(args)
+        if verb.name == "screenshot" and args.get("path"):
+            args["path"] = os.path.abspath(str(args["path"]))
+    except Refusal as r:
+        return _refuse(r, as_json, verb.name)
+    if verb.scope == LOCAL:  # pragma: no cover - every local verb is handled above
+        return EXIT_USAGE
+    session = client.session_identity(options.get("session"))
+    frame = client.call(verb.name, args, session=session, timeout=timeout)
+    if not frame.get("ok"):
+        return _refuse(frame, as_json, verb.name)
+    if as_json:
+        _emit_json(frame, verb.name)
+        return EXIT_OK
+    text, _ = _cut(str(frame.get("text", "")), verb.name)
+    if text:
+        sys.stdout.write(text + "\n")
+    if frame.get("notice"):
+        sys.stderr.write(f"notice: {frame['notice']}\n")
+    hint = (frame.get("data") or {}).get("hint") if isinstance(frame.get("data"), dict) else None
+    if hint:
+        sys.stderr.write(f"hint: {hint}\n")
+    if verb.scope != KEEPER:
+        sys.stderr.write(_footer(frame) + "\n")
+    return EXIT_OK
+
+
+def main() -> None:
+    try:
+        code = run(sys.argv[1:])
+    except KeyboardInterrupt:
+        code = 130
+    except BrokenPipeError:
+        code = 1
+    sys.stdout.flush()
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,166 @@
+"""argv -> (verb, args, options), from the verb table. Standard library only, no argparse:
+the hot path of ``bay`` must cost little more than a bare Python start."""
+
+from __future__ import annotations
+
+from browserbay.verbs import BY_NAME, GLOBAL_OPTIONS, VERBS, Arg, Verb
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+class UsageError(Exception):
+    def __init__(self, message: str, verb: str | None = None):
+        super().__init__(message)
+        self.verb = verb
+
+
+def suggest(word: str, choices: list[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def _convert(arg: Arg, raw: str, verb: str) -> object:
+    if arg.type == "int":
+        try:
+            return int(raw)
+        except ValueError:
+            raise UsageError(f"{arg.long if arg.kind == 'value' else arg.name} must be a whole number, not {raw!r}", verb) from None
+    if arg.type == "float":
+        try:
+            return float(raw)
+        except ValueError:
+            raise UsageError(f"{arg.long} must be a number, not {raw!r}", verb) from None
+    if arg.choices and raw not in arg.choices:
+        raise UsageError(
+            f"{arg.name} must be one of {', '.join(arg.choices)}{suggest(raw, list(arg.choices))}",
+            verb,
+        )
+    return raw
+
+
+def parse(argv: list[str]) -> tuple[Verb, dict[str, Any], dict[str, Any]]:
+    options: dict[str, Any] = {}
+    words: list[str] = []
+    i = 0
+    verb: Verb | None = None
+    flags: dict[str, Arg] = {}
+    for g in GLOBAL_OPTIONS:
+        flags[g.long] = g
+    dashdash = False
+    args: dict[str, Any] = {}
+    while i < len(argv):
+        tok = argv[i]
+        i += 1
+        if dashdash or not tok.startswith("-") or tok == "-" or _is_number(tok):
+            if verb is None:
+                if tok not in BY_NAME:
+                    raise UsageError(
+                        f"unknown verb '{tok}'{suggest(tok, list(BY_NAME))} (bay help lists them)"
+                    )
+                verb = BY_NAME[tok]
+                for a in verb.args:
+                    if a.kind in ("flag", "value"):
+                        flags[a.long] = a
+                        if a.short:
+                            flags[a.short] = a
+                continue
+            words.append(tok)
+            continue
+        if tok == "--":
+            dashdash = True
+            continue
+        if tok in ("-h", "--help"):
+            options["help"] = True
+            continue
+        name, eq, inline = tok.partition("=")
+        spec = flags.get(name)
+        if spec is None:
+            known = sorted(flags) + ["--help"]
+            where = f" for '{verb.name}'" if verb else ""
+            raise UsageError(
+                f"unknown option '{name}'{where}{suggest(name, known)}", verb.name if verb else None
+            )
+        if spec.kind == "flag":
+            if eq:
+                raise UsageError(f"{name} takes no value", verb.name if verb else None)
+            value: object = True
+        else:
+            if eq:
+                raw = inline
+            elif i < len(argv):
+                raw = argv[i]
+                i += 1
+            else:
+                raise UsageError(f"{name} needs a value", verb.name if verb else None)
+            value = _convert(spec, raw, verb.name if verb else "")
+        if spec in GLOBAL_OPTIONS:
+            options[spec.name] = value
+        else:
+            args[spec.name] = value
+    if verb is None:
+        if options.get("help"):
+            return BY_NAME["help"], {}, options
+        raise UsageError("no verb given (bay help lists them)")
+    if options.get("help"):
+        return verb, args, options
+    positional = [a for a in verb.args if a.kind in ("pos", "opt", "rest")]
+    for a in positional:
+        if a.kind == "rest":
+            if not words:
+                raise UsageError(f"'{verb.name}' needs <{a.name}>", verb.name)
+            args[a.name] = [str(_convert(a, w, verb.name)) for w in words]
+            words = []
+            break
+        if not words:
+            if a.kind == "pos":
+                raise UsageError(f"'{verb.name}' needs <{a.name}>: {a.help}", verb.name)
+            continue
+        args[a.name] = _convert(a, words.pop(0), verb.name)
+    if words:
+        raise UsageError(f"'{verb.name}' takes no more words (got {' '.join(words)!r})", verb.name)
+    return verb, args, options
+
+
+def _is_number(tok: str) -> bool:
+    try:
+        float(tok)
+    except ValueError:
+        return False
+    return True
+
+
+def usage_line(verb: Verb) -> str:
+    parts = [f"bay {verb.name}"]
+    for a in verb.args:
+        if a.kind == "pos":
+            parts.append(f"<{a.name}>")
+        elif a.kind == "opt":
+            parts.append(f"[{a.name}]")
+        elif a.kind == "rest":
+            parts.append(f"<{a.name}...>")
+        elif a.kind == "flag":
+            parts.append(f"[{a.short or a.long}]")
+        else:
+            parts.append(f"[{a.long} N]")
+    return " ".join(parts)
+
+
+def help_text(name: str | None) -> str:
+    if name and name in BY_NAME:
+        v = BY_NAME[name]
+        lines = [usage_line(v), "", v.summary, ""]
+        for a in v.args:
+            label = a.name if a.kind in ("pos", "opt", "rest") else (a.short + ", " if a.short else "") + a.long
+            lines.append(f"  {label:<18} {a.help}")
+        if v.example:
+            lines += ["", "example: " + v.example]
+        lines += ["", "options: --json, --timeout SECONDS, --session ID"]
+        return "\n".join(lines)
+    lines = ["bay <verb> [args] [--json] [--timeout S] [--session ID]", ""]
+    lines += [f"  {v.name:<11} {v.summary}" for v in VERBS]
+    lines += ["", "bay help <verb> for one verb. Docs: docs/agent-manual.md"]
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""Plugins that ship inside the core. They register through the same hooks as any other."""

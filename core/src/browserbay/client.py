@@ -1,0 +1,222 @@
+"""The thin client: talk to the keeper over its unix socket, starting it when needed.
+
+Standard library only, and only cheap modules on the hot path (no typing, dataclasses,
+argparse or subprocess unless the keeper has to be spawned): a warm command costs one Python
+start plus one socket round trip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+
+from browserbay import protocol
+from browserbay.paths import BayPaths, bay_paths
+from browserbay.refusals import Refusal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+SPAWN_WAIT = 20.0  # seconds a new keeper has to bind its socket
+
+
+def session_identity(explicit: str | None = None) -> dict[str, str]:
+    """The calling session: ``--session``/``BAY_SESSION``, else the calling shell's session."""
+    if explicit:
+        return {"id": explicit, "origin": "env"}
+    value = os.environ.get("BAY_SESSION", "")
+    if value:
+        return {"id": value, "origin": "env"}
+    return {"id": f"shell-{os.getsid(0)}", "origin": "shell"}
+
+
+class Connection:
+    """One socket to the keeper, with the hello exchanged."""
+
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+        self.buf = b""
+        self.keeper: dict[str, Any] = {}
+        self._n = 0
+
+    def send(self, frame: dict[str, Any]) -> None:
+        self.sock.sendall(protocol.encode(frame))
+
+    def read(self, deadline: float | None) -> dict[str, Any]:
+        while b"\n" not in self.buf:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError
+                self.sock.settimeout(left)
+            chunk = self.sock.recv(1 << 20)
+            if not chunk:
+                raise ConnectionError("the keeper closed the connection")
+            self.buf += chunk
+            if len(self.buf) > protocol.MAX_ANSWER:
+                raise ConnectionError("the keeper's answer exceeds the answer limit")
+        line, self.buf = self.buf.split(b"\n", 1)
+        return protocol.decode(line)
+
+    def request(
+        self, verb: str, args: dict[str, Any], session: dict[str, str], timeout: float
+    ) -> dict[str, Any]:
+        self._n += 1
+        rid = str(self._n)
+        self.send({"id": rid, "verb": verb, "args": args, "session": session, "timeout": timeout})
+        # The keeper enforces the deadline itself; the margin covers the answer's trip.
+        try:
+            return self.read(time.monotonic() + timeout + 5.0)
+        except TimeoutError:
+            raise Refusal("deadline", verb=verb, timeout=timeout, longer=timeout * 2) from None
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _connect(path: str) -> socket.socket | None:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(path)
+    except (FileNotFoundError, ConnectionRefusedError):
+        s.close()
+        return None
+    return s
+
+
+def _handshake(sock: socket.socket) -> Connection:
+    conn = Connection(sock)
+    conn.send(protocol.hello("client"))
+    reply = conn.read(time.monotonic() + 10.0)
+    conn.keeper = reply.get("hello", {})
+    return conn
+
+
+def connect(paths: BayPaths | None = None, *, autostart: bool | None = None) -> Connection:
+    """Connect to a keeper of this version, starting (or replacing) it when needed."""
+    paths = paths or bay_paths()
+    if autostart is None:
+        autostart = os.environ.get("BAY_NO_AUTOSTART", "") in ("", "0")
+    path = str(paths.socket)
+    sock = _connect(path)
+    if sock is not None:
+        try:
+            conn = _handshake(sock)
+        except (OSError, ValueError, TimeoutError) as exc:
+            sock.close()
+            raise Refusal("keeper_unavailable", reason=f"no hello from the keeper ({exc})")
+        if protocol.compatible(conn.keeper):
+            return conn
+        _retire(conn, path)
+    if not autostart:
+        raise Refusal(
+            "keeper_unavailable",
+            reason=f"no keeper is listening on {path} and BAY_NO_AUTOSTART is set",
+            way_out="bay keeper start   (or unset BAY_NO_AUTOSTART)",
+        )
+    return _spawn_and_connect(paths)
+
+
+def _retire(conn: Connection, path: str) -> None:
+    """Ask a keeper of another version to exit, and wait until its socket is gone."""
+    try:
+        conn.send({"id": "retire", "op": "shutdown", "reason": "version"})
+        conn.read(time.monotonic() + 15.0)
+    except (OSError, ValueError, TimeoutError):
+        pass
+    conn.close()
+    end = time.monotonic() + 15.0
+    while time.monotonic() < end:
+        s = _connect(path)
+        if s is None:
+            return
+        s.close()
+        time.sleep(0.05)
+
+
+def _spawn_and_connect(paths: BayPaths) -> Connection:
+    import fcntl
+    import subprocess
+
+    paths.ensure()
+    paths.socket.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with open(paths.spawn_lock, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        # Somebody else may have started it while we waited for the lock.
+        sock = _connect(str(paths.socket))
+        if sock is None:
+            with open(paths.keeper_log, "ab") as log:
+                os.chmod(paths.keeper_log, 0o600)
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "browserbay.keeper"],
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=log,
+                    start_new_session=True,
+                    close_fds=True,
+                )
+            end = time.monotonic() + SPAWN_WAIT
+            while sock is None:
+                sock = _connect(str(paths.socket))
+                if sock is not None:
+                    break
+                if proc.poll() is not None:
+                    raise Refusal(
+                        "keeper_unavailable",
+                        reason=f"the keeper exited at start (code {proc.returncode}): "
+                        + log_tail(paths, 3),
+                    )
+                if time.monotonic() > end:
+                    raise Refusal(
+                        "keeper_unavailable",
+                        reason=f"the keeper did not listen within {SPAWN_WAIT:g}s",
+                    )
+                time.sleep(0.005)
+    try:
+        conn = _handshake(sock)
+    except (OSError, ValueError, TimeoutError) as exc:
+        sock.close()
+        raise Refusal("keeper_unavailable", reason=f"no hello from the new keeper ({exc})")
+    return conn
+
+
+def log_tail(paths: BayPaths, lines: int = 40) -> str:
+    try:
+        with open(paths.keeper_log, "rb") as f:
+            f.seek(0, 2)
+            size = f.tell()
+            f.seek(max(0, size - 64 * 1024))
+            text = f.read().decode("utf-8", "replace")
+    except FileNotFoundError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def call(
+    verb: str,
+    args: dict[str, Any] | None = None,
+    *,
+    session: dict[str, str] | None = None,
+    timeout: float = 30.0,
+    paths: BayPaths | None = None,
+) -> dict[str, Any]:
+    """One verb, one answer frame (``ok`` true or a refusal frame). Never raises a refusal:
+    a keeper that cannot be reached is answered as a ``keeper_unavailable`` frame."""
+    try:
+        conn = connect(paths)
+        try:
+            return conn.request(verb, args or {}, session or session_identity(), timeout)
+        finally:
+            conn.close()
+    except Refusal as r:
+        return r.frame()
+    except (OSError, ValueError) as exc:
+        return Refusal("keeper_unavailable", reason=str(exc) or type(exc).__name__).frame()
+
+
+def dumps(frame: dict[str, Any]) -> str:
+    return json.dumps(frame, ensure_ascii=False)

@@ -1,0 +1,143 @@
+"""The plugin contract: every hook browserbay calls, typed and documented in one place.
+
+A plugin is a module (or object) with functions named like these, decorated with
+:data:`hookimpl`, registered through the ``browserbay`` entry-point group::
+
+    [project.entry-points.browserbay]
+    myprovider = "browserbay_myprovider.plugin"
+
+Row hooks (``bay_providers``, ``bay_access_tiers``, …) return lists; the core collects them
+into one table per area and refuses two rows with the same id. ``docs/hooks.md`` documents
+each hook with its exact signature; a test fails when a hook here is missing from it or from
+the tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pluggy
+
+from browserbay.model import (
+    BrowserInfo,
+    Failure,
+    IntegrationRow,
+    KeySource,
+    LeaseInfo,
+    ProviderRow,
+    TierHint,
+    TierRow,
+    TransportRow,
+    VerbCall,
+    VerbOutcome,
+)
+from browserbay.refusals import Refusal
+
+PROJECT = "browserbay"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+# -- providers -------------------------------------------------------------------------
+
+
+@hookspec
+def bay_providers() -> Sequence[ProviderRow]:
+    """Return the providers this plugin contributes.
+
+    Each row carries an id (``chromium``, ``cdp``, ``cloud:steel``…), a tier, capability cells
+    and a driver factory. Ids must be unique across all plugins: a duplicate is an error at
+    load time that names both plugins.
+    """
+    raise NotImplementedError
+
+
+# -- access tiers -----------------------------------------------------------------------
+
+
+@hookspec
+def bay_access_tiers() -> Sequence[TierRow]:
+    """Return rungs of the access-tier ladder (1 CDP, 2 fingerprint CDP, 3 computer use)."""
+    raise NotImplementedError
+
+
+@hookspec(firstresult=True)
+def bay_tier_hint(failure: Failure) -> TierHint | None:
+    """Look at what a verb met (HTTP status, title, URL) and return a hint that another
+    tier may fare better, or None. The first hint wins. Word it as a hint, never a
+    detection; the core never escalates a tier by itself."""
+    raise NotImplementedError
+
+
+# -- live view --------------------------------------------------------------------------
+
+
+@hookspec
+def bay_live_view_transports() -> Sequence[TransportRow]:
+    """Return live-view transports (CDP screencast, X11 window frames, a vendor's viewer)."""
+    raise NotImplementedError
+
+
+# -- keys -------------------------------------------------------------------------------
+
+
+@hookspec
+def bay_key_sources() -> Sequence[KeySource]:
+    """Return key sources, each with precedence ``user`` or ``cluster``. Resolution is
+    always the user's own key > the cluster default > none."""
+    raise NotImplementedError
+
+
+@hookspec
+def bay_integrations() -> Sequence[IntegrationRow]:
+    """Return integration rows: what needs keys, its fields (which are secret), the
+    vendor's own environment names and how a key is tested."""
+    raise NotImplementedError
+
+
+# -- lifecycle --------------------------------------------------------------------------
+
+
+@hookspec
+def bay_before_verb(call: VerbCall) -> Refusal | None:
+    """Called before a verb runs. Return a :class:`~browserbay.refusals.Refusal` (code
+    ``verb_refused`` with ``plugin``, ``reason`` and ``fix``) to stop it — an approval gate,
+    a policy — or None to let it run. The first refusal returned wins; nothing has run."""
+    raise NotImplementedError
+
+
+@hookspec
+def bay_after_verb(call: VerbCall, outcome: VerbOutcome) -> None:
+    """Called after every verb, refused or not: audit sinks, action traces, metrics.
+    ``call.args`` never carry typed text."""
+    raise NotImplementedError
+
+
+@hookspec
+def bay_browser_started(browser: BrowserInfo) -> None:
+    """A browser process was started by the keeper."""
+    raise NotImplementedError
+
+
+@hookspec
+def bay_browser_stopped(browser: BrowserInfo, reason: str) -> None:
+    """A browser stopped. ``reason``: ``closed``, ``idle``, ``keeper_stop``, ``crashed``."""
+    raise NotImplementedError
+
+
+@hookspec
+def bay_lease_changed(lease: LeaseInfo, change: str) -> None:
+    """A session's lease on a profile changed: ``attached``, ``detached``, ``tabs``."""
+    raise NotImplementedError
+
+
+@hookspec
+def bay_takeover(lease: LeaseInfo, viewer: str) -> None:
+    """A human took the controls of a lease: the agent's page verbs are now paused."""
+    raise NotImplementedError
+
+
+@hookspec
+def bay_handback(lease: LeaseInfo, viewer: str) -> None:
+    """The human handed the controls back to the agent."""
+    raise NotImplementedError

@@ -1,0 +1,1 @@
+"""The keeper daemon: the only process that launches browsers and writes the registry."""

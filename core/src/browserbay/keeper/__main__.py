@@ -1,0 +1,3 @@
+from browserbay.keeper.daemon import main
+
+main()

@@ -1,0 +1,204 @@
+"""The keeper process: bind first, then load plugins and the registry, then serve NDJSON
+frames on the unix socket until asked to stop (``bay keeper stop``, SIGTERM, SIGINT)."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+from typing import IO, Any
+
+import anyio
+import anyio.abc
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from browserbay import protocol
+from browserbay._version import __version__
+from browserbay.paths import BayPaths, bay_paths
+from browserbay.refusals import Refusal
+
+log = logging.getLogger("browserbay.keeper")
+TICK = float(os.environ.get("BAY_TICK", "15"))
+KEEPER_IDLE = float(os.environ.get("BAY_KEEPER_IDLE", "3600"))
+
+
+class AlreadyRunning(Exception):
+    pass
+
+
+def bind_first(paths: BayPaths) -> tuple[socket.socket, IO[str]]:
+    """Take the keeper lock and bind the socket before anything slow happens, so a client
+    that spawned us can connect while we load. Another live keeper: :class:`AlreadyRunning`."""
+    paths.ensure()
+    sock_path = paths.socket
+    sock_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(sock_path.parent, 0o700)
+    lock = open(paths.runtime / "keeper.lock", "a")  # noqa: SIM115 - held for the process's life
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()
+        raise AlreadyRunning from None
+    with contextlib.suppress(FileNotFoundError):
+        sock_path.unlink()  # stale: its keeper no longer holds the lock
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        sock.bind(str(sock_path))
+    finally:
+        os.umask(old)
+    sock.listen(128)
+    return sock, lock
+
+
+def _setup_logging(paths: BayPaths) -> None:
+    handler = logging.FileHandler(paths.keeper_log)
+    os.chmod(paths.keeper_log, 0o600)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(os.environ.get("BAY_LOG_LEVEL", "INFO"))
+
+
+async def _send(stream: anyio.abc.ByteStream, frame: dict[str, Any]) -> None:
+    await stream.send(protocol.encode(frame))
+
+
+async def serve_connection(stream: anyio.abc.ByteStream, keeper: Any) -> None:
+    """One client: hello, then one answer per request frame. A bad frame gets an error
+    frame and the connection goes on; an oversized one ends the connection (the rest of
+    the line cannot be told apart from the next frame)."""
+    reader = BufferedByteReceiveStream(stream)
+    async with stream:
+        while True:
+            try:
+                line = await reader.receive_until(b"\n", protocol.MAX_FRAME)
+            except anyio.DelimiterNotFound:
+                with contextlib.suppress(Exception):
+                    await _send(
+                        stream,
+                        Refusal(
+                            "too_large",
+                            what="a frame",
+                            size=f"more than {protocol.MAX_FRAME}",
+                            limit=protocol.MAX_FRAME,
+                            fix="send smaller frames; large values belong in files",
+                        ).frame(),
+                    )
+                return
+            except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, OSError):
+                return
+            if not line.strip():
+                continue
+            try:
+                frame = protocol.decode(line)
+            except ValueError as exc:
+                await _send(stream, Refusal("bad_frame", reason=str(exc)).frame())
+                continue
+            if "hello" in frame:
+                reply = protocol.hello("keeper")
+                reply["hello"]["pid"] = os.getpid()
+                await _send(stream, reply)
+                continue
+            if frame.get("op") == "shutdown":
+                log.info("asked to stop (%s)", frame.get("reason", "request"))
+                await _send(stream, {"id": frame.get("id"), "ok": True, "data": {"stopping": True}})
+                keeper.stop_event.set()
+                continue
+            keeper.inflight += 1
+            try:
+                answer = await keeper.handle(frame)
+            finally:
+                keeper.inflight -= 1
+                keeper.last_request = time.monotonic()
+            try:
+                await _send(stream, answer)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                return
+
+
+async def _run(sock: socket.socket, paths: BayPaths) -> None:
+    from browserbay.keeper.browsers import sweep_orphans
+    from browserbay.keeper.keeper import Keeper
+    from browserbay.plugins import load_plugins
+    from browserbay.store import SqliteRegistry
+
+    registry = await anyio.to_thread.run_sync(SqliteRegistry, paths.registry)
+    plugins = load_plugins()
+    keeper = Keeper(plugins, registry, paths)
+    keeper.swept = await anyio.to_thread.run_sync(sweep_orphans, registry)
+    if keeper.swept:
+        log.info("swept %d orphaned browser(s): %s", len(keeper.swept), ", ".join(keeper.swept))
+    await keeper.db(registry.keeper_started, os.getpid(), __version__)
+    log.info("keeper %s (pid %d) listening on %s", __version__, os.getpid(), paths.socket)
+    listener = await anyio.abc.SocketListener.from_socket(sock)
+
+    async def on_signal() -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for signum in signals:
+                log.info("signal %d: stopping", signum)
+                keeper.stop_event.set()
+
+    async def housekeeping() -> None:
+        while True:
+            await anyio.sleep(TICK)
+            try:
+                await keeper.tick()
+            except Exception:
+                log.exception("housekeeping failed")
+            idle = time.monotonic() - keeper.last_request
+            if not keeper.sessions and not keeper.pool.running and idle > KEEPER_IDLE:
+                log.info("idle for %.0fs with nothing running: exiting", idle)
+                keeper.stop_event.set()
+
+    async def prewarm() -> None:
+        # The Playwright driver takes ~250 ms to start: do it while the first client talks.
+        try:
+            await keeper.playwright()
+        except Exception:
+            log.exception("the Playwright driver failed to start")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, lambda stream: serve_connection(stream, keeper))
+        tg.start_soon(on_signal)
+        tg.start_soon(housekeeping)
+        tg.start_soon(prewarm)
+        await keeper.stop_event.wait()
+        with anyio.move_on_after(5):
+            while keeper.inflight:
+                await anyio.sleep(0.01)
+        await anyio.sleep(0.05)  # let the last answers leave
+        tg.cancel_scope.cancel()
+    with contextlib.suppress(OSError):
+        paths.socket.unlink()
+    with anyio.CancelScope(shield=True):
+        await keeper.close()
+        await keeper.db(registry.keeper_stopped, os.getpid())
+    registry.close()
+    log.info("keeper stopped")
+
+
+def main() -> None:
+    paths = bay_paths()
+    try:
+        sock, lock = bind_first(paths)
+    except AlreadyRunning:
+        print("another keeper holds the lock; leaving it be", file=sys.stderr)
+        sys.exit(0)
+    _setup_logging(paths)
+    try:
+        anyio.run(_run, sock, paths)
+    except Exception:
+        log.exception("keeper crashed")
+        raise
+    finally:
+        lock.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,337 @@
+"""The page verbs: each a small async function of the session's current tab.
+
+A handler gets a :class:`Act` (the page, the arguments, the time left) and returns
+``(data, text)``: ``data`` for ``--json``, ``text`` for stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from browserbay.model import Failure
+from browserbay.refusals import Refusal
+from browserbay.snapshot import compact, refs_in
+
+if TYPE_CHECKING:
+    from playwright.async_api import Locator, Page
+
+    from browserbay.keeper.sessions import Session, Tab
+    from browserbay.plugins import Plugins
+
+Answer = tuple[dict[str, Any], str]
+_REF = re.compile(r"^@?(?P<ref>(?:f\d+)?e\d+)$")
+
+
+@dataclass
+class Act:
+    verb: str
+    args: dict[str, Any]
+    session: Session
+    tab: Tab
+    deadline: float  # time.monotonic() by which the verb must be done
+    plugins: Plugins
+    shots_dir: Path
+
+    @property
+    def page(self) -> Page:
+        return self.tab.page
+
+    def ms_left(self, margin: float = 0.25) -> float:
+        """Playwright's own timeout: a little under our deadline, so its precise error
+        (target missing, not enabled…) wins over the generic deadline."""
+        return max(50.0, (self.deadline - time.monotonic() - margin) * 1000)
+
+
+# -- targets ----------------------------------------------------------------------------
+
+
+async def locate(act: Act, target: str) -> Locator:
+    """``@eN`` resolves through the page's last snapshot; anything else is a selector."""
+    m = _REF.match(target)
+    if target.startswith("@") or (m and target == m.group("ref")):
+        if m is None:
+            raise Refusal("ref_stale", ref=target)
+        loc = act.page.locator(f"aria-ref={m.group('ref')}")
+        if await loc.count() == 0:
+            raise Refusal("ref_stale", ref="@" + m.group("ref"))
+        return loc
+    return act.page.locator(target).first
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+async def act_on(act: Act, target: str, run: Callable[[Locator], Awaitable[Any]]) -> Any:
+    loc = await locate(act, target)
+    try:
+        return await run(loc)
+    except Refusal:
+        raise
+    except Exception as exc:
+        if type(exc).__name__ == "TimeoutError":
+            try:
+                present = await loc.count()
+            except Exception:
+                present = 0
+            if not present:
+                raise Refusal("target_not_found", target=target) from None
+        raise Refusal("action_failed", verb=act.verb, reason=_first_line(exc)) from None
+
+
+def _acted(act: Act, what: str) -> Answer:
+    return {"target": act.args.get("target"), "url": act.page.url}, what
+
+
+# -- navigation -------------------------------------------------------------------------
+
+ALLOWED_SCHEMES = ("http", "https")
+
+
+def normalize_url(url: str) -> str:
+    """``example.org`` → ``https://example.org``; ``localhost:8000`` → ``http://…``. Any
+    scheme but http/https (and the exact ``about:blank``) is refused."""
+    raw = url.strip()
+    if raw == "about:blank":
+        return raw
+    if "://" not in raw and not re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:(?!\d)", raw):
+        host = raw.split("/", 1)[0]
+        local = host.split(":")[0] in ("localhost", "127.0.0.1", "[::1]")
+        raw = ("http://" if local else "https://") + raw
+    scheme = urlsplit(raw).scheme.lower()
+    if scheme not in ALLOWED_SCHEMES:
+        raise Refusal("local_scheme_refused", scheme=scheme or raw.split(":", 1)[0], url=url)
+    return raw
+
+
+async def _page_answer(act: Act, status: int | None = None) -> Answer:
+    title = await act.page.title()
+    data: dict[str, Any] = {"url": act.page.url, "title": title, "tab": act.tab.id}
+    if status is not None:
+        data["status"] = status
+        hint = act.plugins.hook.bay_tier_hint(
+            failure=Failure(
+                act.page.url,
+                status,
+                title,
+                act.session.profile.provider,
+                act.session.profile.tier,
+            )
+        )
+        if hint is not None:
+            data["hint"] = hint.message
+    return data, f"{title}\n{act.page.url}" if title else act.page.url
+
+
+async def verb_open(act: Act) -> Answer:
+    url = normalize_url(str(act.args["url"]))
+    try:
+        response = await act.page.goto(url, timeout=act.ms_left(), wait_until="load")
+    except Exception as exc:
+        raise Refusal("action_failed", verb="open", reason=_first_line(exc)) from None
+    return await _page_answer(act, response.status if response is not None else None)
+
+
+async def verb_back(act: Act) -> Answer:
+    await act.page.go_back(timeout=act.ms_left())
+    return await _page_answer(act)
+
+
+async def verb_forward(act: Act) -> Answer:
+    await act.page.go_forward(timeout=act.ms_left())
+    return await _page_answer(act)
+
+
+async def verb_reload(act: Act) -> Answer:
+    response = await act.page.reload(timeout=act.ms_left())
+    return await _page_answer(act, response.status if response is not None else None)
+
+
+# -- reading ----------------------------------------------------------------------------
+
+
+async def verb_snapshot(act: Act) -> Answer:
+    raw = await act.page.aria_snapshot(mode="ai", timeout=act.ms_left())
+    text = compact(raw, interactive=bool(act.args.get("interactive")), depth=act.args.get("depth"))
+    refs = refs_in(text)
+    data = {"url": act.page.url, "tab": act.tab.id, "refs": len(refs), "snapshot": text}
+    return data, text
+
+
+async def verb_get(act: Act) -> Answer:
+    what = act.args["what"]
+    target = act.args.get("target")
+    value: Any
+    if what == "title":
+        value = await act.page.title()
+    elif what == "url":
+        value = act.page.url
+    elif target is None:
+        if what == "text":
+            value = await act.page.locator("body").inner_text(timeout=act.ms_left())
+        elif what == "html":
+            value = await act.page.content()
+        else:
+            raise Refusal(
+                "usage", detail="get value needs a target (an @eN or a selector)", verb="get"
+            )
+    else:
+        t = str(target)
+        if what == "text":
+            value = await act_on(act, t, lambda loc: loc.inner_text(timeout=act.ms_left()))
+        elif what == "html":
+            value = await act_on(act, t, lambda loc: loc.evaluate("e => e.outerHTML"))
+        else:
+            value = await act_on(act, t, lambda loc: loc.input_value(timeout=act.ms_left()))
+    return {"what": what, "value": value, "url": act.page.url}, str(value)
+
+
+async def verb_eval(act: Act) -> Answer:
+    try:
+        value = await act.page.evaluate(str(act.args["js"]))
+    except Exception as exc:
+        raise Refusal("action_failed", verb="eval", reason=_first_line(exc)) from None
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return {"value": value}, text
+
+
+async def verb_screenshot(act: Act) -> Answer:
+    given = act.args.get("path")
+    if given:
+        path = Path(str(given))
+        if not path.is_absolute():
+            raise Refusal("usage", detail="screenshot path must be absolute", verb="screenshot")
+    else:
+        act.shots_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path = act.shots_dir / f"{act.tab.id}-{time.strftime('%Y%m%d-%H%M%S')}.png"
+    png = await act.page.screenshot(full_page=bool(act.args.get("full")), timeout=act.ms_left())
+    path.write_bytes(png)
+    return {"path": str(path), "bytes": len(png), "url": act.page.url}, str(path)
+
+
+# -- acting -----------------------------------------------------------------------------
+
+
+async def verb_click(act: Act) -> Answer:
+    await act_on(act, act.args["target"], lambda loc: loc.click(timeout=act.ms_left()))
+    return _acted(act, "clicked")
+
+
+async def verb_fill(act: Act) -> Answer:
+    text = str(act.args["text"])
+    await act_on(act, act.args["target"], lambda loc: loc.fill(text, timeout=act.ms_left()))
+    return _acted(act, "filled")
+
+
+async def verb_type(act: Act) -> Answer:
+    text = str(act.args["text"])
+    await act_on(
+        act,
+        act.args["target"],
+        lambda loc: loc.press_sequentially(text, timeout=act.ms_left()),
+    )
+    return _acted(act, "typed")
+
+
+async def verb_press(act: Act) -> Answer:
+    try:
+        await act.page.keyboard.press(str(act.args["key"]))
+    except Exception as exc:
+        raise Refusal("action_failed", verb="press", reason=_first_line(exc)) from None
+    return {"key": act.args["key"], "url": act.page.url}, "pressed"
+
+
+async def verb_select(act: Act) -> Answer:
+    values = [str(v) for v in act.args["values"]]
+
+    async def run(loc: Locator) -> list[str]:
+        try:
+            return await loc.select_option(values, timeout=act.ms_left())
+        except Exception:
+            return await loc.select_option(label=values, timeout=act.ms_left())
+
+    chosen = await act_on(act, act.args["target"], run)
+    return {"target": act.args["target"], "selected": chosen}, "selected " + ", ".join(chosen)
+
+
+async def verb_check(act: Act) -> Answer:
+    await act_on(act, act.args["target"], lambda loc: loc.check(timeout=act.ms_left()))
+    return _acted(act, "checked")
+
+
+async def verb_uncheck(act: Act) -> Answer:
+    await act_on(act, act.args["target"], lambda loc: loc.uncheck(timeout=act.ms_left()))
+    return _acted(act, "unchecked")
+
+
+async def verb_hover(act: Act) -> Answer:
+    await act_on(act, act.args["target"], lambda loc: loc.hover(timeout=act.ms_left()))
+    return _acted(act, "hovered")
+
+
+_DIRECTIONS = {"down": (0, 1), "up": (0, -1), "right": (1, 0), "left": (-1, 0)}
+
+
+async def verb_scroll(act: Act) -> Answer:
+    direction = str(act.args.get("direction") or "down")
+    if direction not in _DIRECTIONS:
+        await act_on(
+            act, direction, lambda loc: loc.scroll_into_view_if_needed(timeout=act.ms_left())
+        )
+        return {"target": direction, "url": act.page.url}, "scrolled into view"
+    pixels = int(act.args.get("pixels") or 600)
+    dx, dy = _DIRECTIONS[direction]
+    await act.page.mouse.wheel(dx * pixels, dy * pixels)
+    pos = await act.page.evaluate("[window.scrollX, window.scrollY]")
+    return {"direction": direction, "pixels": pixels, "scroll": pos}, f"scrolled to {pos}"
+
+
+async def verb_wait(act: Act) -> Answer:
+    what = act.args.get("what")
+    if act.args.get("load"):
+        await act.page.wait_for_load_state("load", timeout=act.ms_left())
+        return {"waited": "load", "url": act.page.url}, "loaded"
+    if what is None:
+        raise Refusal("usage", detail="wait needs @eN, a selector, milliseconds or --load", verb="wait")
+    text = str(what)
+    if text.isdigit():
+        await act.page.wait_for_timeout(int(text))
+        return {"waited": int(text)}, f"waited {text} ms"
+    loc = await locate(act, text) if text.startswith("@") else act.page.locator(text).first
+    try:
+        await loc.wait_for(state="visible", timeout=act.ms_left())
+    except Exception as exc:
+        if type(exc).__name__ == "TimeoutError":
+            raise Refusal("target_not_found", target=text) from None
+        raise Refusal("action_failed", verb="wait", reason=_first_line(exc)) from None
+    return {"waited": text, "url": act.page.url}, "visible"
+
+
+HANDLERS: dict[str, Callable[[Act], Awaitable[Answer]]] = {
+    "open": verb_open,
+    "snapshot": verb_snapshot,
+    "click": verb_click,
+    "fill": verb_fill,
+    "type": verb_type,
+    "press": verb_press,
+    "select": verb_select,
+    "check": verb_check,
+    "uncheck": verb_uncheck,
+    "hover": verb_hover,
+    "scroll": verb_scroll,
+    "wait": verb_wait,
+    "get": verb_get,
+    "eval": verb_eval,
+    "screenshot": verb_screenshot,
+    "back": verb_back,
+    "forward": verb_forward,
+    "reload": verb_reload,
+}

@@ -1,0 +1,262 @@
+"""The data that plugins hand to the core and the core hands to hooks.
+
+Everything here is a frozen dataclass: rows are data (capabilities are cells, read before
+acting), never behaviour hidden behind ``if provider == ...``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from playwright.async_api import Browser, BrowserContext, Playwright
+
+Tier = Literal[1, 2, 3]
+KeyScope = Literal["none", "user", "cluster", "user_or_cluster"]
+LeaseKind = Literal["tab", "window", "browser"]
+InputHolder = Literal["agent", "user"]
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """The capability cells of a provider. A verb lists the cells it needs (see
+    :mod:`browserbay.verbs`); the keeper refuses it by name when a cell is false."""
+
+    has_cdp: bool = True
+    """Pages are driven over CDP (Playwright): every page verb works."""
+    owns_dir: bool = True
+    """The keeper owns the browser's user-data-dir (false for somebody else's browser)."""
+    ephemeral_contexts: bool = True
+    """Isolated sessions can be separate contexts inside one shared browser process."""
+    screenshots: bool = True
+    key_scope: KeyScope = "none"
+    """Which key the provider needs, if any (see the key hooks)."""
+    can_switch_to: tuple[str, ...] = ()
+    """Provider ids a live profile on this provider can switch its backend to."""
+    lease_kind: LeaseKind = "tab"
+    headed: bool = False
+    """Runs with a visible window by default."""
+    allowed_domains: bool = True
+    """Can enforce a profile's allowed-domains list."""
+
+    def cell(self, name: str) -> bool:
+        value = getattr(self, name, None)
+        if isinstance(value, bool):
+            return value
+        raise KeyError(f"no boolean capability cell named {name!r}")
+
+    def as_row(self) -> dict[str, Any]:
+        return {
+            "has_cdp": self.has_cdp,
+            "owns_dir": self.owns_dir,
+            "ephemeral_contexts": self.ephemeral_contexts,
+            "screenshots": self.screenshots,
+            "key_scope": self.key_scope,
+            "can_switch_to": list(self.can_switch_to),
+            "lease_kind": self.lease_kind,
+            "headed": self.headed,
+            "allowed_domains": self.allowed_domains,
+        }
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """What the keeper asks a driver to start."""
+
+    browser_id: str
+    """Minted by the keeper (``bb-<8 hex>``); names the browser in the registry and logs."""
+    home: Path
+    """A private directory (0700) the browser uses as HOME and XDG base: it writes nothing
+    into the user's own directories."""
+    user_data_dir: Path | None = None
+    """None: an ephemeral browser whose contexts are isolated sessions."""
+    headless: bool = True
+    proxy: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Extra environment for the browser process only (e.g. a licence key): never argv."""
+
+
+class BrowserHandle(Protocol):
+    """A running browser the keeper owns, as a driver hands it back."""
+
+    browser_id: str
+    pid: int | None
+    browser: Browser | None
+    """The Playwright browser, when sessions get their own contexts in it."""
+    persistent_context: BrowserContext | None
+    """The one context of a persistent user-data-dir, when there is one."""
+
+    async def close(self, timeout: float) -> None:
+        """Close gracefully (CDP ``Browser.close``) within ``timeout`` seconds. Never SIGKILL a
+        browser that holds a profile: it would lose its newest cookies."""
+
+
+class Driver(Protocol):
+    """What a provider row's ``driver_factory`` returns."""
+
+    async def launch(self, playwright: Playwright, spec: LaunchSpec) -> BrowserHandle:
+        """Start a browser. Raise :class:`browserbay.refusals.Refusal` with
+        ``backend_unavailable`` (and the install command as ``fix``) when it cannot."""
+        ...
+
+
+@dataclass(frozen=True)
+class ProviderRow:
+    """One provider, as contributed by :func:`browserbay.hookspecs.bay_providers`."""
+
+    id: str
+    tier: Tier
+    summary: str
+    capabilities: Capabilities
+    driver_factory: Callable[[], Driver] | None
+    """None when the provider is declared but not runnable yet (see ``not_runnable``)."""
+    not_runnable: str | None = None
+    """Why the provider cannot run here, worded for the user; None when it can."""
+    probe: Callable[[], str | None] | None = None
+    """A cheap check of the machine (binary found? vendor reachable?) returning a reason it
+    cannot run, or None. ``bay plugins`` and ``bay status`` show it."""
+
+
+@dataclass(frozen=True)
+class TierRow:
+    """One rung of the access-tier ladder."""
+
+    tier: Tier
+    name: str
+    summary: str
+
+
+@dataclass(frozen=True)
+class Failure:
+    """What a verb met, handed to :func:`browserbay.hookspecs.bay_tier_hint`."""
+
+    url: str
+    status: int | None
+    title: str | None
+    provider: str
+    tier: Tier
+
+
+@dataclass(frozen=True)
+class TierHint:
+    """A hint that another tier might fare better. Worded as a hint, never a detection."""
+
+    message: str
+    suggest_tier: Tier | None = None
+
+
+@dataclass(frozen=True)
+class TransportRow:
+    """A live-view transport: how frames of a target reach a human's page."""
+
+    kind: str
+    summary: str
+    target_kinds: tuple[str, ...]
+    """Which targets it can show (``tab``, ``window``, ``provider-view``)."""
+    factory: Callable[..., Any] | None = None
+
+
+@dataclass(frozen=True)
+class KeyField:
+    name: str
+    secret: bool
+    required: bool = True
+    pattern: str | None = None
+    """A regular expression a value must match (shape check, no network)."""
+
+
+@dataclass(frozen=True)
+class IntegrationRow:
+    """A thing that needs keys: a provider's licence, a cloud vendor's API key."""
+
+    id: str
+    fields: tuple[KeyField, ...]
+    vendor_env: Mapping[str, str]
+    """field name -> the vendor's own environment variable name, set only in the one child
+    process that needs it."""
+    test_kind: Literal["shape-only", "credential-exchange", "reachability"] = "shape-only"
+
+
+KeyPrecedence = Literal["user", "cluster"]
+
+
+@dataclass(frozen=True)
+class KeySource:
+    """A place keys come from. Precedence is always user > cluster > none."""
+
+    name: str
+    precedence: KeyPrecedence
+    get: Callable[[str, str], str | None]
+    """``get(integration_id, field) -> value or None``."""
+
+
+@dataclass(frozen=True)
+class SessionRef:
+    id: str
+    origin: Literal["env", "shell", "api"]
+
+    def as_row(self) -> dict[str, Any]:
+        return {"id": self.id, "origin": self.origin}
+
+
+@dataclass(frozen=True)
+class ProfileRef:
+    """The profile a verb acted on. Ephemeral sessions have an ``ephemeral`` profile of
+    their own (``id`` ``ep-<session>``), which no other session can reach."""
+
+    id: str
+    label: str
+    provider: str
+    tier: Tier
+    ephemeral: bool
+    attached: int = 1
+
+    def as_row(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "label": self.label,
+            "provider": self.provider,
+            "tier": self.tier,
+            "ephemeral": self.ephemeral,
+            "attached": self.attached,
+        }
+
+
+@dataclass(frozen=True)
+class VerbCall:
+    """A verb about to run (or that ran), as lifecycle hooks see it. ``args`` never carry
+    typed text: values of ``fill``/``type``/``eval`` are replaced by their length."""
+
+    verb: str
+    args: Mapping[str, Any]
+    session: SessionRef
+    profile: ProfileRef | None
+
+
+@dataclass(frozen=True)
+class VerbOutcome:
+    ok: bool
+    code: str | None
+    elapsed_ms: float
+
+
+@dataclass(frozen=True)
+class BrowserInfo:
+    browser_id: str
+    provider: str
+    pid: int | None
+    ephemeral: bool
+
+
+@dataclass(frozen=True)
+class LeaseInfo:
+    profile: ProfileRef
+    session: SessionRef
+    input_holder: InputHolder
+    tabs: tuple[str, ...]
+
+
+Hook = Callable[..., Awaitable[None] | None]

@@ -1,0 +1,198 @@
+"""The plugin manager: built-ins and entry points, filtered by the environment.
+
+``BAY_LOAD_PLUGINS=a,b`` loads only those entry points (an allowlist; empty string: none),
+``BAY_DISABLE_PLUGINS=a,b`` skips those. Entry-point names must be unique (pluggy would
+silently skip a duplicate: we refuse it instead).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from importlib import metadata
+from types import ModuleType
+from typing import Any, TypeVar
+
+import pluggy
+
+from browserbay import hookspecs
+from browserbay.model import IntegrationRow, KeySource, ProviderRow, TierRow, TransportRow
+
+ENTRY_POINT_GROUP = "browserbay"
+
+#: Plugins that ship inside the core and register like any other.
+BUILTINS: tuple[str, ...] = ("browserbay.builtins.tiers",)
+
+
+class PluginError(Exception):
+    """A plugin could not be loaded or contributes something that clashes; the message
+    names the plugin and what to do."""
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    name: str
+    distribution: str | None
+    version: str | None
+    hooks: tuple[str, ...]
+    builtin: bool
+
+
+def _names(env: Mapping[str, str], var: str) -> set[str] | None:
+    if var not in env:
+        return None
+    return {n.strip() for n in env[var].split(",") if n.strip()}
+
+
+class Plugins:
+    """A loaded plugin manager plus the tables collected from row hooks."""
+
+    def __init__(self, pm: pluggy.PluginManager, infos: list[PluginInfo]):
+        self.pm = pm
+        self.infos = infos
+        self.hook: Any = pm.hook
+
+    @property
+    def providers(self) -> dict[str, ProviderRow]:
+        return _collect(self.pm, "bay_providers", lambda r: r.id)
+
+    @property
+    def tiers(self) -> dict[int, TierRow]:
+        return _collect(self.pm, "bay_access_tiers", lambda r: r.tier)
+
+    @property
+    def transports(self) -> dict[str, TransportRow]:
+        return _collect(self.pm, "bay_live_view_transports", lambda r: r.kind)
+
+    @property
+    def key_sources(self) -> dict[str, KeySource]:
+        return _collect(self.pm, "bay_key_sources", lambda r: r.name)
+
+    @property
+    def integrations(self) -> dict[str, IntegrationRow]:
+        return _collect(self.pm, "bay_integrations", lambda r: r.id)
+
+    def listing(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": i.name,
+                "distribution": i.distribution,
+                "version": i.version,
+                "hooks": list(i.hooks),
+                "builtin": i.builtin,
+            }
+            for i in self.infos
+        ]
+
+
+K = TypeVar("K")
+R = TypeVar("R")
+
+
+def _collect(pm: pluggy.PluginManager, hook_name: str, key: Any) -> dict[Any, Any]:
+    """Call a row hook on every plugin and build one table, refusing duplicate ids."""
+    table: dict[Any, Any] = {}
+    owner: dict[Any, str] = {}
+    hook = getattr(pm.hook, hook_name)
+    for impl in hook.get_hookimpls():
+        rows = impl.function() or ()
+        for row in rows:
+            k = key(row)
+            if k in table:
+                raise PluginError(
+                    f"{hook_name}: {k!r} is contributed by both {owner[k]!r} and "
+                    f"{impl.plugin_name!r}; uninstall one, or disable it with "
+                    f"BAY_DISABLE_PLUGINS={impl.plugin_name}"
+                )
+            table[k] = row
+            owner[k] = impl.plugin_name
+    return table
+
+
+def _hooks_of(pm: pluggy.PluginManager, plugin: object) -> tuple[str, ...]:
+    return tuple(sorted(h.name for h in (pm.get_hookcallers(plugin) or [])))
+
+
+def load_plugins(
+    env: Mapping[str, str] | None = None,
+    *,
+    extra: Iterable[tuple[str, object]] = (),
+    entry_points: Iterable[metadata.EntryPoint] | None = None,
+) -> Plugins:
+    """Build the plugin manager: built-ins, then entry points, then ``extra`` (tests)."""
+    env = os.environ if env is None else env
+    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs)
+    infos: list[PluginInfo] = []
+
+    for modname in BUILTINS:
+        module = importlib.import_module(modname)
+        name = modname.rsplit(".", 1)[-1]
+        pm.register(module, name=name)
+        infos.append(PluginInfo(name, "browserbay-core", _version("browserbay-core"), (), True))
+
+    allow = _names(env, "BAY_LOAD_PLUGINS")
+    deny = _names(env, "BAY_DISABLE_PLUGINS") or set()
+    eps = (
+        list(metadata.entry_points(group=ENTRY_POINT_GROUP))
+        if entry_points is None
+        else list(entry_points)
+    )
+    seen: dict[str, str] = {}
+    for ep in sorted(eps, key=lambda e: e.name):
+        dist = ep.dist.name if ep.dist is not None else None
+        if ep.name in seen:
+            raise PluginError(
+                f"two plugins use the entry-point name {ep.name!r} ({seen[ep.name]} and "
+                f"{dist}); uninstall one of them"
+            )
+        seen[ep.name] = str(dist)
+        if ep.name in deny or (allow is not None and ep.name not in allow):
+            continue
+        try:
+            plugin = ep.load()
+        except Exception as exc:
+            raise PluginError(
+                f"plugin {ep.name!r} ({dist}) failed to import: {exc!r}; reinstall it, or "
+                f"skip it with BAY_DISABLE_PLUGINS={ep.name}"
+            ) from exc
+        pm.register(plugin, name=ep.name)
+        version = ep.dist.version if ep.dist is not None else None
+        infos.append(PluginInfo(ep.name, dist, version, (), False))
+
+    for name, plugin in extra:
+        pm.register(plugin, name=name)
+        infos.append(PluginInfo(name, None, None, (), False))
+
+    try:
+        pm.check_pending()
+    except pluggy.PluginValidationError as exc:
+        raise PluginError(f"{exc}; the hook names a plugin may implement are in docs/hooks.md")
+
+    infos = [
+        PluginInfo(
+            i.name, i.distribution, i.version, _hooks_of(pm, pm.get_plugin(i.name)), i.builtin
+        )
+        for i in infos
+    ]
+    plugins = Plugins(pm, infos)
+    # Build every table once now so a clash is reported at load time, not at first use.
+    plugins.providers  # noqa: B018
+    plugins.tiers  # noqa: B018
+    plugins.transports  # noqa: B018
+    plugins.key_sources  # noqa: B018
+    plugins.integrations  # noqa: B018
+    return plugins
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def module_plugin(module: ModuleType) -> tuple[str, ModuleType]:
+    return module.__name__.rsplit(".", 1)[-1], module

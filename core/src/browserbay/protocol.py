@@ -1,0 +1,71 @@
+"""The keeper socket protocol: NDJSON frames over a unix socket. Standard library only.
+
+A connection opens with a hello frame from the client (``{"hello": {...}}``) that the keeper
+answers with its own; then each request frame gets exactly one answer frame with the same
+``id``. A client may pipeline its hello and first request in one write.
+
+Request: ``{"id", "verb", "args", "session": {"id", "origin"}, "timeout"}``
+Answer:  ``{"id", "ok": true, "verb", "session", "profile", "data"}`` or
+         ``{"id", "ok": false, "code", "message", "way_out", "data"}``
+Control: ``{"id", "op": "shutdown"}`` asks the keeper to exit gracefully.
+"""
+
+from __future__ import annotations
+
+import json
+
+from browserbay._version import PROTOCOL, __version__
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+#: Largest frame the keeper reads. A longer line gets a ``too_large`` error frame.
+MAX_FRAME = 4 * 1024 * 1024
+#: Largest single argument (a URL, a text to type, a script). Refused before sending.
+MAX_ARG = 1024 * 1024
+#: Largest answer a client accepts (``get html`` of a big page).
+MAX_ANSWER = 64 * 1024 * 1024
+#: Deepest JSON nesting accepted in a request.
+MAX_DEPTH = 16
+
+
+def hello(role: str) -> dict[str, Any]:
+    return {"hello": {"role": role, "version": __version__, "protocol": PROTOCOL}}
+
+
+def compatible(other: dict[str, Any]) -> bool:
+    return other.get("version") == __version__ and other.get("protocol") == PROTOCOL
+
+
+def encode(frame: dict[str, Any]) -> bytes:
+    return json.dumps(frame, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+
+def decode(line: bytes) -> dict[str, Any]:
+    """Parse one frame; raises ValueError with a reason an agent can read."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8 at byte {exc.start}") from None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON: {exc.msg} at column {exc.colno}") from None
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    if not isinstance(value, dict):
+        raise ValueError("a frame must be a JSON object")
+    if _depth(value) > MAX_DEPTH:
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
+    return value
+
+
+def _depth(value: object, level: int = 0) -> int:
+    if level > MAX_DEPTH:
+        return level
+    if isinstance(value, dict):
+        return max((_depth(v, level + 1) for v in value.values()), default=level + 1)
+    if isinstance(value, list):
+        return max((_depth(v, level + 1) for v in value), default=level + 1)
+    return level

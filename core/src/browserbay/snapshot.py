@@ -1,0 +1,92 @@
+"""Make Playwright's AI-mode ARIA snapshot compact without losing a single reference.
+
+Playwright (``aria_snapshot(mode="ai")``) gives a YAML tree whose nodes carry ``[ref=eN]``
+references that stay stable for the same element across snapshots of one document. Most of
+its size is unnamed ``generic`` wrappers; those are dropped (their children move up a level)
+unless they hold text of their own. Interactive elements always keep their references.
+"""
+
+from __future__ import annotations
+
+import re
+
+INTERACTIVE_ROLES = frozenset(
+    {
+        "button",
+        "link",
+        "textbox",
+        "searchbox",
+        "checkbox",
+        "radio",
+        "combobox",
+        "listbox",
+        "option",
+        "menuitem",
+        "menuitemcheckbox",
+        "menuitemradio",
+        "tab",
+        "switch",
+        "slider",
+        "spinbutton",
+        "treeitem",
+    }
+)
+
+_LINE = re.compile(r"^(?P<indent>\s*)- (?P<body>.*)$")
+_ROLE = re.compile(r"^(?P<role>[a-z]+)\b")
+_REF = re.compile(r"\[ref=(?P<ref>[a-z0-9]+)\]")
+_NOISE = re.compile(r" \[cursor=pointer\]| \[active\]")
+
+
+def _parse(text: str) -> list[tuple[int, str]]:
+    out: list[tuple[int, str]] = []
+    for raw in text.splitlines():
+        m = _LINE.match(raw)
+        if m is None:
+            # A continuation line (multi-line text): attach to the previous node.
+            if out:
+                depth, body = out[-1]
+                out[-1] = (depth, body + " " + raw.strip())
+            continue
+        out.append((len(m.group("indent")) // 2, m.group("body")))
+    return out
+
+
+def _is_wrapper(body: str) -> bool:
+    """An unnamed generic container: ``generic [ref=e5]:`` with nothing else."""
+    m = _ROLE.match(body)
+    if m is None or m.group("role") not in ("generic", "group", "none", "presentation"):
+        return False
+    rest = _NOISE.sub("", _REF.sub("", body[m.end() :])).strip()
+    return rest in ("", ":")
+
+
+def refs_in(text: str) -> list[str]:
+    return _REF.findall(text)
+
+
+def compact(text: str, *, interactive: bool = False, depth: int | None = None) -> str:
+    """The snapshot an agent reads. ``interactive``: a flat list of what can be acted on."""
+    nodes = _parse(text)
+    lines: list[str] = []
+    if interactive:
+        for _, body in nodes:
+            m = _ROLE.match(body)
+            if m and m.group("role") in INTERACTIVE_ROLES and _REF.search(body):
+                lines.append("- " + _NOISE.sub("", body).rstrip(":"))
+        return "\n".join(lines)
+    # Drop wrappers: every descendant of a dropped node moves up one level.
+    stack: list[tuple[int, int]] = []  # (original depth, levels removed at/above it)
+    for d, body in nodes:
+        while stack and stack[-1][0] >= d:
+            stack.pop()
+        removed = stack[-1][1] if stack else 0
+        if _is_wrapper(body):
+            stack.append((d, removed + 1))
+            continue
+        stack.append((d, removed))
+        level = d - removed
+        if depth is not None and level >= depth:
+            continue
+        lines.append("  " * level + "- " + _NOISE.sub("", body))
+    return "\n".join(lines)

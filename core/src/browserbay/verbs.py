@@ -1,0 +1,217 @@
+"""The verb table: every command, its arguments and what it needs. Standard library only.
+
+The CLI parses argv from it, the keeper dispatches and checks capability cells from it, the
+docs list it, and the MCP server maps onto it. A behaviour lives in the keeper's handler for
+the verb, never in the CLI.
+"""
+
+from __future__ import annotations
+
+# Where a verb runs:
+PAGE = "page"  # on the session's current tab (its browser starts lazily)
+SESSION = "session"  # on the session's state (tabs, close, status)
+KEEPER = "keeper"  # on the keeper itself
+LOCAL = "local"  # in the client, no keeper needed
+
+
+class Arg:
+    """One argument. ``kind``: ``pos`` (required word), ``opt`` (optional word), ``rest``
+    (one or more words), ``flag`` (boolean option), ``value`` (option with a value)."""
+
+    __slots__ = ("choices", "default", "help", "kind", "long", "name", "short", "type")
+
+    def __init__(
+        self,
+        name: str,
+        kind: str,
+        help: str,
+        *,
+        type: str = "str",
+        choices: tuple[str, ...] = (),
+        default: object = None,
+        short: str = "",
+    ):
+        self.name = name
+        self.kind = kind
+        self.help = help
+        self.type = type
+        self.choices = choices
+        self.default = default
+        self.short = short
+        self.long = "--" + name.replace("_", "-")
+
+
+class Verb:
+    __slots__ = ("args", "example", "mutates", "name", "needs", "scope", "secret_args", "summary")
+
+    def __init__(
+        self,
+        name: str,
+        scope: str,
+        summary: str,
+        args: tuple[Arg, ...] = (),
+        *,
+        needs: tuple[str, ...] = (),
+        mutates: bool = False,
+        secret_args: tuple[str, ...] = (),
+        example: str = "",
+    ):
+        self.name = name
+        self.scope = scope
+        self.summary = summary
+        self.args = args
+        self.needs = needs
+        self.mutates = mutates
+        self.secret_args = secret_args
+        self.example = example
+
+
+_T = Arg("target", "pos", "an @eN reference from the last snapshot, or a CSS/Playwright selector")
+_CDP = ("has_cdp",)
+
+VERBS: tuple[Verb, ...] = (
+    Verb(
+        "open",
+        PAGE,
+        "Navigate the current tab to a URL (http, https or about:blank).",
+        (Arg("url", "pos", "the address to open"),),
+        needs=_CDP,
+        mutates=True,
+        example="bay open https://example.org",
+    ),
+    Verb(
+        "snapshot",
+        PAGE,
+        "The page's ARIA tree with [ref=eN] references to act on.",
+        (
+            Arg("interactive", "flag", "only elements you can act on, flat", short="-i"),
+            Arg("depth", "value", "limit the tree depth", type="int"),
+        ),
+        needs=_CDP,
+        example="bay snapshot -i",
+    ),
+    Verb("click", PAGE, "Click an element.", (_T,), needs=_CDP, mutates=True),
+    Verb(
+        "fill",
+        PAGE,
+        "Replace the value of a text field.",
+        (_T, Arg("text", "pos", "the new value")),
+        needs=_CDP,
+        mutates=True,
+        secret_args=("text",),
+        example='bay fill @e7 "Ada"',
+    ),
+    Verb(
+        "type",
+        PAGE,
+        "Type text key by key into an element (keeps what is there).",
+        (_T, Arg("text", "pos", "the text to type")),
+        needs=_CDP,
+        mutates=True,
+        secret_args=("text",),
+    ),
+    Verb(
+        "press",
+        PAGE,
+        "Press a key or chord on the focused element (Enter, Tab, Control+a).",
+        (Arg("key", "pos", "a key name as Playwright spells it"),),
+        needs=_CDP,
+        mutates=True,
+    ),
+    Verb(
+        "select",
+        PAGE,
+        "Choose options of a <select> by value or label.",
+        (_T, Arg("values", "rest", "one or more option values or labels")),
+        needs=_CDP,
+        mutates=True,
+    ),
+    Verb("check", PAGE, "Tick a checkbox or radio.", (_T,), needs=_CDP, mutates=True),
+    Verb("uncheck", PAGE, "Untick a checkbox.", (_T,), needs=_CDP, mutates=True),
+    Verb("hover", PAGE, "Move the pointer over an element.", (_T,), needs=_CDP),
+    Verb(
+        "scroll",
+        PAGE,
+        "Scroll the page (up/down/left/right by pixels) or an element into view.",
+        (
+            Arg("direction", "opt", "up, down, left, right, or a target to bring into view"),
+            Arg("pixels", "opt", "how far (default 600)", type="int"),
+        ),
+        needs=_CDP,
+    ),
+    Verb(
+        "wait",
+        PAGE,
+        "Wait for an element to be visible, a number of milliseconds, or the page to load.",
+        (
+            Arg("what", "opt", "an @eN reference, a selector, or milliseconds"),
+            Arg("load", "flag", "wait for the load event"),
+        ),
+        needs=_CDP,
+    ),
+    Verb(
+        "get",
+        PAGE,
+        "Read the page's title or url, or an element's text, value or html.",
+        (
+            Arg("what", "pos", "what to read", choices=("title", "url", "text", "value", "html")),
+            Arg("target", "opt", "the element (text/html default to the whole page)"),
+        ),
+        needs=_CDP,
+        example="bay get title",
+    ),
+    Verb(
+        "eval",
+        PAGE,
+        "Evaluate a JavaScript expression in the page and print its JSON value.",
+        (Arg("js", "pos", "the expression"),),
+        needs=_CDP,
+        mutates=True,
+        secret_args=("js",),
+    ),
+    Verb(
+        "screenshot",
+        PAGE,
+        "Save a PNG of the viewport (or --full page) and print its path.",
+        (
+            Arg("path", "opt", "where to write it (default: the state dir)"),
+            Arg("full", "flag", "the whole page, not just the viewport"),
+        ),
+        needs=("has_cdp", "screenshots"),
+    ),
+    Verb("back", PAGE, "Go back in the tab's history.", needs=_CDP, mutates=True),
+    Verb("forward", PAGE, "Go forward in the tab's history.", needs=_CDP, mutates=True),
+    Verb("reload", PAGE, "Reload the page.", needs=_CDP, mutates=True),
+    Verb(
+        "tab",
+        SESSION,
+        "Your tabs: list, new [url], close [id], or <id> to switch.",
+        (
+            Arg("action", "opt", "list (default), new, close, or a tab id to switch to"),
+            Arg("arg", "opt", "the url for new, the tab id for close"),
+        ),
+        needs=_CDP,
+        example="bay tab new https://example.org",
+    ),
+    Verb("close", SESSION, "Close your tabs and your browser; other sessions are untouched."),
+    Verb("status", SESSION, "Your session, its profile, browser and tabs."),
+    Verb(
+        "keeper",
+        KEEPER,
+        "The keeper daemon: status, stop, logs.",
+        (Arg("action", "pos", "what to do", choices=("status", "stop", "logs", "start")),),
+    ),
+    Verb("plugins", KEEPER, "Installed plugins: name, distribution, version, hooks; providers."),
+    Verb("help", LOCAL, "Help on a verb, or the list of verbs.", (Arg("verb", "opt", "a verb"),)),
+)
+
+BY_NAME: dict[str, Verb] = {v.name: v for v in VERBS}
+
+#: Options every verb takes.
+GLOBAL_OPTIONS = (
+    Arg("json", "flag", "print exactly one JSON object on stdout"),
+    Arg("timeout", "value", "deadline in seconds (default 30)", type="float"),
+    Arg("session", "value", "act as this session (default: $BAY_SESSION, else your shell's)"),
+)
+
+DEFAULT_TIMEOUT = 30.0

@@ -1,0 +1,1 @@
+"""browserbay provider: local Chromium."""

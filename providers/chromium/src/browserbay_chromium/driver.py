@@ -1,0 +1,147 @@
+"""Launch Chromium through Playwright's pipe transport: no debugging port is ever opened."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+
+from browserbay.model import LaunchSpec
+from browserbay.refusals import Refusal
+from browserbay_chromium.find import NotFound, find_chromium
+
+if TYPE_CHECKING:
+    from playwright.async_api import Browser, BrowserContext, Playwright
+
+#: Flags a closed network needs (no background fetches that would fail noisily).
+CLOSED_NETWORK_FLAGS: tuple[str, ...] = (
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    "--disable-breakpad",
+    "--disable-crash-reporter",
+)
+
+#: The environment passed through to the browser; everything else (keys!) stays out.
+PASSTHROUGH_ENV: tuple[str, ...] = ("PATH", "LANG", "LC_ALL", "TZ", "DISPLAY", "WAYLAND_DISPLAY")
+
+
+def marker(browser_id: str) -> str:
+    """An inert switch that names the browser in its own command line (for the orphan
+    sweep). Chromium ignores switches it does not know."""
+    return f"--bay-browser={browser_id}"
+
+
+def browser_env(spec: LaunchSpec) -> dict[str, str]:
+    home = spec.home
+    env = {k: os.environ[k] for k in PASSTHROUGH_ENV if k in os.environ}
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_CACHE_HOME=str(home / ".cache"),
+        XDG_DATA_HOME=str(home / ".local" / "share"),
+        TMPDIR=str(home / "tmp"),
+    )
+    env.update(spec.env)
+    return env
+
+
+def launch_args(spec: LaunchSpec) -> list[str]:
+    args = [*CLOSED_NETWORK_FLAGS, marker(spec.browser_id)]
+    if os.geteuid() == 0:
+        args.append("--no-sandbox")
+    return args
+
+
+def find_pid(browser_id: str) -> int | None:
+    """The pid of the browser's main process, found by its marker switch in /proc."""
+    needle = marker(browser_id).encode()
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    best: int | None = None
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if needle in cmdline.split(b"\0") and b"--type=" not in cmdline:
+            pid = int(entry.name)
+            best = pid if best is None else min(best, pid)
+    return best
+
+
+class ChromiumHandle:
+    def __init__(
+        self,
+        browser_id: str,
+        browser: Browser | None,
+        context: BrowserContext | None,
+        pid: int | None,
+    ):
+        self.browser_id = browser_id
+        self.browser = browser
+        self.persistent_context = context
+        self.pid = pid
+
+    async def close(self, timeout: float) -> None:
+        """``Browser.close`` over CDP with a bounded wait. An ephemeral browser (nothing on
+        disk to lose) that does not close in time is sent SIGTERM; a persistent one never."""
+        with anyio.move_on_after(timeout):
+            if self.persistent_context is not None:
+                await self.persistent_context.close()
+            elif self.browser is not None:
+                await self.browser.close()
+            return
+        if self.persistent_context is None and self.pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGTERM)
+
+
+class ChromiumDriver:
+    async def launch(self, playwright: Playwright, spec: LaunchSpec) -> ChromiumHandle:
+        try:
+            executable = find_chromium()
+        except NotFound as exc:
+            raise Refusal(
+                "backend_unavailable", provider="chromium", reason=exc.reason, fix=exc.fix
+            ) from None
+        for sub in (".config", ".cache", ".local/share", "tmp"):
+            (spec.home / sub).mkdir(parents=True, exist_ok=True, mode=0o700)
+        common = {
+            "executable_path": str(executable),
+            "headless": spec.headless,
+            "args": launch_args(spec),
+            "env": browser_env(spec),
+            "handle_sigint": False,
+            "handle_sigterm": False,
+            "handle_sighup": False,
+        }
+        if spec.proxy:
+            common["proxy"] = {"server": spec.proxy}
+        try:
+            if spec.user_data_dir is not None:
+                ctx = await playwright.chromium.launch_persistent_context(
+                    str(spec.user_data_dir), **common
+                )
+                browser, context = ctx.browser, ctx
+            else:
+                browser, context = await playwright.chromium.launch(**common), None
+        except Exception as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+            raise Refusal(
+                "backend_unavailable",
+                provider="chromium",
+                reason=f"{executable} failed to start: {first}",
+                fix=f"run {executable} --version to see why; or set BAY_CHROMIUM_PATH",
+            ) from None
+        pid = await anyio.to_thread.run_sync(find_pid, spec.browser_id)
+        return ChromiumHandle(spec.browser_id, browser, context, pid)

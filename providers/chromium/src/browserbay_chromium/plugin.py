@@ -1,0 +1,39 @@
+"""The ``chromium`` provider row (tier 1): a local Chromium/Chrome/Edge the keeper launches."""
+
+from __future__ import annotations
+
+from browserbay.hookspecs import hookimpl
+from browserbay.model import Capabilities, ProviderRow
+from browserbay_chromium.driver import ChromiumDriver
+from browserbay_chromium.find import NotFound, find_chromium
+
+
+def probe() -> str | None:
+    try:
+        find_chromium()
+    except NotFound as exc:
+        return f"{exc.reason}; {exc.fix}"
+    return None
+
+
+@hookimpl
+def bay_providers() -> list[ProviderRow]:
+    return [
+        ProviderRow(
+            id="chromium",
+            tier=1,
+            summary="A local Chromium/Chrome/Edge launched by the keeper over Playwright's pipe.",
+            capabilities=Capabilities(
+                has_cdp=True,
+                owns_dir=True,
+                ephemeral_contexts=True,
+                screenshots=True,
+                key_scope="none",
+                lease_kind="tab",
+                headed=False,
+                allowed_domains=True,
+            ),
+            driver_factory=ChromiumDriver,
+            probe=probe,
+        )
+    ]
