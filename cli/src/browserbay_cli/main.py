@@ -97,7 +97,11 @@ def _local(verb: str, args: dict[str, Any], as_json: bool) -> int | None:
         tail = client.log_tail(paths, 200)
         if as_json:
             _emit_json(
-                {"ok": True, "verb": "keeper", "data": {"log": str(paths.keeper_log), "tail": tail}},
+                {
+                    "ok": True,
+                    "verb": "keeper",
+                    "data": {"log": str(paths.keeper_log), "tail": tail},
+                },
                 verb,
             )
         else:
@@ -125,7 +129,9 @@ def run(argv: list[str]) -> int:
     as_json = bool(options.get("json"))
     timeout = float(options.get("timeout") or DEFAULT_TIMEOUT)
     if not 0 < timeout <= 3600:
-        return _refuse(Refusal("usage", detail="--timeout must be in (0, 3600]", verb=verb.name), as_json)
+        return _refuse(
+            Refusal("usage", detail="--timeout must be in (0, 3600]", verb=verb.name), as_json
+        )
     try:
         local = _local(verb.name, args, as_json)
         if local is not None:

@@ -28,7 +28,11 @@ def _convert(arg: Arg, raw: str, verb: str) -> object:
         try:
             return int(raw)
         except ValueError:
-            raise UsageError(f"{arg.long if arg.kind == 'value' else arg.name} must be a whole number, not {raw!r}", verb) from None
+            raise UsageError(
+                f"{arg.long if arg.kind == 'value' else arg.name} must be a whole number, "
+                f"not {raw!r}",
+                verb,
+            ) from None
     if arg.type == "float":
         try:
             return float(raw)
@@ -79,7 +83,7 @@ def parse(argv: list[str]) -> tuple[Verb, dict[str, Any], dict[str, Any]]:
         name, eq, inline = tok.partition("=")
         spec = flags.get(name)
         if spec is None:
-            known = sorted(flags) + ["--help"]
+            known = [*sorted(flags), "--help"]
             where = f" for '{verb.name}'" if verb else ""
             raise UsageError(
                 f"unknown option '{name}'{where}{suggest(name, known)}", verb.name if verb else None
@@ -154,7 +158,11 @@ def help_text(name: str | None) -> str:
         v = BY_NAME[name]
         lines = [usage_line(v), "", v.summary, ""]
         for a in v.args:
-            label = a.name if a.kind in ("pos", "opt", "rest") else (a.short + ", " if a.short else "") + a.long
+            label = (
+                a.name
+                if a.kind in ("pos", "opt", "rest")
+                else (a.short + ", " if a.short else "") + a.long
+            )
             lines.append(f"  {label:<18} {a.help}")
         if v.example:
             lines += ["", "example: " + v.example]

@@ -108,7 +108,9 @@ def connect(paths: BayPaths | None = None, *, autostart: bool | None = None) -> 
             conn = _handshake(sock)
         except (OSError, ValueError, TimeoutError) as exc:
             sock.close()
-            raise Refusal("keeper_unavailable", reason=f"no hello from the keeper ({exc})")
+            raise Refusal(
+                "keeper_unavailable", reason=f"no hello from the keeper ({exc})"
+            ) from None
         if protocol.compatible(conn.keeper):
             return conn
         _retire(conn, path)
@@ -180,7 +182,9 @@ def _spawn_and_connect(paths: BayPaths) -> Connection:
         conn = _handshake(sock)
     except (OSError, ValueError, TimeoutError) as exc:
         sock.close()
-        raise Refusal("keeper_unavailable", reason=f"no hello from the new keeper ({exc})")
+        raise Refusal(
+            "keeper_unavailable", reason=f"no hello from the new keeper ({exc})"
+        ) from None
     return conn
 
 
@@ -207,7 +211,14 @@ def call(
     """One verb, one answer frame (``ok`` true or a refusal frame). Never raises a refusal:
     a keeper that cannot be reached is answered as a ``keeper_unavailable`` frame."""
     try:
-        conn = connect(paths)
+        try:
+            conn = connect(paths)
+        except Refusal as r:
+            if r.code != "keeper_unavailable":
+                raise
+            # The keeper may have been on its way out as we connected: one more try.
+            time.sleep(0.1)
+            conn = connect(paths)
         try:
             return conn.request(verb, args or {}, session or session_identity(), timeout)
         finally:

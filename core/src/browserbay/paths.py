@@ -35,7 +35,8 @@ class BayPaths:
         import zlib
 
         tag = format(zlib.crc32(os.fsencode(self.runtime)), "08x")
-        return Path(f"/tmp/bay-{os.getuid()}-{tag}") / "keeper.sock"
+        # A private dir checked by ensure_private(): /tmp is only where it lives.
+        return Path(f"/tmp/bay-{os.getuid()}-{tag}") / "keeper.sock"  # noqa: S108
 
     @property
     def spawn_lock(self) -> Path:
@@ -60,11 +61,23 @@ class BayPaths:
         return self.runtime / "browsers"
 
     def ensure(self) -> BayPaths:
-        """Create every directory with a private mode (0700)."""
-        for d in (self.state, self.data, self.runtime, self.logs, self.outputs, self.browsers):
-            d.mkdir(parents=True, exist_ok=True, mode=0o700)
-            os.chmod(d, 0o700)
+        """Create every directory with a private mode (0700), refusing one that somebody
+        else owns (a directory planted in /tmp by another user)."""
+        dirs = (self.state, self.data, self.runtime, self.logs, self.outputs, self.browsers)
+        for d in (*dirs, self.socket.parent):
+            ensure_private(d)
         return self
+
+
+def ensure_private(d: Path) -> None:
+    d.mkdir(parents=True, exist_ok=True, mode=0o700)
+    st = d.lstat()
+    if st.st_uid != os.getuid() or not os.path.isdir(d) or os.path.islink(d):
+        raise PermissionError(
+            f"{d} is not a directory of yours; remove it, or set BAY_HOME to a private place"
+        )
+    if st.st_mode & 0o777 != 0o700:
+        os.chmod(d, 0o700)
 
 
 def _xdg(var: str, default: str) -> Path:
@@ -83,7 +96,7 @@ def bay_paths(environ: dict[str, str] | None = None) -> BayPaths:
         return BayPaths(
             lib / "Application Support" / APP / "state",
             lib / "Application Support" / APP / "data",
-            Path(os.environ.get("TMPDIR", "/tmp")) / f"{APP}-{os.getuid()}",
+            Path(os.environ.get("TMPDIR", "/tmp")) / f"{APP}-{os.getuid()}",  # noqa: S108
             lib / "Logs" / APP,
             None,
         )
@@ -93,6 +106,6 @@ def bay_paths(environ: dict[str, str] | None = None) -> BayPaths:
     runtime = (
         Path(runtime_base) / APP
         if runtime_base.startswith("/")
-        else Path(f"/tmp/{APP}-{os.getuid()}")
+        else Path(f"/tmp/{APP}-{os.getuid()}")  # noqa: S108 - ownership checked in ensure()
     )
     return BayPaths(state, data, runtime, state / "logs", None)

@@ -169,7 +169,9 @@ def load_plugins(
     try:
         pm.check_pending()
     except pluggy.PluginValidationError as exc:
-        raise PluginError(f"{exc}; the hook names a plugin may implement are in docs/hooks.md")
+        raise PluginError(
+            f"{exc}; the hook names a plugin may implement are in docs/hooks.md"
+        ) from exc
 
     infos = [
         PluginInfo(

@@ -61,13 +61,50 @@ def _is_wrapper(body: str) -> bool:
     return rest in ("", ":")
 
 
+_NAME = re.compile(r'^[a-z]+ "(?P<name>(?:[^"\\]|\\.)*)"')
+_TEXT = re.compile(r"^text: (?P<text>.*)$")
+
+
 def refs_in(text: str) -> list[str]:
     return _REF.findall(text)
 
 
+def main_frame_prefix(raw: str) -> str:
+    """The frame prefix Playwright gives the main frame's refs (``f1`` in ``[ref=f1e5]``
+    after a navigation; empty before). The first ref of a snapshot is the main frame's root."""
+    m = re.search(r"\[ref=(f\d+)?e\d+\]", raw)
+    return (m.group(1) or "") if m else ""
+
+
+def strip_prefix(raw: str, prefix: str) -> str:
+    """Show the main frame's refs as plain ``eN``: shorter, and what agents expect.
+    Refs of other frames keep their prefix."""
+    if not prefix:
+        return raw
+    return raw.replace(f"[ref={prefix}e", "[ref=e")
+
+
+def _drop_echoes(nodes: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """Drop a ``text:`` node that only repeats a neighbour's accessible name (a label)."""
+    out = []
+    for i, (d, body) in enumerate(nodes):
+        t = _TEXT.match(body)
+        if t:
+            names = []
+            for j in (i - 1, i + 1):
+                if 0 <= j < len(nodes) and nodes[j][0] == d:
+                    n = _NAME.match(nodes[j][1])
+                    if n:
+                        names.append(n.group("name"))
+            if t.group("text").strip() in names:
+                continue
+        out.append((d, body))
+    return out
+
+
 def compact(text: str, *, interactive: bool = False, depth: int | None = None) -> str:
     """The snapshot an agent reads. ``interactive``: a flat list of what can be acted on."""
-    nodes = _parse(text)
+    nodes = _drop_echoes(_parse(text))
     lines: list[str] = []
     if interactive:
         for _, body in nodes:

@@ -93,9 +93,7 @@ class SqliteRegistry:
     def __init__(self, path: Path):
         self.path = path
         fresh = not path.exists()
-        self.db = sqlite3.connect(
-            path, isolation_level=None, check_same_thread=False, timeout=10.0
-        )
+        self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10.0)
         if fresh:
             os.chmod(path, 0o600)
         self.db.execute("PRAGMA journal_mode=WAL")

@@ -189,9 +189,7 @@ class BrowserPool:
         await running.handle.close(CLOSE_TIMEOUT)
         await self.db(self.registry.browser_stopped, running.id, reason)
         if running.ephemeral:
-            await anyio.to_thread.run_sync(
-                lambda: shutil.rmtree(running.home, ignore_errors=True)
-            )
+            await anyio.to_thread.run_sync(lambda: shutil.rmtree(running.home, ignore_errors=True))
         log.info("browser %s stopped (%s)", running.id, reason)
         self.plugins.hook.bay_browser_stopped(browser=running.info(), reason=reason)
 

@@ -39,11 +39,26 @@ def bind_first(paths: BayPaths) -> tuple[socket.socket, IO[str]]:
     sock_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     os.chmod(sock_path.parent, 0o700)
     lock = open(paths.runtime / "keeper.lock", "a")  # noqa: SIM115 - held for the process's life
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        lock.close()
-        raise AlreadyRunning from None
+    end = time.monotonic() + 30.0
+    while True:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            # A keeper holds the lock. Serving: leave it be. Shutting down (its socket is
+            # already closed): wait for it to finish, then take over.
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                probe.connect(str(sock_path))
+                serving = True
+            except OSError:
+                serving = False
+            finally:
+                probe.close()
+            if serving or time.monotonic() > end:
+                lock.close()
+                raise AlreadyRunning from None
+            time.sleep(0.05)
     with contextlib.suppress(FileNotFoundError):
         sock_path.unlink()  # stale: its keeper no longer holds the lock
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -107,8 +122,8 @@ async def serve_connection(stream: anyio.abc.ByteStream, keeper: Any) -> None:
                 continue
             if frame.get("op") == "shutdown":
                 log.info("asked to stop (%s)", frame.get("reason", "request"))
+                keeper.begin_stop()
                 await _send(stream, {"id": frame.get("id"), "ok": True, "data": {"stopping": True}})
-                keeper.stop_event.set()
                 continue
             keeper.inflight += 1
             try:
@@ -117,7 +132,15 @@ async def serve_connection(stream: anyio.abc.ByteStream, keeper: Any) -> None:
                 keeper.inflight -= 1
                 keeper.last_request = time.monotonic()
             try:
-                await _send(stream, answer)
+                data = protocol.encode(answer)
+            except (TypeError, ValueError):
+                log.exception("an answer could not be encoded")
+                failed = Refusal(
+                    "internal_error", verb=str(frame.get("verb")), reason="unencodable answer"
+                )
+                data = protocol.encode(dict(failed.frame(), id=frame.get("id")))
+            try:
+                await stream.send(data)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                 return
 
@@ -142,7 +165,7 @@ async def _run(sock: socket.socket, paths: BayPaths) -> None:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async for signum in signals:
                 log.info("signal %d: stopping", signum)
-                keeper.stop_event.set()
+                keeper.begin_stop()
 
     async def housekeeping() -> None:
         while True:
@@ -154,7 +177,7 @@ async def _run(sock: socket.socket, paths: BayPaths) -> None:
             idle = time.monotonic() - keeper.last_request
             if not keeper.sessions and not keeper.pool.running and idle > KEEPER_IDLE:
                 log.info("idle for %.0fs with nothing running: exiting", idle)
-                keeper.stop_event.set()
+                keeper.begin_stop()
 
     async def prewarm() -> None:
         # The Playwright driver takes ~250 ms to start: do it while the first client talks.
@@ -163,24 +186,31 @@ async def _run(sock: socket.socket, paths: BayPaths) -> None:
         except Exception:
             log.exception("the Playwright driver failed to start")
 
+    serving = anyio.CancelScope()
+
+    async def serve() -> None:
+        with serving:
+            await listener.serve(lambda stream: serve_connection(stream, keeper))
+
     async with anyio.create_task_group() as tg:
-        tg.start_soon(listener.serve, lambda stream: serve_connection(stream, keeper))
+        tg.start_soon(serve)
         tg.start_soon(on_signal)
         tg.start_soon(housekeeping)
         tg.start_soon(prewarm)
         await keeper.stop_event.wait()
         with anyio.move_on_after(5):
-            while keeper.inflight:
+            while keeper.inflight:  # noqa: ASYNC110 - a counter, polled only at shutdown
                 await anyio.sleep(0.01)
         await anyio.sleep(0.05)  # let the last answers leave
+        serving.cancel()
+        await listener.aclose()
         tg.cancel_scope.cancel()
-    with contextlib.suppress(OSError):
-        paths.socket.unlink()
+    started = time.monotonic()
     with anyio.CancelScope(shield=True):
         await keeper.close()
         await keeper.db(registry.keeper_stopped, os.getpid())
     registry.close()
-    log.info("keeper stopped")
+    log.info("keeper stopped (shutdown took %.2fs)", time.monotonic() - started)
 
 
 def main() -> None:

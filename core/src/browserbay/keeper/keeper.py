@@ -3,6 +3,7 @@ calls the lifecycle hooks and answers. One instance per daemon."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -17,7 +18,7 @@ from browserbay import protocol, verbs
 from browserbay._version import __version__
 from browserbay.keeper.browsers import BrowserPool, Running
 from browserbay.keeper.pageverbs import HANDLERS, Act
-from browserbay.keeper.sessions import Session, TabBook
+from browserbay.keeper.sessions import Session, Tab, TabBook
 from browserbay.model import ProfileRef, SessionRef, VerbCall, VerbOutcome
 from browserbay.paths import BayPaths
 from browserbay.plugins import Plugins
@@ -54,6 +55,14 @@ class Keeper:
         self.swept: list[str] = []
         self.inflight = 0
         self.last_request = time.monotonic()
+
+    def begin_stop(self) -> None:
+        """Stop taking new connections at once (a client arriving now starts the next
+        keeper, which waits for our lock), then let the daemon shut down gracefully."""
+        if not self.stop_event.is_set():
+            with contextlib.suppress(OSError):
+                self.paths.socket.unlink()
+        self.stop_event.set()
 
     # -- plumbing ---------------------------------------------------------------------
 
@@ -132,8 +141,12 @@ class Keeper:
             elapsed = (time.monotonic() - started) * 1000
             self.plugins.hook.bay_after_verb(call=call, outcome=VerbOutcome(ok, code, elapsed))
             await self.db(
-                self.registry.audit, call.session.id, call.profile.id if call.profile else None,
-                call.verb, ok, code,
+                self.registry.audit,
+                call.session.id,
+                call.profile.id if call.profile else None,
+                call.verb,
+                ok,
+                code,
             )
         return answer
 
@@ -184,21 +197,29 @@ class Keeper:
         context, running = await self.pool.isolated_context(session.profile.provider)
         session.context, session.browser = context, running
 
-        def on_page(page: Page) -> None:
-            opener = None
-            # A page opened by one of the session's tabs belongs to the same session.
-            self._adopt(page, session, opener)
+        async def on_page(page: Page) -> None:
+            # A page opened by one of the session's tabs (popup, target=_blank,
+            # window.open) belongs to the same session. Adopt first, then learn the opener.
+            tab = self._adopt(page, session)
+            with contextlib.suppress(Exception):
+                opener = await page.opener()
+                if opener is not None and id(opener) in self.tabs.by_page:
+                    tab.opener = self.tabs.by_page[id(opener)].id
 
         context.on("page", on_page)
 
-    def _adopt(self, page: Page, session: Session, opener: str | None) -> None:
-        tab = self.tabs.add(page, session, opener)
+    def _adopt(self, page: Page, session: Session) -> Tab:
+        existing = self.tabs.by_page.get(id(page))
+        if existing is not None:
+            return existing
+        tab = self.tabs.add(page, session, None)
 
         def on_close(_page: Page) -> None:
             if tab.id in self.tabs.tabs:
                 self.tabs.drop(tab, session, "closed by the page")
 
         page.on("close", on_close)
+        return tab
 
     async def _current_tab(self, session: Session) -> Any:
         await self._ensure_context(session)
@@ -210,7 +231,7 @@ class Keeper:
     async def _new_tab(self, session: Session) -> Any:
         assert session.context is not None
         page = await session.context.new_page()
-        tab = self.tabs.add(page, session, None)
+        tab = self._adopt(page, session)
         session.current = tab.id
         return tab
 
@@ -218,10 +239,13 @@ class Keeper:
         action = str(args.get("action") or "list")
         arg = args.get("arg")
         if action == "list":
-            rows = [dict(await t.row(), current=t.id == session.current) for t in session.tabs.values()]
+            rows = [
+                dict(await t.row(), current=t.id == session.current) for t in session.tabs.values()
+            ]
             others = sum(1 for t in self.tabs.tabs.values() if t.owner != session.ref.id)
             lines = [
-                f"{'*' if r['current'] else ' '} {r['id']}  {r['title'] or '(untitled)'}  {r['url']}"
+                f"{'*' if r['current'] else ' '} {r['id']}  "
+                f"{r['title'] or '(untitled)'}  {r['url']}"
                 for r in rows
             ]
             text = "\n".join(lines) if lines else "(no tabs yet: bay open <url>)"
@@ -276,7 +300,9 @@ class Keeper:
         now = time.monotonic()
         for session in list(self.sessions.values()):
             if session.context is not None and now - session.last_used > IDLE_TIMEOUT:
-                log.info("session %s idle for %.0fs: closing its browser", session.ref.id, IDLE_TIMEOUT)
+                log.info(
+                    "session %s idle for %.0fs: closing its browser", session.ref.id, IDLE_TIMEOUT
+                )
                 async with session.lock:
                     await self._end_session(session, reason="idle")
         await self.pool.stop_idle(BROWSER_GRACE)
@@ -286,7 +312,9 @@ class Keeper:
     async def _status(self, session: Session) -> tuple[dict[str, Any], str]:
         tabs = [dict(await t.row(), current=t.id == session.current) for t in session.tabs.values()]
         data = dict(session.summary(), tabs=tabs, idle_timeout_s=IDLE_TIMEOUT)
-        browser = session.browser.id if session.browser else "not started (starts at the first page verb)"
+        browser = (
+            session.browser.id if session.browser else "not started (starts at the first page verb)"
+        )
         text = (
             f"session {session.ref.id} ({session.ref.origin})\n"
             f"profile {session.profile.label} ({session.profile.id}) · {session.profile.provider} "
@@ -330,13 +358,17 @@ class Keeper:
             lines.append("")
             lines += [
                 f"provider {p['id']:<10} tier {p['tier']}  "
-                + ("runnable" if p["runnable"] and not p["problem"] else f"NOT runnable: {p['problem']}")
+                + (
+                    "runnable"
+                    if p["runnable"] and not p["problem"]
+                    else f"NOT runnable: {p['problem']}"
+                )
                 for p in providers
             ]
             return {"plugins": plugins, "providers": providers}, "\n".join(lines)
         action = args["action"]
         if action == "stop":
-            self.stop_event.set()
+            self.begin_stop()
             return {"stopping": True, "pid": os.getpid()}, f"keeper {os.getpid()} is stopping"
         status = self.keeper_status()
         text = (
@@ -380,7 +412,11 @@ def _validate(frame: dict[str, Any]) -> tuple[verbs.Verb, dict[str, Any], Sessio
     if origin not in ("env", "shell", "api"):
         origin = "api"
     timeout = frame.get("timeout", verbs.DEFAULT_TIMEOUT)
-    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not 0 < timeout <= 3600:
+    if (
+        not isinstance(timeout, (int, float))
+        or isinstance(timeout, bool)
+        or not 0 < timeout <= 3600
+    ):
         raise Refusal("bad_frame", reason="timeout must be a number of seconds in (0, 3600]")
     return verb, clean, SessionRef(sid, origin), float(timeout)
 
@@ -419,6 +455,4 @@ def _check_arg(verb: str, spec: verbs.Arg, value: Any) -> Any:
 
 def _redact(verb: verbs.Verb, args: dict[str, Any]) -> dict[str, Any]:
     """What hooks and the audit may see: typed text becomes its length."""
-    return {
-        k: ({"chars": len(str(v))} if k in verb.secret_args else v) for k, v in args.items()
-    }
+    return {k: ({"chars": len(str(v))} if k in verb.secret_args else v) for k, v in args.items()}

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from browserbay.model import Failure
 from browserbay.refusals import Refusal
-from browserbay.snapshot import compact, refs_in
+from browserbay.snapshot import compact, main_frame_prefix, refs_in, strip_prefix
 
 if TYPE_CHECKING:
     from playwright.async_api import Locator, Page
@@ -58,7 +58,10 @@ async def locate(act: Act, target: str) -> Locator:
     if target.startswith("@") or (m and target == m.group("ref")):
         if m is None:
             raise Refusal("ref_stale", ref=target)
-        loc = act.page.locator(f"aria-ref={m.group('ref')}")
+        ref = m.group("ref")
+        if ref.startswith("e"):
+            ref = act.tab.ref_prefix + ref
+        loc = act.page.locator(f"aria-ref={ref}")
         if await loc.count() == 0:
             raise Refusal("ref_stale", ref="@" + m.group("ref"))
         return loc
@@ -160,6 +163,8 @@ async def verb_reload(act: Act) -> Answer:
 
 async def verb_snapshot(act: Act) -> Answer:
     raw = await act.page.aria_snapshot(mode="ai", timeout=act.ms_left())
+    act.tab.ref_prefix = main_frame_prefix(raw)
+    raw = strip_prefix(raw, act.tab.ref_prefix)
     text = compact(raw, interactive=bool(act.args.get("interactive")), depth=act.args.get("depth"))
     refs = refs_in(text)
     data = {"url": act.page.url, "tab": act.tab.id, "refs": len(refs), "snapshot": text}
@@ -199,7 +204,12 @@ async def verb_eval(act: Act) -> Answer:
         value = await act.page.evaluate(str(act.args["js"]))
     except Exception as exc:
         raise Refusal("action_failed", verb="eval", reason=_first_line(exc)) from None
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    try:
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        # A DOM node or window comes back as a circular structure: say so, keep going.
+        value = None
+        text = "(the value cannot be shown as JSON; return a plain value, e.g. el.textContent)"
     return {"value": value}, text
 
 
@@ -300,7 +310,9 @@ async def verb_wait(act: Act) -> Answer:
         await act.page.wait_for_load_state("load", timeout=act.ms_left())
         return {"waited": "load", "url": act.page.url}, "loaded"
     if what is None:
-        raise Refusal("usage", detail="wait needs @eN, a selector, milliseconds or --load", verb="wait")
+        raise Refusal(
+            "usage", detail="wait needs @eN, a selector, milliseconds or --load", verb="wait"
+        )
     text = str(what)
     if text.isdigit():
         await act.page.wait_for_timeout(int(text))

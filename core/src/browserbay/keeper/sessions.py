@@ -26,6 +26,8 @@ class Tab:
     page: Page
     owner: str
     opener: str | None
+    ref_prefix: str = ""
+    """The main frame's ref prefix in the tab's last snapshot (see browserbay.snapshot)."""
     created_at: float = field(default_factory=time.time)
 
     async def row(self) -> dict[str, Any]:

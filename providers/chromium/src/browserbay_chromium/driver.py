@@ -6,7 +6,7 @@ import contextlib
 import os
 import signal
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -116,7 +116,7 @@ class ChromiumDriver:
             ) from None
         for sub in (".config", ".cache", ".local/share", "tmp"):
             (spec.home / sub).mkdir(parents=True, exist_ok=True, mode=0o700)
-        common = {
+        common: dict[str, Any] = {
             "executable_path": str(executable),
             "headless": spec.headless,
             "args": launch_args(spec),
