@@ -1,8 +1,10 @@
 """The plugin manager: built-ins and entry points, filtered by the environment.
 
 ``BAY_LOAD_PLUGINS=a,b`` loads only those entry points (an allowlist; empty string: none),
-``BAY_DISABLE_PLUGINS=a,b`` skips those. Entry-point names must be unique (pluggy would
-silently skip a duplicate: we refuse it instead).
+``BAY_DISABLE_PLUGINS=a,b`` skips those. ``BAY_PLUGIN_MODULES=pkg.mod,…`` registers modules
+that are not installed as distributions (a plugin under development, a test's plugin), like
+pytest's ``-p``. Entry-point names must be unique (pluggy would silently skip a duplicate: we
+refuse it instead).
 """
 
 from __future__ import annotations
@@ -162,7 +164,20 @@ def load_plugins(
         version = ep.dist.version if ep.dist is not None else None
         infos.append(PluginInfo(ep.name, dist, version, (), False))
 
+    modules = [m.strip() for m in env.get("BAY_PLUGIN_MODULES", "").split(",") if m.strip()]
+    for modname in modules:
+        try:
+            module = importlib.import_module(modname)
+        except Exception as exc:
+            raise PluginError(
+                f"BAY_PLUGIN_MODULES names {modname!r}, which failed to import: {exc!r}; "
+                "fix the module or remove it from BAY_PLUGIN_MODULES"
+            ) from exc
+        extra = [*extra, (modname, module)]
+
     for name, plugin in extra:
+        if pm.get_plugin(name) is not None:
+            raise PluginError(f"a plugin named {name!r} is already registered; rename one")
         pm.register(plugin, name=name)
         infos.append(PluginInfo(name, None, None, (), False))
 

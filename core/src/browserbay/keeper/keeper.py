@@ -19,7 +19,7 @@ from browserbay._version import __version__
 from browserbay.keeper.browsers import BrowserPool, Running
 from browserbay.keeper.pageverbs import HANDLERS, Act
 from browserbay.keeper.sessions import Session, Tab, TabBook
-from browserbay.model import ProfileRef, SessionRef, VerbCall, VerbOutcome
+from browserbay.model import LeaseInfo, ProfileRef, SessionRef, VerbCall, VerbOutcome
 from browserbay.paths import BayPaths
 from browserbay.plugins import Plugins
 from browserbay.refusals import Refusal
@@ -196,6 +196,7 @@ class Keeper:
             return
         context, running = await self.pool.isolated_context(session.profile.provider)
         session.context, session.browser = context, running
+        self._lease_changed(session, "attached")
 
         async def on_page(page: Page) -> None:
             # A page opened by one of the session's tabs (popup, target=_blank,
@@ -207,6 +208,10 @@ class Keeper:
                     tab.opener = self.tabs.by_page[id(opener)].id
 
         context.on("page", on_page)
+
+    def _lease_changed(self, session: Session, change: str) -> None:
+        lease = LeaseInfo(session.profile, session.ref, "agent", tuple(session.tabs))
+        self.plugins.hook.bay_lease_changed(lease=lease, change=change)
 
     def _adopt(self, page: Page, session: Session) -> Tab:
         existing = self.tabs.by_page.get(id(page))
@@ -280,6 +285,7 @@ class Keeper:
             self.tabs.drop(tab, session, f"its session was closed ({reason})")
         if session.context is not None and session.browser is not None:
             await self.pool.release_context(session.browser, session.context)
+            self._lease_changed(session, "detached")
         session.context, session.browser, session.current = None, None, None
         self.sessions.pop(session.ref.id, None)
         await self.db(self.registry.session_closed, session.ref.id)

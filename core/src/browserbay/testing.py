@@ -1,0 +1,95 @@
+"""Test helpers that ship with the core: the provider conformance suite.
+
+Every provider's own tests run :func:`check_provider` on its row, so a provider that
+launches, isolates and closes differently from the contract fails in its own repository::
+
+    from browserbay.testing import check_provider
+
+    def test_conformance(tmp_path, demo_url):
+        check_provider(my_plugin.bay_providers()[0], tmp_path, demo_url)
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from browserbay.model import Capabilities, LaunchSpec, ProviderRow
+
+
+class ConformanceError(AssertionError):
+    pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"  # a zombie has exited
+
+
+def check_row(row: ProviderRow) -> None:
+    if not row.id or row.id != row.id.strip() or " " in row.id:
+        raise ConformanceError(f"provider id {row.id!r} must be a non-empty word")
+    if row.tier not in (1, 2, 3):
+        raise ConformanceError(f"{row.id}: tier {row.tier} is not 1, 2 or 3")
+    if not isinstance(row.capabilities, Capabilities):
+        raise ConformanceError(f"{row.id}: capabilities must be a browserbay.model.Capabilities")
+    if row.driver_factory is None and not row.not_runnable:
+        raise ConformanceError(f"{row.id}: a row without a driver must say why (not_runnable)")
+
+
+def check_provider(row: ProviderRow, tmp_path: Path, url: str, *, close_timeout: float = 10) -> None:
+    """Launch the provider's browser, check isolation between two contexts (where the row
+    says it has them), navigate to ``url``, close it gracefully and check that no process is
+    left. Raises :class:`ConformanceError` naming what broke."""
+    check_row(row)
+    if row.driver_factory is None:
+        return
+    anyio.run(_check_running, row, tmp_path, url, close_timeout)
+
+
+async def _check_running(row: ProviderRow, tmp_path: Path, url: str, close_timeout: float) -> None:
+    from playwright.async_api import async_playwright
+
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    spec = LaunchSpec(browser_id="bb-c0nf0rm5", home=home)
+    assert row.driver_factory is not None
+    async with async_playwright() as pw:
+        handle: Any = await row.driver_factory().launch(pw, spec)
+        try:
+            if handle.pid is None or not _alive(handle.pid):
+                raise ConformanceError(f"{row.id}: the handle names no live browser process")
+            if row.capabilities.ephemeral_contexts:
+                if handle.browser is None:
+                    raise ConformanceError(f"{row.id}: ephemeral_contexts needs handle.browser")
+                a = await handle.browser.new_context()
+                b = await handle.browser.new_context()
+                page_a, page_b = await a.new_page(), await b.new_page()
+                await page_a.goto(url)
+                await page_b.goto(url)
+                await page_a.evaluate("document.cookie = 'conformance=a; path=/'")
+                await page_a.evaluate("localStorage.setItem('conformance', 'a')")
+                seen_b = await page_b.evaluate("[document.cookie, localStorage.length]")
+                if seen_b != ["", 0]:
+                    raise ConformanceError(f"{row.id}: context b sees context a's state {seen_b}")
+                await a.close()
+                await b.close()
+        finally:
+            started = time.monotonic()
+            await handle.close(close_timeout)
+            pid = handle.pid
+        if pid is not None:
+            end = time.monotonic() + close_timeout
+            while _alive(pid) and time.monotonic() < end:
+                await anyio.sleep(0.05)
+            if _alive(pid):
+                raise ConformanceError(
+                    f"{row.id}: browser pid {pid} still runs {time.monotonic() - started:.1f}s "
+                    "after close()"
+                )

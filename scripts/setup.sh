@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Set up browserbay on a fresh Debian/Ubuntu machine: Debian's Chromium (only when no
+# Chromium-family browser is there), uv, and the workspace venv in .venv. Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+apt_install() {
+  # Only when something is missing; apt-get update once.
+  if [ -z "${_APT_UPDATED:-}" ]; then
+    $SUDO apt-get update -qq
+    _APT_UPDATED=1
+  fi
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "$@"
+}
+
+missing=()
+if [ -z "${BAY_CHROMIUM_PATH:-}" ] && [ ! -x /usr/lib/chromium/chromium ] \
+   && ! command -v chromium >/dev/null 2>&1 && ! command -v google-chrome >/dev/null 2>&1; then
+  missing+=(chromium)
+fi
+command -v python3 >/dev/null 2>&1 || missing+=(python3 python3-pip)
+# Fonts make screenshots readable; the browser works without them.
+if ! fc-list 2>/dev/null | grep -qi dejavu; then missing+=(fonts-dejavu-core); fi
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  apt_install "${missing[@]}"
+fi
+
+if ! command -v uv >/dev/null 2>&1; then
+  echo "setup: installing uv" >&2
+  python3 -m pip install --quiet uv 2>/dev/null \
+    || python3 -m pip install --quiet --user --break-system-packages uv
+  export PATH="$HOME/.local/bin:$PATH"
+fi
+
+uv sync --quiet --locked
+echo "setup: ready (.venv/bin/bay)" >&2

@@ -1,0 +1,105 @@
+"""Shared test helpers. ``assert_refused`` is how a test says which refusal it produces:
+the census in test_refusal_census.py reads these calls."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from browserbay.refusals import CODES, Refusal, exit_code
+
+REPO = Path(__file__).resolve().parents[1]
+BAY = str(Path(sys.executable).with_name("bay"))
+TEST_PLUGINS = str(Path(__file__).with_name("plugins"))
+
+
+@dataclass
+class Result:
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def frame(self) -> dict[str, Any]:
+        lines = self.stdout.strip().splitlines()
+        assert len(lines) == 1, f"--json must print exactly one line, got {self.stdout!r}"
+        value = json.loads(lines[0])
+        assert isinstance(value, dict)
+        return value
+
+    @property
+    def data(self) -> Any:
+        frame = self.frame
+        assert frame["ok"], frame
+        return frame["data"]
+
+
+def assert_refused(result: Result | dict[str, Any] | Refusal, code: str) -> dict[str, Any]:
+    """The result is the refusal ``code``, well formed, with the right exit status."""
+    assert code in CODES, f"{code} is not in the refusal table"
+    if isinstance(result, Refusal):
+        frame = result.frame()
+    elif isinstance(result, Result):
+        frame = result.frame
+        assert result.code == exit_code(code), (result.code, frame)
+    else:
+        frame = result
+    assert frame["ok"] is False, frame
+    assert frame["code"] == code, frame
+    assert set(frame) >= {"ok", "code", "message", "way_out", "data"}, frame
+    assert frame["message"] and "{" not in frame["message"], frame
+    assert frame["way_out"], frame
+    return frame
+
+
+class Bay:
+    """Runs the real `bay` CLI against one BAY_HOME."""
+
+    def __init__(self, home: Path, **env: str):
+        self.home = home
+        self.env = dict(os.environ)
+        for key in list(self.env):
+            if key.startswith("BAY_"):
+                del self.env[key]
+        self.env.update(
+            BAY_HOME=str(home),
+            PYTHONPATH=TEST_PLUGINS,
+            BAY_PLUGIN_MODULES="recorder",
+            BAY_RECORDER_FILE=str(home / "recorder.jsonl"),
+        )
+        self.env.update(env)
+
+    def __call__(
+        self,
+        *args: str,
+        session: str | None = "a",
+        json_: bool = True,
+        env: dict[str, str] | None = None,
+        timeout: float = 90,
+    ) -> Result:
+        e = dict(self.env)
+        if session is not None:
+            e["BAY_SESSION"] = session
+        e.update(env or {})
+        argv = [BAY, *args, *(["--json"] if json_ else [])]
+        p = subprocess.run(argv, capture_output=True, text=True, env=e, timeout=timeout)
+        return Result(p.returncode, p.stdout, p.stderr)
+
+    def ok(self, *args: str, session: str | None = "a", **kw: Any) -> Any:
+        r = self(*args, session=session, **kw)
+        assert r.code == 0, (args, r)
+        return r.data
+
+    def stop(self) -> None:
+        subprocess.run([BAY, "keeper", "stop"], env=self.env, capture_output=True, timeout=60)
+
+    def recorded(self) -> list[dict[str, Any]]:
+        path = self.home / "recorder.jsonl"
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text().splitlines() if line]

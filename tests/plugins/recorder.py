@@ -1,0 +1,63 @@
+"""A test plugin, loaded into the keeper with BAY_PLUGIN_MODULES=recorder: it records every
+lifecycle hook to $BAY_RECORDER_FILE, and acts as a policy when told to:
+
+- BAY_TEST_REFUSE_VERB=<verb>  its bay_before_verb refuses that verb (code verb_refused);
+- BAY_TEST_CRASH_VERB=<verb>   its bay_before_verb raises (the keeper answers internal_error).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, is_dataclass
+from typing import Any
+
+from browserbay.hookspecs import hookimpl
+from browserbay.model import BrowserInfo, LeaseInfo, VerbCall, VerbOutcome
+from browserbay.refusals import Refusal
+
+
+def _record(hook: str, **fields: Any) -> None:
+    path = os.environ.get("BAY_RECORDER_FILE")
+    if not path:
+        return
+    row = {"hook": hook}
+    for k, v in fields.items():
+        row[k] = asdict(v) if is_dataclass(v) and not isinstance(v, type) else v
+    with open(path, "a") as f:
+        f.write(json.dumps(row, default=str) + "\n")
+
+
+@hookimpl
+def bay_before_verb(call: VerbCall) -> Refusal | None:
+    _record("bay_before_verb", call=call)
+    if os.environ.get("BAY_TEST_CRASH_VERB") == call.verb:
+        raise RuntimeError("the recorder plugin crashes on purpose")
+    if os.environ.get("BAY_TEST_REFUSE_VERB") == call.verb:
+        return Refusal(
+            "verb_refused",
+            plugin="recorder",
+            reason=f"{call.verb} needs a human's approval",
+            fix="ask the user to approve it, then retry",
+        )
+    return None
+
+
+@hookimpl
+def bay_after_verb(call: VerbCall, outcome: VerbOutcome) -> None:
+    _record("bay_after_verb", call=call, outcome=outcome)
+
+
+@hookimpl
+def bay_browser_started(browser: BrowserInfo) -> None:
+    _record("bay_browser_started", browser=browser)
+
+
+@hookimpl
+def bay_browser_stopped(browser: BrowserInfo, reason: str) -> None:
+    _record("bay_browser_stopped", browser=browser, reason=reason)
+
+
+@hookimpl
+def bay_lease_changed(lease: LeaseInfo, change: str) -> None:
+    _record("bay_lease_changed", lease=lease, change=change)
