@@ -164,7 +164,8 @@ def test_missing_selector_and_failing_script(bay: Bay, demo: str) -> None:
     assert "boom" in frame["message"]
     # A DOM node or the window cannot be JSON: said plainly, never a crash.
     assert "Node" in bay.ok("eval", "document.body", session=s)["value"]
-    assert bay.ok("eval", "window", session=s)["value"] is None
+    circular = "(() => { const o = {}; o.o = o; return o })()"
+    assert bay.ok("eval", circular, session=s)["value"] is None
     bay.ok("close", session=s)
 
 

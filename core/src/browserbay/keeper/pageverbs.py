@@ -299,8 +299,11 @@ async def verb_scroll(act: Act) -> Answer:
         return {"target": direction, "url": act.page.url}, "scrolled into view"
     pixels = int(act.args.get("pixels") or 600)
     dx, dy = _DIRECTIONS[direction]
-    await act.page.mouse.wheel(dx * pixels, dy * pixels)
-    pos = await act.page.evaluate("[window.scrollX, window.scrollY]")
+    pos = await act.page.evaluate(
+        "([x, y]) => { window.scrollBy({left: x, top: y, behavior: 'instant'});"
+        " return [window.scrollX, window.scrollY]; }",
+        [dx * pixels, dy * pixels],
+    )
     return {"direction": direction, "pixels": pixels, "scroll": pos}, f"scrolled to {pos}"
 
 
