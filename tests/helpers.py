@@ -81,13 +81,22 @@ class Bay:
         json_: bool = True,
         env: dict[str, str] | None = None,
         timeout: float = 90,
+        stdin: str | None = None,
     ) -> Result:
         e = dict(self.env)
         if session is not None:
             e["BAY_SESSION"] = session
         e.update(env or {})
         argv = [BAY, *args, *(["--json"] if json_ else [])]
-        p = subprocess.run(argv, capture_output=True, text=True, env=e, timeout=timeout)
+        p = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            env=e,
+            timeout=timeout,
+            input=stdin,
+            stdin=None if stdin is not None else subprocess.DEVNULL,
+        )
         return Result(p.returncode, p.stdout, p.stderr)
 
     def ok(self, *args: str, session: str | None = "a", **kw: Any) -> Any:

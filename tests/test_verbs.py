@@ -42,9 +42,7 @@ def test_snapshot_fill_select_check_click_by_ref(bay: Bay, demo: str) -> None:
     assert bay.ok("get", "value", name, session=s)["value"] == "Ada Lovelace"
     assert bay.ok("eval", "document.querySelector('[name=terms]').checked", session=s)["value"]
     bay.ok("uncheck", terms, session=s)
-    assert not bay.ok("eval", "document.querySelector('[name=terms]').checked", session=s)[
-        "value"
-    ]
+    assert not bay.ok("eval", "document.querySelector('[name=terms]').checked", session=s)["value"]
     bay.ok("check", terms, session=s)
     # A third snapshot after changes: same refs, new state shown.
     third = bay.ok("snapshot", session=s)["snapshot"]

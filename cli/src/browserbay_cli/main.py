@@ -71,8 +71,43 @@ def _refuse(refusal: Refusal | dict[str, Any], as_json: bool, verb: str = "") ->
     return exit_code(str(frame["code"]))
 
 
+def _stdin_args(verb: str, args: dict[str, Any]) -> None:
+    """``-`` as the text of fill/type or the script of eval reads it from stdin: typed
+    secrets stay out of argv (and out of `ps`), and long values are not capped by it."""
+    from browserbay.verbs import BY_NAME
+
+    for name in BY_NAME[verb].secret_args:
+        if args.get(name) == "-":
+            data = sys.stdin.buffer.read(protocol.MAX_ARG + 1)
+            args[name] = data.decode("utf-8", "replace").removesuffix("\n")
+            if len(data) > protocol.MAX_ARG:
+                rest = len(sys.stdin.buffer.read())
+                raise Refusal(
+                    "too_large",
+                    what=f"argument {name} (from stdin)",
+                    size=len(data) + rest,
+                    limit=protocol.MAX_ARG,
+                    fix="pass a shorter value (put large data in a file the page fetches)",
+                )
+
+
 def _check_sizes(args: dict[str, Any]) -> None:
-    """A too-large argument is refused here, before anything is sent."""
+    """A too-large argument (or all of them together) is refused here, before anything is
+    sent."""
+    total = sum(
+        len(v.encode("utf-8", "surrogatepass"))
+        for value in args.values()
+        for v in (value if isinstance(value, list) else [value])
+        if isinstance(v, str)
+    )
+    if total > protocol.MAX_ARG:
+        raise Refusal(
+            "too_large",
+            what="the arguments together",
+            size=total,
+            limit=protocol.MAX_ARG,
+            fix="pass shorter values (put large data in a file the page fetches)",
+        )
     for name, value in args.items():
         for v in value if isinstance(value, list) else [value]:
             if isinstance(v, str) and len(v) * 4 > protocol.MAX_ARG:
@@ -136,6 +171,7 @@ def run(argv: list[str]) -> int:
         local = _local(verb.name, args, as_json)
         if local is not None:
             return local
+        _stdin_args(verb.name, args)
         _check_sizes(args)
         if verb.name == "screenshot" and args.get("path"):
             args["path"] = os.path.abspath(str(args["path"]))

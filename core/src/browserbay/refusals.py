@@ -140,10 +140,19 @@ class Refusal(Exception):
             raise ValueError(f"unknown refusal code {code!r}; add it to browserbay.refusals")
         self.code = code
         self.fields = fields
+        self.explicit_way_out = way_out
         message, default_way_out = render(code, fields)
         self.message = message
         self.way_out = way_out if way_out is not None else default_way_out
         super().__init__(f"{code}: {message}")
+
+    def with_defaults(self, **defaults: Any) -> Refusal:
+        """The same refusal with fields it left out filled in (e.g. the keeper adds the
+        ``verb`` a policy plugin refused)."""
+        missing = {k: v for k, v in defaults.items() if k not in self.fields}
+        if not missing:
+            return self
+        return Refusal(self.code, way_out=self.explicit_way_out, **missing, **self.fields)
 
     def frame(self) -> dict[str, Any]:
         data = {k: v for k, v in self.fields.items() if _jsonable(v)}

@@ -43,7 +43,9 @@ def check_row(row: ProviderRow) -> None:
         raise ConformanceError(f"{row.id}: a row without a driver must say why (not_runnable)")
 
 
-def check_provider(row: ProviderRow, tmp_path: Path, url: str, *, close_timeout: float = 10) -> None:
+def check_provider(
+    row: ProviderRow, tmp_path: Path, url: str, *, close_timeout: float = 10
+) -> None:
     """Launch the provider's browser, check isolation between two contexts (where the row
     says it has them), navigate to ``url``, close it gracefully and check that no process is
     left. Raises :class:`ConformanceError` naming what broke."""

@@ -84,28 +84,50 @@ async def _send(stream: anyio.abc.ByteStream, frame: dict[str, Any]) -> None:
     await stream.send(protocol.encode(frame))
 
 
+#: How much of one oversized frame the keeper reads past (and drops) before hanging up.
+MAX_SKIP = 256 * 1024 * 1024
+
+
+async def _skip_line(reader: BufferedByteReceiveStream) -> bool:
+    """Drop the rest of an oversized line so the connection can go on with the next frame.
+    False when the peer went away or the line exceeds even MAX_SKIP."""
+    skipped = 0
+    try:
+        while skipped < MAX_SKIP:
+            chunk = await reader.receive()
+            newline = chunk.find(b"\n")
+            if newline >= 0:
+                reader.feed_data(chunk[newline + 1 :])
+                return True
+            skipped += len(chunk)
+    except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+        return False
+    return False
+
+
 async def serve_connection(stream: anyio.abc.ByteStream, keeper: Any) -> None:
-    """One client: hello, then one answer per request frame. A bad frame gets an error
-    frame and the connection goes on; an oversized one ends the connection (the rest of
-    the line cannot be told apart from the next frame)."""
+    """One client: hello, then one answer per request frame. A bad or oversized frame gets
+    an error frame (the rest of an oversized line is read and dropped) and the connection
+    goes on with the next frame."""
     reader = BufferedByteReceiveStream(stream)
     async with stream:
         while True:
             try:
                 line = await reader.receive_until(b"\n", protocol.MAX_FRAME)
             except anyio.DelimiterNotFound:
-                with contextlib.suppress(Exception):
-                    await _send(
-                        stream,
-                        Refusal(
-                            "too_large",
-                            what="a frame",
-                            size=f"more than {protocol.MAX_FRAME}",
-                            limit=protocol.MAX_FRAME,
-                            fix="send smaller frames; large values belong in files",
-                        ).frame(),
-                    )
-                return
+                await _send(
+                    stream,
+                    Refusal(
+                        "too_large",
+                        what="a frame",
+                        size=f"more than {protocol.MAX_FRAME}",
+                        limit=protocol.MAX_FRAME,
+                        fix="send smaller frames; large values belong in files",
+                    ).frame(),
+                )
+                if not await _skip_line(reader):
+                    return
+                continue
             except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, OSError):
                 return
             if not line.strip():

@@ -17,7 +17,7 @@ import anyio
 from browserbay import protocol, verbs
 from browserbay._version import __version__
 from browserbay.keeper.browsers import BrowserPool, Running
-from browserbay.keeper.pageverbs import HANDLERS, Act
+from browserbay.keeper.pageverbs import HANDLERS, Act, page_error
 from browserbay.keeper.sessions import Session, Tab, TabBook
 from browserbay.model import LeaseInfo, ProfileRef, SessionRef, VerbCall, VerbOutcome
 from browserbay.paths import BayPaths
@@ -106,12 +106,12 @@ class Keeper:
                 (r for r in self.plugins.hook.bay_before_verb(call=call) if r is not None), None
             )
             if refusal is not None:
-                raise refusal
+                raise refusal.with_defaults(verb=verb.name, plugin="a policy")
             try:
                 with anyio.fail_after(timeout):
                     async with session.lock:
                         session.last_used = time.monotonic()
-                        data, text = await self._run(verb, args, session, started + timeout)
+                        data, text = await self._run(verb, args, session, started, timeout)
             except TimeoutError:
                 raise Refusal(
                     "deadline", verb=verb.name, timeout=timeout, longer=timeout * 2
@@ -167,8 +167,14 @@ class Keeper:
         return session
 
     async def _run(
-        self, verb: verbs.Verb, args: dict[str, Any], session: Session, deadline: float
+        self,
+        verb: verbs.Verb,
+        args: dict[str, Any],
+        session: Session,
+        started: float,
+        timeout: float,
     ) -> tuple[dict[str, Any], str]:
+        deadline = started + timeout
         if verb.scope == verbs.KEEPER:
             return await self._keeper_verb(verb.name, args)
         if verb.name == "status":
@@ -187,7 +193,15 @@ class Keeper:
             return await self._tab_verb(session, args)
         tab = await self._current_tab(session)
         act = Act(verb.name, args, session, tab, deadline, self.plugins, self.paths.state / "shots")
-        return await HANDLERS[verb.name](act)
+        try:
+            return await HANDLERS[verb.name](act)
+        except Refusal:
+            raise
+        except Exception as exc:
+            refusal = page_error(verb.name, timeout, exc)
+            if refusal is None:
+                raise
+            raise refusal from None
 
     # -- browsers and tabs --------------------------------------------------------------
 

@@ -99,15 +99,20 @@ def _acted(act: Act, what: str) -> Answer:
 ALLOWED_SCHEMES = ("http", "https")
 
 
+_HOST_PORT = re.compile(r"^(localhost|[\w-]+(\.[\w-]+)+|\[[0-9a-fA-F:]+\]):\d+(/|$)")
+_SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*):")
+
+
 def normalize_url(url: str) -> str:
     """``example.org`` → ``https://example.org``; ``localhost:8000`` → ``http://…``. Any
     scheme but http/https (and the exact ``about:blank``) is refused."""
     raw = url.strip()
     if raw == "about:blank":
         return raw
-    if "://" not in raw and not re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:(?!\d)", raw):
-        host = raw.split("/", 1)[0]
-        local = host.split(":")[0] in ("localhost", "127.0.0.1", "[::1]")
+    scheme_match = _SCHEME.match(raw)
+    if "://" not in raw and (scheme_match is None or _HOST_PORT.match(raw)):
+        host = raw.split("/", 1)[0].rsplit(":", 1)[0]
+        local = host in ("localhost", "127.0.0.1", "[::1]")
         raw = ("http://" if local else "https://") + raw
     scheme = urlsplit(raw).scheme.lower()
     if scheme not in ALLOWED_SCHEMES:
@@ -136,10 +141,7 @@ async def _page_answer(act: Act, status: int | None = None) -> Answer:
 
 async def verb_open(act: Act) -> Answer:
     url = normalize_url(str(act.args["url"]))
-    try:
-        response = await act.page.goto(url, timeout=act.ms_left(), wait_until="load")
-    except Exception as exc:
-        raise Refusal("action_failed", verb="open", reason=_first_line(exc)) from None
+    response = await act.page.goto(url, timeout=act.ms_left(), wait_until="load")
     return await _page_answer(act, response.status if response is not None else None)
 
 
@@ -328,6 +330,16 @@ async def verb_wait(act: Act) -> Answer:
             raise Refusal("target_not_found", target=text) from None
         raise Refusal("action_failed", verb="wait", reason=_first_line(exc)) from None
     return {"waited": text, "url": act.page.url}, "visible"
+
+
+def page_error(verb: str, timeout: float, exc: BaseException) -> Refusal | None:
+    """A Playwright error that escaped a handler, as the refusal it means: its own timeout
+    is our deadline; any other error of the page is ``action_failed``."""
+    if not type(exc).__module__.startswith("playwright"):
+        return None
+    if type(exc).__name__ == "TimeoutError":
+        return Refusal("deadline", verb=verb, timeout=timeout, longer=timeout * 2)
+    return Refusal("action_failed", verb=verb, reason=_first_line(exc))
 
 
 HANDLERS: dict[str, Callable[[Act], Awaitable[Answer]]] = {

@@ -1,0 +1,1150 @@
+"""Side-by-side benchmarks: browserbay against agent-browser, on the same local pages.
+
+Run ``bench/run.sh`` (installs agent-browser into bench/ first), or, once set up,
+``.venv/bin/python bench/run.py``. One run measures everything, prints one table and
+rewrites ``bench/RESULTS.md``. Not part of the test suite.
+
+  a. warm verb latency: browserbay in the keeper, timed through the socket with no process
+     start (``client.connect()`` once, then ``conn.request``), against agent-browser's
+     whole process for the same command on the same page (form.html)
+  b. the whole ``bay get title`` process (warm keeper) against a bare
+     ``python -c "import socket,json"`` from the same venv
+  c. cold first ``open`` of a loaded page, keeper/daemon spawn included
+  d. PSS of the whole process tree with 8 concurrent isolated sessions
+  e. snapshot size in characters, and whether every interactive element carries a ref
+
+Everything it starts runs under its own ``BAY_HOME`` / ``HOME`` inside ``bench/.work/`` and is
+stopped before the next measurement (and in ``finally``). The script makes itself a child
+subreaper, so every process its tools daemonize stays its descendant: that is how it checks
+that nothing is left running between repetitions.
+
+Environment knobs (for quick trial runs only; RESULTS.md records what was used):
+``BENCH_REPS`` (warm repetitions, default 30), ``BENCH_COLD_REPS`` (default 5),
+``BENCH_SESSIONS`` (default 8), ``BENCH_KEEP=1`` keeps bench/.work/ for inspection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import datetime as dt
+import importlib.metadata
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+VENV_PY = ROOT / ".venv" / "bin" / "python"
+BAY = ROOT / ".venv" / "bin" / "bay"
+AB = BENCH / "node_modules" / "agent-browser" / "bin" / "agent-browser-linux-x64"
+CHROMIUM = "/usr/lib/chromium/chromium"
+AB_ARGS = (
+    "--no-sandbox,--disable-background-networking,--disable-component-update,"
+    "--disable-sync,--no-first-run,--disable-quic"
+)
+RESULTS = BENCH / "RESULTS.md"
+
+N_WARM = int(os.environ.get("BENCH_REPS", "30"))
+N_WARMUP = 5
+N_COLD = int(os.environ.get("BENCH_COLD_REPS", "5"))
+N_SESSIONS = int(os.environ.get("BENCH_SESSIONS", "8"))
+SETTLE = 3.0  # seconds a set of open pages gets before its memory is read
+STOP_WAIT = 30.0  # seconds every started process gets to exit after being asked
+
+ROLES = ("link", "button", "textbox", "checkbox", "combobox")
+DOM_COUNTS_JS = """(() => {
+  const q = s => document.querySelectorAll(s).length;
+  return {
+    link: q('a[href]'),
+    button: q('button, input[type=submit], input[type=button], input[type=reset]'),
+    textbox: q('input:not([type]), input[type=text], input[type=email], input[type=tel],'
+      + ' input[type=url], textarea'),
+    checkbox: q('input[type=checkbox]'),
+    combobox: q('select:not([multiple])'),
+  };
+})()"""
+
+_LINE = re.compile(r"^\s*- (?P<role>[a-z]+)\b(?P<rest>.*)$")
+_REF = re.compile(r"\bref=(?P<ref>(?:f\d+)?e\d+)\b")
+
+
+# -- processes ------------------------------------------------------------------------------
+
+
+def become_subreaper() -> bool:
+    """PR_SET_CHILD_SUBREAPER: daemons our tools start re-parent to us, not to init."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(36, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def reap() -> None:
+    """Collect exited orphans (we are their subreaper). Only called between steps, when no
+    subprocess.run() is waiting on a child of its own."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+class Proc:
+    __slots__ = ("cmd", "pid", "ppid", "state")
+
+    def __init__(self, pid: int, ppid: int, state: str, cmd: list[str]):
+        self.pid, self.ppid, self.state, self.cmd = pid, ppid, state, cmd
+
+    @property
+    def exe(self) -> str:
+        return os.path.basename(self.cmd[0]) if self.cmd else "?"
+
+
+def proc_table() -> dict[int, Proc]:
+    table: dict[int, Proc] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read().decode("utf-8", "replace")
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                raw = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        cmd = [c.decode("utf-8", "replace") for c in raw.split(b"\0") if c]
+        table[int(entry)] = Proc(int(entry), int(fields[1]), fields[0], cmd)
+    return table
+
+
+def live(p: Proc) -> bool:
+    return p.state not in ("Z", "X")
+
+
+def descendants(roots: Iterable[int], table: dict[int, Proc]) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for p in table.values():
+        children.setdefault(p.ppid, []).append(p.pid)
+    out: set[int] = set()
+    todo = [r for r in roots if r in table]
+    while todo:
+        pid = todo.pop()
+        if pid in out:
+            continue
+        out.add(pid)
+        todo.extend(children.get(pid, ()))
+    return out
+
+
+def my_descendants() -> set[int]:
+    table = proc_table()
+    return {p for p in descendants([os.getpid()], table) if live(table[p])} - {os.getpid()}
+
+
+def alive(pids: Iterable[int]) -> set[int]:
+    table = proc_table()
+    return {p for p in pids if p in table and live(table[p])}
+
+
+def wait_gone(pids: set[int], timeout: float) -> set[int]:
+    """Wait (bounded) until none of ``pids`` runs; returns those still running."""
+    end = time.monotonic() + timeout
+    left = alive(pids)
+    while left and time.monotonic() < end:
+        time.sleep(0.05)
+        reap()
+        left = alive(left)
+    return left
+
+
+def end_pids(pids: set[int], why: str, notes: list[str]) -> None:
+    """Last resort for processes that did not exit when asked: SIGTERM, then SIGKILL."""
+    left = alive(pids)
+    if not left:
+        return
+    table = proc_table()
+    names = sorted({table[p].exe for p in left if p in table})
+    notes.append(f"{why}: {len(left)} process(es) ({', '.join(names)}) had to be terminated")
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        left = wait_gone(left, 10.0)
+        if not left:
+            return
+
+
+def pss_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def kind(p: Proc) -> str:
+    exe = p.exe
+    if exe.startswith("python"):
+        return "keeper (python)"
+    if exe == "node":
+        return "playwright driver (node)"
+    if exe == "chrome_crashpad_handler":
+        return "crashpad"
+    if exe.startswith("agent-browser"):
+        return "agent-browser daemon"
+    if "chrom" in exe:
+        return "chromium"
+    return exe
+
+
+def tree_pss(roots: Iterable[int], marker: str) -> dict[str, Any]:
+    """PSS summed over the trees under ``roots`` plus any process whose command line names
+    ``marker`` (Chromium's crashpad handlers detach from the tree; their --database path is
+    under the tool's own home)."""
+    table = proc_table()
+    pids = descendants(roots, table)
+    pids |= {p.pid for p in table.values() if any(marker in c for c in p.cmd)}
+    pids = {p for p in pids if live(table[p])}
+    by_kind: dict[str, int] = {}
+    total = 0
+    for pid in pids:
+        kib = pss_kib(pid)
+        total += kib
+        k = kind(table[pid])
+        by_kind[k] = by_kind.get(k, 0) + kib
+    return {"kib": total, "procs": len(pids), "by_kind": by_kind}
+
+
+# -- environment ------------------------------------------------------------------------------
+
+
+def clean_env() -> dict[str, str]:
+    drop = ("BAY_", "AGENT_BROWSER_", "XDG_", "PLAYWRIGHT_", "DEBUG")
+    return {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+
+
+def timed(
+    argv: list[str], env: dict[str, str], timeout: float = 60.0
+) -> tuple[float, subprocess.CompletedProcess[str]]:
+    t0 = time.perf_counter()
+    cp = subprocess.run(
+        argv,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    return time.perf_counter() - t0, cp
+
+
+def must(cp: subprocess.CompletedProcess[str], what: str) -> str:
+    if cp.returncode != 0:
+        raise RuntimeError(
+            f"{what} exited {cp.returncode}: {(cp.stderr or cp.stdout).strip()[-400:]}"
+        )
+    return cp.stdout
+
+
+def median_ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+class Bench:
+    """Owns every directory and process the run creates."""
+
+    def __init__(self, work: Path):
+        self.work = work
+        self.bay_homes: list[Path] = []
+        self.ab_homes: list[Path] = []
+        self.notes: list[str] = []
+        self._n = 0
+
+    def _dir(self, prefix: str) -> Path:
+        self._n += 1
+        d = self.work / f"{prefix}-{self._n}"
+        d.mkdir(parents=True, mode=0o700)
+        return d
+
+    def check_clean(self, where: str) -> None:
+        """Nothing we started may still run between measurements."""
+        reap()
+        left = wait_gone(my_descendants(), STOP_WAIT)
+        if left:
+            end_pids(left, f"still running after {where}", self.notes)
+
+    # -- browserbay --
+
+    def bay_home(self, tag: str) -> Path:
+        home = self._dir(f"bay-{tag}")
+        self.bay_homes.append(home)
+        return home
+
+    def bay_env(
+        self, home: Path, session: str = "bench", extra: dict[str, str] | None = None
+    ) -> dict[str, str]:
+        env = clean_env()
+        env.update(
+            BAY_HOME=str(home),
+            BAY_SESSION=session,
+            BAY_CHROMIUM_PATH=CHROMIUM,
+            BAY_KEEPER_IDLE="900",  # a safety net only: everything is stopped explicitly
+        )
+        env.update(extra or {})
+        return env
+
+    def bay(
+        self,
+        home: Path,
+        *args: str,
+        session: str = "bench",
+        extra: dict[str, str] | None = None,
+        timeout: float = 60.0,
+    ) -> tuple[float, subprocess.CompletedProcess[str]]:
+        return timed([str(BAY), *args], self.bay_env(home, session, extra), timeout)
+
+    def bay_conn(self, home: Path) -> Any:
+        from browserbay import client
+        from browserbay.paths import bay_paths
+
+        # autostart=False: a keeper spawned from here would not get this BAY_HOME.
+        return client.connect(bay_paths({"BAY_HOME": str(home)}), autostart=False)
+
+    def bay_keeper_pid(self, home: Path) -> int | None:
+        try:
+            conn = self.bay_conn(home)
+        except Exception:
+            return None
+        try:
+            pid = conn.keeper.get("pid")
+            return int(pid) if pid else None
+        finally:
+            conn.close()
+
+    def bay_stop(self, home: Path) -> None:
+        pid = self.bay_keeper_pid(home)
+        if pid is None:
+            return
+        tree = descendants([pid], proc_table())
+        env = self.bay_env(home, extra={"BAY_NO_AUTOSTART": "1"})
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            timed([str(BAY), "keeper", "stop"], env, timeout=30)
+        left = wait_gone(tree, STOP_WAIT)
+        if left:
+            end_pids(left, f"bay keeper stop ({home.name})", self.notes)
+
+    # -- agent-browser --
+
+    def ab_home(self, tag: str) -> Path:
+        home = self._dir(f"ab-{tag}")
+        self.ab_homes.append(home)
+        return home
+
+    def ab_env(self, home: Path, session: str = "bench") -> dict[str, str]:
+        env = clean_env()
+        env.update(
+            HOME=str(home),
+            AGENT_BROWSER_SESSION=session,
+            AGENT_BROWSER_EXECUTABLE_PATH=CHROMIUM,
+            AGENT_BROWSER_ARGS=AB_ARGS,
+            # Its outdated-Chrome check fetches a Google page: nothing to reach on a closed
+            # network, and skipping it can only make agent-browser faster.
+            AGENT_BROWSER_NO_VERSION_CHECK="1",
+            AGENT_BROWSER_IDLE_TIMEOUT_MS="900000",  # a safety net only
+        )
+        return env
+
+    def ab(
+        self, home: Path, *args: str, session: str = "bench", timeout: float = 60.0
+    ) -> tuple[float, subprocess.CompletedProcess[str]]:
+        return timed([str(AB), *args], self.ab_env(home, session), timeout)
+
+    def ab_daemons(self, home: Path) -> set[int]:
+        pids = set()
+        for f in (home / ".agent-browser").glob("*.pid"):
+            with contextlib.suppress(OSError, ValueError):
+                pids.add(int(f.read_text().strip()))
+        table = proc_table()
+        return {p for p in pids if p in table and table[p].exe.startswith("agent-browser")}
+
+    def ab_stop(self, home: Path) -> None:
+        daemons = self.ab_daemons(home)
+        if not daemons:
+            return
+        table = proc_table()
+        tree = descendants(daemons, table)
+        tree |= {p.pid for p in table.values() if any(str(home) in c for c in p.cmd)}
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.ab(home, "close", "--all", timeout=30)
+        left = wait_gone(tree, STOP_WAIT)
+        if left:
+            end_pids(left, f"agent-browser close --all ({home.name})", self.notes)
+
+    def stop_all(self) -> None:
+        for home in self.bay_homes:
+            with contextlib.suppress(Exception):
+                self.bay_stop(home)
+        for home in self.ab_homes:
+            with contextlib.suppress(Exception):
+                self.ab_stop(home)
+        reap()
+        left = wait_gone(my_descendants(), 10.0)
+        if left:
+            end_pids(left, "left over at the end", self.notes)
+
+
+# -- results ------------------------------------------------------------------------------------
+
+
+class Row:
+    def __init__(
+        self,
+        section: str,
+        metric: str,
+        ours: str,
+        peer: str,
+        ratio: float | None = None,
+        goal: float | None = None,
+        met: str | None = None,
+    ):
+        self.section, self.metric, self.ours, self.peer = section, metric, ours, peer
+        self.ratio, self.goal = ratio, goal
+        self.met = met if met is not None else ("n/a" if goal is None or ratio is None else "")
+        if not self.met:
+            self.met = "yes" if ratio is not None and goal is not None and ratio <= goal else "no"
+
+    def cells(self) -> list[str]:
+        ratio = f"{self.ratio:.2f}×" if self.ratio is not None else "—"
+        goal = f"≤ {self.goal:g}×" if self.goal is not None else "—"
+        return [f"{self.section} {self.metric}", self.ours, self.peer, ratio, goal, self.met]
+
+
+def ms(v: float) -> str:
+    return f"{v:.1f} ms" if v < 100 else f"{v:.0f} ms"
+
+
+def mib(kib: float) -> str:
+    return f"{kib / 1024:.0f} MiB"
+
+
+def failed_row(section: str, metric: str, exc: BaseException, goal: float | None) -> Row:
+    reason = f"not measured: {type(exc).__name__}: {str(exc).strip().splitlines()[0][:160]}"
+    return Row(section, metric, reason, "—", None, goal, "unknown")
+
+
+# -- a, b, e: warm keeper and warm daemon -----------------------------------------------------
+
+
+def ref_of(text: str, role: str) -> str:
+    for line in text.splitlines():
+        m = _LINE.match(line)
+        if m and m.group("role") == role:
+            r = _REF.search(m.group("rest"))
+            if r:
+                return r.group("ref")
+    raise RuntimeError(f"no {role} with a ref in the snapshot:\n{text[:600]}")
+
+
+def role_counts(text: str) -> dict[str, dict[str, int]]:
+    out = {r: {"ref": 0, "noref": 0} for r in ROLES}
+    for line in text.splitlines():
+        m = _LINE.match(line)
+        if m and m.group("role") in out:
+            out[m.group("role")]["ref" if _REF.search(m.group("rest")) else "noref"] += 1
+    return out
+
+
+def bench_warm(b: Bench, base: str, rows: list[Row], info: dict[str, Any]) -> None:
+    form, listp = f"{base}/form.html", f"{base}/list.html?n=300"
+    sess_name = "bench-warm"
+    bay_home, ab_home = b.bay_home("warm"), b.ab_home("warm")
+    _, cp = b.bay(bay_home, "open", form, session=sess_name)
+    must(cp, "bay open")
+    _, cp = b.ab(ab_home, "open", form, session=sess_name)
+    must(cp, "agent-browser open")
+    conn = b.bay_conn(bay_home)
+    session = {"id": sess_name, "origin": "env"}
+
+    def req(verb: str, args: dict[str, Any]) -> dict[str, Any]:
+        answer: dict[str, Any] = conn.request(verb, args, session, 30.0)
+        if not answer.get("ok"):
+            raise RuntimeError(f"bay {verb} {args}: {answer.get('code')}: {answer.get('message')}")
+        return answer
+
+    def ab_out(*args: str) -> tuple[float, str]:
+        t, cp = b.ab(ab_home, *args, session=sess_name, timeout=30)
+        return t, must(cp, "agent-browser " + " ".join(args))
+
+    try:
+        bay_ref = ref_of(req("snapshot", {"interactive": True})["text"], "checkbox")
+        ab_ref = ref_of(ab_out("snapshot", "-i")[1], "checkbox")
+        info["refs"] = {"bay": bay_ref, "agent-browser": ab_ref}
+        cases: list[tuple[str, str, dict[str, Any], list[str], list[str]]] = [
+            ("get title", "get", {"what": "title"}, ["get", "title"], ["get", "title"]),
+            ("snapshot", "snapshot", {}, ["snapshot"], ["snapshot"]),
+            (
+                "click @ref (checkbox)",
+                "click",
+                {"target": "@" + bay_ref},
+                ["click", "@" + bay_ref],
+                ["click", "@" + ab_ref],
+            ),
+        ]
+        whole: dict[str, tuple[float, float]] = {}
+        # a. in-keeper latency vs agent-browser's whole process; interleaved rep by rep so
+        # that load from elsewhere on the machine hits both sides alike.
+        for name, verb, args, bay_argv, ab_argv in cases:
+            try:
+                ours, peer, bay_proc = [], [], []
+                for i in range(N_WARMUP + N_WARM):
+                    t0 = time.perf_counter()
+                    req(verb, args)
+                    t1 = time.perf_counter()
+                    tp, _ = ab_out(*ab_argv)
+                    tb, cp = b.bay(bay_home, *bay_argv, session=sess_name, timeout=30)
+                    must(cp, "bay " + " ".join(bay_argv))
+                    if i >= N_WARMUP:
+                        ours.append(t1 - t0)
+                        peer.append(tp)
+                        bay_proc.append(tb)
+                o, p = median_ms(ours), median_ms(peer)
+                rows.append(
+                    Row("a", f"warm {name}: in keeper vs peer process", ms(o), ms(p), o / p, 0.75)
+                )
+                whole[name] = (median_ms(bay_proc), p)
+                info.setdefault("warm_p90", {})[name] = {
+                    "bay_keeper_p90_ms": round(sorted(ours)[int(0.9 * len(ours))] * 1000, 2),
+                    "agent_browser_p90_ms": round(sorted(peer)[int(0.9 * len(peer))] * 1000, 2),
+                }
+            except Exception as exc:
+                rows.append(failed_row("a", f"warm {name}", exc, 0.75))
+        for name, (wb, wp) in whole.items():
+            rows.append(
+                Row("a'", f"warm {name}: whole `bay` process (info)", ms(wb), ms(wp), wb / wp)
+            )
+
+        # b. the whole `bay get title` process vs the Python floor of the same venv.
+        try:
+            bay_t, py_t, imp_t = [], [], []
+            floor = [str(VENV_PY), "-c", "import socket,json"]
+            imports = [str(VENV_PY), "-c", "import browserbay_cli.main"]
+            env = b.bay_env(bay_home, sess_name)
+            for i in range(N_WARMUP + N_WARM):
+                tb, cp = b.bay(bay_home, "get", "title", session=sess_name, timeout=30)
+                must(cp, "bay get title")
+                tp, cp = timed(floor, env, 30)
+                must(cp, "python -c")
+                ti, cp = timed(imports, env, 30)
+                must(cp, "python -c import browserbay_cli.main")
+                if i >= N_WARMUP:
+                    bay_t.append(tb)
+                    py_t.append(tp)
+                    imp_t.append(ti)
+            o, p = median_ms(bay_t), median_ms(py_t)
+            rows.append(
+                Row("b", "`bay get title` process vs bare python", ms(o), ms(p), o / p, 1.25)
+            )
+            info["b"] = {
+                "bay_get_title_ms": round(o, 1),
+                "python_floor_ms": round(p, 1),
+                "python_import_cli_ms": round(median_ms(imp_t), 1),
+            }
+        except Exception as exc:
+            rows.append(failed_row("b", "`bay get title` process", exc, 1.25))
+
+        # e. snapshot sizes and refs on both pages.
+        snap_rows(b, conn, req, ab_out, form, listp, rows, info)
+
+        # a (info). warm snapshot of the long list.
+        try:
+            ours, peer = [], []
+            for i in range(N_WARMUP + N_WARM // 2):
+                t0 = time.perf_counter()
+                req("snapshot", {})
+                t1 = time.perf_counter()
+                tp, _ = ab_out("snapshot")
+                if i >= N_WARMUP:
+                    ours.append(t1 - t0)
+                    peer.append(tp)
+            o, p = median_ms(ours), median_ms(peer)
+            rows.append(Row("a'", "warm snapshot list?n=300 (info)", ms(o), ms(p), o / p))
+        except Exception as exc:
+            rows.append(failed_row("a'", "warm snapshot list?n=300", exc, None))
+    finally:
+        conn.close()
+        b.bay_stop(bay_home)
+        b.ab_stop(ab_home)
+        b.check_clean("the warm benchmarks")
+
+
+def snap_rows(
+    b: Bench,
+    conn: Any,
+    req: Callable[[str, dict[str, Any]], dict[str, Any]],
+    ab_out: Callable[..., tuple[float, str]],
+    form: str,
+    listp: str,
+    rows: list[Row],
+    info: dict[str, Any],
+) -> None:
+    checks: list[str] = []
+    all_ok = True
+    peer_checks: list[str] = []
+    for label, url in (("form", form), ("list?n=300", listp)):
+        try:
+            req("open", {"url": url})
+            ab_out("open", url)
+            dom = req("eval", {"js": DOM_COUNTS_JS})["data"]["value"]
+            full = req("snapshot", {})
+            inter = req("snapshot", {"interactive": True})
+            if full["text"] != full["data"]["snapshot"]:
+                b.notes.append("bay snapshot: the answer's text and data.snapshot differ")
+            peer_full = ab_out("snapshot")[1].rstrip("\n")
+            peer_inter = ab_out("snapshot", "-i")[1].rstrip("\n")
+            for flag, ours, peer in (
+                ("", full["text"], peer_full),
+                (" -i", inter["text"], peer_inter),
+            ):
+                rows.append(
+                    Row(
+                        "e",
+                        f"snapshot{flag} {label} (chars)",
+                        f"{len(ours):,}",
+                        f"{len(peer):,}",
+                        len(ours) / len(peer),
+                        0.8,
+                    )
+                )
+            info.setdefault("snapshots", {})[label] = {
+                "bay": len(full["text"]),
+                "bay_i": len(inter["text"]),
+                "agent_browser": len(peer_full),
+                "agent_browser_i": len(peer_inter),
+                "bay_refs": full["data"].get("refs"),
+                "dom_interactive": dom,
+            }
+            expected = sum(dom.values())
+            for which, text in (("", full["text"]), (" -i", inter["text"])):
+                counts = role_counts(text)
+                with_ref = sum(min(counts[r]["ref"], dom[r]) for r in ROLES)
+                missing = {r: dom[r] - counts[r]["ref"] for r in ROLES if counts[r]["ref"] < dom[r]}
+                unref = {r: counts[r]["noref"] for r in ROLES if counts[r]["noref"]}
+                ok = not missing and not unref
+                all_ok &= ok
+                checks.append(
+                    f"{label}{which} {with_ref}/{expected}"
+                    + ("" if ok else f" (missing {missing}, unreferenced {unref})")
+                )
+            pc = role_counts(peer_full)
+            peer_checks.append(
+                f"{label} {sum(min(pc[r]['ref'], dom[r]) for r in ROLES)}/{expected}"
+            )
+        except Exception as exc:
+            rows.append(failed_row("e", f"snapshot {label}", exc, 0.8))
+            all_ok = False
+            checks.append(f"{label}: not checked ({type(exc).__name__})")
+    rows.append(
+        Row(
+            "e",
+            "interactive elements with a ref",
+            "; ".join(checks),
+            "; ".join(peer_checks),
+            None,
+            None,
+            "yes" if all_ok else "no",
+        )
+    )
+
+
+# -- c: cold first command -------------------------------------------------------------------
+
+
+def _log_times(log: Path) -> dict[str, float]:
+    """Wall-clock times of the keeper's milestones, from its log's timestamps (ms)."""
+    marks = {"listening": "listening on", "browser": "browser bb-"}
+    out: dict[str, float] = {}
+    try:
+        lines = log.read_text().splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        for key, needle in marks.items():
+            if key not in out and needle in line and (key != "browser" or "started" in line):
+                with contextlib.suppress(ValueError):
+                    stamp = dt.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f")
+                    out[key] = stamp.timestamp()
+    return out
+
+
+def bench_cold(b: Bench, base: str, rows: list[Row], info: dict[str, Any]) -> None:
+    url = f"{base}/form.html"
+    bay_t: list[float] = []
+    ab_t: list[float] = []
+    phases: list[dict[str, float]] = []
+    errors: list[str] = []
+
+    def one_bay(keep: bool) -> None:
+        home = b.bay_home("cold")
+        try:
+            t_wall = time.time()
+            t, cp = b.bay(home, "open", url, session="bench-cold")
+            t_end = time.time()
+            must(cp, "bay open (cold)")
+            if keep:
+                bay_t.append(t)
+                marks = _log_times(home / "logs" / "keeper.log")
+                if "listening" in marks and "browser" in marks:
+                    phases.append(
+                        {
+                            "spawn_to_listening": marks["listening"] - t_wall,
+                            "listening_to_browser": marks["browser"] - marks["listening"],
+                            "browser_to_answer": t_end - marks["browser"],
+                        }
+                    )
+        finally:
+            b.bay_stop(home)
+            b.check_clean("a cold bay open")
+
+    def one_ab(keep: bool) -> None:
+        home = b.ab_home("cold")
+        try:
+            t, cp = b.ab(home, "open", url, session="bench-cold")
+            must(cp, "agent-browser open (cold)")
+            if keep:
+                ab_t.append(t)
+        finally:
+            b.ab_stop(home)
+            b.check_clean("a cold agent-browser open")
+
+    # One discarded round first (page cache), then alternate which tool goes first.
+    for i in range(N_COLD + 1):
+        order = (one_bay, one_ab) if i % 2 == 0 else (one_ab, one_bay)
+        for fn in order:
+            try:
+                fn(i > 0)
+            except Exception as exc:
+                errors.append(f"{fn.__name__}: {exc}")
+    info["cold"] = {
+        "bay_s": [round(x, 3) for x in bay_t],
+        "agent_browser_s": [round(x, 3) for x in ab_t],
+        "errors": errors,
+    }
+    if phases:
+        info["cold"]["bay_phases_median_ms"] = {
+            k: round(statistics.median(p[k] for p in phases) * 1000) for k in phases[0]
+        }
+    if bay_t and ab_t:
+        o, p = median_ms(bay_t), median_ms(ab_t)
+        rows.append(
+            Row("c", f"cold first open incl. spawn (n={len(bay_t)})", ms(o), ms(p), o / p, 0.8)
+        )
+    else:
+        rows.append(failed_row("c", "cold first open", RuntimeError("; ".join(errors)), 0.8))
+
+
+COMPONENTS = r"""
+import asyncio, json, sys, time
+t0 = time.perf_counter()
+import anyio, sqlite3
+import browserbay.keeper.daemon, browserbay.keeper.keeper, browserbay.plugins, browserbay.store
+t1 = time.perf_counter()
+from browserbay.plugins import load_plugins
+load_plugins()
+t2 = time.perf_counter()
+from playwright.async_api import async_playwright
+t3 = time.perf_counter()
+from browserbay_chromium.driver import CLOSED_NETWORK_FLAGS
+
+async def main():
+    out = {}
+    a = time.perf_counter()
+    cm = async_playwright()
+    pw = await cm.start()
+    b = time.perf_counter()
+    browser = await pw.chromium.launch(executable_path=sys.argv[1],
+        args=[*CLOSED_NETWORK_FLAGS, "--no-sandbox"])
+    c = time.perf_counter()
+    ctx = await browser.new_context()
+    page = await ctx.new_page()
+    d = time.perf_counter()
+    await page.goto(sys.argv[2], wait_until="load")
+    e = time.perf_counter()
+    await browser.close()
+    await cm.__aexit__(None, None, None)
+    return {"driver_start": b - a, "chromium_launch": c - b, "context_and_page": d - c,
+            "goto_load": e - d}
+
+r = asyncio.run(main())
+r.update(keeper_imports=t1 - t0, load_plugins=t2 - t1, import_playwright=t3 - t2)
+print(json.dumps(r))
+"""
+
+
+def bench_components(b: Bench, base: str, info: dict[str, Any]) -> None:
+    """Where a cold start's time goes, measured step by step outside the keeper."""
+    runs: list[dict[str, float]] = []
+    py: list[float] = []
+    home = b.bay_home("components")
+    env = b.bay_env(home)
+    env["TMPDIR"] = str(home)
+    for _ in range(3):
+        t, cp = timed([str(VENV_PY), "-c", "import socket,json"], env, 30)
+        py.append(t)
+        _, cp = timed([str(VENV_PY), "-c", COMPONENTS, CHROMIUM, f"{base}/form.html"], env, 120)
+        runs.append(json.loads(must(cp, "component timing")))
+        b.check_clean("the component timing")
+    out = {k: round(statistics.median(r[k] for r in runs) * 1000) for k in runs[0]}
+    out["python_start"] = round(median_ms(py))
+    info["components_ms"] = out
+
+
+# -- d: memory ---------------------------------------------------------------------------------
+
+
+def _sample(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    samples = []
+    for _ in range(3):
+        time.sleep(1.0)
+        samples.append(fn())
+    samples.sort(key=lambda s: s["kib"])
+    return samples[1]
+
+
+def bay_memory(b: Bench, url: str, tag: str, extra: dict[str, str]) -> dict[str, Any]:
+    home = b.bay_home(tag)
+    try:
+        out: dict[str, Any] = {}
+        _, cp = b.bay(home, "open", url, session="bench-m1", extra=extra)
+        must(cp, "bay open (session 1)")
+        pid = b.bay_keeper_pid(home)
+        if pid is None:
+            raise RuntimeError("no keeper answers")
+        time.sleep(SETTLE - 1.0)
+        out["one"] = _sample(lambda: tree_pss([pid], str(home)))
+        for i in range(2, N_SESSIONS + 1):
+            _, cp = b.bay(home, "open", url, session=f"bench-m{i}", extra=extra)
+            must(cp, f"bay open (session {i})")
+        time.sleep(SETTLE - 1.0)
+        out["all"] = _sample(lambda: tree_pss([pid], str(home)))
+        conn = b.bay_conn(home)
+        try:
+            status = conn.request("keeper", {"action": "status"}, {"id": "bench-m1"}, 30.0)
+        finally:
+            conn.close()
+        out["browsers"] = len((status.get("data") or {}).get("browsers", []))
+        return out
+    finally:
+        b.bay_stop(home)
+        b.check_clean(f"the memory benchmark ({tag})")
+
+
+def ab_memory(b: Bench, url: str) -> dict[str, Any]:
+    home = b.ab_home("mem")
+    try:
+        out: dict[str, Any] = {}
+        _, cp = b.ab(home, "open", url, session="bench-m1")
+        must(cp, "agent-browser open (session 1)")
+        time.sleep(SETTLE - 1.0)
+        out["one"] = _sample(lambda: tree_pss(b.ab_daemons(home), str(home)))
+        for i in range(2, N_SESSIONS + 1):
+            _, cp = b.ab(home, "open", url, session=f"bench-m{i}")
+            must(cp, f"agent-browser open (session {i})")
+        time.sleep(SETTLE - 1.0)
+        out["all"] = _sample(lambda: tree_pss(b.ab_daemons(home), str(home)))
+        out["browsers"] = len(b.ab_daemons(home))
+        return out
+    finally:
+        b.ab_stop(home)
+        b.check_clean("the memory benchmark (agent-browser)")
+
+
+def bench_memory(b: Bench, base: str, rows: list[Row], info: dict[str, Any]) -> None:
+    url = f"{base}/form.html"
+    mem: dict[str, dict[str, Any]] = {}
+    for label, fn in (
+        ("agent-browser", lambda: ab_memory(b, url)),
+        ("bay shared", lambda: bay_memory(b, url, "mem-shared", {})),
+        (
+            "bay per-session",
+            lambda: bay_memory(b, url, "mem-own", {"BAY_CONTEXTS_PER_BROWSER": "1"}),
+        ),
+    ):
+        try:
+            mem[label] = fn()
+        except Exception as exc:
+            info.setdefault("memory_errors", []).append(f"{label}: {exc}")
+    info["memory"] = {
+        k: {
+            "one_session_mib": round(v["one"]["kib"] / 1024),
+            f"{N_SESSIONS}_sessions_mib": round(v["all"]["kib"] / 1024),
+            "processes": v["all"]["procs"],
+            "browser_processes": v["browsers"],
+            "by_kind_mib": {kk: round(vv / 1024) for kk, vv in sorted(v["all"]["by_kind"].items())},
+        }
+        for k, v in mem.items()
+    }
+    peer = mem.get("agent-browser")
+    for label, goal, name in (
+        ("bay shared", 0.4, f"PSS {N_SESSIONS} sessions, shared Chromium (default)"),
+        ("bay per-session", None, f"PSS {N_SESSIONS} sessions, one Chromium each (info)"),
+    ):
+        ours = mem.get(label)
+        if ours is None or peer is None:
+            why = "; ".join(info.get("memory_errors", [])) or "no sample"
+            rows.append(failed_row("d", name, RuntimeError(why), goal))
+            continue
+        o, p = ours["all"]["kib"], peer["all"]["kib"]
+        rows.append(Row("d", name, mib(o), mib(p), o / p, goal))
+
+
+# -- report ------------------------------------------------------------------------------------
+
+
+def machine() -> dict[str, str]:
+    def out(argv: list[str]) -> str:
+        try:
+            return subprocess.run(
+                argv, capture_output=True, text=True, timeout=30, check=False
+            ).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"unknown ({exc})"
+
+    os_name = "?"
+    with contextlib.suppress(OSError):
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                os_name = line.split("=", 1)[1].strip('"')
+    mem = "?"
+    with contextlib.suppress(OSError):
+        mem = Path("/proc/meminfo").read_text().splitlines()[0].split(":")[1].strip()
+    versions = {}
+    for dist in ("browserbay-core", "playwright"):
+        try:
+            versions[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            versions[dist] = "?"
+    return {
+        "date": out(["date", "-u"]),
+        "os": f"{os_name}, kernel {platform.release()}",
+        "nproc": out(["nproc"]),
+        "memory": mem,
+        "chromium": out([CHROMIUM, "--version"]),
+        "python": out([str(VENV_PY), "--version"]),
+        "browserbay": versions["browserbay-core"],
+        "playwright": versions["playwright"],
+        "agent-browser": out([str(AB), "--version"]),
+        "node (for npm only)": out(["node", "--version"]),
+    }
+
+
+def foreign_load() -> str:
+    table = proc_table()
+    mine = descendants([os.getpid()], table)
+    chromes = sum(1 for p in table.values() if p.exe == "chromium" and p.pid not in mine)
+    with open("/proc/loadavg") as f:
+        load = " ".join(f.read().split()[:3])
+    return f"loadavg {load}; {chromes} Chromium processes of other users/runs"
+
+
+def render_table(rows: list[Row], markdown: bool) -> str:
+    head = ["metric", "browserbay", "agent-browser / baseline", "ratio", "goal", "met"]
+    cells = [r.cells() for r in rows]
+    if markdown:
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in cells]
+        return "\n".join(lines)
+    widths = [max(len(x) for x in col) for col in zip(head, *cells, strict=False)]
+    widths = [min(w, 60) for w in widths]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    lines = [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
+    lines += [fmt.format(*row) for row in cells]
+    return "\n".join(lines)
+
+
+def notes_text(info: dict[str, Any], b: Bench) -> list[str]:
+    n: list[str] = []
+    n.append(
+        f"Repetitions: warm {N_WARM} timed after {N_WARMUP} warm-up (medians), cold {N_COLD} "
+        f"after 1 discarded round, alternating which tool goes first; memory with {N_SESSIONS} "
+        "sessions, median of 3 PSS samples 1 s apart after a settle."
+    )
+    n.append(
+        "a: browserbay is timed inside one connection (`conn.request`, no process start); "
+        "agent-browser is its whole CLI process (its daemon warm). Rows a' add the whole "
+        "`bay` process for the same verbs, for information."
+    )
+    if "warm_p90" in info:
+        n.append("a: p90 — " + json.dumps(info["warm_p90"]))
+    if "b" in info:
+        bb = info["b"]
+        n.append(
+            f"b: `bay get title` {bb['bay_get_title_ms']} ms = python floor "
+            f"{bb['python_floor_ms']} ms + importing the CLI (`python -c 'import "
+            f"browserbay_cli.main'` {bb['python_import_cli_ms']} ms, i.e. "
+            f"{bb['python_import_cli_ms'] - bb['python_floor_ms']:.1f} ms of imports) + the round "
+            "trip and printing."
+        )
+    cold = info.get("cold", {})
+    if cold:
+        n.append(
+            f"c: samples (s) bay {cold.get('bay_s')} · agent-browser {cold.get('agent_browser_s')}"
+        )
+        if cold.get("bay_phases_median_ms"):
+            p = cold["bay_phases_median_ms"]
+            n.append(
+                "c: bay cold phases from the keeper log (median ms): client start + keeper spawn "
+                f"→ 'listening' {p['spawn_to_listening']}; 'listening' → 'browser started' "
+                f"(Playwright driver + Chromium launch) {p['listening_to_browser']}; "
+                f"→ answer printed (context, page, goto) {p['browser_to_answer']}."
+            )
+        if cold.get("errors"):
+            n.append("c: errors: " + "; ".join(cold["errors"]))
+    if "components_ms" in info:
+        c = info["components_ms"]
+        n.append(
+            "c: the same steps timed one by one outside the keeper (median of 3, ms): "
+            + ", ".join(f"{k} {v}" for k, v in c.items())
+        )
+    for label, m in info.get("memory", {}).items():
+        n.append(
+            f"d: {label}: 1 session {m['one_session_mib']} MiB, {N_SESSIONS} sessions "
+            f"{m[f'{N_SESSIONS}_sessions_mib']} MiB over {m['processes']} processes "
+            f"({m['browser_processes']} browser/daemon instance(s)); by kind {m['by_kind_mib']}"
+        )
+    if info.get("memory_errors"):
+        n.append("d: errors: " + "; ".join(info["memory_errors"]))
+    for label, s in info.get("snapshots", {}).items():
+        n.append(
+            f"e: {label}: DOM interactive elements {s['dom_interactive']}; bay reports "
+            f"{s['bay_refs']} refs in the full snapshot"
+        )
+    n.append(
+        "Memory is PSS (/proc/<pid>/smaps_rollup), summed over the process tree (keeper + "
+        "Playwright driver + Chromium; agent-browser daemons + their Chrome) plus the Chromium "
+        "crashpad handlers, which detach from the tree. File-backed pages shared with other "
+        "Chromium processes on the machine are split with them, so PSS depends on what else "
+        "runs: "
+        + info.get("load_start", "?")
+        + " at the start, "
+        + info.get("load_end", "?")
+        + " at the end."
+    )
+    n.append(
+        "agent-browser runs with AGENT_BROWSER_EXECUTABLE_PATH="
+        + CHROMIUM
+        + ", AGENT_BROWSER_ARGS="
+        + AB_ARGS
+        + " and AGENT_BROWSER_NO_VERSION_CHECK=1 (its "
+        "Chrome-version check fetches a Google page; skipping it only helps agent-browser)."
+    )
+    n += [f"run: {x}" for x in b.notes]
+    return n
+
+
+def write_results(rows: list[Row], facts: dict[str, str], notes: list[str]) -> None:
+    lines = [
+        "# browserbay vs agent-browser: side-by-side benchmarks",
+        "",
+        "Regenerated by `bench/run.sh` (= `bench/setup.sh` + `.venv/bin/python bench/run.py`);",
+        "every number below comes from that one run. Same machine, same Chromium, same local",
+        "pages (`browserbay.demo.server`: `/form.html`, `/list.html?n=300`) for both tools.",
+        "",
+        f"Date: {facts['date']}",
+        "",
+        "## Machine",
+        "",
+    ]
+    lines += [f"- {k}: {v}" for k, v in facts.items() if k != "date"]
+    lines += ["", "## Results", "", render_table(rows, markdown=True), "", "## Notes", ""]
+    lines += [f"- {x}" for x in notes]
+    RESULTS.write_text("\n".join(lines) + "\n")
+
+
+def main() -> int:
+    for path, what in ((BAY, "the bay CLI"), (AB, "agent-browser"), (CHROMIUM, "Chromium")):
+        if not os.access(path, os.X_OK):
+            print(f"bench: {what} not found at {path}: run bench/setup.sh", file=sys.stderr)
+            return 2
+
+    def on_term(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGHUP, on_term)
+    subreaper = become_subreaper()
+
+    from browserbay.demo.server import serve
+
+    work = BENCH / ".work" / f"run-{os.getpid()}"
+    work.mkdir(parents=True, mode=0o700)
+    b = Bench(work)
+    if not subreaper:
+        b.notes.append("could not become a child subreaper: leftover checks are weaker")
+    rows: list[Row] = []
+    info: dict[str, Any] = {"load_start": foreign_load()}
+    facts = machine()
+    server, base = serve()
+    code = 0
+    try:
+        steps: list[tuple[str, Callable[[], None]]] = [
+            ("a/b/e warm", lambda: bench_warm(b, base, rows, info)),
+            ("c cold", lambda: bench_cold(b, base, rows, info)),
+            ("c components", lambda: bench_components(b, base, info)),
+            ("d memory", lambda: bench_memory(b, base, rows, info)),
+        ]
+        for name, step in steps:
+            print(f"bench: {name} …", file=sys.stderr, flush=True)
+            t0 = time.monotonic()
+            try:
+                step()
+            except Exception as exc:
+                traceback.print_exc()
+                b.notes.append(f"step {name} failed: {type(exc).__name__}: {exc}")
+                code = 1
+            print(f"bench: {name} done in {time.monotonic() - t0:.0f}s", file=sys.stderr)
+    finally:
+        b.stop_all()
+        server.shutdown()
+        server.server_close()
+        if os.environ.get("BENCH_KEEP", "") in ("", "0"):
+            shutil.rmtree(work, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                (BENCH / ".work").rmdir()
+    info["load_end"] = foreign_load()
+    order = {"a": 0, "a'": 1, "b": 2, "c": 3, "d": 4, "e": 5}
+    rows.sort(key=lambda r: order.get(r.section, 9))
+    notes = notes_text(info, b)
+    print()
+    print(render_table(rows, markdown=False))
+    print()
+    for x in notes:
+        print("- " + x)
+    write_results(rows, facts, notes)
+    print(f"\nwrote {RESULTS}")
+    if any(r.met == "unknown" for r in rows):
+        code = 1
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
