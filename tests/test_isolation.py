@@ -23,7 +23,9 @@ def test_two_sessions_cannot_see_each_others_cookies_or_tabs(bay: Bay, demo: str
     tabs_b = bay.ok("tab", "list", session="iso-b")
     ids_a = {t["id"] for t in tabs_a["tabs"]}
     ids_b = {t["id"] for t in tabs_b["tabs"]}
-    assert ids_a and ids_b and not ids_a & ids_b
+    assert ids_a
+    assert ids_b
+    assert not ids_a & ids_b
     # b's tab list counts a's tabs but shows none of them; acting on one is refused.
     assert tabs_b["other_sessions_tabs"] >= len(ids_a)
     a_tab = next(iter(ids_a))

@@ -15,7 +15,8 @@ from tests.helpers import Bay, assert_refused
 def test_success_and_refusal_json_shapes(bay: Bay, demo: str) -> None:
     ok = bay("open", f"{demo}/", session="shape").frame
     assert set(ok) == {"ok", "verb", "session", "profile", "data"}
-    assert ok["ok"] is True and ok["verb"] == "open"
+    assert ok["ok"] is True
+    assert ok["verb"] == "open"
     assert ok["session"] == {"id": "shape", "origin": "env"}
     assert ok["profile"] == {
         "id": "ep-shape",
@@ -40,9 +41,11 @@ def test_plain_output_value_on_stdout_footer_on_stderr(bay: Bay, demo: str) -> N
         " · session plain (from BAY_SESSION)"
     )
     r = bay("get", "title", session=None, json_=False)
-    assert "session shell-" in r.stderr and "(from your shell's session)" in r.stderr
+    assert "session shell-" in r.stderr
+    assert "(from your shell's session)" in r.stderr
     refused = bay("open", "javascript:1", session="plain", json_=False)
-    assert refused.code == 1 and refused.stdout == ""
+    assert refused.code == 1
+    assert refused.stdout == ""
     assert refused.stderr.startswith("refused [local_scheme_refused]: ")
     assert "way out: " in refused.stderr
     bay.ok("close", session="plain")
@@ -51,7 +54,8 @@ def test_plain_output_value_on_stdout_footer_on_stderr(bay: Bay, demo: str) -> N
 def test_unknown_verb_and_flag_are_usage_errors_with_a_suggestion(bay: Bay) -> None:
     r = bay("snapshto", session="usage")
     frame = assert_refused(r, "usage")
-    assert r.code == 2 and "did you mean 'snapshot'" in frame["message"]
+    assert r.code == 2
+    assert "did you mean 'snapshot'" in frame["message"]
     r = bay("snapshot", "--interactiv", session="usage")
     assert "did you mean '--interactive'" in assert_refused(r, "usage")["message"]
     r = bay("get", "titel", session="usage")
@@ -61,7 +65,8 @@ def test_unknown_verb_and_flag_are_usage_errors_with_a_suggestion(bay: Bay) -> N
     r = bay("snapshot", "--depth", "two", session="usage")
     assert assert_refused(r, "usage")["way_out"] == "bay help snapshot"
     plain = bay("opne", "x", session="usage", json_=False)
-    assert plain.code == 2 and "did you mean 'open'" in plain.stderr
+    assert plain.code == 2
+    assert "did you mean 'open'" in plain.stderr
 
 
 def test_deadline_exits_124(bay: Bay, demo: str) -> None:
@@ -69,7 +74,8 @@ def test_deadline_exits_124(bay: Bay, demo: str) -> None:
     started = time.monotonic()
     r = bay("wait", "5000", "--timeout", "1", session="slow")
     frame = assert_refused(r, "deadline")
-    assert r.code == 124 and time.monotonic() - started < 4.5
+    assert r.code == 124
+    assert time.monotonic() - started < 4.5
     assert "--timeout 2" in frame["way_out"]
     # The session is usable right after.
     assert bay.ok("get", "title", session="slow")["value"] == "browserbay demo"
@@ -84,7 +90,8 @@ def test_a_2mb_argument_is_refused_before_it_is_sent(bay: Bay, demo: str) -> Non
     # argv caps one word at 128 KiB: a 2 MB value comes through stdin ("-") ...
     r = bay("eval", "-", session="big", stdin="1;" + " " * (2 * 1024 * 1024))
     frame = assert_refused(r, "too_large")
-    assert frame["data"]["limit"] == 1024 * 1024 and frame["data"]["size"] > 2_000_000
+    assert frame["data"]["limit"] == 1024 * 1024
+    assert frame["data"]["size"] > 2_000_000
     # ... or as many words that add up.
     r = bay("select", "#x", *(["v" * 100_000] * 12), session="big")
     frame = assert_refused(r, "too_large")
@@ -185,8 +192,10 @@ def test_malformed_frames_get_error_frames_and_the_connection_goes_on(bay: Bay) 
     assert len(errors) == 7
     for f in errors:
         assert_refused(f, "bad_frame")
-    assert "not JSON" in str(errors[0]["message"]) and "UTF-8" in str(errors[1]["message"])
-    assert frames[-1]["ok"] is True and frames[-1]["id"] == "9"
+    assert "not JSON" in str(errors[0]["message"])
+    assert "UTF-8" in str(errors[1]["message"])
+    assert frames[-1]["ok"] is True
+    assert frames[-1]["id"] == "9"
 
 
 def test_an_oversized_frame_is_too_large_and_others_are_still_served(bay: Bay) -> None:
@@ -199,6 +208,7 @@ def test_an_oversized_frame_is_too_large_and_others_are_still_served(bay: Bay) -
     )
     assert_refused(frames[1], "too_large")
     # The same connection goes on with the next frame.
-    assert frames[2]["ok"] is True and frames[2]["id"] == "2"
+    assert frames[2]["ok"] is True
+    assert frames[2]["id"] == "2"
     # The keeper keeps serving everyone.
     assert bay.ok("status", session="huge")["session"]["id"] == "huge"

@@ -88,7 +88,7 @@ async def _check_running(row: ProviderRow, tmp_path: Path, url: str, close_timeo
             pid = handle.pid
         if pid is not None:
             end = time.monotonic() + close_timeout
-            while _alive(pid) and time.monotonic() < end:
+            while _alive(pid) and time.monotonic() < end:  # noqa: ASYNC110 - a process, not a task
                 await anyio.sleep(0.05)
             if _alive(pid):
                 raise ConformanceError(
