@@ -52,7 +52,8 @@ def assert_refused(result: Result | dict[str, Any] | Refusal, code: str) -> dict
     assert frame["ok"] is False, frame
     assert frame["code"] == code, frame
     assert set(frame) >= {"ok", "code", "message", "way_out", "data"}, frame
-    assert frame["message"] and "{" not in frame["message"], frame
+    assert frame["message"], frame
+    assert "{" not in frame["message"], frame
     assert frame["way_out"], frame
     return frame
 
