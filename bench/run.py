@@ -13,14 +13,14 @@ rewrites ``bench/RESULTS.md``. Not part of the test suite.
   d. PSS of the whole process tree with 8 concurrent isolated sessions
   e. snapshot size in characters, and whether every interactive element carries a ref
 
-Everything it starts runs under its own ``BAY_HOME`` / ``HOME`` inside ``bench/.work/`` and is
+Everything it starts runs under its own ``BAY_HOME`` / ``HOME`` in one /tmp/bb* directory and is
 stopped before the next measurement (and in ``finally``). The script makes itself a child
 subreaper, so every process its tools daemonize stays its descendant: that is how it checks
 that nothing is left running between repetitions.
 
 Environment knobs (for quick trial runs only; RESULTS.md records what was used):
 ``BENCH_REPS`` (warm repetitions, default 30), ``BENCH_COLD_REPS`` (default 5),
-``BENCH_SESSIONS`` (default 8), ``BENCH_KEEP=1`` keeps bench/.work/ for inspection.
+``BENCH_SESSIONS`` (default 8), ``BENCH_KEEP=1`` keeps the /tmp/bb* directory for inspection.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterable
@@ -282,7 +283,7 @@ class Bench:
 
     def _dir(self, prefix: str) -> Path:
         self._n += 1
-        d = self.work / f"{prefix}-{self._n}"
+        d = self.work / f"{prefix}{self._n}"
         d.mkdir(parents=True, mode=0o700)
         return d
 
@@ -296,7 +297,7 @@ class Bench:
     # -- browserbay --
 
     def bay_home(self, tag: str) -> Path:
-        home = self._dir(f"bay-{tag}")
+        home = self._dir("b")
         self.bay_homes.append(home)
         return home
 
@@ -356,7 +357,7 @@ class Bench:
     # -- agent-browser --
 
     def ab_home(self, tag: str) -> Path:
-        home = self._dir(f"ab-{tag}")
+        home = self._dir("a")
         self.ab_homes.append(home)
         return home
 
@@ -478,12 +479,8 @@ def bench_warm(b: Bench, base: str, rows: list[Row], info: dict[str, Any]) -> No
     form, listp = f"{base}/form.html", f"{base}/list.html?n=300"
     sess_name = "bench-warm"
     bay_home, ab_home = b.bay_home("warm"), b.ab_home("warm")
-    _, cp = b.bay(bay_home, "open", form, session=sess_name)
-    must(cp, "bay open")
-    _, cp = b.ab(ab_home, "open", form, session=sess_name)
-    must(cp, "agent-browser open")
-    conn = b.bay_conn(bay_home)
     session = {"id": sess_name, "origin": "env"}
+    conn: Any = None
 
     def req(verb: str, args: dict[str, Any]) -> dict[str, Any]:
         answer: dict[str, Any] = conn.request(verb, args, session, 30.0)
@@ -496,6 +493,11 @@ def bench_warm(b: Bench, base: str, rows: list[Row], info: dict[str, Any]) -> No
         return t, must(cp, "agent-browser " + " ".join(args))
 
     try:
+        _, cp = b.bay(bay_home, "open", form, session=sess_name)
+        must(cp, "bay open")
+        _, cp = b.ab(ab_home, "open", form, session=sess_name)
+        must(cp, "agent-browser open")
+        conn = b.bay_conn(bay_home)
         bay_ref = ref_of(req("snapshot", {"interactive": True})["text"], "checkbox")
         ab_ref = ref_of(ab_out("snapshot", "-i")[1], "checkbox")
         info["refs"] = {"bay": bay_ref, "agent-browser": ab_ref}
@@ -591,7 +593,8 @@ def bench_warm(b: Bench, base: str, rows: list[Row], info: dict[str, Any]) -> No
         except Exception as exc:
             rows.append(failed_row("a'", "warm snapshot list?n=300", exc, None))
     finally:
-        conn.close()
+        if conn is not None:
+            conn.close()
         b.bay_stop(bay_home)
         b.ab_stop(ab_home)
         b.check_clean("the warm benchmarks")
@@ -1095,8 +1098,10 @@ def main() -> int:
 
     from browserbay.demo.server import serve
 
-    work = BENCH / ".work" / f"run-{os.getpid()}"
-    work.mkdir(parents=True, mode=0o700)
+    # Short paths on purpose: Chromium's SingletonSocket lands under BAY_HOME
+    # (…/run/browsers/bb-…/tmp/org.chromium.Chromium.XXXXXX/SingletonSocket) and a unix
+    # socket path has at most 107 bytes, so a BAY_HOME over ~32 characters cannot start one.
+    work = Path(tempfile.mkdtemp(prefix="bb", dir="/tmp"))
     b = Bench(work)
     if not subreaper:
         b.notes.append("could not become a child subreaper: leftover checks are weaker")
@@ -1128,8 +1133,6 @@ def main() -> int:
         server.server_close()
         if os.environ.get("BENCH_KEEP", "") in ("", "0"):
             shutil.rmtree(work, ignore_errors=True)
-            with contextlib.suppress(OSError):
-                (BENCH / ".work").rmdir()
     info["load_end"] = foreign_load()
     order = {"a": 0, "a'": 1, "b": 2, "c": 3, "d": 4, "e": 5}
     rows.sort(key=lambda r: order.get(r.section, 9))
