@@ -158,7 +158,11 @@ def test_typed_text_is_never_logged_audited_or_hooked(fresh_bay: Bay, demo: str)
     fresh_bay.ok("eval", f"'{secret}'.length")
     fresh_bay.ok("keeper", "stop")
     paths = bay_paths({"BAY_HOME": str(fresh_bay.home)})
-    for f in [paths.keeper_log, *paths.state.glob("registry.sqlite3*"), fresh_bay.home / "recorder.jsonl"]:
+    for f in [
+        paths.keeper_log,
+        *paths.state.glob("registry.sqlite3*"),
+        fresh_bay.home / "recorder.jsonl",
+    ]:
         assert secret.encode() not in f.read_bytes(), f
     fills = [r for r in fresh_bay.recorded() if r["hook"] == "bay_after_verb"]
     fill = next(r for r in fills if r["call"]["verb"] == "fill")

@@ -32,6 +32,10 @@ CLOSED_NETWORK_FLAGS: tuple[str, ...] = (
 PASSTHROUGH_ENV: tuple[str, ...] = ("PATH", "LANG", "LC_ALL", "TZ", "DISPLAY", "WAYLAND_DISPLAY")
 
 
+#: Longest TMPDIR handed to Chromium (its singleton socket path is ~40 bytes longer).
+MAX_TMPDIR = 60
+
+
 def marker(browser_id: str) -> str:
     """An inert switch that names the browser in its own command line (for the orphan
     sweep). Chromium ignores switches it does not know."""
@@ -46,8 +50,11 @@ def browser_env(spec: LaunchSpec) -> dict[str, str]:
         XDG_CONFIG_HOME=str(home / ".config"),
         XDG_CACHE_HOME=str(home / ".cache"),
         XDG_DATA_HOME=str(home / ".local" / "share"),
-        TMPDIR=str(home / "tmp"),
     )
+    # Chromium puts its singleton socket under TMPDIR; AF_UNIX paths are capped near 108
+    # bytes, so a deep home keeps the system TMPDIR.
+    if len(os.fsencode(home / "tmp")) <= MAX_TMPDIR:
+        env["TMPDIR"] = str(home / "tmp")
     env.update(spec.env)
     return env
 

@@ -1,0 +1,259 @@
+"""The plugin manager and the hook contract, in the style of datasette's hook tests: each
+hookspec is called through a real plugin manager with a plugin that implements it."""
+
+from __future__ import annotations
+
+import inspect
+from importlib import metadata
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pluggy
+import pytest
+
+from browserbay import hookspecs
+from browserbay.hookspecs import hookimpl
+from browserbay.model import (
+    BrowserInfo,
+    Capabilities,
+    Failure,
+    IntegrationRow,
+    KeyField,
+    KeySource,
+    LeaseInfo,
+    ProfileRef,
+    ProviderRow,
+    SessionRef,
+    TierHint,
+    TransportRow,
+    VerbCall,
+    VerbOutcome,
+)
+from browserbay.plugins import PluginError, load_plugins
+from browserbay.refusals import Refusal
+
+HOOKS = sorted(
+    n for n, f in inspect.getmembers(hookspecs, inspect.isfunction) if n.startswith("bay_")
+)
+NO_EPS: list[metadata.EntryPoint] = []
+
+
+def _module(name: str, **hooks: Any) -> ModuleType:
+    mod = ModuleType(name)
+    for hook_name, fn in hooks.items():
+        setattr(mod, hook_name, hookimpl(fn))
+    return mod
+
+
+def _load(*plugins: ModuleType, env: dict[str, str] | None = None) -> Any:
+    return load_plugins(env or {}, extra=[(p.__name__, p) for p in plugins], entry_points=NO_EPS)
+
+
+def test_every_hookspec_is_typed_and_documented() -> None:
+    assert HOOKS  # the list below names each one
+    for name in HOOKS:
+        fn = getattr(hookspecs, name)
+        assert fn.__doc__ and len(fn.__doc__) > 40, name
+        sig = inspect.signature(fn)
+        assert sig.return_annotation is not inspect.Signature.empty, name
+        for p in sig.parameters.values():
+            assert p.annotation is not inspect.Parameter.empty, (name, p.name)
+
+
+def test_builtins_and_the_installed_chromium_entry_point_load() -> None:
+    plugins = load_plugins({})
+    names = {i.name: i for i in plugins.infos}
+    assert names["tiers"].builtin
+    assert names["tiers"].hooks == ("bay_access_tiers", "bay_tier_hint")
+    chromium = names["chromium"]
+    assert chromium.distribution == "browserbay-chromium"
+    assert chromium.version == "0.1.0"
+    assert chromium.hooks == ("bay_providers",)
+    assert set(plugins.providers) == {"chromium"}
+
+
+def test_load_and_disable_filters() -> None:
+    assert "chromium" not in {i.name for i in load_plugins({"BAY_LOAD_PLUGINS": ""}).infos}
+    assert "chromium" in {i.name for i in load_plugins({"BAY_LOAD_PLUGINS": "chromium"}).infos}
+    assert "chromium" not in {
+        i.name for i in load_plugins({"BAY_DISABLE_PLUGINS": "chromium"}).infos
+    }
+    # Built-ins are part of the core: not affected by either.
+    assert "tiers" in {i.name for i in load_plugins({"BAY_LOAD_PLUGINS": ""}).infos}
+
+
+def test_duplicate_entry_point_names_are_refused() -> None:
+    ep = metadata.EntryPoint("same", "browserbay_chromium.plugin", "browserbay")
+    with pytest.raises(PluginError, match="two plugins use the entry-point name 'same'"):
+        load_plugins({}, entry_points=[ep, ep])
+
+
+def test_a_plugin_that_fails_to_import_is_named() -> None:
+    ep = metadata.EntryPoint("broken", "browserbay_no_such_module", "browserbay")
+    with pytest.raises(PluginError, match="BAY_DISABLE_PLUGINS=broken"):
+        load_plugins({}, entry_points=[ep])
+
+
+def test_a_misspelled_hook_is_refused_by_check_pending() -> None:
+    mod = _module("typo", bay_provider=lambda: [])
+    with pytest.raises(PluginError, match="bay_provider"):
+        _load(mod)
+
+
+def test_a_hook_with_an_unknown_argument_is_refused() -> None:
+    mod = _module("wrongargs", bay_takeover=lambda lease, viewer, extra: None)
+    with pytest.raises(pluggy.PluginValidationError, match="extra"):
+        _load(mod)
+
+
+def test_plugin_modules_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "my_devplugin.py").write_text(
+        "from browserbay.hookspecs import hookimpl\n"
+        "from browserbay.model import TierRow\n"
+        "@hookimpl\n"
+        "def bay_access_tiers():\n"
+        "    return []\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    plugins = load_plugins({"BAY_PLUGIN_MODULES": "my_devplugin"}, entry_points=NO_EPS)
+    assert "my_devplugin" in {i.name for i in plugins.infos}
+    with pytest.raises(PluginError, match="BAY_PLUGIN_MODULES names 'nope_missing'"):
+        load_plugins({"BAY_PLUGIN_MODULES": "nope_missing"}, entry_points=NO_EPS)
+
+
+def _row(pid: str) -> ProviderRow:
+    return ProviderRow(pid, 1, "test", Capabilities(), None, not_runnable="test row")
+
+
+def test_bay_providers_rows_are_collected_and_duplicates_refused() -> None:
+    a = _module("prov_a", bay_providers=lambda: [_row("one"), _row("two")])
+    b = _module("prov_b", bay_providers=lambda: [_row("two")])
+    assert set(_load(a).providers) == {"one", "two"}
+    with pytest.raises(PluginError, match="'two' is contributed by both 'prov_a' and 'prov_b'"):
+        _load(a, b)
+
+
+def test_bay_access_tiers_ladder() -> None:
+    tiers = _load().tiers
+    assert sorted(tiers) == [1, 2, 3]
+    assert tiers[3].name == "computer-use"
+
+
+def test_bay_tier_hint_is_firstresult_and_worded_as_a_hint() -> None:
+    plugins = _load()
+    hint = plugins.hook.bay_tier_hint(failure=Failure("http://x/", 429, "x", "chromium", 1))
+    assert isinstance(hint, TierHint)
+    assert hint.suggest_tier == 2
+    assert "may be" in hint.message
+    assert "detected" not in hint.message.lower()
+    title = Failure("http://x/", 200, "Just a moment...", "chromium", 1)
+    assert plugins.hook.bay_tier_hint(failure=title) is not None
+    assert (
+        plugins.hook.bay_tier_hint(failure=Failure("http://x/", 200, "ok", "chromium", 1)) is None
+    )
+    # Already on tier 2: no hint to climb.
+    assert plugins.hook.bay_tier_hint(failure=Failure("http://x/", 403, "", "cloak", 2)) is None
+    # A plugin's hint wins over the built-in one (firstresult: later-registered runs first).
+    mine = _module("hinter", bay_tier_hint=lambda failure: TierHint("mine"))
+    assert _load(mine).hook.bay_tier_hint(failure=Failure("u", 403, "", "c", 1)).message == "mine"
+
+
+def test_bay_live_view_transports_table() -> None:
+    row = TransportRow("screencast", "CDP screencast frames", ("tab",))
+    a = _module("lv_a", bay_live_view_transports=lambda: [row])
+    assert _load(a).transports == {"screencast": row}
+    b = _module("lv_b", bay_live_view_transports=lambda: [row])
+    with pytest.raises(PluginError, match="'screencast' is contributed by both"):
+        _load(a, b)
+
+
+def test_bay_key_sources_and_bay_integrations_tables() -> None:
+    source = KeySource("env", "cluster", lambda integration, field: None)
+    integration = IntegrationRow(
+        "cloud:example", (KeyField("api_key", secret=True),), {"api_key": "EXAMPLE_API_KEY"}
+    )
+    mod = _module("keys", bay_key_sources=lambda: [source], bay_integrations=lambda: [integration])
+    plugins = _load(mod)
+    assert plugins.key_sources == {"env": source}
+    assert plugins.integrations["cloud:example"].fields[0].secret
+    dup = _module("keys2", bay_integrations=lambda: [integration])
+    with pytest.raises(PluginError, match="cloud:example"):
+        _load(mod, dup)
+
+
+SESSION = SessionRef("s", "env")
+PROFILE = ProfileRef("ep-s", "ephemeral", "chromium", 1, True)
+CALL = VerbCall("click", {"target": "@e1"}, SESSION, PROFILE)
+
+
+def test_bay_before_verb_returns_refusals_and_bay_after_verb_sees_outcomes() -> None:
+    seen: list[Any] = []
+
+    def gate(call: VerbCall) -> Refusal | None:
+        if call.verb == "click":
+            return Refusal("verb_refused", plugin="gate", reason="needs approval", fix="approve")
+        return None
+
+    mod = _module(
+        "gate",
+        bay_before_verb=gate,
+        bay_after_verb=lambda call, outcome: seen.append((call.verb, outcome.ok, outcome.code)),
+    )
+    plugins = _load(mod)
+    (refusal,) = [r for r in plugins.hook.bay_before_verb(call=CALL) if r]
+    assert refusal.code == "verb_refused"
+    other = VerbCall("get", {}, SESSION, PROFILE)
+    assert [r for r in plugins.hook.bay_before_verb(call=other) if r] == []
+    plugins.hook.bay_after_verb(call=CALL, outcome=VerbOutcome(False, "verb_refused", 1.0))
+    assert seen == [("click", False, "verb_refused")]
+
+
+def test_lifecycle_hooks_browser_lease_takeover_handback() -> None:
+    events: list[tuple[str, Any]] = []
+    mod = _module(
+        "life",
+        bay_browser_started=lambda browser: events.append(("started", browser.browser_id)),
+        bay_browser_stopped=lambda browser, reason: events.append(("stopped", reason)),
+        bay_lease_changed=lambda lease, change: events.append(("lease", change)),
+        bay_takeover=lambda lease, viewer: events.append(("takeover", viewer)),
+        bay_handback=lambda lease, viewer: events.append(("handback", viewer)),
+    )
+    hook = _load(mod).hook
+    browser = BrowserInfo("bb-1", "chromium", 42, True)
+    lease = LeaseInfo(PROFILE, SESSION, "user", ("t1",))
+    hook.bay_browser_started(browser=browser)
+    hook.bay_browser_stopped(browser=browser, reason="idle")
+    hook.bay_lease_changed(lease=lease, change="attached")
+    hook.bay_takeover(lease=lease, viewer="v1")
+    hook.bay_handback(lease=lease, viewer="v1")
+    assert events == [
+        ("started", "bb-1"),
+        ("stopped", "idle"),
+        ("lease", "attached"),
+        ("takeover", "v1"),
+        ("handback", "v1"),
+    ]
+
+
+def test_listing_names_distribution_version_and_hooks() -> None:
+    listing = load_plugins({}).listing()
+    chromium = next(p for p in listing if p["name"] == "chromium")
+    assert chromium == {
+        "name": "chromium",
+        "distribution": "browserbay-chromium",
+        "version": "0.1.0",
+        "hooks": ["bay_providers"],
+        "builtin": False,
+    }
+
+
+def test_capability_cells() -> None:
+    caps = Capabilities(has_cdp=False)
+    assert caps.cell("has_cdp") is False
+    assert caps.cell("screenshots") is True
+    with pytest.raises(KeyError):
+        caps.cell("key_scope")  # not a boolean cell
+    assert caps.as_row()["lease_kind"] == "tab"

@@ -1,0 +1,253 @@
+"""Small pieces of the core, without a browser: refusals, protocol, snapshot compaction,
+store migrations, paths and request validation."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+from pathlib import Path
+
+import pytest
+
+from browserbay import protocol
+from browserbay.keeper.keeper import _redact, _validate
+from browserbay.keeper.pageverbs import normalize_url
+from browserbay.paths import bay_paths
+from browserbay.refusals import CODES, EXIT_DEADLINE, EXIT_USAGE, Refusal, exit_code
+from browserbay.snapshot import compact, main_frame_prefix, strip_prefix
+from browserbay.store import MIGRATIONS, BrowserRow, SqliteRegistry
+from browserbay.verbs import BY_NAME
+from tests.helpers import assert_refused
+
+
+def test_every_code_renders_without_placeholders_given_its_fields() -> None:
+    fields = {
+        "detail": "d",
+        "verb": "open",
+        "provider": "p",
+        "reason": "r",
+        "fix": "f",
+        "capability": "c",
+        "scheme": "file",
+        "tab": "t1",
+        "ref": "@e1",
+        "target": "#x",
+        "timeout": 1.0,
+        "longer": 2.0,
+        "what": "w",
+        "size": 1,
+        "limit": 2,
+        "plugin": "pl",
+    }
+    for code in CODES:
+        r = Refusal(code, **fields)
+        assert "{" not in r.message, code
+        assert "{" not in r.way_out, code
+        assert r.frame()["code"] == code
+    assert exit_code("usage") == EXIT_USAGE
+    assert exit_code("deadline") == EXIT_DEADLINE
+    assert exit_code("tab_gone") == 1
+
+
+def test_an_unknown_code_cannot_be_raised() -> None:
+    with pytest.raises(ValueError, match="unknown refusal code"):
+        Refusal("something_new")
+
+
+def test_a_refusal_keeps_its_own_way_out_and_gains_defaults() -> None:
+    r = Refusal("verb_refused", way_out="ask", plugin="p", reason="r")
+    filled = r.with_defaults(verb="click", plugin="ignored")
+    assert filled.way_out == "ask"
+    assert filled.message == "'click' was refused by the p plugin: r"
+
+
+def test_protocol_decode_rejects_what_it_should() -> None:
+    assert protocol.decode(b'{"a": 1}') == {"a": 1}
+    for bad, reason in [
+        (b"\xff", "UTF-8"),
+        (b"nope", "not JSON"),
+        (b"[1]", "object"),
+        (b'{"a": ' + b"[" * 40 + b"]" * 40 + b"}", "nested"),
+    ]:
+        with pytest.raises(ValueError, match=reason):
+            protocol.decode(bad)
+    assert protocol.encode({"x": "é"}) == '{"x":"é"}\n'.encode()
+
+
+def test_validation_of_requests() -> None:
+    frame = {"verb": "click", "args": {"target": "@e1"}, "session": {"id": "a", "origin": "env"}}
+    verb, args, ref, timeout = _validate(frame)
+    assert (verb.name, args, ref.id, timeout) == ("click", {"target": "@e1"}, "a", 30.0)
+    for patch, code in [
+        ({"verb": "nope"}, "bad_frame"),
+        ({"verb": "help"}, "bad_frame"),
+        ({"args": []}, "bad_frame"),
+        ({"args": {"target": 5}}, "bad_frame"),
+        ({"args": {}}, "usage"),
+        ({"args": {"target": "x", "extra": 1}}, "bad_frame"),
+        ({"session": {"id": "a b"}}, "bad_frame"),
+        ({"session": "a"}, "bad_frame"),
+        ({"timeout": 0}, "bad_frame"),
+        ({"timeout": True}, "bad_frame"),
+        ({"args": {"target": "x" * (protocol.MAX_ARG + 1)}}, "too_large"),
+    ]:
+        with pytest.raises(Refusal) as info:
+            _validate({**frame, **patch})
+        assert_refused(info.value, code)
+    with pytest.raises(Refusal) as info:
+        _validate({**frame, "verb": "get", "args": {"what": "colour"}})
+    assert "title, url, text, value, html" in info.value.message
+    with pytest.raises(Refusal):
+        _validate({**frame, "verb": "snapshot", "args": {"depth": "2"}})
+
+
+def test_redaction_replaces_typed_text_by_its_length() -> None:
+    assert _redact(BY_NAME["fill"], {"target": "@e1", "text": "secret"}) == {
+        "target": "@e1",
+        "text": {"chars": 6},
+    }
+    assert _redact(BY_NAME["eval"], {"js": "1+1"}) == {"js": {"chars": 3}}
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("example.org", "https://example.org"),
+        ("localhost:8000/x", "http://localhost:8000/x"),
+        ("127.0.0.1:9/", "http://127.0.0.1:9/"),
+        ("https://a.b/c?d", "https://a.b/c?d"),
+        ("HTTP://A.B", "HTTP://A.B"),
+        ("about:blank", "about:blank"),
+    ],
+)
+def test_urls_are_normalized(url: str, expected: str) -> None:
+    assert normalize_url(url) == expected
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "file:///x",
+        "javascript:1",
+        "JavaScript:alert(1)",
+        "data:,x",
+        "chrome://gpu",
+        "about:config",
+        "ftp://h/",
+        "blob:http://x/1",
+        "ws://h/",
+    ],
+)
+def test_local_and_other_schemes_are_refused(url: str) -> None:
+    with pytest.raises(Refusal) as info:
+        normalize_url(url)
+    assert_refused(info.value, "local_scheme_refused")
+
+
+RAW = """- generic [active] [ref=f1e1]:
+  - heading "Hello" [level=1] [ref=f1e2]
+  - generic [ref=f1e5]:
+    - generic [ref=f1e6]:
+      - text: Name
+      - textbox "Name" [ref=f1e7]
+    - link "Docs" [ref=f1e8] [cursor=pointer]:
+      - /url: /docs
+    - iframe [ref=f1e9]:
+      - button "Inner" [ref=f2e1]
+  - paragraph [ref=f1e10]: para text"""
+
+
+def test_snapshot_compaction_keeps_every_reference_to_what_can_be_acted_on() -> None:
+    prefix = main_frame_prefix(RAW)
+    assert prefix == "f1"
+    raw = strip_prefix(RAW, prefix)
+    text = compact(raw)
+    assert text.splitlines() == [
+        '- heading "Hello" [level=1] [ref=e2]',
+        '- textbox "Name" [ref=e7]',
+        '- link "Docs" [ref=e8]:',
+        "  - /url: /docs",
+        "- iframe [ref=e9]:",
+        '  - button "Inner" [ref=f2e1]',
+        "- paragraph [ref=e10]: para text",
+    ]
+    flat = compact(raw, interactive=True)
+    assert flat.splitlines() == [
+        '- textbox "Name" [ref=e7]',
+        '- link "Docs" [ref=e8]',
+        '- button "Inner" [ref=f2e1]',
+    ]
+    assert "Inner" not in compact(raw, depth=1)
+    assert main_frame_prefix('- button "x" [ref=e3]') == ""
+
+
+def test_registry_migrates_once_and_is_private(tmp_path: Path) -> None:
+    path = tmp_path / "r.sqlite3"
+    reg = SqliteRegistry(path)
+    assert reg.schema_version() == len(MIGRATIONS)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    reg.browser_started(BrowserRow("bb-1", "chromium", None, os.getpid(), "/h", True, 1.0))
+    reg.browser_pid("bb-1", 7)
+    assert [r.pid for r in reg.unstopped_browsers()] == [7]
+    reg.browser_stopped("bb-1", "closed")
+    reg.browser_stopped("bb-1", "again")  # the first reason stays
+    assert reg.unstopped_browsers() == []
+    reg.session_seen("s", "env")
+    reg.session_seen("s", "env")
+    reg.audit("s", None, "open", True, None)
+    reg.close()
+    again = SqliteRegistry(path)  # reopening applies nothing twice
+    assert again.integrity_check() == "ok"
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT stop_reason FROM browsers").fetchone() == ("closed",)
+        assert db.execute("SELECT count(*) FROM sessions").fetchone() == (1,)
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    again.close()
+
+
+def test_a_registry_from_a_newer_browserbay_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "r.sqlite3"
+    with sqlite3.connect(path) as db:
+        db.execute(f"PRAGMA user_version={len(MIGRATIONS) + 1}")
+    with pytest.raises(RuntimeError, match="upgrade browserbay"):
+        SqliteRegistry(path)
+
+
+def test_a_failed_migration_leaves_nothing_half_applied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import browserbay.store as store
+
+    monkeypatch.setattr(
+        store, "MIGRATIONS", (*MIGRATIONS, "CREATE TABLE t1 (a); CREATE TABLE oops (")
+    )
+    with pytest.raises(sqlite3.OperationalError):
+        SqliteRegistry(tmp_path / "r.sqlite3")
+    with sqlite3.connect(tmp_path / "r.sqlite3") as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (len(MIGRATIONS),)
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert "t1" not in tables
+
+
+def test_bay_home_relocates_everything_and_long_homes_get_a_short_socket(tmp_path: Path) -> None:
+    p = bay_paths({"BAY_HOME": str(tmp_path)})
+    for d in (p.state, p.data, p.runtime, p.logs):
+        assert str(d).startswith(str(tmp_path))
+    deep = tmp_path / ("x" * 120)
+    long = bay_paths({"BAY_HOME": str(deep)})
+    assert len(str(long.socket)) < 100
+    assert long.socket != bay_paths({"BAY_HOME": str(deep) + "y"}).socket
+    long.ensure()
+    assert stat.S_IMODE(long.socket.parent.stat().st_mode) == 0o700
+
+
+def test_a_directory_owned_by_someone_else_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from browserbay import paths
+
+    me = os.getuid()
+    monkeypatch.setattr(paths.os, "getuid", lambda: me + 1)
+    with pytest.raises(PermissionError, match="not a directory of yours"):
+        paths.ensure_private(tmp_path)
