@@ -128,7 +128,7 @@ def test_orphans_of_a_killed_keeper_are_swept_at_the_next_start(fresh_bay: Bay, 
 
 
 def test_an_idle_session_loses_its_browser(fresh_bay: Bay, demo: str) -> None:
-    fresh_bay.env.update(BAY_IDLE_TIMEOUT="1", BAY_TICK="0.2", BAY_BROWSER_GRACE="0.5")
+    fresh_bay.env.update(BAY_IDLE_TIMEOUT="2", BAY_TICK="0.2", BAY_BROWSER_GRACE="0.5")
     fresh_bay.ok("open", f"{demo}/")
     browser = fresh_bay.ok("status")["browser"]
     assert browser

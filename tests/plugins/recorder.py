@@ -2,7 +2,8 @@
 lifecycle hook to $BAY_RECORDER_FILE, and acts as a policy when told to:
 
 - BAY_TEST_REFUSE_VERB=<verb>  its bay_before_verb refuses that verb (code verb_refused);
-- BAY_TEST_CRASH_VERB=<verb>   its bay_before_verb raises (the keeper answers internal_error).
+- BAY_TEST_CRASH_VERB=<verb>   its bay_before_verb raises (the keeper answers internal_error);
+- BAY_TEST_CRASH_AFTER=<verb>  its bay_after_verb raises (logged and skipped).
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ def bay_before_verb(call: VerbCall) -> Refusal | None:
 @hookimpl
 def bay_after_verb(call: VerbCall, outcome: VerbOutcome) -> None:
     _record("bay_after_verb", call=call, outcome=outcome)
+    if os.environ.get("BAY_TEST_CRASH_AFTER") == call.verb:
+        raise RuntimeError("the recorder's after-verb hook crashes on purpose")
 
 
 @hookimpl

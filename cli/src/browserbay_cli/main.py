@@ -38,10 +38,13 @@ def _cut(text: str, verb: str) -> tuple[str, dict[str, Any] | None]:
     return text[:MAX_OUTPUT] + marker, {"file": str(path), "chars": len(text), "shown": MAX_OUTPUT}
 
 
+_ORIGINS = {"env": "BAY_SESSION", "flag": "--session", "shell": "your shell's session"}
+
+
 def _footer(frame: dict[str, Any]) -> str:
     p = frame.get("profile") or {}
     s = frame.get("session") or {}
-    origin = "BAY_SESSION" if s.get("origin") == "env" else "your shell's session"
+    origin = _ORIGINS.get(str(s.get("origin")), "the API")
     where = "own isolated browser" if p.get("ephemeral") else f"{p.get('attached', 1)} attached"
     return (
         f"profile: {p.get('label')} ({p.get('id')}) · {p.get('provider')} · {where}"
@@ -122,26 +125,46 @@ def _check_sizes(args: dict[str, Any]) -> None:
                     )
 
 
+def _local_frame(verb: str, data: dict[str, Any]) -> dict[str, Any]:
+    """The success shape for a verb the client answers itself (no profile acted on)."""
+    return {
+        "ok": True,
+        "verb": verb,
+        "session": client.session_identity(),
+        "profile": None,
+        "data": data,
+    }
+
+
 def _local(verb: str, args: dict[str, Any], as_json: bool) -> int | None:
     """Verbs (or actions) that never need a running keeper."""
     if verb == "help":
-        print(help_text(args.get("verb")))
+        text = help_text(args.get("verb"))
+        if as_json:
+            _emit_json(_local_frame(verb, {"text": text}), verb)
+        else:
+            print(text)
         return EXIT_OK
     if verb == "keeper" and args.get("action") == "logs":
         paths = bay_paths()
         tail = client.log_tail(paths, 200)
         if as_json:
-            _emit_json(
-                {
-                    "ok": True,
-                    "verb": "keeper",
-                    "data": {"log": str(paths.keeper_log), "tail": tail},
-                },
-                verb,
-            )
+            _emit_json(_local_frame(verb, {"log": str(paths.keeper_log), "tail": tail}), verb)
         else:
             print(tail if tail else f"(no log yet at {paths.keeper_log})")
         return EXIT_OK
+    if verb == "keeper" and args.get("action") == "stop":
+        try:
+            conn = client.connect(autostart=False)
+        except Refusal:
+            # Nothing to stop; never start a keeper just to stop it.
+            data = {"stopping": False, "pid": None, "socket": str(bay_paths().socket)}
+            if as_json:
+                _emit_json(_local_frame(verb, data), verb)
+            else:
+                print("no keeper is running")
+            return EXIT_OK
+        conn.close()
     if verb == "keeper" and args.get("action") == "start":
         conn = client.connect(autostart=True)
         conn.close()

@@ -27,7 +27,7 @@ SPAWN_WAIT = 20.0  # seconds a new keeper has to bind its socket
 def session_identity(explicit: str | None = None) -> dict[str, str]:
     """The calling session: ``--session``/``BAY_SESSION``, else the calling shell's session."""
     if explicit:
-        return {"id": explicit, "origin": "env"}
+        return {"id": explicit, "origin": "flag"}
     value = os.environ.get("BAY_SESSION", "")
     if value:
         return {"id": value, "origin": "env"}

@@ -102,14 +102,20 @@ def bay_integrations() -> Sequence[IntegrationRow]:
 def bay_before_verb(call: VerbCall) -> Refusal | None:
     """Called before a verb runs. Return a :class:`~browserbay.refusals.Refusal` (code
     ``verb_refused`` with ``plugin``, ``reason`` and ``fix``) to stop it — an approval gate,
-    a policy — or None to let it run. The first refusal returned wins; nothing has run."""
+    a policy — or None to let it run. Every implementation is called; the first refusal in
+    pluggy's call order wins and nothing of the verb has run. ``call.profile`` is None for
+    the keeper's own verbs (``keeper``, ``plugins``).
+
+    Hooks are plain (synchronous) functions called on the keeper's event loop: keep them
+    quick, and hand slow work (network, disk) to a thread or queue of your own."""
     raise NotImplementedError
 
 
 @hookspec
 def bay_after_verb(call: VerbCall, outcome: VerbOutcome) -> None:
     """Called after every verb, refused or not: audit sinks, action traces, metrics.
-    ``call.args`` never carry typed text."""
+    ``call.args`` never carry typed text. A plugin that raises here is logged and skipped:
+    it cannot fail the verb or the keeper (the same holds for the notification hooks below)."""
     raise NotImplementedError
 
 
@@ -121,13 +127,18 @@ def bay_browser_started(browser: BrowserInfo) -> None:
 
 @hookspec
 def bay_browser_stopped(browser: BrowserInfo, reason: str) -> None:
-    """A browser stopped. ``reason``: ``closed``, ``idle``, ``keeper_stop``, ``crashed``."""
+    """A browser the keeper started has stopped. ``reason``: ``idle`` (no session used it
+    for the grace period), ``keeper_stop`` (the keeper is shutting down) or ``crashed`` (it
+    went away by itself; its sessions get a fresh browser at their next verb)."""
     raise NotImplementedError
 
 
 @hookspec
 def bay_lease_changed(lease: LeaseInfo, change: str) -> None:
-    """A session's lease on a profile changed: ``attached``, ``detached``, ``tabs``."""
+    """A session's lease on a profile changed: ``attached`` (its browser context started),
+    ``tabs`` (a tab of the lease opened or closed; ``lease.tabs`` lists them now) or
+    ``detached`` (the session closed, idled out or lost its browser; ``lease.tabs`` lists
+    what it held)."""
     raise NotImplementedError
 
 

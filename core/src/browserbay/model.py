@@ -6,7 +6,7 @@ acting), never behaviour hidden behind ``if provider == ...``.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -196,7 +196,9 @@ class KeySource:
 @dataclass(frozen=True)
 class SessionRef:
     id: str
-    origin: Literal["env", "shell", "api"]
+    origin: Literal["env", "flag", "shell", "api"]
+    """Where the identity came from: ``BAY_SESSION``, ``--session``, the calling shell's
+    session id, or a program using the Python API."""
 
     def as_row(self) -> dict[str, Any]:
         return {"id": self.id, "origin": self.origin}
@@ -257,6 +259,3 @@ class LeaseInfo:
     session: SessionRef
     input_holder: InputHolder
     tabs: tuple[str, ...]
-
-
-Hook = Callable[..., Awaitable[None] | None]

@@ -10,6 +10,7 @@ refuse it instead).
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from browserbay import hookspecs
 from browserbay.model import IntegrationRow, KeySource, ProviderRow, TierRow, TransportRow
 
 ENTRY_POINT_GROUP = "browserbay"
+log = logging.getLogger("browserbay.plugins")
 
 #: Plugins that ship inside the core and register like any other.
 BUILTINS: tuple[str, ...] = ("browserbay.builtins.tiers",)
@@ -55,26 +57,28 @@ class Plugins:
         self.pm = pm
         self.infos = infos
         self.hook: Any = pm.hook
+        # Row hooks are called once, here: a clash is reported at load time, not at first
+        # use, and a verb never re-runs them. (They are read per implementation, in pluggy's
+        # call order, so that a duplicate id can name both plugins.)
+        self.providers: dict[str, ProviderRow] = _collect(pm, "bay_providers", lambda r: r.id)
+        self.tiers: dict[int, TierRow] = _collect(pm, "bay_access_tiers", lambda r: r.tier)
+        self.transports: dict[str, TransportRow] = _collect(
+            pm, "bay_live_view_transports", lambda r: r.kind
+        )
+        self.key_sources: dict[str, KeySource] = _collect(pm, "bay_key_sources", lambda r: r.name)
+        self.integrations: dict[str, IntegrationRow] = _collect(
+            pm, "bay_integrations", lambda r: r.id
+        )
 
-    @property
-    def providers(self) -> dict[str, ProviderRow]:
-        return _collect(self.pm, "bay_providers", lambda r: r.id)
-
-    @property
-    def tiers(self) -> dict[int, TierRow]:
-        return _collect(self.pm, "bay_access_tiers", lambda r: r.tier)
-
-    @property
-    def transports(self) -> dict[str, TransportRow]:
-        return _collect(self.pm, "bay_live_view_transports", lambda r: r.kind)
-
-    @property
-    def key_sources(self) -> dict[str, KeySource]:
-        return _collect(self.pm, "bay_key_sources", lambda r: r.name)
-
-    @property
-    def integrations(self) -> dict[str, IntegrationRow]:
-        return _collect(self.pm, "bay_integrations", lambda r: r.id)
+    def notify(self, hook_name: str, **kwargs: Any) -> None:
+        """Call a notification hook (after-verb, browser, lease…). A plugin that raises is
+        logged and skipped: an audit sink's bug must not take the keeper down."""
+        hook = getattr(self.hook, hook_name)
+        for impl in reversed(hook.get_hookimpls()):
+            try:
+                impl.function(**{k: kwargs[k] for k in impl.argnames})
+            except Exception:
+                log.exception("plugin %r failed in %s; carrying on", impl.plugin_name, hook_name)
 
     def listing(self) -> list[dict[str, Any]]:
         return [
@@ -160,7 +164,7 @@ def load_plugins(
                 f"plugin {ep.name!r} ({dist}) failed to import: {exc!r}; reinstall it, or "
                 f"skip it with BAY_DISABLE_PLUGINS={ep.name}"
             ) from exc
-        pm.register(plugin, name=ep.name)
+        _register(pm, plugin, ep.name)
         version = ep.dist.version if ep.dist is not None else None
         infos.append(PluginInfo(ep.name, dist, version, (), False))
 
@@ -178,7 +182,7 @@ def load_plugins(
     for name, plugin in extra:
         if pm.get_plugin(name) is not None:
             raise PluginError(f"a plugin named {name!r} is already registered; rename one")
-        pm.register(plugin, name=name)
+        _register(pm, plugin, name)
         infos.append(PluginInfo(name, None, None, (), False))
 
     try:
@@ -194,14 +198,17 @@ def load_plugins(
         )
         for i in infos
     ]
-    plugins = Plugins(pm, infos)
-    # Build every table once now so a clash is reported at load time, not at first use.
-    plugins.providers  # noqa: B018
-    plugins.tiers  # noqa: B018
-    plugins.transports  # noqa: B018
-    plugins.key_sources  # noqa: B018
-    plugins.integrations  # noqa: B018
-    return plugins
+    return Plugins(pm, infos)
+
+
+def _register(pm: pluggy.PluginManager, plugin: object, name: str) -> None:
+    try:
+        pm.register(plugin, name=name)
+    except pluggy.PluginValidationError as exc:
+        raise PluginError(
+            f"plugin {name!r} does not match the hook specifications: {exc}; the hooks and "
+            f"their arguments are in docs/hooks.md (or skip it: BAY_DISABLE_PLUGINS={name})"
+        ) from exc
 
 
 def _version(dist: str) -> str | None:

@@ -120,7 +120,7 @@ def render(code: str, fields: dict[str, Any]) -> tuple[str, str]:
         way_out = row.way_out.format_map(mapping)
     except (ValueError, TypeError):
         way_out = row.way_out
-    return message, way_out
+    return message, way_out.strip()
 
 
 def exit_code(code: str) -> int:

@@ -159,7 +159,7 @@ class BrowserPool:
 
             handle.browser.on("disconnected", disconnected)
         log.info("browser %s started (%s, pid %s)", browser_id, row.id, handle.pid)
-        self.plugins.hook.bay_browser_started(browser=running.info())
+        self.plugins.notify("bay_browser_started", browser=running.info())
         return running
 
     async def _disconnected(self, running: Running) -> None:
@@ -169,7 +169,7 @@ class BrowserPool:
         running.closing = True
         self.running.pop(running.id, None)
         await self.db(self.registry.browser_stopped, running.id, "crashed")
-        self.plugins.hook.bay_browser_stopped(browser=running.info(), reason="crashed")
+        self.plugins.notify("bay_browser_stopped", browser=running.info(), reason="crashed")
         if self.on_crash is not None:
             await self.on_crash(running)
 
@@ -191,7 +191,7 @@ class BrowserPool:
         if running.ephemeral:
             await anyio.to_thread.run_sync(lambda: shutil.rmtree(running.home, ignore_errors=True))
         log.info("browser %s stopped (%s)", running.id, reason)
-        self.plugins.hook.bay_browser_stopped(browser=running.info(), reason=reason)
+        self.plugins.notify("bay_browser_stopped", browser=running.info(), reason=reason)
 
     async def stop_idle(self, grace: float) -> None:
         now = time.monotonic()

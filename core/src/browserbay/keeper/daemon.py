@@ -197,7 +197,8 @@ async def _run(sock: socket.socket, paths: BayPaths) -> None:
             except Exception:
                 log.exception("housekeeping failed")
             idle = time.monotonic() - keeper.last_request
-            if not keeper.sessions and not keeper.pool.running and idle > KEEPER_IDLE:
+            browsing = any(s.context is not None for s in keeper.sessions.values())
+            if not browsing and not keeper.pool.running and idle > KEEPER_IDLE:
                 log.info("idle for %.0fs with nothing running: exiting", idle)
                 keeper.begin_stop()
 

@@ -100,8 +100,11 @@ class Keeper:
         call: VerbCall | None = None
         try:
             verb, args, ref, timeout = _validate(frame)
-            session = await self._session(ref)
-            call = VerbCall(verb.name, _redact(verb, args), ref, session.profile)
+            # The keeper's own verbs need no session and work whatever state the sessions
+            # and providers are in (`bay keeper stop` always works).
+            session = None if verb.scope == verbs.KEEPER else await self._session(ref)
+            profile = session.profile if session is not None else None
+            call = VerbCall(verb.name, _redact(verb, args), ref, profile)
             refusal = next(
                 (r for r in self.plugins.hook.bay_before_verb(call=call) if r is not None), None
             )
@@ -109,9 +112,13 @@ class Keeper:
                 raise refusal.with_defaults(verb=verb.name, plugin="a policy")
             try:
                 with anyio.fail_after(timeout):
-                    async with session.lock:
-                        session.last_used = time.monotonic()
-                        data, text = await self._run(verb, args, session, started, timeout)
+                    if session is None:
+                        data, text = await self._keeper_verb(verb.name, args)
+                    else:
+                        async with session.lock:
+                            session.last_used = time.monotonic()
+                            data, text = await self._run(verb, args, session, started, timeout)
+                            session.last_used = time.monotonic()
             except TimeoutError:
                 raise Refusal(
                     "deadline", verb=verb.name, timeout=timeout, longer=timeout * 2
@@ -120,11 +127,11 @@ class Keeper:
                 "ok": True,
                 "verb": verb.name,
                 "session": ref.as_row(),
-                "profile": session.profile.as_row(),
+                "profile": profile.as_row() if profile is not None else None,
                 "data": data,
                 "text": text,
             }
-            if session.notice:
+            if session is not None and session.notice:
                 answer["notice"], session.notice = session.notice, None
         except Refusal as r:
             answer = r.frame()
@@ -139,7 +146,7 @@ class Keeper:
             ok = bool(answer["ok"])
             code = None if ok else str(answer["code"])
             elapsed = (time.monotonic() - started) * 1000
-            self.plugins.hook.bay_after_verb(call=call, outcome=VerbOutcome(ok, code, elapsed))
+            self.plugins.notify("bay_after_verb", call=call, outcome=VerbOutcome(ok, code, elapsed))
             await self.db(
                 self.registry.audit,
                 call.session.id,
@@ -153,12 +160,14 @@ class Keeper:
     async def _session(self, ref: SessionRef) -> Session:
         session = self.sessions.get(ref.id)
         if session is None:
-            provider = self.pool.provider(DEFAULT_PROVIDER)
+            # A missing provider is refused when a browser is needed, not here: `status`
+            # and `close` work without one.
+            row = self.plugins.providers.get(DEFAULT_PROVIDER)
             profile = ProfileRef(
                 id=f"ep-{ref.id}",
                 label="ephemeral",
-                provider=provider.id,
-                tier=provider.tier,
+                provider=DEFAULT_PROVIDER,
+                tier=row.tier if row is not None else 1,
                 ephemeral=True,
             )
             session = Session(ref, profile)
@@ -175,8 +184,6 @@ class Keeper:
         timeout: float,
     ) -> tuple[dict[str, Any], str]:
         deadline = started + timeout
-        if verb.scope == verbs.KEEPER:
-            return await self._keeper_verb(verb.name, args)
         if verb.name == "status":
             return await self._status(session)
         if verb.name == "close":
@@ -225,17 +232,19 @@ class Keeper:
 
     def _lease_changed(self, session: Session, change: str) -> None:
         lease = LeaseInfo(session.profile, session.ref, "agent", tuple(session.tabs))
-        self.plugins.hook.bay_lease_changed(lease=lease, change=change)
+        self.plugins.notify("bay_lease_changed", lease=lease, change=change)
 
     def _adopt(self, page: Page, session: Session) -> Tab:
         existing = self.tabs.by_page.get(id(page))
         if existing is not None:
             return existing
         tab = self.tabs.add(page, session, None)
+        self._lease_changed(session, "tabs")
 
         def on_close(_page: Page) -> None:
             if tab.id in self.tabs.tabs:
                 self.tabs.drop(tab, session, "closed by the page")
+                self._lease_changed(session, "tabs")
 
         page.on("close", on_close)
         return tab
@@ -287,6 +296,7 @@ class Keeper:
             tab = self.tabs.lookup(tab_id, session)
             self.tabs.drop(tab, session, "closed by bay tab close")
             await tab.page.close()
+            self._lease_changed(session, "tabs")
             return {"closed": tab.id, "current": session.current}, f"closed {tab.id}"
         tab = self.tabs.lookup(action, session)
         session.current = tab.id
@@ -295,11 +305,13 @@ class Keeper:
         return dict(row, current=True), f"{tab.id}  {row['title']}  {row['url']}"
 
     async def _end_session(self, session: Session, reason: str) -> None:
+        attached = session.context is not None
+        if attached:
+            self._lease_changed(session, "detached")  # with the tabs it had
         for tab in list(session.tabs.values()):
             self.tabs.drop(tab, session, f"its session was closed ({reason})")
         if session.context is not None and session.browser is not None:
             await self.pool.release_context(session.browser, session.context)
-            self._lease_changed(session, "detached")
         session.context, session.browser, session.current = None, None, None
         self.sessions.pop(session.ref.id, None)
         await self.db(self.registry.session_closed, session.ref.id)
@@ -307,6 +319,7 @@ class Keeper:
     async def _browser_crashed(self, running: Running) -> None:
         for session in list(self.sessions.values()):
             if session.browser is running:
+                self._lease_changed(session, "detached")
                 for tab in list(session.tabs.values()):
                     self.tabs.drop(tab, session, "its browser stopped unexpectedly")
                 session.context, session.browser, session.current = None, None, None
@@ -319,6 +332,11 @@ class Keeper:
         """Housekeeping: idle sessions lose their browser; idle shared browsers stop."""
         now = time.monotonic()
         for session in list(self.sessions.values()):
+            if session.context is None and now - session.last_used > IDLE_TIMEOUT:
+                # Nothing to close: just forget it (it comes back at its next verb).
+                if not session.lock.locked():
+                    self.sessions.pop(session.ref.id, None)
+                continue
             if session.context is not None and now - session.last_used > IDLE_TIMEOUT:
                 log.info(
                     "session %s idle for %.0fs: closing its browser", session.ref.id, IDLE_TIMEOUT
@@ -429,7 +447,7 @@ def _validate(frame: dict[str, Any]) -> tuple[verbs.Verb, dict[str, Any], Sessio
     if not _SESSION_ID.match(sid):
         raise Refusal("bad_frame", reason="a session id is 1-128 of A-Z a-z 0-9 . _ : @ -")
     origin = session.get("origin", "api")
-    if origin not in ("env", "shell", "api"):
+    if origin not in ("env", "flag", "shell", "api"):
         origin = "api"
     timeout = frame.get("timeout", verbs.DEFAULT_TIMEOUT)
     if (

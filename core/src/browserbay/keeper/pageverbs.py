@@ -322,7 +322,7 @@ async def verb_wait(act: Act) -> Answer:
     if text.isdigit():
         await act.page.wait_for_timeout(int(text))
         return {"waited": int(text)}, f"waited {text} ms"
-    loc = await locate(act, text) if text.startswith("@") else act.page.locator(text).first
+    loc = await locate(act, text)
     try:
         await loc.wait_for(state="visible", timeout=act.ms_left())
     except Exception as exc:

@@ -1,0 +1,93 @@
+"""Plugins seen from the outside: `bay plugins`, lifecycle hooks as the keeper calls them,
+and a keeper that stays up whatever a plugin or a missing provider does."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from browserbay.paths import bay_paths
+from tests.helpers import Bay, assert_refused
+
+
+def test_bay_plugins_lists_name_distribution_version_hooks_and_providers(bay: Bay) -> None:
+    data = bay.ok("plugins")
+    chromium = next(p for p in data["plugins"] if p["name"] == "chromium")
+    assert chromium == {
+        "name": "chromium",
+        "distribution": "browserbay-chromium",
+        "version": "0.1.0",
+        "hooks": ["bay_providers"],
+        "builtin": False,
+    }
+    assert any(p["name"] == "recorder" for p in data["plugins"])
+    (provider,) = data["providers"]
+    assert provider["id"] == "chromium"
+    assert provider["runnable"] is True
+    assert provider["problem"] is None
+    assert provider["capabilities"]["has_cdp"] is True
+    plain = bay("plugins", json_=False).stdout
+    assert "browserbay-chromium" in plain
+    assert "provider chromium" in plain
+
+
+def test_lifecycle_hooks_in_the_order_the_keeper_calls_them(fresh_bay: Bay, demo: str) -> None:
+    fresh_bay.ok("open", f"{demo}/popup.html")
+    fresh_bay.ok("eval", "window.open('/index.html') && 1")
+    fresh_bay.ok("wait", "200")
+    fresh_bay.ok("close")
+    pid = fresh_bay.ok("keeper", "stop")["pid"]
+    end = time.monotonic() + 15
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < end:
+        time.sleep(0.05)
+    events = [
+        (r["hook"], r.get("change") or r.get("reason") or r.get("call", {}).get("verb"))
+        for r in fresh_bay.recorded()
+    ]
+    lifecycle = [e for e in events if e[0] not in ("bay_before_verb", "bay_after_verb")]
+    assert lifecycle[0] == ("bay_browser_started", None)
+    assert lifecycle[1] == ("bay_lease_changed", "attached")
+    assert lifecycle[-1] == ("bay_browser_stopped", "keeper_stop")
+    leases = [r for r in fresh_bay.recorded() if r["hook"] == "bay_lease_changed"]
+    assert [r["change"] for r in leases].count("tabs") >= 2
+    detached = next(r for r in leases if r["change"] == "detached")
+    assert len(detached["lease"]["tabs"]) == 2
+    assert detached["lease"]["input_holder"] == "agent"
+    verbs = [e[1] for e in events if e[0] == "bay_after_verb"]
+    assert verbs[:4] == ["open", "eval", "wait", "close"]
+
+
+def test_a_plugin_crashing_after_a_verb_is_logged_and_skipped(fresh_bay: Bay, demo: str) -> None:
+    fresh_bay.env["BAY_TEST_CRASH_AFTER"] = "open"
+    assert fresh_bay.ok("open", f"{demo}/")["title"] == "browserbay demo"
+    assert fresh_bay.ok("get", "title")["value"] == "browserbay demo"
+    log = fresh_bay("keeper", "logs", json_=False).stdout
+    assert "plugin 'recorder' failed in bay_after_verb; carrying on" in log
+
+
+def test_a_missing_default_provider_leaves_the_keeper_manageable(fresh_bay: Bay) -> None:
+    fresh_bay.env["BAY_DEFAULT_PROVIDER"] = "nosuch"
+    frame = assert_refused(fresh_bay("open", "about:blank"), "backend_unavailable")
+    assert "no installed plugin provides it" in frame["message"]
+    assert fresh_bay.ok("status")["profile"]["provider"] == "nosuch"
+    assert fresh_bay.ok("plugins")["providers"][0]["id"] == "chromium"
+    assert fresh_bay.ok("keeper", "status")["pid"] > 0
+    assert fresh_bay.ok("keeper", "stop")["stopping"] is True
+
+
+def test_keeper_stop_never_starts_a_keeper(tmp_path: Path) -> None:
+    b = Bay(tmp_path)
+    r = b("keeper", "stop", json_=False)
+    assert r.code == 0
+    assert r.stdout == "no keeper is running\n"
+    assert b.ok("keeper", "stop")["stopping"] is False
+    assert not bay_paths({"BAY_HOME": str(tmp_path)}).socket.exists()
+    help_frame = b("help", "open")
+    assert help_frame.frame["data"]["text"].startswith("bay open <url>")
+
+
+def test_the_session_flag_is_named_as_the_origin(bay: Bay) -> None:
+    r = bay("--session", "flagged", "status", session=None, json_=False)
+    assert r.code == 0
+    assert "session flagged (from --session)" in r.stderr
+    assert bay.ok("--session", "flagged", "status", session=None)["session"]["origin"] == "flag"
