@@ -65,6 +65,10 @@ SETTLE = 3.0  # seconds a set of open pages gets before its memory is read
 STOP_WAIT = 30.0  # seconds every started process gets to exit after being asked
 
 ROLES = ("link", "button", "textbox", "checkbox", "combobox")
+INTERACTIVE = frozenset(
+    {*ROLES, "searchbox", "radio", "listbox", "option", "menuitem", "tab", "switch", "slider"}
+    | {"spinbutton", "treeitem", "menuitemcheckbox", "menuitemradio"}
+)
 DOM_COUNTS_JS = """(() => {
   const q = s => document.querySelectorAll(s).length;
   return {
@@ -113,7 +117,11 @@ class Proc:
 
     @property
     def exe(self) -> str:
-        return os.path.basename(self.cmd[0]) if self.cmd else "?"
+        if not self.cmd:
+            return "?"
+        # Chromium's children rewrite their title: one string, arguments joined by spaces.
+        first = self.cmd[0].split(" --", 1)[0] if len(self.cmd) == 1 else self.cmd[0]
+        return os.path.basename(first)
 
 
 def proc_table() -> dict[int, Proc]:
@@ -475,6 +483,21 @@ def role_counts(text: str) -> dict[str, dict[str, int]]:
     return out
 
 
+def url_line_chars(text: str) -> int:
+    """Characters spent on ``- /url: …`` lines (the link targets)."""
+    return sum(len(line) + 1 for line in text.splitlines() if line.lstrip().startswith("- /url:"))
+
+
+def noninteractive_ref_chars(text: str) -> int:
+    """Characters spent on `` [ref=eN]`` of nodes no agent can act on (lists, headings…)."""
+    total = 0
+    for line in text.splitlines():
+        m = _LINE.match(line)
+        if m and m.group("role") not in INTERACTIVE:
+            total += sum(len(r.group(0)) + 3 for r in _REF.finditer(m.group("rest")))
+    return total
+
+
 def bench_warm(b: Bench, base: str, rows: list[Row], info: dict[str, Any]) -> None:
     form, listp = f"{base}/form.html", f"{base}/list.html?n=300"
     sess_name = "bench-warm"
@@ -589,7 +612,15 @@ def bench_warm(b: Bench, base: str, rows: list[Row], info: dict[str, Any]) -> No
                     ours.append(t1 - t0)
                     peer.append(tp)
             o, p = median_ms(ours), median_ms(peer)
-            rows.append(Row("a'", "warm snapshot list?n=300 (info)", ms(o), ms(p), o / p))
+            rows.append(
+                Row(
+                    "a'",
+                    "warm snapshot list?n=300: in keeper vs peer process (info)",
+                    ms(o),
+                    ms(p),
+                    o / p,
+                )
+            )
         except Exception as exc:
             rows.append(failed_row("a'", "warm snapshot list?n=300", exc, None))
     finally:
@@ -645,6 +676,8 @@ def snap_rows(
                 "agent_browser_i": len(peer_inter),
                 "bay_refs": full["data"].get("refs"),
                 "dom_interactive": dom,
+                "bay_url_line_chars": url_line_chars(full["text"]),
+                "bay_noninteractive_ref_chars": noninteractive_ref_chars(full["text"]),
             }
             expected = sum(dom.values())
             for which, text in (("", full["text"]), (" -i", inter["text"])):
@@ -792,10 +825,22 @@ async def main():
     d = time.perf_counter()
     await page.goto(sys.argv[2], wait_until="load")
     e = time.perf_counter()
+    out = {"driver_start": b - a, "chromium_launch": c - b, "context_and_page": d - c,
+           "goto_load": e - d}
+    # Warm per-call costs of the Playwright calls behind `get title` and `click`.
+    box = page.locator("input[name=terms]").first
+    for name, call in (("warm_title", lambda: page.title()),
+                       ("warm_click_actionable", lambda: box.click()),
+                       ("warm_click_force", lambda: box.click(force=True))):
+        ts = []
+        for i in range(13):
+            s = time.perf_counter()
+            await call()
+            ts.append(time.perf_counter() - s)
+        out[name] = sorted(ts[3:])[5]
     await browser.close()
     await cm.__aexit__(None, None, None)
-    return {"driver_start": b - a, "chromium_launch": c - b, "context_and_page": d - c,
-            "goto_load": e - d}
+    return out
 
 r = asyncio.run(main())
 r.update(keeper_imports=t1 - t0, load_plugins=t2 - t1, import_playwright=t3 - t2)
@@ -816,7 +861,7 @@ def bench_components(b: Bench, base: str, info: dict[str, Any]) -> None:
         _, cp = timed([str(VENV_PY), "-c", COMPONENTS, CHROMIUM, f"{base}/form.html"], env, 120)
         runs.append(json.loads(must(cp, "component timing")))
         b.check_clean("the component timing")
-    out = {k: round(statistics.median(r[k] for r in runs) * 1000) for k in runs[0]}
+    out = {k: round(statistics.median(r[k] for r in runs) * 1000, 1) for k in runs[0]}
     out["python_start"] = round(median_ms(py))
     info["components_ms"] = out
 
@@ -1026,7 +1071,12 @@ def notes_text(info: dict[str, Any], b: Bench) -> list[str]:
         c = info["components_ms"]
         n.append(
             "c: the same steps timed one by one outside the keeper (median of 3, ms): "
-            + ", ".join(f"{k} {v}" for k, v in c.items())
+            + ", ".join(f"{k} {v}" for k, v in c.items() if not k.startswith("warm_"))
+        )
+        n.append(
+            "a: the bare Playwright calls, warm, in the same script (median ms): "
+            + ", ".join(f"{k[5:]} {v}" for k, v in c.items() if k.startswith("warm_"))
+            + " (`click` waits for Playwright's actionability checks; `force` skips them)"
         )
     for label, m in info.get("memory", {}).items():
         n.append(
@@ -1038,8 +1088,10 @@ def notes_text(info: dict[str, Any], b: Bench) -> list[str]:
         n.append("d: errors: " + "; ".join(info["memory_errors"]))
     for label, s in info.get("snapshots", {}).items():
         n.append(
-            f"e: {label}: DOM interactive elements {s['dom_interactive']}; bay reports "
-            f"{s['bay_refs']} refs in the full snapshot"
+            f"e: {label}: DOM interactive elements {s['dom_interactive']}; bay's full snapshot "
+            f"has {s['bay_refs']} refs; of its {s['bay']:,} characters, "
+            f"{s['bay_url_line_chars']:,} are `- /url:` lines and "
+            f"{s['bay_noninteractive_ref_chars']:,} are refs on non-interactive nodes"
         )
     n.append(
         "Memory is PSS (/proc/<pid>/smaps_rollup), summed over the process tree (keeper + "

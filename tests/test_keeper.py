@@ -133,10 +133,14 @@ def test_an_idle_session_loses_its_browser(fresh_bay: Bay, demo: str) -> None:
     browser = fresh_bay.ok("status")["browser"]
     assert browser
     assert _wait(lambda: not fresh_bay.ok("keeper", "status", session="watcher")["browsers"])
-    assert _marked(browser) == []
+    assert _wait(lambda: _marked(browser) == [])
     assert "idle" in fresh_bay("keeper", "logs", json_=False).stdout
-    hooks = [(r["hook"], r.get("reason")) for r in fresh_bay.recorded()]
-    assert ("bay_browser_stopped", "idle") in hooks
+    assert _wait(
+        lambda: (
+            ("bay_browser_stopped", "idle")
+            in [(r["hook"], r.get("reason")) for r in fresh_bay.recorded()]
+        )
+    )
 
 
 def test_files_are_private(fresh_bay: Bay, demo: str) -> None:

@@ -91,3 +91,35 @@ def test_the_session_flag_is_named_as_the_origin(bay: Bay) -> None:
     assert r.code == 0
     assert "session flagged (from --session)" in r.stderr
     assert bay.ok("--session", "flagged", "status", session=None)["session"]["origin"] == "flag"
+
+
+def test_plugin_verbs_reach_the_cli_without_touching_its_hot_path(
+    fresh_bay: Bay, demo: str
+) -> None:
+    fresh_bay.env["BAY_PLUGIN_MODULES"] = "recorder,greeter"
+    # The first unknown verb starts the keeper, which writes down the plugins' verbs.
+    greeting = fresh_bay.ok("greet", "Ada", "--shout")
+    assert greeting == {"greeting": "hello Ada!", "session": "a"}
+    plain = fresh_bay("greet", "Grace", json_=False)
+    assert plain.stdout == "hello Grace\n"
+    assert_refused(fresh_bay("greet", "nobody"), "target_not_found")
+    assert_refused(fresh_bay("greet"), "usage")
+    assert_refused(fresh_bay("greetz", "x"), "usage")
+    fresh_bay.ok("open", f"{demo}/form.html")
+    assert fresh_bay.ok("heading") == {"heading": "Sign up"}
+    listing = fresh_bay("help", json_=False).stdout
+    assert "from plugins:" in listing
+    assert "greet" in listing
+    assert "(greeter)" in listing
+    table = {v["name"]: v for v in fresh_bay.ok("verbs")["verbs"]}
+    assert table["greet"]["plugin"] == "greeter"
+    assert table["open"]["plugin"] == ""
+
+
+def test_a_plugin_verb_needing_cdp_is_refused_on_a_provider_without_it(fresh_bay: Bay) -> None:
+    fresh_bay.env.update(
+        BAY_PLUGIN_MODULES="recorder,greeter,windowish", BAY_DEFAULT_PROVIDER="windowish"
+    )
+    frame = assert_refused(fresh_bay("heading"), "capability_missing")
+    assert frame["data"]["capability"] == "has_cdp"
+    assert fresh_bay.ok("greet", "Ada")["greeting"] == "hello Ada"

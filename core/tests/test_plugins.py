@@ -257,3 +257,27 @@ def test_capability_cells() -> None:
     with pytest.raises(KeyError):
         caps.cell("key_scope")  # not a boolean cell
     assert caps.as_row()["lease_kind"] == "tab"
+
+
+def _verb(name: str, scope: str = "plugin") -> Any:
+    from browserbay.model import PluginVerb
+    from browserbay.verbs import Verb
+
+    async def handler(ctx: Any) -> tuple[dict[str, Any], str]:
+        return {}, ""
+
+    return PluginVerb(Verb(name, scope, "test verb"), handler)
+
+
+def test_bay_verbs_are_collected_named_and_checked() -> None:
+    mod = _module("verbs_a", bay_verbs=lambda: [_verb("greet")])
+    plugins = _load(mod)
+    assert plugins.verbs["greet"].verb.plugin == "verbs_a"
+    assert plugins.verb_table()["greet"].scope == "plugin"
+    assert "open" in plugins.verb_table()
+    with pytest.raises(PluginError, match="'open', which is one of the core's"):
+        _load(_module("verbs_b", bay_verbs=lambda: [_verb("open")]))
+    with pytest.raises(PluginError, match="'greet' is contributed by both"):
+        _load(mod, _module("verbs_c", bay_verbs=lambda: [_verb("greet")]))
+    with pytest.raises(PluginError, match="must have scope 'plugin'"):
+        _load(_module("verbs_d", bay_verbs=lambda: [_verb("odd", scope="page")]))

@@ -13,9 +13,10 @@ import sys
 import time
 
 from browserbay import client, protocol
+from browserbay._version import __version__
 from browserbay.paths import bay_paths
 from browserbay.refusals import EXIT_OK, EXIT_USAGE, Refusal, exit_code
-from browserbay.verbs import DEFAULT_TIMEOUT, KEEPER, LOCAL
+from browserbay.verbs import DEFAULT_TIMEOUT, KEEPER, LOCAL, Verb
 from browserbay_cli.parse import UsageError, help_text, parse
 
 TYPE_CHECKING = False
@@ -74,12 +75,10 @@ def _refuse(refusal: Refusal | dict[str, Any], as_json: bool, verb: str = "") ->
     return exit_code(str(frame["code"]))
 
 
-def _stdin_args(verb: str, args: dict[str, Any]) -> None:
+def _stdin_args(verb: Verb, args: dict[str, Any]) -> None:
     """``-`` as the text of fill/type or the script of eval reads it from stdin: typed
     secrets stay out of argv (and out of `ps`), and long values are not capped by it."""
-    from browserbay.verbs import BY_NAME
-
-    for name in BY_NAME[verb].secret_args:
+    for name in verb.secret_args:
         if args.get(name) == "-":
             data = sys.stdin.buffer.read(protocol.MAX_ARG + 1)
             args[name] = data.decode("utf-8", "replace").removesuffix("\n")
@@ -139,7 +138,7 @@ def _local_frame(verb: str, data: dict[str, Any]) -> dict[str, Any]:
 def _local(verb: str, args: dict[str, Any], as_json: bool) -> int | None:
     """Verbs (or actions) that never need a running keeper."""
     if verb == "help":
-        text = help_text(args.get("verb"))
+        text = help_text(args.get("verb"), plugin_verbs(start=False))
         if as_json:
             _emit_json(_local_frame(verb, {"text": text}), verb)
         else:
@@ -172,17 +171,48 @@ def _local(verb: str, args: dict[str, Any], as_json: bool) -> int | None:
     return None
 
 
+def plugin_verbs(*, start: bool) -> dict[str, Any]:
+    """The verbs plugins add, as the keeper wrote them down at its start. Read only for a
+    verb the core does not know; ``start`` starts the keeper when the file is missing."""
+    from browserbay.verbs import BY_NAME, PLUGIN_VERBS_FILE, Verb
+
+    paths = bay_paths()
+    path = paths.runtime / PLUGIN_VERBS_FILE
+    for attempt in (0, 1):
+        try:
+            with open(path) as f:
+                rows = json.load(f)
+            if rows.get("version") == __version__:
+                extra = {r["name"]: Verb.from_row(r) for r in rows.get("verbs", [])}
+                return {**BY_NAME, **extra}
+        except (OSError, ValueError, KeyError):
+            pass
+        if attempt == 0 and start:
+            try:
+                client.connect().close()
+            except Refusal:
+                break
+    return dict(BY_NAME)
+
+
 def run(argv: list[str]) -> int:
     as_json = "--json" in argv
+    table = None
     try:
-        verb, args, options = parse(argv)
+        try:
+            verb, args, options = parse(argv)
+        except UsageError as exc:
+            if exc.unknown_verb is None:
+                raise
+            table = plugin_verbs(start=True)
+            verb, args, options = parse(argv, table)
     except UsageError as exc:
         return _refuse(
             Refusal("usage", detail=str(exc), verb=exc.verb or ""),
             as_json,
         )
     if options.get("help"):
-        print(help_text(verb.name))
+        print(help_text(verb.name, table))
         return EXIT_OK
     as_json = bool(options.get("json"))
     timeout = float(options.get("timeout") or DEFAULT_TIMEOUT)
@@ -194,7 +224,7 @@ def run(argv: list[str]) -> int:
         local = _local(verb.name, args, as_json)
         if local is not None:
             return local
-        _stdin_args(verb.name, args)
+        _stdin_args(verb, args)
         _check_sizes(args)
         if verb.name == "screenshot" and args.get("path"):
             args["path"] = os.path.abspath(str(args["path"]))

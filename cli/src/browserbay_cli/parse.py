@@ -11,9 +11,10 @@ if TYPE_CHECKING:
 
 
 class UsageError(Exception):
-    def __init__(self, message: str, verb: str | None = None):
+    def __init__(self, message: str, verb: str | None = None, unknown_verb: str | None = None):
         super().__init__(message)
         self.verb = verb
+        self.unknown_verb = unknown_verb
 
 
 def suggest(word: str, choices: list[str]) -> str:
@@ -46,7 +47,11 @@ def _convert(arg: Arg, raw: str, verb: str) -> object:
     return raw
 
 
-def parse(argv: list[str]) -> tuple[Verb, dict[str, Any], dict[str, Any]]:
+def parse(
+    argv: list[str], table: dict[str, Verb] | None = None
+) -> tuple[Verb, dict[str, Any], dict[str, Any]]:
+    """Parse argv against ``table`` (default: the core's verbs)."""
+    table = BY_NAME if table is None else table
     options: dict[str, Any] = {}
     words: list[str] = []
     i = 0
@@ -61,11 +66,12 @@ def parse(argv: list[str]) -> tuple[Verb, dict[str, Any], dict[str, Any]]:
         i += 1
         if dashdash or not tok.startswith("-") or tok == "-" or _is_number(tok):
             if verb is None:
-                if tok not in BY_NAME:
+                if tok not in table:
                     raise UsageError(
-                        f"unknown verb '{tok}'{suggest(tok, list(BY_NAME))} (bay help lists them)"
+                        f"unknown verb '{tok}'{suggest(tok, list(table))} (bay help lists them)",
+                        unknown_verb=tok,
                     )
-                verb = BY_NAME[tok]
+                verb = table[tok]
                 for a in verb.args:
                     if a.kind in ("flag", "value"):
                         flags[a.long] = a
@@ -153,9 +159,10 @@ def usage_line(verb: Verb) -> str:
     return " ".join(parts)
 
 
-def help_text(name: str | None) -> str:
-    if name and name in BY_NAME:
-        v = BY_NAME[name]
+def help_text(name: str | None, table: dict[str, Verb] | None = None) -> str:
+    table = BY_NAME if table is None else table
+    if name and name in table:
+        v = table[name]
         lines = [usage_line(v), "", v.summary, ""]
         for a in v.args:
             label = (
@@ -170,5 +177,9 @@ def help_text(name: str | None) -> str:
         return "\n".join(lines)
     lines = ["bay <verb> [args] [--json] [--timeout S] [--session ID]", ""]
     lines += [f"  {v.name:<11} {v.summary}" for v in VERBS]
+    extra = [v for v in table.values() if v.plugin]
+    if extra:
+        lines += ["", "from plugins:"]
+        lines += [f"  {v.name:<11} {v.summary}  ({v.plugin})" for v in extra]
     lines += ["", "bay help <verb> for one verb. Docs: docs/agent-manual.md"]
     return "\n".join(lines)

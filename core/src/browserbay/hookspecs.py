@@ -24,6 +24,7 @@ from browserbay.model import (
     IntegrationRow,
     KeySource,
     LeaseInfo,
+    PluginVerb,
     ProviderRow,
     TierHint,
     TierRow,
@@ -92,6 +93,18 @@ def bay_key_sources() -> Sequence[KeySource]:
 def bay_integrations() -> Sequence[IntegrationRow]:
     """Return integration rows: what needs keys, its fields (which are secret), the
     vendor's own environment names and how a key is tested."""
+    raise NotImplementedError
+
+
+# -- verbs ------------------------------------------------------------------------------
+
+
+@hookspec
+def bay_verbs() -> Sequence[PluginVerb]:
+    """Return verbs this plugin adds to ``bay`` (``keys``, ``window``…): each a row of the
+    verb table (scope ``plugin``) and an async handler run by the keeper. A name that is
+    already a verb (the core's or another plugin's) is an error at load time. The thin
+    client learns these rows from the keeper, so they cost nothing on its hot path."""
     raise NotImplementedError
 
 

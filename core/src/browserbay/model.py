@@ -6,10 +6,12 @@ acting), never behaviour hidden behind ``if provider == ...``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from browserbay.verbs import Verb
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser, BrowserContext, Playwright
@@ -259,3 +261,33 @@ class LeaseInfo:
     session: SessionRef
     input_holder: InputHolder
     tabs: tuple[str, ...]
+
+
+@dataclass
+class VerbContext:
+    """What a plugin verb's handler gets. ``args`` are validated against the verb's row;
+    ``deadline`` is ``time.monotonic()`` by which the answer must be back."""
+
+    verb: str
+    args: Mapping[str, Any]
+    session: SessionRef
+    profile: ProfileRef
+    deadline: float
+    state_dir: Path
+    """A directory of the plugin's own may be made under it (``state_dir / <plugin>``)."""
+    page: Callable[[], Awaitable[Any]]
+    """``await ctx.page()``: the session's current Playwright page (its browser starts
+    lazily), for verbs that need CDP. Declare ``needs=("has_cdp",)`` on the verb."""
+
+
+VerbHandler = Callable[[VerbContext], Awaitable[tuple[dict[str, Any], str]]]
+
+
+@dataclass(frozen=True)
+class PluginVerb:
+    """A verb a plugin contributes through :func:`browserbay.hookspecs.bay_verbs`: its row
+    (a :class:`browserbay.verbs.Verb` with scope ``plugin``) and the handler that answers
+    ``(data, text)`` or raises a :class:`browserbay.refusals.Refusal`."""
+
+    verb: Verb
+    handler: VerbHandler

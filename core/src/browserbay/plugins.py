@@ -21,7 +21,16 @@ from typing import Any, TypeVar
 import pluggy
 
 from browserbay import hookspecs
-from browserbay.model import IntegrationRow, KeySource, ProviderRow, TierRow, TransportRow
+from browserbay.model import (
+    IntegrationRow,
+    KeySource,
+    PluginVerb,
+    ProviderRow,
+    TierRow,
+    TransportRow,
+)
+from browserbay.verbs import BY_NAME as CORE_VERBS
+from browserbay.verbs import PLUGIN, Verb
 
 ENTRY_POINT_GROUP = "browserbay"
 log = logging.getLogger("browserbay.plugins")
@@ -69,6 +78,22 @@ class Plugins:
         self.integrations: dict[str, IntegrationRow] = _collect(
             pm, "bay_integrations", lambda r: r.id
         )
+        verb_owner: dict[str, str] = {}
+        self.verbs: dict[str, PluginVerb] = _collect(
+            pm, "bay_verbs", lambda r: r.verb.name, verb_owner
+        )
+        for name, pv in self.verbs.items():
+            pv.verb.plugin = verb_owner[name]
+            if name in CORE_VERBS:
+                raise PluginError(
+                    f"a plugin adds the verb {name!r}, which is one of the core's; rename it"
+                )
+            if pv.verb.scope != PLUGIN:
+                raise PluginError(f"the plugin verb {name!r} must have scope 'plugin'")
+
+    def verb_table(self) -> dict[str, Verb]:
+        """The core's verbs and the plugins' verbs, by name."""
+        return {**CORE_VERBS, **{name: pv.verb for name, pv in self.verbs.items()}}
 
     def notify(self, hook_name: str, **kwargs: Any) -> None:
         """Call a notification hook (after-verb, browser, lease…). A plugin that raises is
@@ -97,10 +122,13 @@ K = TypeVar("K")
 R = TypeVar("R")
 
 
-def _collect(pm: pluggy.PluginManager, hook_name: str, key: Any) -> dict[Any, Any]:
-    """Call a row hook on every plugin and build one table, refusing duplicate ids."""
+def _collect(
+    pm: pluggy.PluginManager, hook_name: str, key: Any, owner: dict[Any, str] | None = None
+) -> dict[Any, Any]:
+    """Call a row hook on every plugin and build one table, refusing duplicate ids.
+    ``owner`` (when given) is filled with the plugin name of each row."""
     table: dict[Any, Any] = {}
-    owner: dict[Any, str] = {}
+    owner = {} if owner is None else owner
     hook = getattr(pm.hook, hook_name)
     for impl in hook.get_hookimpls():
         rows = impl.function() or ()

@@ -7,11 +7,16 @@ the verb, never in the CLI.
 
 from __future__ import annotations
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 # Where a verb runs:
 PAGE = "page"  # on the session's current tab (its browser starts lazily)
 SESSION = "session"  # on the session's state (tabs, close, status)
 KEEPER = "keeper"  # on the keeper itself
 LOCAL = "local"  # in the client, no keeper needed
+PLUGIN = "plugin"  # contributed by a plugin (bay_verbs): its handler runs in the keeper
 
 
 class Arg:
@@ -40,9 +45,42 @@ class Arg:
         self.short = short
         self.long = "--" + name.replace("_", "-")
 
+    def to_row(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "help": self.help,
+            "type": self.type,
+            "choices": list(self.choices),
+            "default": self.default,
+            "short": self.short,
+        }
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Arg:
+        return cls(
+            str(row["name"]),
+            str(row["kind"]),
+            str(row.get("help", "")),
+            type=str(row.get("type", "str")),
+            choices=tuple(row.get("choices") or ()),
+            default=row.get("default"),
+            short=str(row.get("short") or ""),
+        )
+
 
 class Verb:
-    __slots__ = ("args", "example", "mutates", "name", "needs", "scope", "secret_args", "summary")
+    __slots__ = (
+        "args",
+        "example",
+        "mutates",
+        "name",
+        "needs",
+        "plugin",
+        "scope",
+        "secret_args",
+        "summary",
+    )
 
     def __init__(
         self,
@@ -55,6 +93,7 @@ class Verb:
         mutates: bool = False,
         secret_args: tuple[str, ...] = (),
         example: str = "",
+        plugin: str = "",
     ):
         self.name = name
         self.scope = scope
@@ -64,6 +103,35 @@ class Verb:
         self.mutates = mutates
         self.secret_args = secret_args
         self.example = example
+        self.plugin = plugin
+        """The plugin that contributed the verb (empty for the core's own)."""
+
+    def to_row(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "scope": self.scope,
+            "summary": self.summary,
+            "args": [a.to_row() for a in self.args],
+            "needs": list(self.needs),
+            "mutates": self.mutates,
+            "secret_args": list(self.secret_args),
+            "example": self.example,
+            "plugin": self.plugin,
+        }
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Verb:
+        return cls(
+            str(row["name"]),
+            str(row["scope"]),
+            str(row.get("summary", "")),
+            tuple(Arg.from_row(a) for a in row.get("args", ())),
+            needs=tuple(row.get("needs") or ()),
+            mutates=bool(row.get("mutates")),
+            secret_args=tuple(row.get("secret_args") or ()),
+            example=str(row.get("example") or ""),
+            plugin=str(row.get("plugin") or ""),
+        )
 
 
 _T = Arg("target", "pos", "an @eN reference from the last snapshot, or a CSS/Playwright selector")
@@ -202,10 +270,15 @@ VERBS: tuple[Verb, ...] = (
         (Arg("action", "pos", "what to do", choices=("status", "stop", "logs", "start")),),
     ),
     Verb("plugins", KEEPER, "Installed plugins: name, distribution, version, hooks; providers."),
+    Verb("verbs", KEEPER, "The verb table as the keeper knows it, plugins' verbs included."),
     Verb("help", LOCAL, "Help on a verb, or the list of verbs.", (Arg("verb", "opt", "a verb"),)),
 )
 
 BY_NAME: dict[str, Verb] = {v.name: v for v in VERBS}
+
+#: The file (in the runtime dir) where the keeper writes plugins' verbs for the thin client,
+#: which reads it only for a verb that is not in :data:`VERBS`.
+PLUGIN_VERBS_FILE = "plugin-verbs.json"
 
 #: Options every verb takes.
 GLOBAL_OPTIONS = (

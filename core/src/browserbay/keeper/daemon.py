@@ -17,7 +17,7 @@ import anyio
 import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from browserbay import protocol
+from browserbay import protocol, verbs
 from browserbay._version import __version__
 from browserbay.paths import BayPaths, bay_paths
 from browserbay.refusals import Refusal
@@ -78,6 +78,18 @@ def _setup_logging(paths: BayPaths) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(os.environ.get("BAY_LOG_LEVEL", "INFO"))
+
+
+def write_plugin_verbs(paths: BayPaths, rows: list[dict[str, Any]]) -> None:
+    """The plugins' verbs, for the thin client (atomically: write, then rename)."""
+    import json
+
+    target = paths.runtime / verbs.PLUGIN_VERBS_FILE
+    tmp = target.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump({"version": __version__, "verbs": rows}, f)
+    os.replace(tmp, target)
 
 
 async def _send(stream: anyio.abc.ByteStream, frame: dict[str, Any]) -> None:
@@ -176,6 +188,7 @@ async def _run(sock: socket.socket, paths: BayPaths) -> None:
     registry = await anyio.to_thread.run_sync(SqliteRegistry, paths.registry)
     plugins = load_plugins()
     keeper = Keeper(plugins, registry, paths)
+    await anyio.to_thread.run_sync(write_plugin_verbs, paths, keeper.plugin_verb_rows())
     keeper.swept = await anyio.to_thread.run_sync(sweep_orphans, registry)
     if keeper.swept:
         log.info("swept %d orphaned browser(s): %s", len(keeper.swept), ", ".join(keeper.swept))

@@ -19,7 +19,14 @@ from browserbay._version import __version__
 from browserbay.keeper.browsers import BrowserPool, Running
 from browserbay.keeper.pageverbs import HANDLERS, Act, page_error
 from browserbay.keeper.sessions import Session, Tab, TabBook
-from browserbay.model import LeaseInfo, ProfileRef, SessionRef, VerbCall, VerbOutcome
+from browserbay.model import (
+    LeaseInfo,
+    ProfileRef,
+    SessionRef,
+    VerbCall,
+    VerbContext,
+    VerbOutcome,
+)
 from browserbay.paths import BayPaths
 from browserbay.plugins import Plugins
 from browserbay.refusals import Refusal
@@ -53,6 +60,7 @@ class Keeper:
         self.pool.on_crash = self._browser_crashed
         self.stop_event = anyio.Event()
         self.swept: list[str] = []
+        self.verb_table = plugins.verb_table()
         self.inflight = 0
         self.last_request = time.monotonic()
 
@@ -99,7 +107,7 @@ class Keeper:
         started = time.monotonic()
         call: VerbCall | None = None
         try:
-            verb, args, ref, timeout = _validate(frame)
+            verb, args, ref, timeout = _validate(frame, self.verb_table)
             # The keeper's own verbs need no session and work whatever state the sessions
             # and providers are in (`bay keeper stop` always works).
             session = None if verb.scope == verbs.KEEPER else await self._session(ref)
@@ -196,6 +204,17 @@ class Keeper:
                 raise Refusal(
                     "capability_missing", provider=row.id, verb=verb.name, capability=cell
                 )
+        if verb.scope == verbs.PLUGIN:
+            ctx = VerbContext(
+                verb=verb.name,
+                args=args,
+                session=session.ref,
+                profile=session.profile,
+                deadline=deadline,
+                state_dir=self.paths.state,
+                page=lambda: self._page_of(session),
+            )
+            return await self.plugins.verbs[verb.name].handler(ctx)
         if verb.name == "tab":
             return await self._tab_verb(session, args)
         tab = await self._current_tab(session)
@@ -248,6 +267,9 @@ class Keeper:
 
         page.on("close", on_close)
         return tab
+
+    async def _page_of(self, session: Session) -> Any:
+        return (await self._current_tab(session)).page
 
     async def _current_tab(self, session: Session) -> Any:
         await self._ensure_context(session)
@@ -329,21 +351,27 @@ class Keeper:
                 )
 
     async def tick(self) -> None:
-        """Housekeeping: idle sessions lose their browser; idle shared browsers stop."""
-        now = time.monotonic()
+        """Housekeeping: idle sessions lose their browser; idle shared browsers stop. A
+        session with a verb in flight is never idle."""
         for session in list(self.sessions.values()):
-            if session.context is None and now - session.last_used > IDLE_TIMEOUT:
-                # Nothing to close: just forget it (it comes back at its next verb).
-                if not session.lock.locked():
-                    self.sessions.pop(session.ref.id, None)
+            if session.lock.locked() or not self._idle(session):
                 continue
-            if session.context is not None and now - session.last_used > IDLE_TIMEOUT:
+            async with session.lock:
+                if not self._idle(session):  # a verb came in while we waited
+                    continue
+                if session.context is None:
+                    # Nothing to close: forget it (it comes back at its next verb).
+                    self.sessions.pop(session.ref.id, None)
+                    continue
                 log.info(
                     "session %s idle for %.0fs: closing its browser", session.ref.id, IDLE_TIMEOUT
                 )
-                async with session.lock:
-                    await self._end_session(session, reason="idle")
+                await self._end_session(session, reason="idle")
         await self.pool.stop_idle(BROWSER_GRACE)
+
+    @staticmethod
+    def _idle(session: Session) -> bool:
+        return time.monotonic() - session.last_used > IDLE_TIMEOUT
 
     # -- status -------------------------------------------------------------------------
 
@@ -374,7 +402,16 @@ class Keeper:
             "swept_at_start": self.swept,
         }
 
+    def plugin_verb_rows(self) -> list[dict[str, Any]]:
+        return [pv.verb.to_row() for pv in self.plugins.verbs.values()]
+
     async def _keeper_verb(self, name: str, args: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        if name == "verbs":
+            rows = [v.to_row() for v in self.verb_table.values()]
+            text = "\n".join(
+                f"{r['name']:<11} {r['plugin'] or 'core':<12} {r['summary']}" for r in rows
+            )
+            return {"verbs": rows}, text
         if name == "plugins":
             providers = [
                 {
@@ -420,11 +457,14 @@ class Keeper:
 # -- request validation -------------------------------------------------------------------
 
 
-def _validate(frame: dict[str, Any]) -> tuple[verbs.Verb, dict[str, Any], SessionRef, float]:
+def _validate(
+    frame: dict[str, Any], table: dict[str, verbs.Verb] | None = None
+) -> tuple[verbs.Verb, dict[str, Any], SessionRef, float]:
+    table = verbs.BY_NAME if table is None else table
     name = frame.get("verb")
-    if not isinstance(name, str) or name not in verbs.BY_NAME:
+    if not isinstance(name, str) or name not in table:
         raise Refusal("bad_frame", reason=f"unknown verb {name!r}")
-    verb = verbs.BY_NAME[name]
+    verb = table[name]
     if verb.scope == verbs.LOCAL:
         raise Refusal("bad_frame", reason=f"'{name}' runs in the client, not the keeper")
     args = frame.get("args", {})

@@ -1,0 +1,44 @@
+"""A test plugin that adds verbs through bay_verbs: `greet` (no browser) and `heading`
+(reads the current page through ctx.page())."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from browserbay.hookspecs import hookimpl
+from browserbay.model import PluginVerb, VerbContext
+from browserbay.refusals import Refusal
+from browserbay.verbs import PLUGIN, Arg, Verb
+
+
+async def greet(ctx: VerbContext) -> tuple[dict[str, Any], str]:
+    name = str(ctx.args["name"])
+    if name == "nobody":
+        raise Refusal("target_not_found", target=name)
+    text = f"hello {name}" + ("!" if ctx.args.get("shout") else "")
+    return {"greeting": text, "session": ctx.session.id}, text
+
+
+async def heading(ctx: VerbContext) -> tuple[dict[str, Any], str]:
+    page = await ctx.page()
+    text = await page.locator("h1").first.inner_text()
+    return {"heading": text}, text
+
+
+@hookimpl
+def bay_verbs() -> list[PluginVerb]:
+    return [
+        PluginVerb(
+            Verb(
+                "greet",
+                PLUGIN,
+                "Say hello (a test plugin's verb).",
+                (Arg("name", "pos", "who"), Arg("shout", "flag", "loudly")),
+            ),
+            greet,
+        ),
+        PluginVerb(
+            Verb("heading", PLUGIN, "The page's first h1.", needs=("has_cdp",)),
+            heading,
+        ),
+    ]
