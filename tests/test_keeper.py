@@ -111,11 +111,14 @@ def test_orphans_of_a_killed_keeper_are_swept_at_the_next_start(fresh_bay: Bay, 
     fresh_bay.ok("open", f"{demo}/")
     status = fresh_bay.ok("keeper", "status")
     (browser,) = status["browsers"]
+    tmp = fresh_bay.home / "run" / "tmp"
+    assert list(tmp.glob("playwright*")), "Playwright's temp dirs belong under BAY_HOME"
     os.kill(status["pid"], signal.SIGKILL)
     assert _wait(lambda: not _alive(status["pid"]))
     # The next command starts a new keeper, which sweeps what the old one left.
     after = fresh_bay.ok("keeper", "status")
     assert browser["id"] in after["swept_at_start"]
+    assert not list(tmp.glob("playwright*"))
     assert _wait(lambda: _marked(browser["id"]) == [])
     with _registry(fresh_bay) as db:
         row = db.execute("SELECT stop_reason FROM browsers WHERE id=?", (browser["id"],)).fetchone()

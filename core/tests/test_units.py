@@ -166,11 +166,10 @@ def test_snapshot_compaction_keeps_every_reference_to_what_can_be_acted_on() -> 
     assert text.splitlines() == [
         '- heading "Hello" [level=1] [ref=e2]',
         '- textbox "Name" [ref=e7]',
-        '- link "Docs" [ref=e8]:',
-        "  - /url: /docs",
+        '- link "Docs" [ref=e8] → /docs',
         "- iframe [ref=e9]:",
         '  - button "Inner" [ref=f2e1]',
-        "- paragraph [ref=e10]: para text",
+        "- paragraph: para text",
     ]
     flat = compact(raw, interactive=True)
     assert flat.splitlines() == [
@@ -178,7 +177,9 @@ def test_snapshot_compaction_keeps_every_reference_to_what_can_be_acted_on() -> 
         '- link "Docs" [ref=e8]',
         '- button "Inner" [ref=f2e1]',
     ]
-    assert "Inner" not in compact(raw, depth=1)
+    shallow = compact(raw, depth=1)
+    assert "Inner" not in shallow
+    assert "- iframe [ref=e9]\n" in shallow  # no dangling ':' once the children are cut
     assert main_frame_prefix('- button "x" [ref=e3]') == ""
 
 

@@ -14,7 +14,6 @@ import time
 
 from browserbay import client, protocol
 from browserbay._version import __version__
-from browserbay.paths import bay_paths
 from browserbay.refusals import EXIT_OK, EXIT_USAGE, Refusal, exit_code
 from browserbay.verbs import DEFAULT_TIMEOUT, KEEPER, LOCAL, Verb
 from browserbay_cli.parse import UsageError, help_text, parse
@@ -25,6 +24,13 @@ if TYPE_CHECKING:
 
 #: Output longer than this is cut; the full text goes to a file the marker names.
 MAX_OUTPUT = 50_000
+
+
+def bay_paths() -> Any:
+    """The full path set, imported only off the hot path (pathlib is not cheap)."""
+    from browserbay.paths import bay_paths as full
+
+    return full()
 
 
 def _cut(text: str, verb: str) -> tuple[str, dict[str, Any] | None]:

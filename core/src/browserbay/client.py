@@ -14,12 +14,14 @@ import sys
 import time
 
 from browserbay import protocol
-from browserbay.paths import BayPaths, bay_paths
 from browserbay.refusals import Refusal
+from browserbay.sockpath import socket_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from browserbay.paths import BayPaths
 
 SPAWN_WAIT = 20.0  # seconds a new keeper has to bind its socket
 
@@ -98,10 +100,9 @@ def _handshake(sock: socket.socket) -> Connection:
 
 def connect(paths: BayPaths | None = None, *, autostart: bool | None = None) -> Connection:
     """Connect to a keeper of this version, starting (or replacing) it when needed."""
-    paths = paths or bay_paths()
     if autostart is None:
         autostart = os.environ.get("BAY_NO_AUTOSTART", "") in ("", "0")
-    path = str(paths.socket)
+    path = str(paths.socket) if paths is not None else socket_path()
     sock = _connect(path)
     if sock is not None:
         try:
@@ -120,6 +121,10 @@ def connect(paths: BayPaths | None = None, *, autostart: bool | None = None) -> 
             reason=f"no keeper is listening on {path} and BAY_NO_AUTOSTART is set",
             way_out="bay keeper start   (or unset BAY_NO_AUTOSTART)",
         )
+    if paths is None:
+        from browserbay.paths import bay_paths
+
+        paths = bay_paths()
     return _spawn_and_connect(paths)
 
 
@@ -151,10 +156,14 @@ def _spawn_and_connect(paths: BayPaths) -> Connection:
         # Somebody else may have started it while we waited for the lock.
         sock = _connect(str(paths.socket))
         if sock is None:
+            env = dict(os.environ)
+            if paths.home is not None:  # the keeper must serve the home we were given
+                env["BAY_HOME"] = str(paths.home)
             with open(paths.keeper_log, "ab") as log:
                 os.chmod(paths.keeper_log, 0o600)
                 proc = subprocess.Popen(
                     [sys.executable, "-m", "browserbay.keeper"],
+                    env=env,
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=log,

@@ -1,4 +1,5 @@
-"""Where browserbay keeps its files. Standard library only: the thin client imports this.
+"""Where browserbay keeps its files. Standard library only (the thin client imports it off
+its hot path; the hot path itself uses :mod:`browserbay.sockpath`).
 
 ``BAY_HOME`` relocates everything (state, data, runtime, logs) under one directory, which is
 how tests and scripts run side by side. Without it the XDG base directories are used.
@@ -8,9 +9,10 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
-APP = "browserbay"
+from browserbay.sockpath import APP, runtime_dir, socket_for
 
 
 class BayPaths:
@@ -27,16 +29,8 @@ class BayPaths:
 
     @property
     def socket(self) -> Path:
-        """The keeper's unix socket. AF_UNIX paths are capped near 108 bytes, so a deep
-        ``BAY_HOME`` gets a short private directory under /tmp named after it instead."""
-        path = self.runtime / "keeper.sock"
-        if len(os.fsencode(path)) < 100:
-            return path
-        import zlib
-
-        tag = format(zlib.crc32(os.fsencode(self.runtime)), "08x")
-        # A private dir checked by ensure_private(): /tmp is only where it lives.
-        return Path(f"/tmp/bay-{os.getuid()}-{tag}") / "keeper.sock"  # noqa: S108
+        """The keeper's unix socket (see :func:`browserbay.sockpath.socket_for`)."""
+        return Path(socket_for(str(self.runtime)))
 
     @property
     def spawn_lock(self) -> Path:
@@ -80,32 +74,22 @@ def ensure_private(d: Path) -> None:
         os.chmod(d, 0o700)
 
 
-def _xdg(var: str, default: str) -> Path:
-    value = os.environ.get(var, "")
+def _xdg(env: Mapping[str, str], var: str, default: str) -> Path:
+    value = env.get(var, "")
     return Path(value) if value.startswith("/") else Path.home() / default
 
 
-def bay_paths(environ: dict[str, str] | None = None) -> BayPaths:
+def bay_paths(environ: Mapping[str, str] | None = None) -> BayPaths:
     env = os.environ if environ is None else environ
+    runtime = Path(runtime_dir(env))
     home = env.get("BAY_HOME", "")
     if home:
-        root = Path(home).expanduser().absolute()
-        return BayPaths(root / "state", root / "data", root / "run", root / "logs", root)
+        root = runtime.parent
+        return BayPaths(root / "state", root / "data", runtime, root / "logs", root)
     if sys.platform == "darwin":  # pragma: no cover - exercised on macOS only
         lib = Path.home() / "Library"
-        return BayPaths(
-            lib / "Application Support" / APP / "state",
-            lib / "Application Support" / APP / "data",
-            Path(os.environ.get("TMPDIR", "/tmp")) / f"{APP}-{os.getuid()}",  # noqa: S108
-            lib / "Logs" / APP,
-            None,
-        )
-    state = _xdg("XDG_STATE_HOME", ".local/state") / APP
-    data = _xdg("XDG_DATA_HOME", ".local/share") / APP
-    runtime_base = os.environ.get("XDG_RUNTIME_DIR", "")
-    runtime = (
-        Path(runtime_base) / APP
-        if runtime_base.startswith("/")
-        else Path(f"/tmp/{APP}-{os.getuid()}")  # noqa: S108 - ownership checked in ensure()
-    )
+        support = lib / "Application Support" / APP
+        return BayPaths(support / "state", support / "data", runtime, lib / "Logs" / APP, None)
+    state = _xdg(env, "XDG_STATE_HOME", ".local/state") / APP
+    data = _xdg(env, "XDG_DATA_HOME", ".local/share") / APP
     return BayPaths(state, data, runtime, state / "logs", None)

@@ -32,6 +32,10 @@ INTERACTIVE_ROLES = frozenset(
     }
 )
 
+#: Structure an agent reads but never acts on: no reference is shown for these (Playwright
+#: still resolves one if an agent has it from elsewhere).
+NO_REF_ROLES = frozenset({"list", "listitem", "paragraph", "blockquote", "strong", "emphasis"})
+
 _LINE = re.compile(r"^(?P<indent>\s*)- (?P<body>.*)$")
 _ROLE = re.compile(r"^(?P<role>[a-z]+)\b")
 _REF = re.compile(r"\[ref=(?P<ref>[a-z0-9]+)\]")
@@ -125,5 +129,29 @@ def compact(text: str, *, interactive: bool = False, depth: int | None = None) -
         level = d - removed
         if depth is not None and level >= depth:
             continue
-        lines.append("  " * level + "- " + _NOISE.sub("", body))
+        body = _NOISE.sub("", body)
+        if body.startswith("/url: ") and lines and _LINK_PARENT.match(lines[-1]):
+            # A link's target goes on the link's own line: `- link "Docs" [ref=e8] → /docs`.
+            url = body[len("/url: ") :].strip()
+            if len(url) > 1 and url[0] == url[-1] == '"':
+                url = url[1:-1]
+            lines[-1] = lines[-1].rstrip(":") + " → " + url + ":"
+            continue
+        role = _ROLE.match(body)
+        if role and role.group("role") in NO_REF_ROLES:
+            body = _REF.sub("", body).replace("  ", " ").replace(" :", ":")
+        lines.append("  " * level + "- " + body)
+    # A line that kept its ':' but lost its children (merged or cut by depth) drops it.
+    for i, line in enumerate(lines):
+        if line.endswith(":"):
+            nxt = lines[i + 1] if i + 1 < len(lines) else ""
+            if _indent(nxt) <= _indent(line):
+                lines[i] = line[:-1]
     return "\n".join(lines)
+
+
+_LINK_PARENT = re.compile(r"^\s*- link\b.*:$")
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" ")) if line else -1

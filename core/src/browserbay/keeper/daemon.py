@@ -249,6 +249,20 @@ async def _run(sock: socket.socket, paths: BayPaths) -> None:
     log.info("keeper stopped (shutdown took %.2fs)", time.monotonic() - started)
 
 
+def _private_tmp(paths: BayPaths) -> None:
+    """Everything the keeper's children put in a temp dir (Playwright's profile and
+    artifact dirs) goes under the runtime dir, where a killed keeper's leftovers are found:
+    no other keeper uses this home while we hold its lock, so what is there is stale."""
+    import shutil
+
+    from browserbay.paths import ensure_private
+
+    tmp = paths.runtime / "tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    ensure_private(tmp)
+    os.environ["TMPDIR"] = str(tmp)
+
+
 def main() -> None:
     paths = bay_paths()
     try:
@@ -257,6 +271,7 @@ def main() -> None:
         print("another keeper holds the lock; leaving it be", file=sys.stderr)
         sys.exit(0)
     _setup_logging(paths)
+    _private_tmp(paths)
     try:
         anyio.run(_run, sock, paths)
     except Exception:
