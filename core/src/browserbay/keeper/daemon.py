@@ -188,12 +188,6 @@ async def _run(sock: socket.socket, paths: BayPaths) -> None:
     registry = await anyio.to_thread.run_sync(SqliteRegistry, paths.registry)
     plugins = load_plugins()
     keeper = Keeper(plugins, registry, paths)
-    await anyio.to_thread.run_sync(write_plugin_verbs, paths, keeper.plugin_verb_rows())
-    keeper.swept = await anyio.to_thread.run_sync(sweep_orphans, registry)
-    if keeper.swept:
-        log.info("swept %d orphaned browser(s): %s", len(keeper.swept), ", ".join(keeper.swept))
-    await keeper.db(registry.keeper_started, os.getpid(), __version__)
-    log.info("keeper %s (pid %d) listening on %s", __version__, os.getpid(), paths.socket)
     listener = await anyio.abc.SocketListener.from_socket(sock)
 
     async def on_signal() -> None:
@@ -216,7 +210,7 @@ async def _run(sock: socket.socket, paths: BayPaths) -> None:
                 keeper.begin_stop()
 
     async def prewarm() -> None:
-        # The Playwright driver takes ~250 ms to start: do it while the first client talks.
+        # The Playwright driver takes ~500 ms to import and start: begin at once.
         try:
             await keeper.playwright()
         except Exception:
@@ -229,10 +223,18 @@ async def _run(sock: socket.socket, paths: BayPaths) -> None:
             await listener.serve(lambda stream: serve_connection(stream, keeper))
 
     async with anyio.create_task_group() as tg:
+        # The driver's start overlaps the rest of ours; requests wait for it only if they
+        # need a browser.
+        tg.start_soon(prewarm)
+        await anyio.to_thread.run_sync(write_plugin_verbs, paths, keeper.plugin_verb_rows())
+        keeper.swept = await anyio.to_thread.run_sync(sweep_orphans, registry)
+        if keeper.swept:
+            log.info("swept %d orphaned browser(s): %s", len(keeper.swept), ", ".join(keeper.swept))
+        await keeper.db(registry.keeper_started, os.getpid(), __version__)
+        log.info("keeper %s (pid %d) listening on %s", __version__, os.getpid(), paths.socket)
         tg.start_soon(serve)
         tg.start_soon(on_signal)
         tg.start_soon(housekeeping)
-        tg.start_soon(prewarm)
         await keeper.stop_event.wait()
         with anyio.move_on_after(5):
             while keeper.inflight:  # noqa: ASYNC110 - a counter, polled only at shutdown

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import logging
 import os
 import re
@@ -81,11 +82,15 @@ class Keeper:
         )
 
     async def playwright(self) -> Playwright:
+        """The Playwright driver, started once. Its import (~200 ms) runs in a worker thread
+        so the loop keeps serving; the daemon calls this at start to overlap the driver's
+        ~300 ms start with the rest of its own start."""
         async with self._pw_lock:
             if self._pw is None:
-                from playwright.async_api import async_playwright
-
-                self._pw_cm = async_playwright()
+                api = await anyio.to_thread.run_sync(
+                    importlib.import_module, "playwright.async_api"
+                )
+                self._pw_cm = api.async_playwright()
                 self._pw = await self._pw_cm.start()
             return self._pw
 
