@@ -19,6 +19,7 @@ def test_bay_plugins_lists_name_distribution_version_hooks_and_providers(bay: Ba
         "version": "0.1.0",
         "hooks": ["bay_providers"],
         "builtin": False,
+        "error": None,
     }
     assert any(p["name"] == "recorder" for p in data["plugins"])
     (provider,) = data["providers"]
@@ -69,7 +70,7 @@ def test_a_missing_default_provider_leaves_the_keeper_manageable(fresh_bay: Bay)
     fresh_bay.env["BAY_DEFAULT_PROVIDER"] = "nosuch"
     frame = assert_refused(fresh_bay("open", "about:blank"), "backend_unavailable")
     assert "no installed plugin provides it" in frame["message"]
-    assert fresh_bay.ok("status")["profile"]["provider"] == "nosuch"
+    assert fresh_bay.ok("status")["acts_on"]["provider"] == "nosuch"
     assert fresh_bay.ok("plugins")["providers"][0]["id"] == "chromium"
     assert fresh_bay.ok("keeper", "status")["pid"] > 0
     assert fresh_bay.ok("keeper", "stop")["stopping"] is True

@@ -25,6 +25,7 @@ def test_success_and_refusal_json_shapes(bay: Bay, demo: str) -> None:
         "tier": 1,
         "ephemeral": True,
         "attached": 1,
+        "chosen": "ephemeral",
     }
     refused = bay("open", "file:///etc/hosts", session="shape")
     assert refused.code == 1
@@ -130,7 +131,7 @@ def test_a_provider_without_a_capability_refuses_the_verb_by_name(fresh_bay: Bay
     fresh_bay.env["BAY_DEFAULT_PROVIDER"] = "windowish"
     frame = assert_refused(fresh_bay("open", "about:blank"), "capability_missing")
     assert frame["data"] == {"provider": "windowish", "verb": "open", "capability": "has_cdp"}
-    assert fresh_bay.ok("status")["profile"]["provider"] == "windowish"
+    assert fresh_bay.ok("status")["acts_on"]["provider"] == "windowish"
 
 
 def test_a_policy_plugin_refuses_a_verb_before_it_runs(fresh_bay: Bay, demo: str) -> None:

@@ -247,6 +247,7 @@ def test_listing_names_distribution_version_and_hooks() -> None:
         "version": "0.1.0",
         "hooks": ["bay_providers"],
         "builtin": False,
+        "error": None,
     }
 
 
@@ -281,3 +282,17 @@ def test_bay_verbs_are_collected_named_and_checked() -> None:
         _load(mod, _module("verbs_c", bay_verbs=lambda: [_verb("greet")]))
     with pytest.raises(PluginError, match="must have scope 'plugin'"):
         _load(_module("verbs_d", bay_verbs=lambda: [_verb("odd", scope="page")]))
+
+
+def test_the_keeper_skips_a_broken_plugin_and_lists_why() -> None:
+    broken = metadata.EntryPoint("broken", "browserbay_no_such_module", "browserbay")
+    fine = metadata.EntryPoint("chromium", "browserbay_chromium.plugin", "browserbay")
+    plugins = load_plugins({}, entry_points=[broken, fine], strict=False)
+    assert "chromium" in plugins.providers
+    info = next(i for i in plugins.listing() if i["name"] == "broken")
+    assert info["error"] is not None
+    assert "BAY_DISABLE_PLUGINS=broken" in info["error"]
+    assert info["hooks"] == []
+    wrong = _module("wrongsig", bay_takeover=lambda lease, viewer, extra: None)
+    with pytest.raises(PluginError):
+        _load(wrong)

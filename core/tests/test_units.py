@@ -39,6 +39,21 @@ def test_every_code_renders_without_placeholders_given_its_fields() -> None:
         "size": 1,
         "limit": 2,
         "plugin": "pl",
+        "handle": "h",
+        "why": "w",
+        "count": 2,
+        "default": "d",
+        "handles": "a, b",
+        "was": "a",
+        "now": "b",
+        "now_default": "b",
+        "profile": "p",
+        "holder": "s",
+        "group": "g",
+        "since": "12:00",
+        "listing": "bb-1: s",
+        "host": "h",
+        "allowed": "a",
     }
     for code in CODES:
         r = Refusal(code, **fields)

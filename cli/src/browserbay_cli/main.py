@@ -49,14 +49,18 @@ _ORIGINS = {"env": "BAY_SESSION", "flag": "--session", "shell": "your shell's se
 
 
 def _footer(frame: dict[str, Any]) -> str:
+    """``profile: work (bp-3f9a1c02) · default · 2 attached · session a (from BAY_SESSION)``"""
     p = frame.get("profile") or {}
     s = frame.get("session") or {}
     origin = _ORIGINS.get(str(s.get("origin")), "the API")
-    where = "own isolated browser" if p.get("ephemeral") else f"{p.get('attached', 1)} attached"
-    return (
-        f"profile: {p.get('label')} ({p.get('id')}) · {p.get('provider')} · {where}"
-        f" · session {s.get('id')} (from {origin})"
-    )
+    session = f"session {s.get('id')} (from {origin})"
+    if not p:
+        return session
+    if p.get("ephemeral"):
+        how = "own isolated browser"
+    else:
+        how = f"{p.get('chosen')} · {p.get('attached', 0)} attached"
+    return f"profile: {p.get('label')} ({p.get('id')}) · {p.get('provider')} · {how} · {session}"
 
 
 def _emit_json(frame: dict[str, Any], verb: str) -> None:
@@ -97,6 +101,59 @@ def _stdin_args(verb: Verb, args: dict[str, Any]) -> None:
                     limit=protocol.MAX_ARG,
                     fix="pass a shorter value (put large data in a file the page fetches)",
                 )
+
+
+def _command(verb: Verb, args: dict[str, Any]) -> str:
+    """``keys set cloud:steel api_key``: the verb and its words, secret ones left out."""
+    words = [
+        str(args[a.name])
+        for a in verb.args
+        if a.kind in ("pos", "opt") and a.type != "secret" and a.name in args
+    ]
+    return " ".join([verb.name, *words])
+
+
+def _secret_args(verb: Verb, args: dict[str, Any]) -> None:
+    """An argument of type ``secret`` (a key for ``bay keys set``) never comes from argv,
+    where the process list and the shell history would show it: a word there is refused
+    ``secret_on_argv`` before anything is sent; ``-`` reads it from stdin."""
+    for a in verb.args:
+        if a.type != "secret" or a.name not in args:
+            continue
+        if args[a.name] == "-":
+            args[a.name] = _read_secret(a.name, _command(verb, args))
+            continue
+        del args[a.name]
+        raise Refusal("secret_on_argv", verb=verb.name, arg=a.name, command=_command(verb, args))
+
+
+def _read_secret(name: str, command: str) -> str:
+    """A secret from a hidden prompt (stdin is a terminal) or from stdin (a pipe), one
+    trailing newline dropped."""
+    stdin = sys.stdin
+    if stdin is not None and stdin.isatty():
+        import getpass
+
+        return getpass.getpass(f"bay {command}: {name} (hidden, Enter to finish): ")
+    data = stdin.buffer.read(protocol.MAX_ARG + 1) if stdin is not None else b""
+    if len(data) > protocol.MAX_ARG:
+        raise Refusal(
+            "too_large",
+            what=f"{name} (from stdin)",
+            size=len(data),
+            limit=protocol.MAX_ARG,
+            fix="pipe in only the value",
+        )
+    return data.decode("utf-8", "replace").removesuffix("\n").removesuffix("\r")
+
+
+def _secret_wanted(verb: Verb, args: dict[str, Any], frame: dict[str, Any]) -> str | None:
+    """The name of a ``secret`` argument the keeper answered ``secret_required`` for."""
+    if frame.get("ok") or frame.get("code") != "secret_required":
+        return None
+    name = (frame.get("data") or {}).get("arg")
+    wanted = [a.name for a in verb.args if a.name == name and a.type == "secret"]
+    return wanted[0] if wanted and name not in args else None
 
 
 def _check_sizes(args: dict[str, Any]) -> None:
@@ -227,9 +284,14 @@ def run(argv: list[str]) -> int:
             Refusal("usage", detail="--timeout must be in (0, 3600]", verb=verb.name), as_json
         )
     try:
+        if verb.name in ("mcp", "install", "uninstall"):  # off the hot path
+            from browserbay_cli.extras import run_extra
+
+            return run_extra(verb.name, args, options)
         local = _local(verb.name, args, as_json)
         if local is not None:
             return local
+        _secret_args(verb, args)
         _stdin_args(verb, args)
         _check_sizes(args)
         if verb.name == "screenshot" and args.get("path"):
@@ -239,7 +301,15 @@ def run(argv: list[str]) -> int:
     if verb.scope == LOCAL:  # pragma: no cover - every local verb is handled above
         return EXIT_USAGE
     session = client.session_identity(options.get("session"))
-    frame = client.call(verb.name, args, session=session, timeout=timeout)
+    extra = client.context(options.get("profile"), options.get("session"))
+    frame = client.call(verb.name, args, session=session, timeout=timeout, extra=extra)
+    secret = _secret_wanted(verb, args, frame)
+    if secret is not None:  # the keeper asked for a secret argument: read it, ask again
+        try:
+            args[secret] = _read_secret(secret, _command(verb, args))
+        except Refusal as r:
+            return _refuse(r, as_json, verb.name)
+        frame = client.call(verb.name, args, session=session, timeout=timeout, extra=extra)
     if not frame.get("ok"):
         return _refuse(frame, as_json, verb.name)
     if as_json:

@@ -36,6 +36,21 @@ def session_identity(explicit: str | None = None) -> dict[str, str]:
     return {"id": f"shell-{os.getsid(0)}", "origin": "shell"}
 
 
+def context(profile: str | None = None, session_flag: str | None = None) -> dict[str, Any]:
+    """The frame fields that say where a verb acts: ``--profile``/``BAY_PROFILE``,
+    ``BAY_GROUP``, and the caller's own identity when it acts on another session."""
+    extra: dict[str, Any] = {}
+    handle = profile or os.environ.get("BAY_PROFILE", "")
+    if handle:
+        extra["profile"] = handle
+    group = os.environ.get("BAY_GROUP", "")
+    if group:
+        extra["group"] = group
+    if session_flag:
+        extra["actor"] = session_identity()
+    return extra
+
+
 class Connection:
     """One socket to the keeper, with the hello exchanged."""
 
@@ -65,11 +80,21 @@ class Connection:
         return protocol.decode(line)
 
     def request(
-        self, verb: str, args: dict[str, Any], session: dict[str, str], timeout: float
+        self,
+        verb: str,
+        args: dict[str, Any],
+        session: dict[str, str],
+        timeout: float,
+        extra: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
+        """One verb. ``extra`` adds frame fields: ``profile`` (a handle), ``group``, and
+        ``actor`` (who is asking, when it is not ``session`` itself)."""
         self._n += 1
         rid = str(self._n)
-        self.send({"id": rid, "verb": verb, "args": args, "session": session, "timeout": timeout})
+        frame = {"id": rid, "verb": verb, "args": args, "session": session, "timeout": timeout}
+        if extra:
+            frame.update(extra)
+        self.send(frame)
         # The keeper enforces the deadline itself; the margin covers the answer's trip.
         try:
             return self.read(time.monotonic() + timeout + 5.0)
@@ -191,8 +216,10 @@ def _spawn_and_connect(paths: BayPaths) -> Connection:
         conn = _handshake(sock)
     except (OSError, ValueError, TimeoutError) as exc:
         sock.close()
+        time.sleep(0.2)  # let a keeper that is dying finish its log
         raise Refusal(
-            "keeper_unavailable", reason=f"no hello from the new keeper ({exc})"
+            "keeper_unavailable",
+            reason=f"no hello from the new keeper ({exc}); its log ends: " + log_tail(paths, 2),
         ) from None
     return conn
 
@@ -216,6 +243,7 @@ def call(
     session: dict[str, str] | None = None,
     timeout: float = 30.0,
     paths: BayPaths | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One verb, one answer frame (``ok`` true or a refusal frame). Never raises a refusal:
     a keeper that cannot be reached is answered as a ``keeper_unavailable`` frame."""
@@ -229,7 +257,9 @@ def call(
             time.sleep(0.1)
             conn = connect(paths)
         try:
-            return conn.request(verb, args or {}, session or session_identity(), timeout)
+            return conn.request(
+                verb, args or {}, session or session_identity(), timeout, extra or context()
+            )
         finally:
             conn.close()
     except Refusal as r:

@@ -16,6 +16,8 @@ from browserbay.verbs import Verb
 if TYPE_CHECKING:
     from playwright.async_api import Browser, BrowserContext, Playwright
 
+    from browserbay.keys import KeyAdmin
+
 Tier = Literal[1, 2, 3]
 KeyScope = Literal["none", "user", "cluster", "user_or_cluster"]
 LeaseKind = Literal["tab", "window", "browser"]
@@ -43,6 +45,10 @@ class Capabilities:
     """Runs with a visible window by default."""
     allowed_domains: bool = True
     """Can enforce a profile's allowed-domains list."""
+    remote_host: bool = False
+    """Its browsers run on another machine (a paired device, a remote keeper). Keys never
+    leave this machine, so a provider with a ``key_scope`` other than ``none`` that is also
+    ``remote_host`` is refused ``provider_needs_local_key`` before anything is resolved."""
 
     def cell(self, name: str) -> bool:
         value = getattr(self, name, None)
@@ -61,6 +67,7 @@ class Capabilities:
             "lease_kind": self.lease_kind,
             "headed": self.headed,
             "allowed_domains": self.allowed_domains,
+            "remote_host": self.remote_host,
         }
 
 
@@ -163,11 +170,32 @@ class TransportRow:
 
 @dataclass(frozen=True)
 class KeyField:
+    """One field of an integration's key: ``name`` is snake_case (it becomes the
+    ``<FIELD>`` of ``BAY_INTEGRATION_<ID>_<FIELD>``)."""
+
     name: str
     secret: bool
     required: bool = True
     pattern: str | None = None
     """A regular expression a value must match (shape check, no network)."""
+    default: str | None = None
+    """The value used when no source holds one (a vendor's documented API URL). Never a
+    secret."""
+    help: str = ""
+    """What the value is and where the user finds it, for ``bay keys list`` and errors."""
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """How an integration's key test reaches the vendor: ONE bounded read-only GET to
+    ``<value of url_field> + path``. The host comes from the row's own field (or its
+    default), never from a constant elsewhere; ``headers`` and ``query`` are templates
+    filled from the resolved fields (``{"X-Api-Key": "{api_key}"}``)."""
+
+    url_field: str
+    path: str = "/"
+    headers: Mapping[str, str] = field(default_factory=dict)
+    query: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -180,6 +208,12 @@ class IntegrationRow:
     """field name -> the vendor's own environment variable name, set only in the one child
     process that needs it."""
     test_kind: Literal["shape-only", "credential-exchange", "reachability"] = "shape-only"
+    """``shape-only``: no network, the fields' patterns. ``credential-exchange``: one
+    request carrying the key to the host derived from ``exchange``. ``reachability``: one
+    request without the key to that host."""
+    exchange: Exchange | None = None
+    """Where the network tests go (required for the two network kinds)."""
+    summary: str = ""
 
 
 KeyPrecedence = Literal["user", "cluster"]
@@ -192,7 +226,16 @@ class KeySource:
     name: str
     precedence: KeyPrecedence
     get: Callable[[str, str], str | None]
-    """``get(integration_id, field) -> value or None``."""
+    """``get(integration_id, field) -> value or None``. Raise an exception whose message
+    says how to fix the source (never containing a value) when it cannot answer."""
+    set: Callable[[str, str, str], None] | None = None
+    """``set(integration_id, field, value)``: a writable (user) source stores a value."""
+    delete: Callable[[str, str], None] | None = None
+    """``delete(integration_id, field)``: drop a value; no error when there is none."""
+    probe: Callable[[], str | None] | None = None
+    """A cheap check: the reason this source cannot work here (no keychain), or None."""
+    order: int = 100
+    """Among sources of one precedence, lower is asked first and written first."""
 
 
 @dataclass(frozen=True)
@@ -217,6 +260,10 @@ class ProfileRef:
     tier: Tier
     ephemeral: bool
     attached: int = 1
+    """How many sessions have it in their attachment set (1 for an ephemeral profile)."""
+    chosen: str = "ephemeral"
+    """How this verb's profile was chosen: ``explicit`` (--profile), ``pinned``, ``default``
+    (the only attachment), ``last-used``, ``group``, ``instance`` or ``ephemeral``."""
 
     def as_row(self) -> dict[str, Any]:
         return {
@@ -226,6 +273,7 @@ class ProfileRef:
             "tier": self.tier,
             "ephemeral": self.ephemeral,
             "attached": self.attached,
+            "chosen": self.chosen,
         }
 
 
@@ -245,6 +293,24 @@ class VerbOutcome:
     ok: bool
     code: str | None
     elapsed_ms: float
+
+
+@dataclass(frozen=True)
+class ActionTarget:
+    """The element an action is about to touch, as :func:`browserbay.hookspecs.bay_before_action`
+    sees it: found on the page, nothing done to it yet."""
+
+    target: str
+    """As the agent gave it: an ``@eN`` reference or a selector."""
+    tab: str
+    role: str
+    """Its ARIA role (explicit, or implied by the tag: ``button``, ``link``, ``textbox``…)."""
+    name: str
+    """Its accessible name as the page gives it (``aria-label``, ``aria-labelledby``, a
+    ``<label>``, a button's value, ``alt``/``title``, else its text), whitespace collapsed,
+    at most 200 characters."""
+    text: str
+    """Its visible text (``innerText``), whitespace collapsed, at most 200 characters."""
 
 
 @dataclass(frozen=True)
@@ -278,6 +344,9 @@ class VerbContext:
     page: Callable[[], Awaitable[Any]]
     """``await ctx.page()``: the session's current Playwright page (its browser starts
     lazily), for verbs that need CDP. Declare ``needs=("has_cdp",)`` on the verb."""
+    keys: KeyAdmin | None = None
+    """The keys, as masked views and writes (``bay keys`` is built on it); it never hands
+    out a plaintext key."""
 
 
 VerbHandler = Callable[[VerbContext], Awaitable[tuple[dict[str, Any], str]]]

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import pluggy
 
 from browserbay import hookspecs
+from browserbay.keys import KeyAdmin, KeyBook
 from browserbay.model import (
     IntegrationRow,
     KeySource,
@@ -36,7 +37,7 @@ ENTRY_POINT_GROUP = "browserbay"
 log = logging.getLogger("browserbay.plugins")
 
 #: Plugins that ship inside the core and register like any other.
-BUILTINS: tuple[str, ...] = ("browserbay.builtins.tiers",)
+BUILTINS: tuple[str, ...] = ("browserbay.builtins.tiers", "browserbay.builtins.keys")
 
 
 class PluginError(Exception):
@@ -51,6 +52,8 @@ class PluginInfo:
     version: str | None
     hooks: tuple[str, ...]
     builtin: bool
+    error: str | None = None
+    """Why the plugin is not loaded (an import or validation failure), when it is not."""
 
 
 def _names(env: Mapping[str, str], var: str) -> set[str] | None:
@@ -78,6 +81,10 @@ class Plugins:
         self.integrations: dict[str, IntegrationRow] = _collect(
             pm, "bay_integrations", lambda r: r.id
         )
+        #: Key resolution over the two tables above (the keeper's one reveal is
+        #: ``keys.child_env``); ``key_admin`` is what plugin verbs get: views, never values.
+        self.keys = KeyBook(self.key_sources, self.integrations)
+        self.key_admin = KeyAdmin(self.keys)
         verb_owner: dict[str, str] = {}
         self.verbs: dict[str, PluginVerb] = _collect(
             pm, "bay_verbs", lambda r: r.verb.name, verb_owner
@@ -113,6 +120,7 @@ class Plugins:
                 "version": i.version,
                 "hooks": list(i.hooks),
                 "builtin": i.builtin,
+                "error": i.error,
             }
             for i in self.infos
         ]
@@ -154,12 +162,18 @@ def load_plugins(
     *,
     extra: Iterable[tuple[str, object]] = (),
     entry_points: Iterable[metadata.EntryPoint] | None = None,
+    strict: bool = True,
 ) -> Plugins:
-    """Build the plugin manager: built-ins, then entry points, then ``extra`` (tests)."""
+    """Build the plugin manager: built-ins, then entry points, then ``extra`` (tests).
+
+    ``strict=False`` (the keeper) skips a plugin that fails to import or does not match the
+    hook specifications, logs why and lists it with its ``error`` in ``bay plugins``: one
+    broken plugin must not take every browser down with it."""
     env = os.environ if env is None else env
     pm = pluggy.PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
     infos: list[PluginInfo] = []
+    broken: list[PluginInfo] = []
 
     for modname in BUILTINS:
         module = importlib.import_module(modname)
@@ -185,15 +199,22 @@ def load_plugins(
         seen[ep.name] = str(dist)
         if ep.name in deny or (allow is not None and ep.name not in allow):
             continue
-        try:
-            plugin = ep.load()
-        except Exception as exc:
-            raise PluginError(
-                f"plugin {ep.name!r} ({dist}) failed to import: {exc!r}; reinstall it, or "
-                f"skip it with BAY_DISABLE_PLUGINS={ep.name}"
-            ) from exc
-        _register(pm, plugin, ep.name)
         version = ep.dist.version if ep.dist is not None else None
+        try:
+            try:
+                plugin = ep.load()
+            except Exception as exc:
+                raise PluginError(
+                    f"plugin {ep.name!r} ({dist}) failed to import: {exc!r}; reinstall it, or "
+                    f"skip it with BAY_DISABLE_PLUGINS={ep.name}"
+                ) from exc
+            _register(pm, plugin, ep.name)
+        except PluginError as exc:
+            if strict:
+                raise
+            log.error("%s", exc)
+            broken.append(PluginInfo(ep.name, dist, version, (), False, str(exc)))
+            continue
         infos.append(PluginInfo(ep.name, dist, version, (), False))
 
     modules = [m.strip() for m in env.get("BAY_PLUGIN_MODULES", "").split(",") if m.strip()]
@@ -226,7 +247,7 @@ def load_plugins(
         )
         for i in infos
     ]
-    return Plugins(pm, infos)
+    return Plugins(pm, infos + broken)
 
 
 def _register(pm: pluggy.PluginManager, plugin: object, name: str) -> None:

@@ -86,14 +86,121 @@ _ROWS = (
         "bay keeper logs   (then run the command again; the keeper starts by itself)",
     ),
     Code(
+        "profile_unknown",
+        "{handle} is not {why}",
+        "{fix}",
+    ),
+    Code(
+        "profile_required",
+        "This session has {count} profiles attached; say which one (default: {default})",
+        "bay <verb> ... --profile <handle>   (one of: {handles}), or bay pin <handle>",
+    ),
+    Code(
+        "profile_changed",
+        "This session's profiles were changed by someone else: was {was}, now {now}",
+        "run the command again (it will act on {now_default}); bay status shows the set",
+    ),
+    Code(
+        "profile_busy",
+        "Profile {profile} is held by session {holder} (group {group}) since {since}",
+        "{fix}",
+    ),
+    Code(
+        "browser_cap",
+        "{limit} browsers already run on this machine (the BAY_MAX_BROWSERS ceiling): {listing}",
+        "bay close --session <one of them>   (or bay keeper status; raise BAY_MAX_BROWSERS)",
+    ),
+    Code(
+        "domain_refused",
+        "{host} is outside this browser's allowed domains ({allowed})",
+        "open a page on an allowed domain, or use a profile allowed to go there",
+    ),
+    Code(
         "verb_refused",
         "'{verb}' was refused by the {plugin} plugin: {reason}",
         "{fix}",
     ),
     Code(
+        "backend_no_key",
+        "The {provider} provider needs a key: {integration} has no {field} ({reason})",
+        "bay keys set {integration} {field}   (the value is read from stdin or a hidden prompt)",
+    ),
+    Code(
+        "provider_needs_local_key",
+        "The {provider} provider needs a key and runs its browsers on another machine; "
+        "keys never leave this one",
+        "use a provider that runs here (bay plugins lists them), or one that needs no key",
+    ),
+    Code(
+        "secret_on_argv",
+        "'{verb}' never takes the {arg} on the command line: it would be visible in the "
+        "process list and your shell history (if it was a real key, rotate it)",
+        "pipe it in: ... | bay {command}   (or run bay {command} in a terminal: hidden prompt)",
+        EXIT_USAGE,
+    ),
+    Code(
+        "secret_required",
+        "'{verb}' needs {arg}, which is never taken from the command line",
+        "pipe it in: ... | bay {command}   (in a terminal: a hidden prompt; API: args.{arg})",
+    ),
+    Code(
+        "key_invalid",
+        "That value for {integration} {field} was not stored: {reason}",
+        "bay keys set {integration} {field}   ({expected})",
+    ),
+    Code(
+        "key_store_unavailable",
+        "No key store here can hold your own key: {reason}",
+        "{fix}",
+    ),
+    Code(
+        "key_test_no_host",
+        "The {integration} key test cannot derive the one host it may reach: {reason}",
+        "bay keys set {integration} {field}   (an https URL, e.g. {example})",
+    ),
+    Code(
+        "key_test_failed",
+        "The {integration} key test ({kind}) failed: {reason}",
+        "{fix}",
+    ),
+    Code(
+        "display_unavailable",
+        "The window display cannot be used: {reason}",
+        "{fix}",
+    ),
+    Code("window_gone", "Window {window} is gone: {reason}", "bay window list"),
+    Code(
+        "not_your_window",
+        "Window {window} is {held}; a session acts only on the windows it holds",
+        "bay window list   (then bay window attach <handle> once it is free)",
+    ),
+    Code(
+        "no_action",
+        "{ref} ({role} '{name}') in window {window} offers no action, so it cannot be clicked "
+        "by reference",
+        "bay window snapshot {window}  (act on a node with actions=...), or "
+        "bay window click {window} --at X,Y to click its pixels on purpose",
+    ),
+    Code(
+        "injection_unavailable",
+        "Input injection ({verb}) into window {window} is not available: {reason}",
+        "act by reference instead (bay window click {window} @eN, bay window type {window} @eN "
+        "TEXT); bay window doctor shows the probe matrix",
+    ),
+    Code(
+        "accessibility_unavailable",
+        "The accessibility tree of window {window} cannot be read: {reason}",
+        "bay window doctor   (then bay window screenshot {window} to see it)",
+    ),
+    Code(
         "internal_error",
         "The keeper failed while running '{verb}': {reason}",
         "bay keeper logs   (and report it; nothing was changed on your behalf)",
+    ),
+    Code(
+        "install_failed",
+        "'bay {verb}' of {what} failed: {reason}",
+        "{fix}",
     ),
 )
 

@@ -7,13 +7,14 @@ Schema changes are numbered migrations applied in one transaction each.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 #: Ordered migrations. Never edit a released one: append a new one.
 MIGRATIONS: Sequence[str] = (
@@ -54,7 +55,82 @@ MIGRATIONS: Sequence[str] = (
         code TEXT
     );
     """,
+    # 2: persistent profiles, attachment sets, kept tabs, exclusive holds, group defaults.
+    """
+    CREATE TABLE profiles (
+        id TEXT PRIMARY KEY,
+        label TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        dir TEXT NOT NULL,
+        proxy TEXT,
+        allowed_domains TEXT NOT NULL DEFAULT '[]',
+        headed INTEGER NOT NULL DEFAULT 0,
+        adopted INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL,
+        last_used REAL
+    );
+    CREATE INDEX profiles_label ON profiles(label);
+    CREATE TABLE attachments (
+        session TEXT NOT NULL,
+        profile TEXT NOT NULL REFERENCES profiles(id) ON DELETE CASCADE,
+        alias TEXT,
+        position INTEGER NOT NULL,
+        attached_at REAL NOT NULL,
+        PRIMARY KEY (session, profile)
+    );
+    CREATE TABLE session_state (
+        session TEXT PRIMARY KEY,
+        pin TEXT,
+        last_profile TEXT,
+        set_version INTEGER NOT NULL DEFAULT 0,
+        seen_version INTEGER NOT NULL DEFAULT 0,
+        seen_handles TEXT NOT NULL DEFAULT '[]',
+        ephemeral_domains TEXT NOT NULL DEFAULT '[]'
+    );
+    CREATE TABLE kept_tabs (
+        session TEXT NOT NULL,
+        profile TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        url TEXT NOT NULL,
+        title TEXT NOT NULL,
+        current INTEGER NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('live', 'auto', 'deliberate')),
+        kept_at REAL NOT NULL,
+        PRIMARY KEY (session, profile, position)
+    );
+    CREATE TABLE holds (
+        profile TEXT PRIMARY KEY,
+        holder TEXT NOT NULL,
+        group_name TEXT NOT NULL,
+        since REAL NOT NULL
+    );
+    CREATE TABLE group_defaults (
+        group_name TEXT PRIMARY KEY,
+        profile TEXT NOT NULL
+    );
+    """,
 )
+
+
+@dataclass(frozen=True)
+class ProfileRow:
+    id: str
+    label: str
+    provider: str
+    dir: str
+    proxy: str | None
+    allowed_domains: tuple[str, ...]
+    headed: bool
+    adopted: bool
+    created_at: float
+    last_used: float | None
+
+
+@dataclass(frozen=True)
+class KeptTab:
+    url: str
+    title: str
+    current: bool
 
 
 @dataclass(frozen=True)
@@ -85,6 +161,31 @@ class Registry(Protocol):
         self, session: str, profile: str | None, verb: str, ok: bool, code: str | None
     ) -> None: ...
     def close(self) -> None: ...
+    # profiles, attachments, kept tabs, holds (migration 2)
+    def profile_create(self, row: ProfileRow) -> None: ...
+    def profile_delete(self, profile_id: str) -> None: ...
+    def profile_used(self, profile_id: str) -> None: ...
+    def profiles(self) -> list[ProfileRow]: ...
+    def attachments(self, session: str) -> list[tuple[str, str | None]]: ...
+    def attachments_of_profile(self, profile_id: str) -> list[str]: ...
+    def attach(self, session: str, profile_id: str, alias: str | None, by_other: bool) -> None: ...
+    def detach(self, session: str, profile_id: str, by_other: bool) -> None: ...
+    def session_state(self, session: str) -> dict[str, Any]: ...
+    def set_pin(self, session: str, pin: str | None, by_other: bool) -> None: ...
+    def set_last_profile(self, session: str, profile_id: str | None) -> None: ...
+    def ack_set(self, session: str, handles: list[str]) -> None: ...
+    def set_ephemeral_domains(self, session: str, domains: list[str]) -> None: ...
+    def keep_tabs(self, session: str, profile_id: str, tabs: list[KeptTab], state: str) -> None: ...
+    def kept_tabs(self, session: str, profile_id: str) -> tuple[str | None, list[KeptTab]]: ...
+    def drop_kept_tabs(self, session: str, profile_id: str) -> None: ...
+    def mark_live_tabs_auto(self) -> int: ...
+    def mark_kept(self, session: str, profile_id: str, state: str) -> None: ...
+    def hold(self, profile_id: str) -> tuple[str, str, float] | None: ...
+    def set_hold(self, profile_id: str, holder: str, group: str) -> None: ...
+    def release_hold(self, profile_id: str) -> None: ...
+    def group_default(self, group: str) -> str | None: ...
+    def set_group_default(self, group: str, profile_id: str) -> None: ...
+    def audit_rows(self, profile_id: str | None, limit: int) -> list[dict[str, Any]]: ...
 
 
 class SqliteRegistry:
@@ -201,6 +302,278 @@ class SqliteRegistry:
 
     def close(self) -> None:
         self.db.close()
+
+    def _tx(self, *statements: tuple[str, tuple[Any, ...]]) -> None:
+        """Several writes, all or none."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            for sql, params in statements:
+                self.db.execute(sql, params)
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    # -- profiles ---------------------------------------------------------------------
+
+    _PROFILE_COLS = (
+        "id, label, provider, dir, proxy, allowed_domains, headed, adopted, created_at, last_used"
+    )
+
+    def profile_create(self, row: ProfileRow) -> None:
+        self.db.execute(
+            f"INSERT INTO profiles({self._PROFILE_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",  # noqa: S608 - a constant
+            (
+                row.id,
+                row.label,
+                row.provider,
+                row.dir,
+                row.proxy,
+                json.dumps(list(row.allowed_domains)),
+                int(row.headed),
+                int(row.adopted),
+                row.created_at,
+                row.last_used,
+            ),
+        )
+
+    def profile_delete(self, profile_id: str) -> None:
+        self._tx(
+            ("DELETE FROM attachments WHERE profile=?", (profile_id,)),
+            ("DELETE FROM kept_tabs WHERE profile=?", (profile_id,)),
+            ("DELETE FROM holds WHERE profile=?", (profile_id,)),
+            ("DELETE FROM group_defaults WHERE profile=?", (profile_id,)),
+            ("DELETE FROM profiles WHERE id=?", (profile_id,)),
+        )
+
+    def profile_used(self, profile_id: str) -> None:
+        self.db.execute("UPDATE profiles SET last_used=? WHERE id=?", (time.time(), profile_id))
+
+    def profiles(self) -> list[ProfileRow]:
+        rows = self.db.execute(
+            f"SELECT {self._PROFILE_COLS} FROM profiles ORDER BY created_at"  # noqa: S608 - a constant
+        ).fetchall()
+        return [
+            ProfileRow(
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                r[4],
+                tuple(json.loads(r[5])),
+                bool(r[6]),
+                bool(r[7]),
+                r[8],
+                r[9],
+            )
+            for r in rows
+        ]
+
+    # -- attachment sets ----------------------------------------------------------------
+
+    def attachments(self, session: str) -> list[tuple[str, str | None]]:
+        """(profile id, alias) in the order they were attached: the first is the default."""
+        rows = self.db.execute(
+            "SELECT profile, alias FROM attachments WHERE session=? ORDER BY position", (session,)
+        ).fetchall()
+        return [(r[0], r[1]) for r in rows]
+
+    def attachments_of_profile(self, profile_id: str) -> list[str]:
+        rows = self.db.execute(
+            "SELECT session FROM attachments WHERE profile=? ORDER BY attached_at", (profile_id,)
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def _state_row(self, session: str) -> tuple[str, tuple[Any, ...]]:
+        return ("INSERT OR IGNORE INTO session_state(session) VALUES (?)", (session,))
+
+    def _bump(self, session: str, by_other: bool) -> tuple[str, tuple[Any, ...]]:
+        """A change by somebody else bumps set_version only: the session is told once."""
+        if by_other:
+            return (
+                "UPDATE session_state SET set_version=set_version+1 WHERE session=?",
+                (session,),
+            )
+        return (
+            "UPDATE session_state SET set_version=set_version+1, seen_version=set_version+1 "
+            "WHERE session=?",
+            (session,),
+        )
+
+    def attach(self, session: str, profile_id: str, alias: str | None, by_other: bool) -> None:
+        self._tx(
+            self._state_row(session),
+            (
+                "INSERT INTO attachments(session, profile, alias, position, attached_at) "
+                "VALUES (?, ?, ?, (SELECT coalesce(max(position), 0) + 1 FROM attachments "
+                "WHERE session=?), ?) ON CONFLICT(session, profile) DO UPDATE SET "
+                "alias=coalesce(excluded.alias, attachments.alias)",
+                (session, profile_id, alias, session, time.time()),
+            ),
+            ("UPDATE session_state SET last_profile=? WHERE session=?", (profile_id, session)),
+            self._bump(session, by_other),
+        )
+
+    def detach(self, session: str, profile_id: str, by_other: bool) -> None:
+        self._tx(
+            self._state_row(session),
+            ("DELETE FROM attachments WHERE session=? AND profile=?", (session, profile_id)),
+            (
+                "UPDATE session_state SET pin=NULL WHERE session=? AND pin=?",
+                (session, profile_id),
+            ),
+            (
+                "UPDATE session_state SET last_profile=NULL WHERE session=? AND last_profile=?",
+                (session, profile_id),
+            ),
+            self._bump(session, by_other),
+        )
+
+    def session_state(self, session: str) -> dict[str, Any]:
+        row = self.db.execute(
+            "SELECT pin, last_profile, set_version, seen_version, seen_handles, "
+            "ephemeral_domains FROM session_state WHERE session=?",
+            (session,),
+        ).fetchone()
+        if row is None:
+            return {
+                "pin": None,
+                "last_profile": None,
+                "changed": False,
+                "seen_handles": [],
+                "ephemeral_domains": [],
+            }
+        return {
+            "pin": row[0],
+            "last_profile": row[1],
+            "changed": row[2] != row[3],
+            "seen_handles": json.loads(row[4]),
+            "ephemeral_domains": json.loads(row[5]),
+        }
+
+    def set_pin(self, session: str, pin: str | None, by_other: bool) -> None:
+        self._tx(
+            self._state_row(session),
+            ("UPDATE session_state SET pin=? WHERE session=?", (pin, session)),
+            self._bump(session, by_other),
+        )
+
+    def set_last_profile(self, session: str, profile_id: str | None) -> None:
+        self._tx(
+            self._state_row(session),
+            ("UPDATE session_state SET last_profile=? WHERE session=?", (profile_id, session)),
+        )
+
+    def ack_set(self, session: str, handles: list[str]) -> None:
+        self._tx(
+            self._state_row(session),
+            (
+                "UPDATE session_state SET seen_version=set_version, seen_handles=? WHERE session=?",
+                (json.dumps(handles), session),
+            ),
+        )
+
+    def set_ephemeral_domains(self, session: str, domains: list[str]) -> None:
+        self._tx(
+            self._state_row(session),
+            (
+                "UPDATE session_state SET ephemeral_domains=? WHERE session=?",
+                (json.dumps(domains), session),
+            ),
+        )
+
+    # -- kept tabs ----------------------------------------------------------------------
+
+    def keep_tabs(self, session: str, profile_id: str, tabs: list[KeptTab], state: str) -> None:
+        """Replace the lease's kept tabs (one transaction: never half a list)."""
+        now = time.time()
+        self._tx(
+            ("DELETE FROM kept_tabs WHERE session=? AND profile=?", (session, profile_id)),
+            *(
+                (
+                    "INSERT INTO kept_tabs(session, profile, position, url, title, current, "
+                    "state, kept_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (session, profile_id, i, t.url, t.title, int(t.current), state, now),
+                )
+                for i, t in enumerate(tabs)
+            ),
+        )
+
+    def kept_tabs(self, session: str, profile_id: str) -> tuple[str | None, list[KeptTab]]:
+        rows = self.db.execute(
+            "SELECT url, title, current, state FROM kept_tabs WHERE session=? AND profile=? "
+            "ORDER BY position",
+            (session, profile_id),
+        ).fetchall()
+        state = rows[0][3] if rows else None
+        return state, [KeptTab(r[0], r[1], bool(r[2])) for r in rows]
+
+    def drop_kept_tabs(self, session: str, profile_id: str) -> None:
+        self.db.execute(
+            "DELETE FROM kept_tabs WHERE session=? AND profile=?", (session, profile_id)
+        )
+
+    def mark_live_tabs_auto(self) -> int:
+        """At keeper start: the browsers of 'live' tabs died with the last keeper."""
+        return self.db.execute("UPDATE kept_tabs SET state='auto' WHERE state='live'").rowcount
+
+    def mark_kept(self, session: str, profile_id: str, state: str) -> None:
+        self.db.execute(
+            "UPDATE kept_tabs SET state=? WHERE session=? AND profile=?",
+            (state, session, profile_id),
+        )
+
+    # -- exclusive holds and group defaults ----------------------------------------------
+
+    def hold(self, profile_id: str) -> tuple[str, str, float] | None:
+        row = self.db.execute(
+            "SELECT holder, group_name, since FROM holds WHERE profile=?", (profile_id,)
+        ).fetchone()
+        return (row[0], row[1], row[2]) if row else None
+
+    def set_hold(self, profile_id: str, holder: str, group: str) -> None:
+        self.db.execute(
+            "INSERT INTO holds(profile, holder, group_name, since) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT(profile) DO UPDATE SET holder=excluded.holder, "
+            "group_name=excluded.group_name, since=excluded.since",
+            (profile_id, holder, group, time.time()),
+        )
+
+    def release_hold(self, profile_id: str) -> None:
+        self.db.execute("DELETE FROM holds WHERE profile=?", (profile_id,))
+
+    def group_default(self, group: str) -> str | None:
+        row = self.db.execute(
+            "SELECT profile FROM group_defaults WHERE group_name=?", (group,)
+        ).fetchone()
+        return row[0] if row else None
+
+    def set_group_default(self, group: str, profile_id: str) -> None:
+        self.db.execute(
+            "INSERT INTO group_defaults(group_name, profile) VALUES (?, ?) "
+            "ON CONFLICT(group_name) DO UPDATE SET profile=excluded.profile",
+            (group, profile_id),
+        )
+
+    def audit_rows(self, profile_id: str | None, limit: int) -> list[dict[str, Any]]:
+        sql = "SELECT at, session, profile, verb, ok, code FROM audit"
+        params: tuple[Any, ...] = ()
+        if profile_id is not None:
+            sql += " WHERE profile=?"
+            params = (profile_id,)
+        sql += " ORDER BY id DESC LIMIT ?"
+        rows = self.db.execute(sql, (*params, limit)).fetchall()
+        return [
+            {
+                "at": r[0],
+                "session": r[1],
+                "profile": r[2],
+                "verb": r[3],
+                "ok": bool(r[4]),
+                "code": r[5],
+            }
+            for r in reversed(rows)
+        ]
 
 
 def _statements(script: str) -> list[str]:

@@ -21,7 +21,8 @@ PLUGIN = "plugin"  # contributed by a plugin (bay_verbs): its handler runs in th
 
 class Arg:
     """One argument. ``kind``: ``pos`` (required word), ``opt`` (optional word), ``rest``
-    (one or more words), ``flag`` (boolean option), ``value`` (option with a value)."""
+    (one or more words), ``tail`` (optional: every word after ``--``, as a list), ``flag``
+    (boolean option), ``value`` (option with a value)."""
 
     __slots__ = ("choices", "default", "help", "kind", "long", "name", "short", "type")
 
@@ -261,7 +262,92 @@ VERBS: tuple[Verb, ...] = (
         needs=_CDP,
         example="bay tab new https://example.org",
     ),
-    Verb("close", SESSION, "Close your tabs and your browser; other sessions are untouched."),
+    Verb(
+        "close",
+        SESSION,
+        "Close your tabs and leases (kept for `bay resume`); other sessions are untouched.",
+    ),
+    Verb(
+        "resume",
+        SESSION,
+        "Reopen the tabs kept when your browser stopped or you closed it.",
+        needs=_CDP,
+    ),
+    Verb(
+        "use",
+        SESSION,
+        "Attach a profile to your session (the first is the default), or --ephemeral.",
+        (
+            Arg("profile", "opt", "a profile's label or id (see bay profiles)"),
+            Arg("alias", "value", "a short handle for it in this session"),
+            Arg("exclusive", "flag", "hold it for your group; others wait (FIFO)"),
+            Arg("wait", "value", "seconds to wait for an exclusive hold", type="float"),
+            Arg("ephemeral", "flag", "configure your own isolated browser instead"),
+            Arg("allowed_domains", "value", "with --ephemeral: domains it may reach (a,b)"),
+        ),
+        example="bay use work --alias w",
+    ),
+    Verb(
+        "detach",
+        SESSION,
+        "Remove a profile from your session's set (--profile H, or the only one).",
+    ),
+    Verb(
+        "pin",
+        SESSION,
+        "Make one attached profile the default for bare verbs (or --none).",
+        (
+            Arg("profile", "opt", "the handle to pin"),
+            Arg("none", "flag", "unpin"),
+        ),
+    ),
+    Verb(
+        "new",
+        KEEPER,
+        "Register a persistent profile (its own browser, cookies that survive).",
+        (
+            Arg("label", "pos", "a free-text name (never a path)"),
+            Arg("provider", "value", "the provider (default chromium)"),
+            Arg("proxy", "value", "a proxy URL for its browser"),
+            Arg("allowed_domains", "value", "domains its browser may reach (a,b)"),
+            Arg("headed", "flag", "run its browser with a window"),
+        ),
+        example="bay new work",
+    ),
+    Verb(
+        "profiles",
+        KEEPER,
+        "Persistent profiles: provider, tier, running, sessions, disk, memory, last used.",
+        (Arg("orphans", "flag", "also profile directories no registry row owns"),),
+    ),
+    Verb(
+        "forget",
+        KEEPER,
+        "Archive a profile's directory, then remove the profile.",
+        (Arg("profile", "pos", "label or id"),),
+    ),
+    Verb(
+        "adopt",
+        KEEPER,
+        "Register an existing browser user-data-dir as a profile.",
+        (Arg("dir", "pos", "the directory"), Arg("label", "pos", "a free-text name")),
+    ),
+    Verb(
+        "group",
+        KEEPER,
+        "Set a group's default profile (sessions with BAY_GROUP=<name> use it).",
+        (
+            Arg("action", "pos", "what to do", choices=("default",)),
+            Arg("name", "pos", "the group"),
+            Arg("profile", "pos", "label or id"),
+        ),
+    ),
+    Verb(
+        "audit",
+        KEEPER,
+        "The audit trail: at, session, profile, verb, ok (never a typed value).",
+        (Arg("last", "value", "how many rows (default 50)", type="int"),),
+    ),
     Verb("status", SESSION, "Your session, its profile, browser and tabs."),
     Verb(
         "keeper",
@@ -272,6 +358,28 @@ VERBS: tuple[Verb, ...] = (
     Verb("plugins", KEEPER, "Installed plugins: name, distribution, version, hooks; providers."),
     Verb("verbs", KEEPER, "The verb table as the keeper knows it, plugins' verbs included."),
     Verb("help", LOCAL, "Help on a verb, or the list of verbs.", (Arg("verb", "opt", "a verb"),)),
+    Verb(
+        "mcp",
+        LOCAL,
+        "Serve MCP on stdio (navigate, snapshot, act, tabs, status) for an agent harness.",
+    ),
+    Verb(
+        "install",
+        LOCAL,
+        "Install plugin distributions into bay's own environment, then list their plugins.",
+        (
+            Arg("distributions", "rest", "names, paths or URLs, as pip takes them"),
+            Arg("upgrade", "flag", "upgrade them if installed"),
+            Arg("no_deps", "flag", "do not install their dependencies"),
+        ),
+        example="bay install browserbay-mcp",
+    ),
+    Verb(
+        "uninstall",
+        LOCAL,
+        "Remove plugin distributions from bay's own environment.",
+        (Arg("distributions", "rest", "distribution names"),),
+    ),
 )
 
 BY_NAME: dict[str, Verb] = {v.name: v for v in VERBS}
@@ -285,6 +393,7 @@ GLOBAL_OPTIONS = (
     Arg("json", "flag", "print exactly one JSON object on stdout"),
     Arg("timeout", "value", "deadline in seconds (default 30)", type="float"),
     Arg("session", "value", "act as this session (default: $BAY_SESSION, else your shell's)"),
+    Arg("profile", "value", "act on this attached profile (default: $BAY_PROFILE, the pin)"),
 )
 
 DEFAULT_TIMEOUT = 30.0

@@ -1,8 +1,9 @@
 """Serve the demo site: ``python -m browserbay.demo.server [--port N]`` prints its URL.
 
 Pages: ``/`` (index), ``/form.html`` (a sign-up form whose result page echoes what was
-sent), ``/list.html?n=300`` (a long list), ``/popup.html`` (opens a tab), ``/cookie`` (sets
-and shows a cookie), ``/status/403`` (answers with that status).
+sent), ``/list.html?n=300`` (a long list), ``/popup.html`` (opens a tab), ``/shop.html`` (a
+"Buy now" button for approval gates), ``/cookie`` (sets and shows a cookie), ``/status/403``
+(answers with that status).
 """
 
 from __future__ import annotations
@@ -67,6 +68,11 @@ class DemoHandler(SimpleHTTPRequestHandler):
         if url.path.startswith("/status/"):
             code = int(url.path.rsplit("/", 1)[-1])
             self._send(f"<!doctype html><title>Status {code}</title><p>{code}</p>", status=code)
+            return
+        if url.path == "/embed":
+            # A page that loads a sub-resource from elsewhere (allowed-domains tests).
+            src = html.escape(query.get("src", [""])[0], quote=True)
+            self._send(f"<!doctype html><title>embed</title><img id=img src='{src}'>")
             return
         if url.path.startswith("/item/"):
             item = html.escape(url.path.rsplit("/", 1)[-1])

@@ -30,6 +30,8 @@ log = logging.getLogger("browserbay.keeper")
 
 #: Isolated contexts per shared browser process before another one is started.
 CONTEXTS_PER_BROWSER = int(os.environ.get("BAY_CONTEXTS_PER_BROWSER", "16"))
+#: Browser processes this machine may run at once (a shared ephemeral browser counts once).
+MAX_BROWSERS = int(os.environ.get("BAY_MAX_BROWSERS", "8"))
 CLOSE_TIMEOUT = 10.0
 
 
@@ -46,6 +48,12 @@ class Running:
     contexts: set[Any] = field(default_factory=set)
     closing: bool = False
     idle_since: float | None = None
+    profile_id: str | None = None
+    """The persistent profile this browser runs (None: a shared ephemeral browser)."""
+    users: set[str] = field(default_factory=set)
+    """Sessions with a lease on this browser."""
+    blocked: int = 0
+    """Sub-resource requests its allowed-domains list refused (persistent profiles)."""
 
     def info(self) -> BrowserInfo:
         return BrowserInfo(self.id, self.provider.id, self.handle.pid, self.ephemeral)
@@ -56,9 +64,15 @@ class Running:
             "provider": self.provider.id,
             "pid": self.handle.pid,
             "ephemeral": self.ephemeral,
+            "profile": self.profile_id,
             "contexts": len(self.contexts),
+            "sessions": sorted(self.users),
             "uptime_s": round(time.time() - self.started_at, 1),
         }
+
+    @property
+    def in_use(self) -> bool:
+        return bool(self.contexts) if self.ephemeral else bool(self.users)
 
 
 def mint_browser_id() -> str:
@@ -118,6 +132,7 @@ class BrowserPool:
                         running = r
                         break
             if running is None:
+                self._check_cap()
                 running = await self._launch(row)
         browser = running.handle.browser
         if browser is None:  # pragma: no cover - a provider contract violation
@@ -132,15 +147,63 @@ class BrowserPool:
         running.idle_since = None
         return context, running
 
-    async def _launch(self, row: ProviderRow) -> Running:
+    def _check_cap(self) -> None:
+        live = [r for r in self.running.values() if not r.closing]
+        if MAX_BROWSERS and len(live) >= MAX_BROWSERS:
+            holders = {r.id: sorted(r.users) or ["(idle, stopping soon)"] for r in live}
+            listing = "; ".join(f"{b}: {', '.join(s)}" for b, s in holders.items())
+            raise Refusal(
+                "browser_cap",
+                limit=MAX_BROWSERS,
+                holders=holders,
+                listing=listing,
+            )
+
+    async def persistent(
+        self, provider_id: str, profile_id: str, user_data_dir: Path, **launch: Any
+    ) -> Running:
+        """The one browser of a persistent profile (a user-data-dir cannot be shared between
+        processes), started if needed. Its one context is shared by every lease on it."""
+        row = self.provider(provider_id)
+        async with self._launch_lock:
+            for r in self.running.values():
+                if r.profile_id == profile_id and not r.closing:
+                    r.idle_since = None
+                    return r
+            self._check_cap()
+            running = await self._launch(row, user_data_dir=user_data_dir, **launch)
+            running.profile_id = profile_id
+            running.ephemeral = False
+            return running
+
+    async def _launch(
+        self,
+        row: ProviderRow,
+        *,
+        user_data_dir: Path | None = None,
+        headless: bool = True,
+        proxy: str | None = None,
+    ) -> Running:
         assert row.driver_factory is not None
+        # The provider's key, resolved now and only now, for this one child's environment
+        # (refused before anything is created when there is none; see browserbay.keys).
+        key_env = await anyio.to_thread.run_sync(self.plugins.keys.child_env, row)
         browser_id = mint_browser_id()
         home = self.paths.browsers / browser_id
         home.mkdir(parents=True, mode=0o700)
-        spec = LaunchSpec(browser_id=browser_id, home=home)
+        spec = LaunchSpec(
+            browser_id=browser_id,
+            home=home,
+            user_data_dir=user_data_dir,
+            headless=headless,
+            proxy=proxy,
+            env=key_env,
+        )
         await self.db(
             self.registry.browser_started,
-            BrowserRow(browser_id, row.id, None, os.getpid(), str(home), True, time.time()),
+            BrowserRow(
+                browser_id, row.id, None, os.getpid(), str(home), user_data_dir is None, time.time()
+            ),
         )
         playwright: Playwright = await self._playwright()
         try:
@@ -150,8 +213,15 @@ class BrowserPool:
             shutil.rmtree(home, ignore_errors=True)
             raise
         await self.db(self.registry.browser_pid, browser_id, handle.pid)
-        running = Running(browser_id, row, handle, home, True, time.time())
+        running = Running(browser_id, row, handle, home, user_data_dir is None, time.time())
         self.running[browser_id] = running
+        if handle.persistent_context is not None:
+            running.contexts.add(handle.persistent_context)
+
+            async def context_closed(_context: Any) -> None:
+                await self._disconnected(running)
+
+            handle.persistent_context.on("close", context_closed)
         if handle.browser is not None:
 
             async def disconnected(_browser: Any) -> None:
@@ -188,15 +258,21 @@ class BrowserPool:
         self.running.pop(running.id, None)
         await running.handle.close(CLOSE_TIMEOUT)
         await self.db(self.registry.browser_stopped, running.id, reason)
-        if running.ephemeral:
-            await anyio.to_thread.run_sync(lambda: shutil.rmtree(running.home, ignore_errors=True))
+        # The per-browser HOME (never a profile's own user-data-dir) goes with it.
+        await anyio.to_thread.run_sync(lambda: shutil.rmtree(running.home, ignore_errors=True))
         log.info("browser %s stopped (%s)", running.id, reason)
         self.plugins.notify("bay_browser_stopped", browser=running.info(), reason=reason)
+
+    def release_user(self, running: Running, session: str) -> None:
+        """A session's lease on a persistent browser went: the last one starts its grace."""
+        running.users.discard(session)
+        if not running.users:
+            running.idle_since = time.monotonic()
 
     async def stop_idle(self, grace: float) -> None:
         now = time.monotonic()
         for r in list(self.running.values()):
-            if r.ephemeral and not r.contexts and r.idle_since and now - r.idle_since > grace:
+            if not r.in_use and r.idle_since and now - r.idle_since > grace:
                 await self.stop(r, "idle")
 
     async def stop_all(self, reason: str) -> None:
@@ -221,8 +297,7 @@ def sweep_orphans(registry: Registry) -> list[str]:
             if _is_ours(pid, row.id) and row.ephemeral:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGTERM)
-        if row.ephemeral:
-            shutil.rmtree(row.home, ignore_errors=True)
+        shutil.rmtree(row.home, ignore_errors=True)  # the per-browser HOME, not a profile
         registry.browser_stopped(row.id, "orphan_swept")
         swept.append(row.id)
     return swept
@@ -234,3 +309,32 @@ def _is_ours(pid: int, browser_id: str) -> bool:
     except OSError:
         return False
     return f"--bay-browser={browser_id}".encode() in cmdline.split(b"\0")
+
+
+def pss_kib(pid: int | None) -> int | None:
+    """Proportional set size of a process and all its descendants, in KiB (reported, never
+    used to decide anything). Runs in a worker thread: it reads /proc."""
+    if pid is None:
+        return None
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        todo.extend(children.get(p, ()))
+        try:
+            for line in Path(f"/proc/{p}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1])
+                    break
+        except OSError:
+            continue
+    return total

@@ -186,8 +186,9 @@ async def _run(sock: socket.socket, paths: BayPaths) -> None:
     from browserbay.store import SqliteRegistry
 
     registry = await anyio.to_thread.run_sync(SqliteRegistry, paths.registry)
-    plugins = load_plugins()
+    plugins = load_plugins(strict=False)
     keeper = Keeper(plugins, registry, paths)
+    await keeper.start()
     listener = await anyio.abc.SocketListener.from_socket(sock)
 
     async def on_signal() -> None:
@@ -204,7 +205,7 @@ async def _run(sock: socket.socket, paths: BayPaths) -> None:
             except Exception:
                 log.exception("housekeeping failed")
             idle = time.monotonic() - keeper.last_request
-            browsing = any(s.context is not None for s in keeper.sessions.values())
+            browsing = any(s.running_leases for s in keeper.sessions.values())
             if not browsing and not keeper.pool.running and idle > KEEPER_IDLE:
                 log.info("idle for %.0fs with nothing running: exiting", idle)
                 keeper.begin_stop()
@@ -266,6 +267,11 @@ def _private_tmp(paths: BayPaths) -> None:
 
 
 def main() -> None:
+    from browserbay.keys import seal_environment
+
+    # Keys (BAY_INTEGRATION_*, BAY_INTEGRATIONS, BAY_KEYS_PASSPHRASE) leave the process
+    # environment before anything starts, so no child the keeper hands on inherits them.
+    seal_environment()
     paths = bay_paths()
     try:
         sock, lock = bind_first(paths)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from browserbay.keeper.actions import before_action
 from browserbay.model import Failure
 from browserbay.refusals import Refusal
 from browserbay.snapshot import compact, main_frame_prefix, refs_in, strip_prefix
@@ -22,7 +23,7 @@ from browserbay.snapshot import compact, main_frame_prefix, refs_in, strip_prefi
 if TYPE_CHECKING:
     from playwright.async_api import Locator, Page
 
-    from browserbay.keeper.sessions import Session, Tab
+    from browserbay.keeper.sessions import Lease, Tab
     from browserbay.plugins import Plugins
 
 Answer = tuple[dict[str, Any], str]
@@ -33,7 +34,7 @@ _REF = re.compile(r"^@?(?P<ref>(?:f\d+)?e\d+)$")
 class Act:
     verb: str
     args: dict[str, Any]
-    session: Session
+    lease: Lease
     tab: Tab
     deadline: float  # time.monotonic() by which the verb must be done
     plugins: Plugins
@@ -75,6 +76,7 @@ def _first_line(exc: BaseException) -> str:
 
 async def act_on(act: Act, target: str, run: Callable[[Locator], Awaitable[Any]]) -> Any:
     loc = await locate(act, target)
+    await before_action(act, target, loc)
     try:
         return await run(loc)
     except Refusal:
@@ -130,8 +132,8 @@ async def _page_answer(act: Act, status: int | None = None) -> Answer:
                 act.page.url,
                 status,
                 title,
-                act.session.profile.provider,
-                act.session.profile.tier,
+                act.lease.profile.provider,
+                act.lease.profile.tier,
             )
         )
         if hint is not None:
@@ -141,6 +143,9 @@ async def _page_answer(act: Act, status: int | None = None) -> Answer:
 
 async def verb_open(act: Act) -> Answer:
     url = normalize_url(str(act.args["url"]))
+    from browserbay.keeper.leases import check_url_allowed
+
+    check_url_allowed(url, act.lease.allowed_domains)
     response = await act.page.goto(url, timeout=act.ms_left(), wait_until="load")
     return await _page_answer(act, response.status if response is not None else None)
 

@@ -1,17 +1,23 @@
-"""Sessions and their tabs. A tab is the unit of ownership: held by exactly one session —
-the tabs it opened plus everything those tabs opened (popups, ``target=_blank``), so a verb
-on somebody else's tab is refused before anything runs."""
+"""Sessions, their leases and their tabs.
+
+A session holds an attachment set of profiles; each attachment it has used is a
+:class:`Lease` — the session's share of that profile's browser: its tabs, its current tab.
+A session with no attachments has one lease on its own ephemeral profile. A tab is the unit
+of ownership: held by exactly one lease — the tabs it opened plus everything those tabs opened
+(popups, ``target=_blank``, ``window.open``) — so a verb on somebody else's tab is refused
+before anything runs.
+"""
 
 from __future__ import annotations
 
 import itertools
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
-from browserbay.model import ProfileRef, SessionRef
+from browserbay.model import LeaseInfo, ProfileRef, SessionRef
 from browserbay.refusals import Refusal
 
 if TYPE_CHECKING:
@@ -25,6 +31,9 @@ class Tab:
     id: str
     page: Page
     owner: str
+    """The session that holds it."""
+    profile: str
+    """The profile (lease) it belongs to."""
     opener: str | None
     ref_prefix: str = ""
     """The main frame's ref prefix in the tab's last snapshot (see browserbay.snapshot)."""
@@ -39,25 +48,63 @@ class Tab:
 
 
 @dataclass
-class Session:
-    ref: SessionRef
+class Lease:
+    """A session's share of one profile's browser."""
+
+    session: SessionRef
     profile: ProfileRef
+    alias: str | None = None
+    allowed_domains: tuple[str, ...] = ()
     context: BrowserContext | None = None
     browser: Running | None = None
     tabs: dict[str, Tab] = field(default_factory=dict)
     current: str | None = None
+    kept_signature: tuple[Any, ...] = ()
+    """What was last written to the registry's kept tabs (written again only on change)."""
+    blocked: int = 0
+    """Sub-resource requests refused by the allowed-domains list."""
+    input_holder: str = "agent"
+    restoring: bool = False
+    """Kept tabs are being reopened: new pages are adopted in order by the restore itself."""
+
+    @property
+    def handle(self) -> str:
+        return self.alias or self.profile.label
+
+    def info(self) -> LeaseInfo:
+        holder: Literal["agent", "user"] = "user" if self.input_holder == "user" else "agent"
+        return LeaseInfo(self.profile, self.session, holder, tuple(self.tabs))
+
+
+@dataclass
+class Session:
+    ref: SessionRef
+    group: str
+    leases: dict[str, Lease] = field(default_factory=dict)
+    """profile id -> lease, for every profile the session has used in this keeper."""
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     last_used: float = field(default_factory=time.monotonic)
-    notice: str | None = None
-    """Said once with the next answer (e.g. the browser went away and a new one started)."""
+    notices: list[str] = field(default_factory=list)
+    """Said once with the next answer (a restore, a browser that went away)."""
+
+    @property
+    def running_leases(self) -> list[Lease]:
+        return [lease for lease in self.leases.values() if lease.context is not None]
 
     def summary(self) -> dict[str, Any]:
         return {
             "session": self.ref.as_row(),
-            "profile": self.profile.as_row(),
-            "browser": self.browser.id if self.browser else None,
-            "tabs": len(self.tabs),
-            "current_tab": self.current,
+            "group": self.group,
+            "leases": [
+                {
+                    "profile": lease.profile.as_row(),
+                    "handle": lease.handle,
+                    "browser": lease.browser.id if lease.browser else None,
+                    "tabs": len(lease.tabs),
+                    "current_tab": lease.current,
+                }
+                for lease in self.leases.values()
+            ],
             "idle_s": round(time.monotonic() - self.last_used, 1),
         }
 
@@ -71,26 +118,26 @@ class TabBook:
         self.by_page: dict[int, Tab] = {}
         self.gone: dict[str, str] = {}
 
-    def add(self, page: Page, session: Session, opener: str | None) -> Tab:
+    def add(self, page: Page, lease: Lease, opener: str | None) -> Tab:
         existing = self.by_page.get(id(page))
         if existing is not None:
             return existing
-        tab = Tab(f"t{next(self._ids)}", page, session.ref.id, opener)
+        tab = Tab(f"t{next(self._ids)}", page, lease.session.id, lease.profile.id, opener)
         self.tabs[tab.id] = tab
         self.by_page[id(page)] = tab
-        session.tabs[tab.id] = tab
-        if session.current is None:
-            session.current = tab.id
+        lease.tabs[tab.id] = tab
+        if lease.current is None:
+            lease.current = tab.id
         return tab
 
-    def drop(self, tab: Tab, session: Session | None, reason: str) -> None:
+    def drop(self, tab: Tab, lease: Lease | None, reason: str) -> None:
         self.tabs.pop(tab.id, None)
         self.by_page.pop(id(tab.page), None)
         self.gone[tab.id] = reason
-        if session is not None:
-            session.tabs.pop(tab.id, None)
-            if session.current == tab.id:
-                session.current = next(reversed(session.tabs), None) if session.tabs else None
+        if lease is not None:
+            lease.tabs.pop(tab.id, None)
+            if lease.current == tab.id:
+                lease.current = next(reversed(lease.tabs), None) if lease.tabs else None
 
     def lookup(self, tab_id: str, session: Session) -> Tab:
         """The caller's tab ``tab_id``, or the refusal that says why not — before anything

@@ -1,0 +1,411 @@
+"""Leases: a session's share of a profile's browser — starting it, owning its tabs, keeping
+them in the registry and restoring them, ending it, and exclusive holds with a FIFO queue."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+import anyio
+
+from browserbay.keeper.browsers import BrowserPool, Running
+from browserbay.keeper.profiles import ProfileBook
+from browserbay.keeper.sessions import Lease, Session, Tab, TabBook
+from browserbay.plugins import Plugins
+from browserbay.refusals import Refusal
+from browserbay.store import KeptTab, Registry
+
+if TYPE_CHECKING:
+    from playwright.async_api import BrowserContext, Page, Route, WebSocketRoute
+
+log = logging.getLogger("browserbay.keeper")
+Db = Callable[..., Awaitable[Any]]
+RESTORE_TIMEOUT = 20.0
+
+
+def host_allowed(host: str, allowed: tuple[str, ...]) -> bool:
+    host = host.lower().rstrip(".")
+    return any(host == d or host.endswith("." + d) for d in allowed)
+
+
+def check_url_allowed(url: str, allowed: tuple[str, ...]) -> None:
+    """A navigation outside the allowed domains is refused before it starts."""
+    if not allowed or url == "about:blank":
+        return
+    host = urlsplit(url).hostname or ""
+    if not host_allowed(host, allowed):
+        raise Refusal("domain_refused", host=host or url, allowed=", ".join(allowed))
+
+
+class Leases:
+    def __init__(
+        self,
+        pool: BrowserPool,
+        tabs: TabBook,
+        registry: Registry,
+        profiles: ProfileBook,
+        plugins: Plugins,
+        db: Db,
+        sessions: dict[str, Session],
+    ):
+        self.pool = pool
+        self.tabs = tabs
+        self.registry = registry
+        self.profiles = profiles
+        self.plugins = plugins
+        self.db = db
+        self.sessions = sessions
+        self._watched: set[int] = set()
+        self._waiters: dict[str, deque[tuple[str, anyio.Event]]] = {}
+
+    # -- starting ---------------------------------------------------------------------
+
+    async def ensure(self, session: Session, lease: Lease) -> None:
+        """The lease's browser context, started (or joined) now; kept tabs of an automatic
+        stop are reopened and the answer says so."""
+        if lease.context is not None:
+            return
+        if lease.profile.ephemeral:
+            context, running = await self.pool.isolated_context(lease.profile.provider)
+            await self._allowlist(context, lease.allowed_domains, lease)
+            self._watch(context, lease)
+            running.users.add(session.ref.id)
+        else:
+            row = self.profiles.rows.get(lease.profile.id)
+            if row is None:
+                raise Refusal(
+                    "profile_unknown",
+                    handle=lease.profile.label,
+                    why="a profile any more (it was forgotten)",
+                    fix="bay detach --profile " + lease.profile.id,
+                )
+            running = await self.pool.persistent(
+                row.provider,
+                row.id,
+                Path(row.dir),
+                headless=not row.headed,
+                proxy=row.proxy,
+            )
+            shared = running.handle.persistent_context
+            if shared is None:  # pragma: no cover - a provider contract violation
+                raise Refusal(
+                    "backend_unavailable",
+                    provider=row.provider,
+                    reason="its driver gave no persistent context",
+                    fix="bay plugins",
+                )
+            context = shared
+            if id(context) not in self._watched:
+                await self._allowlist(context, row.allowed_domains, running)
+                self._watch(context, None)
+            running.users.add(session.ref.id)
+            running.idle_since = None
+            await self.db(self.registry.profile_used, row.id)
+        lease.context, lease.browser = context, running
+        self.plugins.notify("bay_lease_changed", lease=lease.info(), change="attached")
+        state, kept = await self.db(self.registry.kept_tabs, session.ref.id, lease.profile.id)
+        if kept and state in ("auto", "live"):
+            restored = await self.restore(lease, kept)
+            session.notices.append(
+                f"restored {restored} tab(s) kept when your browser stopped (profile "
+                f"{lease.handle})"
+            )
+        elif kept:
+            session.notices.append(
+                f"{len(kept)} tab(s) from your last close are kept: bay resume reopens them"
+            )
+
+    async def _allowlist(
+        self, context: BrowserContext, allowed: tuple[str, ...], counter: Lease | Running
+    ) -> None:
+        """Every request of the context is checked, installed before its first navigation:
+        a navigation outside is aborted (and `open` refuses it by name before it starts), a
+        sub-resource is blocked and counted, a websocket is closed."""
+        if not allowed:
+            return
+
+        async def on_request(route: Route) -> None:
+            url = route.request.url
+            host = urlsplit(url).hostname or ""
+            if url.startswith(("data:", "blob:", "about:")) or host_allowed(host, allowed):
+                await route.fallback()
+                return
+            if not route.request.is_navigation_request():
+                counter.blocked += 1
+            await route.abort("blockedbyclient")
+
+        async def on_websocket(ws: WebSocketRoute) -> None:
+            host = urlsplit(ws.url).hostname or ""
+            if host_allowed(host, allowed):
+                ws.connect_to_server()
+            else:
+                counter.blocked += 1
+                await ws.close(code=1008, reason="domain not allowed")
+
+        await context.route("**/*", on_request)
+        await context.route_web_socket("**/*", on_websocket)
+
+    def _watch(self, context: BrowserContext, only: Lease | None) -> None:
+        """New pages of a context join the lease of the tab that opened them (popups,
+        target=_blank, window.open); in an ephemeral context, every page is its lease's."""
+        self._watched.add(id(context))
+
+        async def on_page(page: Page) -> None:
+            if id(page) in self.tabs.by_page:
+                return
+            opener_tab = None
+            with contextlib.suppress(Exception):
+                opener = await page.opener()
+                if opener is not None:
+                    opener_tab = self.tabs.by_page.get(id(opener))
+            if id(page) in self.tabs.by_page:  # new_tab registered it meanwhile
+                if opener_tab is not None:
+                    self.tabs.by_page[id(page)].opener = opener_tab.id
+                return
+            lease = only if only is not None and only.context is context else None
+            if opener_tab is not None:
+                lease = self.lease_of(opener_tab)
+            if lease is None or (lease.restoring and opener_tab is None):
+                return  # a page we are creating ourselves, or one a human opened by hand
+            tab = self.adopt(page, lease)
+            tab.opener = opener_tab.id if opener_tab is not None else None
+
+        context.on("page", on_page)
+
+    def lease_of(self, tab: Tab) -> Lease | None:
+        session = self.sessions.get(tab.owner)
+        return session.leases.get(tab.profile) if session is not None else None
+
+    def adopt(self, page: Page, lease: Lease) -> Tab:
+        existing = self.tabs.by_page.get(id(page))
+        if existing is not None:
+            return existing
+        tab = self.tabs.add(page, lease, None)
+        self.plugins.notify("bay_lease_changed", lease=lease.info(), change="tabs")
+
+        def on_close(_page: Page) -> None:
+            if tab.id in self.tabs.tabs:
+                self.tabs.drop(tab, lease, "closed by the page")
+                self.plugins.notify("bay_lease_changed", lease=lease.info(), change="tabs")
+
+        page.on("close", on_close)
+        return tab
+
+    async def new_tab(self, lease: Lease) -> Tab:
+        assert lease.context is not None
+        page = await lease.context.new_page()
+        tab = self.adopt(page, lease)
+        lease.current = tab.id
+        return tab
+
+    async def current_tab(self, session: Session, lease: Lease) -> Tab:
+        await self.ensure(session, lease)
+        if lease.current is None or lease.current not in lease.tabs:
+            await self.new_tab(lease)
+        assert lease.current is not None
+        return lease.tabs[lease.current]
+
+    # -- kept tabs --------------------------------------------------------------------
+
+    async def persist(self, session: Session, lease: Lease) -> None:
+        """Write the lease's tabs to the registry when they changed, so a keeper killed at
+        any moment still has them (state 'live' until the browser stops)."""
+        if lease.context is None:
+            return
+        signature = (tuple(t.page.url for t in lease.tabs.values()), lease.current)
+        if signature == lease.kept_signature:
+            return
+        kept = []
+        for t in lease.tabs.values():
+            if t.page.url in ("about:blank", ""):
+                continue
+            try:
+                title = await t.page.title()
+            except Exception:
+                title = ""
+            kept.append(KeptTab(t.page.url, title, t.id == lease.current))
+        await self.db(self.registry.keep_tabs, session.ref.id, lease.profile.id, kept, "live")
+        lease.kept_signature = signature
+
+    async def restore(self, lease: Lease, kept: list[KeptTab]) -> int:
+        """Reopen kept tabs, all at once, in their order; the one that was current is
+        current again."""
+        assert lease.context is not None
+        context = lease.context
+        pages: list[Any] = [None] * len(kept)
+
+        async def make(i: int) -> None:
+            pages[i] = await context.new_page()
+
+        lease.restoring = True
+        try:
+            async with anyio.create_task_group() as tg:
+                for i in range(len(kept)):
+                    tg.start_soon(make, i)
+        finally:
+            lease.restoring = False
+        opened = [(self.adopt(page, lease), k) for page, k in zip(pages, kept, strict=True)]
+
+        async def load(tab: Tab, k: KeptTab) -> None:
+            with contextlib.suppress(Exception):
+                await tab.page.goto(
+                    k.url, wait_until="domcontentloaded", timeout=RESTORE_TIMEOUT * 1000
+                )
+
+        async with anyio.create_task_group() as tg:
+            for tab, k in opened:
+                tg.start_soon(load, tab, k)
+        current = next((t for t, k in opened if k.current), opened[-1][0] if opened else None)
+        if current is not None:
+            lease.current = current.id
+        lease.kept_signature = ()
+        return len(opened)
+
+    # -- ending -----------------------------------------------------------------------
+
+    async def end(self, session: Session, lease: Lease, reason: str) -> int:
+        """Close the lease's share of its browser. Its tabs are kept: for ``resume`` after a
+        deliberate ``close``, reopened by themselves after any other stop."""
+        if lease.context is None:
+            return 0
+        state = "deliberate" if reason == "closed" else "auto"
+        await self.persist(session, lease)
+        if lease.tabs:
+            await self.db(self.registry.mark_kept, session.ref.id, lease.profile.id, state)
+        self.plugins.notify("bay_lease_changed", lease=lease.info(), change="detached")
+        closed = len(lease.tabs)
+        pages = [t.page for t in lease.tabs.values()]
+        for tab in list(lease.tabs.values()):
+            self.tabs.drop(tab, lease, f"its session's lease ended ({reason})")
+        running, context = lease.browser, lease.context
+        lease.context, lease.browser, lease.current = None, None, None
+        lease.kept_signature = ()
+        if running is not None:
+            if lease.profile.ephemeral:
+                running.users.discard(session.ref.id)
+                await self.pool.release_context(running, context)
+            else:
+                for page in pages:
+                    with contextlib.suppress(Exception):
+                        await page.close()
+                self.pool.release_user(running, session.ref.id)
+        return closed
+
+    async def crashed(self, running: Running) -> None:
+        for session in list(self.sessions.values()):
+            for lease in session.leases.values():
+                if lease.browser is running:
+                    self.plugins.notify("bay_lease_changed", lease=lease.info(), change="detached")
+                    for tab in list(lease.tabs.values()):
+                        self.tabs.drop(tab, lease, "its browser stopped unexpectedly")
+                    lease.context, lease.browser, lease.current = None, None, None
+                    lease.kept_signature = ()
+                    await self.db(self.registry.mark_kept, session.ref.id, lease.profile.id, "auto")
+                    session.notices.append(
+                        f"the browser of profile {lease.handle} stopped unexpectedly; a new one "
+                        "starts with your next verb and reopens your tabs"
+                    )
+
+    # -- exclusive holds --------------------------------------------------------------
+
+    async def check_hold(self, session: Session, profile_id: str) -> None:
+        """A profile held exclusively by another group is refused ``profile_busy``."""
+        hold = await self.db(self.registry.hold, profile_id)
+        if hold is None:
+            return
+        holder, group, since = hold
+        if group == session.group or not await self._holder_alive(holder, since):
+            if group != session.group:
+                await self.db(self.registry.release_hold, profile_id)
+            return
+        raise self._busy(profile_id, holder, group, since, waiting=False)
+
+    async def take_hold(self, session: Session, profile_id: str, wait: float) -> float:
+        """Hold the profile for the session's group, waiting FIFO behind other groups for
+        at most ``wait`` seconds. Answers how long it waited."""
+        started = time.monotonic()
+        queue = self._waiters.setdefault(profile_id, deque())
+        me = (session.ref.id, anyio.Event())
+        queue.append(me)
+        try:
+            while True:
+                hold = await self.db(self.registry.hold, profile_id)
+                free = hold is None or hold[1] == session.group
+                if hold is not None and not free and not await self._holder_alive(hold[0], hold[2]):
+                    log.info("reclaiming %s from stale holder %s", profile_id, hold[0])
+                    free = True
+                if free and queue[0] is me:
+                    await self.db(self.registry.set_hold, profile_id, session.ref.id, session.group)
+                    return time.monotonic() - started
+                left = wait - (time.monotonic() - started)
+                if left <= 0:
+                    if hold is None:  # free, but others queued first
+                        ahead = queue[0][0]
+                        raise self._busy(profile_id, ahead, "(queued first)", time.time(), True)
+                    raise self._busy(profile_id, hold[0], hold[1], hold[2], waiting=True)
+                fresh = (me[0], anyio.Event())
+                queue[queue.index(me)] = fresh
+                me = fresh
+                with anyio.move_on_after(min(left, 1.0)):  # re-check stale holders each second
+                    await fresh[1].wait()
+        finally:
+            with contextlib.suppress(ValueError):
+                queue.remove(me)
+            self._wake(profile_id)
+
+    async def release_hold(self, session: Session, profile_id: str) -> None:
+        hold = await self.db(self.registry.hold, profile_id)
+        if hold is not None and hold[0] == session.ref.id:
+            await self.db(self.registry.release_hold, profile_id)
+            self._wake(profile_id)
+
+    def _wake(self, profile_id: str) -> None:
+        for _sid, event in self._waiters.get(profile_id, ()):
+            event.set()
+
+    async def _holder_alive(self, holder: str, since: float) -> bool:
+        """Alive: a session the keeper has seen recently, or a shell session with a live
+        process. A holder the keeper never saw since it started is alive until it has been
+        idle for the idle timeout."""
+        from browserbay.keeper.keeper import IDLE_TIMEOUT
+
+        session = self.sessions.get(holder)
+        if session is not None:
+            return time.monotonic() - session.last_used <= IDLE_TIMEOUT
+        if holder.startswith("shell-") and holder[6:].isdigit():
+            return bool(await anyio.to_thread.run_sync(_sid_alive, int(holder[6:])))
+        return time.time() - since <= IDLE_TIMEOUT
+
+    def _busy(
+        self, profile_id: str, holder: str, group: str, since: float, waiting: bool
+    ) -> Refusal:
+        label = (
+            self.profiles.rows[profile_id].label if profile_id in self.profiles.rows else profile_id
+        )
+        when = time.strftime("%H:%M:%S", time.localtime(since))
+        fix = (
+            "wait longer (bay use ... --exclusive --wait SECONDS), or ask the holder to bay detach"
+            if waiting
+            else f"bay use {profile_id} --exclusive --wait 60   (queues behind the holder)"
+        )
+        return Refusal(
+            "profile_busy", profile=label, holder=holder, group=group, since=when, fix=fix
+        )
+
+
+def _sid_alive(sid: int) -> bool:
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[4]) == sid:
+                return True
+    return False

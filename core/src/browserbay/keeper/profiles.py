@@ -1,0 +1,312 @@
+"""Persistent profiles: the registry's rows, handles, and the verbs that manage them
+(``new``, ``profiles``, ``forget``, ``adopt``, ``group``).
+
+Ids are minted (``bp-<8 hex>``); a label is free text that never reaches a path, an argv or
+a command line. Profile directories are 0700 under the data dir.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import tarfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+
+from browserbay.model import ProfileRef
+from browserbay.paths import BayPaths, ensure_private
+from browserbay.plugins import Plugins
+from browserbay.refusals import Refusal
+from browserbay.store import ProfileRow, Registry
+
+T = TypeVar("T")
+Db = Callable[..., Awaitable[Any]]
+
+
+def mint_profile_id() -> str:
+    return f"bp-{secrets.token_hex(4)}"
+
+
+def looks_like_path(handle: str) -> bool:
+    return "/" in handle or handle.startswith(("~", "."))
+
+
+def parse_domains(value: str | None) -> tuple[str, ...]:
+    if not value:
+        return ()
+    domains = tuple(d.strip().lower().lstrip(".") for d in value.split(",") if d.strip())
+    for d in domains:
+        if "/" in d or ":" in d or " " in d:
+            raise Refusal(
+                "usage",
+                detail=f"{d!r} is not a domain (give host names like example.org,api.example.org)",
+                verb="new",
+            )
+    return domains
+
+
+def _is_user_data_dir(directory: Path) -> bool:
+    return directory.is_dir() and (
+        (directory / "Local State").exists() or (directory / "Default").is_dir()
+    )
+
+
+def dir_size(path: str, budget: int = 200_000) -> int | None:
+    """Bytes under ``path`` (bounded: None past ``budget`` files). Run in a worker thread."""
+    total, seen = 0, 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            seen += 1
+            if seen > budget:
+                return None
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                continue
+    return total
+
+
+class ProfileBook:
+    def __init__(self, registry: Registry, paths: BayPaths, plugins: Plugins, db: Db):
+        self.registry = registry
+        self.paths = paths
+        self.plugins = plugins
+        self.db = db
+        self.rows: dict[str, ProfileRow] = {}
+        self.attached: dict[str, int] = {}
+
+    @property
+    def root(self) -> Path:
+        return self.paths.data / "profiles"
+
+    async def load(self) -> None:
+        rows = await self.db(self.registry.profiles)
+        self.rows = {r.id: r for r in rows}
+        for pid in self.rows:
+            self.attached[pid] = len(await self.db(self.registry.attachments_of_profile, pid))
+
+    def ref(self, row: ProfileRow, chosen: str) -> ProfileRef:
+        provider = self.plugins.providers.get(row.provider)
+        return ProfileRef(
+            id=row.id,
+            label=row.label,
+            provider=row.provider,
+            tier=provider.tier if provider is not None else 1,
+            ephemeral=False,
+            attached=self.attached.get(row.id, 0),
+            chosen=chosen,
+        )
+
+    def find(self, handle: str) -> ProfileRow:
+        """A profile by id or label; a path or an unknown name is refused with the fix."""
+        if looks_like_path(handle):
+            raise Refusal(
+                "profile_unknown",
+                handle=handle,
+                why="a profile: it looks like a directory, and profiles are named by label or id",
+                fix=f"bay adopt {handle} <label>   (registers that directory as a profile)",
+            )
+        if handle in self.rows:
+            return self.rows[handle]
+        matches = [r for r in self.rows.values() if r.label == handle]
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            ids = ", ".join(r.id for r in matches)
+            raise Refusal(
+                "profile_unknown",
+                handle=handle,
+                why=f"one profile: {len(matches)} share that label ({ids})",
+                fix=f"name it by id: one of {ids}",
+            )
+        raise Refusal(
+            "profile_unknown",
+            handle=handle,
+            why="a known profile",
+            fix=f"bay profiles   (or bay new {handle})",
+        )
+
+    # -- verbs ------------------------------------------------------------------------
+
+    async def new(self, args: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        label = str(args["label"]).strip()
+        if not label or len(label) > 200 or any(ord(c) < 32 for c in label):
+            raise Refusal("usage", detail="a label is 1-200 printable characters", verb="new")
+        provider = str(args.get("provider") or "chromium")
+        if provider not in self.plugins.providers:
+            raise Refusal(
+                "backend_unavailable",
+                provider=provider,
+                reason="no installed plugin provides it",
+                fix="bay plugins   (lists the providers you can use)",
+            )
+        pid = mint_profile_id()
+        directory = self.root / pid  # the id, never the label, names the directory
+        await anyio.to_thread.run_sync(ensure_private, self.root)
+        await anyio.to_thread.run_sync(ensure_private, directory)
+        row = ProfileRow(
+            id=pid,
+            label=label,
+            provider=provider,
+            dir=str(directory),
+            proxy=args.get("proxy"),
+            allowed_domains=parse_domains(args.get("allowed_domains")),
+            headed=bool(args.get("headed")),
+            adopted=False,
+            created_at=time.time(),
+            last_used=None,
+        )
+        await self.db(self.registry.profile_create, row)
+        self.rows[pid] = row
+        self.attached[pid] = 0
+        return self.describe(row), f"{label} ({pid}) · {provider}\nuse it: bay use {pid}"
+
+    async def adopt(self, args: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        directory = Path(str(args["dir"]))
+        if not directory.is_absolute():
+            raise Refusal("usage", detail="adopt needs an absolute directory path", verb="adopt")
+        looks = await anyio.to_thread.run_sync(_is_user_data_dir, directory)
+        if not looks:
+            raise Refusal(
+                "usage",
+                detail=f"{directory} is not a Chromium user-data-dir (no 'Local State' or "
+                "'Default' in it)",
+                verb="adopt",
+            )
+        for r in self.rows.values():
+            if Path(r.dir) == directory:
+                raise Refusal(
+                    "usage", detail=f"{directory} is already the profile {r.id}", verb="adopt"
+                )
+        pid = mint_profile_id()
+        row = ProfileRow(
+            pid,
+            str(args["label"]),
+            "chromium",
+            str(directory),
+            None,
+            (),
+            False,
+            True,
+            time.time(),
+            None,
+        )
+        await self.db(self.registry.profile_create, row)
+        self.rows[pid] = row
+        self.attached[pid] = 0
+        return self.describe(row), f"adopted {directory} as {row.label} ({pid})"
+
+    async def forget(
+        self, handle: str, running: Callable[[str], bool]
+    ) -> tuple[dict[str, Any], str]:
+        row = self.find(handle)
+        holders = await self.db(self.registry.attachments_of_profile, row.id)
+        if holders or running(row.id):
+            raise Refusal(
+                "profile_busy",
+                profile=row.label,
+                holder=", ".join(holders) or "(its browser is still running)",
+                group="-",
+                since="now",
+                fix=f"bay detach --profile {row.id} --session <each of them>, then forget it",
+            )
+        archive = None
+        if not row.adopted:
+            archive = await anyio.to_thread.run_sync(self._archive, row)
+        await self.db(self.registry.profile_delete, row.id)
+        self.rows.pop(row.id, None)
+        self.attached.pop(row.id, None)
+        if not row.adopted:
+            await anyio.to_thread.run_sync(lambda: shutil.rmtree(row.dir, ignore_errors=True))
+        data = {"forgotten": row.id, "archive": str(archive) if archive else None}
+        where = f"; archived to {archive}" if archive else " (adopted: its directory is untouched)"
+        return data, f"forgot {row.label} ({row.id}){where}"
+
+    def _archive(self, row: ProfileRow) -> Path:
+        """The directory, as a private tar.gz, before anything is removed."""
+        archive_dir = self.paths.data / "archive"
+        ensure_private(archive_dir)
+        target = archive_dir / f"{row.id}-{time.strftime('%Y%m%d-%H%M%S')}.tar.gz"
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f, tarfile.open(fileobj=f, mode="w:gz") as tar:
+            tar.add(row.dir, arcname=row.id)
+        return target
+
+    async def listing(
+        self, orphans: bool, running: Callable[[str], dict[str, Any] | None]
+    ) -> tuple[dict[str, Any], str]:
+        rows = []
+        for r in self.rows.values():
+            size = await anyio.to_thread.run_sync(dir_size, r.dir)
+            live = running(r.id)
+            rows.append(
+                dict(
+                    self.describe(r),
+                    running=live is not None,
+                    browser=live,
+                    disk_bytes=size,
+                    sessions=await self.db(self.registry.attachments_of_profile, r.id),
+                )
+            )
+        data: dict[str, Any] = {"profiles": rows}
+        lines = [
+            f"{p['label']:<16} {p['id']}  {p['provider']:<9} tier {p['tier']}  "
+            f"{'running' if p['running'] else 'stopped':<8} sessions {len(p['sessions'])}  "
+            f"disk {_mib(p['disk_bytes'])}  "
+            f"pss {_mib((p['browser'] or {}).get('pss_kib', 0) * 1024) if p['browser'] else '-'}"
+            f"  last used {_ago(p['last_used'])}"
+            for p in rows
+        ]
+        if orphans:
+            found, missing = await anyio.to_thread.run_sync(self._orphans)
+            data["orphans"] = {"directories": found, "rows_without_directory": missing}
+            lines += [f"orphan directory {d}" for d in found]
+            lines += [f"profile {m} has no directory" for m in missing]
+        return data, "\n".join(lines) if lines else "(no profiles yet: bay new <label>)"
+
+    def _orphans(self) -> tuple[list[str], list[str]]:
+        known = {Path(r.dir).name for r in self.rows.values()}
+        found = []
+        if self.root.is_dir():
+            found = sorted(
+                str(d) for d in self.root.iterdir() if d.is_dir() and d.name not in known
+            )
+        missing = [r.id for r in self.rows.values() if not Path(r.dir).is_dir()]
+        return found, missing
+
+    def describe(self, row: ProfileRow) -> dict[str, Any]:
+        provider = self.plugins.providers.get(row.provider)
+        return {
+            "id": row.id,
+            "label": row.label,
+            "provider": row.provider,
+            "tier": provider.tier if provider is not None else None,
+            "proxy": bool(row.proxy),
+            "allowed_domains": list(row.allowed_domains),
+            "headed": row.headed,
+            "adopted": row.adopted,
+            "created_at": row.created_at,
+            "last_used": row.last_used,
+        }
+
+
+def _mib(n: int | None) -> str:
+    return "?" if n is None else f"{n / 1048576:.1f}MiB"
+
+
+def _ago(t: float | None) -> str:
+    if t is None:
+        return "never"
+    s = time.time() - t
+    return (
+        f"{s:.0f}s ago"
+        if s < 120
+        else f"{s / 60:.0f}min ago"
+        if s < 7200
+        else f"{s / 3600:.0f}h ago"
+    )
