@@ -371,3 +371,28 @@ def test_audit_lists_verbs_never_values(fresh_bay: Bay, demo: str) -> None:
 @pytest.mark.parametrize("verb", ["use", "pin"])
 def test_use_and_pin_need_a_profile(fresh_bay: Bay, verb: str) -> None:
     assert_refused(fresh_bay(verb), "usage")
+
+
+def test_closed_tabs_wait_for_resume_even_after_other_verbs(fresh_bay: Bay, demo: str) -> None:
+    fresh_bay.ok("open", f"{demo}/form.html", session="p")
+    fresh_bay.ok("tab", "new", f"{demo}/popup.html", session="p")
+    fresh_bay.ok("close", session="p")
+    r = fresh_bay("open", f"{demo}/", session="p")  # works meanwhile, in a fresh tab
+    assert "bay resume reopens them" in r.frame["notice"]
+    resumed = fresh_bay.ok("resume", session="p")
+    assert resumed["restored"] == 2
+    urls = [t["url"] for t in resumed["tabs"]]
+    assert urls == [f"{demo}/", f"{demo}/form.html", f"{demo}/popup.html"]
+    # An automatic stop after that brings all three back, once.
+    fresh_bay.ok("keeper", "stop")
+    again = fresh_bay.ok("resume", session="p")
+    assert again["restored"] == 0
+    assert len(again["tabs"]) == 3
+
+
+def test_close_releases_an_exclusive_hold_that_never_started_a_browser(fresh_bay: Bay) -> None:
+    fresh_bay.ok("new", "held")
+    fresh_bay.ok("use", "held", "--exclusive", session="h", env={"BAY_GROUP": "one"})
+    assert_refused(fresh_bay("use", "held", session="o", env={"BAY_GROUP": "two"}), "profile_busy")
+    fresh_bay.ok("close", session="h", env={"BAY_GROUP": "one"})
+    fresh_bay.ok("use", "held", session="o", env={"BAY_GROUP": "two"})

@@ -109,7 +109,21 @@ MIGRATIONS: Sequence[str] = (
         profile TEXT NOT NULL
     );
     """,
+    # 3: trigger intake — a request UUID is claimed durably before it is acted on.
+    """
+    CREATE TABLE trigger_claims (
+        uuid TEXT PRIMARY KEY,
+        action TEXT NOT NULL,
+        session TEXT NOT NULL,
+        claimed_at REAL NOT NULL,
+        result TEXT
+    );
+    """,
 )
+
+
+#: Suffix of the key under which a deliberate close parks a lease's tabs for ``resume``.
+PARKED = "@closed"
 
 
 @dataclass(frozen=True)
@@ -180,12 +194,16 @@ class Registry(Protocol):
     def drop_kept_tabs(self, session: str, profile_id: str) -> None: ...
     def mark_live_tabs_auto(self) -> int: ...
     def mark_kept(self, session: str, profile_id: str, state: str) -> None: ...
+    def park_kept(self, session: str, profile_id: str) -> None: ...
     def hold(self, profile_id: str) -> tuple[str, str, float] | None: ...
     def set_hold(self, profile_id: str, holder: str, group: str) -> None: ...
     def release_hold(self, profile_id: str) -> None: ...
     def group_default(self, group: str) -> str | None: ...
     def set_group_default(self, group: str, profile_id: str) -> None: ...
     def audit_rows(self, profile_id: str | None, limit: int) -> list[dict[str, Any]]: ...
+    # trigger intake (migration 3)
+    def claim_trigger(self, uuid: str, action: str, session: str) -> str | None: ...
+    def finish_trigger(self, uuid: str, result: str) -> None: ...
 
 
 class SqliteRegistry:
@@ -517,6 +535,19 @@ class SqliteRegistry:
         """At keeper start: the browsers of 'live' tabs died with the last keeper."""
         return self.db.execute("UPDATE kept_tabs SET state='auto' WHERE state='live'").rowcount
 
+    def park_kept(self, session: str, profile_id: str) -> None:
+        """A deliberate close: the lease's kept tabs move aside (``<profile>@closed``) where
+        only ``bay resume`` takes them, so tabs the session opens meanwhile do not replace
+        them. The newest close wins."""
+        parked = profile_id + PARKED
+        self._tx(
+            ("DELETE FROM kept_tabs WHERE session=? AND profile=?", (session, parked)),
+            (
+                "UPDATE kept_tabs SET profile=?, state='deliberate' WHERE session=? AND profile=?",
+                (parked, session, profile_id),
+            ),
+        )
+
     def mark_kept(self, session: str, profile_id: str, state: str) -> None:
         self.db.execute(
             "UPDATE kept_tabs SET state=? WHERE session=? AND profile=?",
@@ -554,6 +585,32 @@ class SqliteRegistry:
             "ON CONFLICT(group_name) DO UPDATE SET profile=excluded.profile",
             (group, profile_id),
         )
+
+    def claim_trigger(self, uuid: str, action: str, session: str) -> str | None:
+        """Claim a request UUID before acting on it. Answers None for a fresh claim, the
+        stored result (JSON) for one already handled, or ``""`` for one claimed by a keeper
+        that died before it finished (the action may have taken effect)."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            row = self.db.execute(
+                "SELECT result FROM trigger_claims WHERE uuid=?", (uuid,)
+            ).fetchone()
+            if row is None:
+                self.db.execute(
+                    "INSERT INTO trigger_claims(uuid, action, session, claimed_at) "
+                    "VALUES (?, ?, ?, ?)",
+                    (uuid, action, session, time.time()),
+                )
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        if row is None:
+            return None
+        return str(row[0]) if row[0] is not None else ""
+
+    def finish_trigger(self, uuid: str, result: str) -> None:
+        self.db.execute("UPDATE trigger_claims SET result=? WHERE uuid=?", (result, uuid))
 
     def audit_rows(self, profile_id: str | None, limit: int) -> list[dict[str, Any]]:
         sql = "SELECT at, session, profile, verb, ok, code FROM audit"

@@ -343,6 +343,13 @@ VERBS: tuple[Verb, ...] = (
         ),
     ),
     Verb(
+        "triggers",
+        KEEPER,
+        "The trigger intake directory (drop <uuid>.json requests there; docs/triggers.md).",
+        (Arg("action", "pos", "what to show", choices=("path",)),),
+        example="bay triggers path",
+    ),
+    Verb(
         "audit",
         KEEPER,
         "The audit trail: at, session, profile, verb, ok (never a typed value).",

@@ -294,7 +294,9 @@ def sweep_orphans(registry: Registry) -> list[str]:
             end = time.monotonic() + 3.0
             while time.monotonic() < end and _is_ours(pid, row.id):
                 time.sleep(0.05)
-            if _is_ours(pid, row.id) and row.ephemeral:
+            if _is_ours(pid, row.id):
+                # Still there after its keeper died: SIGTERM lets Chromium write its
+                # profile out; it is never SIGKILLed.
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGTERM)
         shutil.rmtree(row.home, ignore_errors=True)  # the per-browser HOME, not a profile

@@ -217,6 +217,14 @@ async def _run(sock: socket.socket, paths: BayPaths) -> None:
         except Exception:
             log.exception("the Playwright driver failed to start")
 
+    async def triggers() -> None:
+        from browserbay.keeper.triggers import TriggerIntake
+
+        try:
+            await TriggerIntake(keeper).run()
+        except Exception:
+            log.exception("the trigger intake stopped")
+
     serving = anyio.CancelScope()
 
     async def serve() -> None:
@@ -236,6 +244,7 @@ async def _run(sock: socket.socket, paths: BayPaths) -> None:
         tg.start_soon(serve)
         tg.start_soon(on_signal)
         tg.start_soon(housekeeping)
+        tg.start_soon(triggers)
         await keeper.stop_event.wait()
         with anyio.move_on_after(5):
             while keeper.inflight:  # noqa: ASYNC110 - a counter, polled only at shutdown

@@ -255,12 +255,20 @@ class Keeper:
         handles = self._handles(atts)
         if state["changed"]:
             await self.db(self.registry.ack_set, sid, handles)
-            now_default = handles[0] if handles else "your own ephemeral browser"
+            pinned = [h for (pid, _a), h in zip(atts, handles, strict=True) if pid == state["pin"]]
+            if pinned:
+                now_default = pinned[0] + ", the pin"
+            elif len(handles) == 1:
+                now_default = handles[0]
+            elif handles:
+                now_default = "the profile you name with --profile (two or more are attached)"
+            else:
+                now_default = "your own ephemeral browser"
             raise Refusal(
                 "profile_changed",
                 was=", ".join(state["seen_handles"]) or "(none: ephemeral)",
                 now=", ".join(handles) or "(none: ephemeral)",
-                now_default=state["pin"] or now_default,
+                now_default=now_default,
                 handles=handles,
             )
         if handle:
@@ -451,11 +459,8 @@ class Keeper:
 
     async def _resume(self, session: Session, lease: Lease) -> Answer:
         await self.leases.ensure(session, lease)  # an automatic stop restores by itself
-        _state, kept = await self.db(self.registry.kept_tabs, session.ref.id, lease.profile.id)
-        restored = 0
-        if kept and _state != "live":
-            restored = await self.leases.restore(lease, kept)
-            session.notices = [n for n in session.notices if "bay resume" not in n]
+        restored = await self.leases.resume_parked(session, lease)
+        session.notices = [n for n in session.notices if "bay resume" not in n]
         tabs = [dict(await t.row(), current=t.id == lease.current) for t in lease.tabs.values()]
         return {"restored": restored, "tabs": tabs}, f"restored {restored} tab(s)"
 
@@ -510,6 +515,13 @@ class Keeper:
     ) -> tuple[dict[str, Any], str, ProfileRef | None]:
         sid = session.ref.id
         atts = await self.db(self.registry.attachments, sid)
+        if handle is None and not atts:
+            raise Refusal(
+                "profile_unknown",
+                handle="(none)",
+                why="there: this session has no profile attached",
+                fix="bay status   (nothing to detach)",
+            )
         if handle is None:
             if len(atts) != 1:
                 raise Refusal(
@@ -589,7 +601,13 @@ class Keeper:
         closed = 0
         for lease in leases:
             closed += await self.leases.end(session, lease, "closed")
-            await self.leases.release_hold(session, lease.profile.id)
+        held = (
+            [lease.profile.id for lease in leases]
+            if handle
+            else [pid for pid, _alias in await self.db(self.registry.attachments, session.ref.id)]
+        )
+        for pid in held:
+            await self.leases.release_hold(session, pid)
         if not handle:
             await self.db(self.registry.session_closed, session.ref.id)
         text = f"closed {closed} tab(s); they are kept: bay resume reopens them"
@@ -733,6 +751,11 @@ class Keeper:
                 if browser is not None:
                     browser["pss_kib"] = await anyio.to_thread.run_sync(pss_kib, browser["pid"])
             return await self.profiles.listing(bool(args.get("orphans")), live.get)
+        if name == "triggers":
+            from browserbay.keeper.triggers import triggers_dir
+
+            path = triggers_dir(self)
+            return {"path": str(path), "processed": str(path / "processed")}, str(path)
         if name == "group":
             target = self.profiles.find(str(args["profile"]))
             await self.db(self.registry.set_group_default, str(args["name"]), target.id)

@@ -19,7 +19,7 @@ from browserbay.keeper.profiles import ProfileBook
 from browserbay.keeper.sessions import Lease, Session, Tab, TabBook
 from browserbay.plugins import Plugins
 from browserbay.refusals import Refusal
-from browserbay.store import KeptTab, Registry
+from browserbay.store import PARKED, KeptTab, Registry
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page, Route, WebSocketRoute
@@ -112,13 +112,17 @@ class Leases:
         state, kept = await self.db(self.registry.kept_tabs, session.ref.id, lease.profile.id)
         if kept and state in ("auto", "live"):
             restored = await self.restore(lease, kept)
+            await self.persist(session, lease)  # they are live again: never restored twice
             session.notices.append(
                 f"restored {restored} tab(s) kept when your browser stopped (profile "
                 f"{lease.handle})"
             )
-        elif kept:
+        _parked_state, parked = await self.db(
+            self.registry.kept_tabs, session.ref.id, lease.profile.id + PARKED
+        )
+        if parked:
             session.notices.append(
-                f"{len(kept)} tab(s) from your last close are kept: bay resume reopens them"
+                f"{len(parked)} tab(s) from your last close are kept: bay resume reopens them"
             )
 
     async def _allowlist(
@@ -267,6 +271,17 @@ class Leases:
         lease.kept_signature = ()
         return len(opened)
 
+    async def resume_parked(self, session: Session, lease: Lease) -> int:
+        """Reopen the tabs a deliberate close parked (after the tabs opened since)."""
+        key = lease.profile.id + PARKED
+        _state, parked = await self.db(self.registry.kept_tabs, session.ref.id, key)
+        if not parked:
+            return 0
+        restored = await self.restore(lease, parked)
+        await self.db(self.registry.drop_kept_tabs, session.ref.id, key)
+        await self.persist(session, lease)
+        return restored
+
     # -- ending -----------------------------------------------------------------------
 
     async def end(self, session: Session, lease: Lease, reason: str) -> int:
@@ -274,10 +289,11 @@ class Leases:
         deliberate ``close``, reopened by themselves after any other stop."""
         if lease.context is None:
             return 0
-        state = "deliberate" if reason == "closed" else "auto"
         await self.persist(session, lease)
-        if lease.tabs:
-            await self.db(self.registry.mark_kept, session.ref.id, lease.profile.id, state)
+        if lease.tabs and reason == "closed":
+            await self.db(self.registry.park_kept, session.ref.id, lease.profile.id)
+        elif lease.tabs:
+            await self.db(self.registry.mark_kept, session.ref.id, lease.profile.id, "auto")
         self.plugins.notify("bay_lease_changed", lease=lease.info(), change="detached")
         closed = len(lease.tabs)
         pages = [t.page for t in lease.tabs.values()]

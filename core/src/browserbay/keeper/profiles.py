@@ -32,6 +32,13 @@ def mint_profile_id() -> str:
     return f"bp-{secrets.token_hex(4)}"
 
 
+def check_label(label: str, verb: str) -> str:
+    label = label.strip()
+    if not label or len(label) > 200 or any(ord(c) < 32 for c in label):
+        raise Refusal("usage", detail="a label is 1-200 printable characters", verb=verb)
+    return label
+
+
 def looks_like_path(handle: str) -> bool:
     return "/" in handle or handle.startswith(("~", "."))
 
@@ -134,9 +141,7 @@ class ProfileBook:
     # -- verbs ------------------------------------------------------------------------
 
     async def new(self, args: dict[str, Any]) -> tuple[dict[str, Any], str]:
-        label = str(args["label"]).strip()
-        if not label or len(label) > 200 or any(ord(c) < 32 for c in label):
-            raise Refusal("usage", detail="a label is 1-200 printable characters", verb="new")
+        label = check_label(str(args["label"]), "new")
         provider = str(args.get("provider") or "chromium")
         if provider not in self.plugins.providers:
             raise Refusal(
@@ -183,10 +188,11 @@ class ProfileBook:
                 raise Refusal(
                     "usage", detail=f"{directory} is already the profile {r.id}", verb="adopt"
                 )
+        label = check_label(str(args["label"]), "adopt")
         pid = mint_profile_id()
         row = ProfileRow(
             pid,
-            str(args["label"]),
+            label,
             "chromium",
             str(directory),
             None,

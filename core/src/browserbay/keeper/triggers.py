@@ -1,0 +1,332 @@
+"""Trigger intake: a versioned file protocol to open, resume or stop a session's browser,
+acted on exactly once — for cron jobs, other agents and harnesses with no shell attached to
+the session.
+
+A request is ``<lowercase-uuid>.json`` (≤ 64 KiB), published into the triggers directory by
+rename::
+
+    {"version": 1, "action": "open", "session": "S", "profile": "H?", "url": "U?",
+     "timeout_ms": 30000}
+
+Validation runs in a fixed order and the first failure is the reason. The result goes to
+``processed/<uuid>.result.json`` (written atomically), then the request is removed. The UUID
+is claimed in the registry before anything is done, so a repeated UUID gets the first result
+back and is never replayed — also across a ``kill -9`` of the keeper, after which an
+interrupted claim is answered ``uncertain: true``. Requests of one session run in FIFO order;
+different sessions run concurrently (bounded).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import time
+from collections import deque
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from browserbay.keeper.leases import check_url_allowed
+from browserbay.keeper.pageverbs import normalize_url
+from browserbay.model import SessionRef
+from browserbay.paths import ensure_private
+from browserbay.refusals import Refusal
+from browserbay.store import PARKED
+
+if TYPE_CHECKING:
+    from browserbay.keeper.keeper import Keeper
+
+log = logging.getLogger("browserbay.triggers")
+
+VERSION = 1
+MAX_BYTES = 64 * 1024
+ACTIONS = ("open", "resume", "stop")
+FIELDS = {
+    "open": ({"version", "action", "session"}, {"profile", "url", "timeout_ms"}),
+    "resume": ({"version", "action", "session"}, {"profile", "timeout_ms"}),
+    "stop": ({"version", "action", "session"}, {"profile", "timeout_ms"}),
+}
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_SESSION = re.compile(r"^[A-Za-z0-9._:@-]{1,128}$")
+POLL = float(os.environ.get("BAY_TRIGGER_POLL", "0.2"))
+MAX_AGE = float(os.environ.get("BAY_TRIGGER_MAX_AGE", "3600"))
+#: Seconds between claiming a request and acting on it. For fault-injection tests: a keeper
+#: killed in that window must answer the request ``uncertain`` after its restart.
+ACT_DELAY = float(os.environ.get("BAY_TRIGGER_ACT_DELAY", "0"))
+DEFAULT_TIMEOUT_MS = 30_000
+CONCURRENCY = 4
+
+
+def validate(name: str, raw: bytes) -> dict[str, Any]:
+    """The request, or ValueError with the exact reason (first failure wins)."""
+    try:
+        request = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise ValueError("not an object") from None
+    if not isinstance(request, dict):
+        raise ValueError("not an object")
+    if request.get("version") != VERSION:
+        raise ValueError(f"unsupported version: {json.dumps(request.get('version'))}")
+    action = request.get("action")
+    if action not in ACTIONS:
+        raise ValueError(f"unsupported action: {json.dumps(action)}")
+    if not _UUID.match(name):
+        raise ValueError("filename not a lowercase UUID")
+    required, optional = FIELDS[action]
+    for key in sorted(required):
+        if key not in request:
+            raise ValueError(f"missing field: {key}")
+    for key in sorted(request):
+        if key not in required | optional:
+            raise ValueError(f"unsupported field: {key}")
+    session = request["session"]
+    if not isinstance(session, str) or not _SESSION.match(session):
+        raise ValueError("bad session id")
+    profile = request.get("profile")
+    if profile is not None and (not isinstance(profile, str) or not 0 < len(profile) <= 256):
+        raise ValueError("bad profile handle")
+    if "url" in request:
+        url = request["url"]
+        if not isinstance(url, str) or not url:
+            raise ValueError("bad URL")
+        try:
+            request["url"] = normalize_url(url)
+        except Refusal:
+            raise ValueError("bad URL: only http, https and about:blank") from None
+    timeout = request.get("timeout_ms", DEFAULT_TIMEOUT_MS)
+    if not isinstance(timeout, int) or isinstance(timeout, bool) or not 1 <= timeout <= 600_000:
+        raise ValueError("bad timeout: timeout_ms is a whole number in 1..600000")
+    request["timeout_ms"] = timeout
+    return request
+
+
+def result(
+    action: Any, session: Any, ok: bool, outcome: str, reason: str, uncertain: bool = False
+) -> dict[str, Any]:
+    return {
+        "version": VERSION,
+        "action": action if action in ACTIONS else None,
+        "ok": ok,
+        "outcome": outcome,
+        "reason": reason,
+        "session": session if isinstance(session, str) else None,
+        "uncertain": uncertain,
+    }
+
+
+class TriggerIntake:
+    def __init__(self, keeper: Keeper):
+        self.keeper = keeper
+        self.dir = keeper.paths.data / "triggers"
+        self.processed = self.dir / "processed"
+        self._seen: set[str] = set()
+        self._queues: dict[str, deque[tuple[str, dict[str, Any]]]] = {}
+        self._limiter = anyio.CapacityLimiter(CONCURRENCY)
+
+    async def run(self) -> None:
+        await anyio.to_thread.run_sync(ensure_private, self.dir)
+        await anyio.to_thread.run_sync(ensure_private, self.processed)
+        async with anyio.create_task_group() as tg:
+            while True:
+                for name, raw, age in await anyio.to_thread.run_sync(self._scan):
+                    self._seen.add(name)
+                    tg.start_soon(self._intake, name, raw, age, tg)
+                await anyio.sleep(POLL)
+
+    def _scan(self) -> list[tuple[str, bytes | None, float]]:
+        """New request files, oldest publication first. ``raw`` is None when too large."""
+        found = []
+        now = time.time()
+        with os.scandir(self.dir) as it:
+            for entry in it:
+                if not entry.name.endswith(".json") or entry.name.startswith("."):
+                    continue
+                if entry.name in self._seen or not entry.is_file(follow_symlinks=False):
+                    continue
+                st = entry.stat(follow_symlinks=False)
+                found.append((st.st_mtime_ns, entry.name, st.st_size, now - st.st_mtime))
+        found.sort()
+        out: list[tuple[str, bytes | None, float]] = []
+        for _mtime, name, size, age in found:
+            raw = None
+            if size <= MAX_BYTES:
+                try:
+                    raw = (self.dir / name).read_bytes()[: MAX_BYTES + 1]
+                except OSError:
+                    continue
+            out.append((name, raw if raw is None or len(raw) <= MAX_BYTES else None, age))
+        return out
+
+    async def _intake(self, name: str, raw: bytes | None, age: float, tg: Any) -> None:
+        stem = name[: -len(".json")]
+        if raw is None:
+            await self._answer(
+                stem,
+                name,
+                result(None, None, False, "refused", f"too large (limit {MAX_BYTES} bytes)"),
+            )
+            return
+        try:
+            request = validate(stem, raw)
+        except ValueError as exc:
+            try:
+                loose = json.loads(raw)
+            except ValueError:
+                loose = {}
+            loose = loose if isinstance(loose, dict) else {}
+            await self._answer(
+                stem,
+                name,
+                result(loose.get("action"), loose.get("session"), False, "refused", str(exc)),
+            )
+            return
+        if age > MAX_AGE:
+            reason = f"stale request: published {age:.0f}s ago (limit {MAX_AGE:.0f}s)"
+            await self._answer(
+                stem, name, result(request["action"], request["session"], False, "refused", reason)
+            )
+            return
+        queue = self._queues.setdefault(request["session"], deque())
+        queue.append((stem, request))
+        if len(queue) == 1:  # nobody is draining this session's queue yet
+            tg.start_soon(self._drain, request["session"])
+
+    async def _drain(self, session: str) -> None:
+        queue = self._queues[session]
+        while queue:
+            stem, request = queue[0]
+            async with self._limiter:
+                try:
+                    answer = await self._once(stem, request)
+                except Exception:
+                    log.exception("trigger %s failed", stem)
+                    answer = result(
+                        request["action"],
+                        session,
+                        False,
+                        "refused",
+                        "internal error: see the keeper log",
+                    )
+                await self._answer(stem, stem + ".json", answer)
+            queue.popleft()
+        self._queues.pop(session, None)
+
+    async def _once(self, stem: str, request: dict[str, Any]) -> dict[str, Any]:
+        db, reg = self.keeper.db, self.keeper.registry
+        previous = await db(reg.claim_trigger, stem, request["action"], request["session"])
+        if previous:
+            return dict(json.loads(previous))  # handled before: the first result, no replay
+        if previous == "":
+            answer = result(
+                request["action"],
+                request["session"],
+                False,
+                "refused",
+                "interrupted: a keeper stopped after claiming this request and before its "
+                "result; the action may have taken effect",
+                uncertain=True,
+            )
+        else:
+            if ACT_DELAY:
+                await anyio.sleep(ACT_DELAY)
+            answer = await self._act(request)
+        await db(reg.finish_trigger, stem, json.dumps(answer))
+        return answer
+
+    async def _act(self, request: dict[str, Any]) -> dict[str, Any]:
+        action, sid = request["action"], request["session"]
+        keeper = self.keeper
+        started = False
+        try:
+            with anyio.fail_after(request["timeout_ms"] / 1000):
+                if action == "stop":
+                    existing = keeper.sessions.get(sid)
+                    if existing is None or not existing.running_leases:
+                        return result(
+                            action, sid, False, "not-found", "no running browser for this session"
+                        )
+                    async with existing.lock:
+                        started = True
+                        for lease in existing.running_leases:
+                            await keeper.leases.end(existing, lease, "trigger_stop")
+                    await self._audit(sid, None, action, True)
+                    return result(
+                        action, sid, True, "stopped", "stopped gracefully; its tabs are kept"
+                    )
+                session = keeper._session(SessionRef(sid, "api"), None)
+                async with session.lock:
+                    lease = await keeper._choose(session, request.get("profile"))
+                    if action == "resume":
+                        kept = []
+                        for key in (lease.profile.id, lease.profile.id + PARKED):
+                            kept += (await keeper.db(keeper.registry.kept_tabs, sid, key))[1]
+                        if not kept and lease.context is None:
+                            return result(
+                                action, sid, False, "not-found", "no kept tabs for this session"
+                            )
+                        started = True
+                        before = len(lease.tabs)
+                        await keeper.leases.ensure(session, lease)
+                        await keeper.leases.resume_parked(session, lease)
+                        restored = len(lease.tabs) - before
+                        await self._audit(sid, lease.profile.id, action, True)
+                        return result(
+                            action, sid, True, "resumed", f"reopened {restored} kept tab(s)"
+                        )
+                    started = True
+                    tab = await keeper.leases.current_tab(session, lease)
+                    url = request.get("url")
+                    if url:
+                        check_url_allowed(url, lease.allowed_domains)
+                        await tab.page.goto(url, wait_until="load")
+                    await keeper.leases.persist(session, lease)
+                    session.last_used = time.monotonic()
+                    await self._audit(sid, lease.profile.id, action, True)
+                    return result(
+                        action, sid, True, "opened", f"browser running; current tab {tab.page.url}"
+                    )
+        except Refusal as r:
+            return result(action, sid, False, "refused", f"{r.code}: {r.message}")
+        except TimeoutError:
+            return result(
+                action, sid, False, "refused", "deadline: timeout_ms ran out", uncertain=started
+            )
+        except Exception as exc:
+            if type(exc).__module__.startswith("playwright"):
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                return result(
+                    action, sid, False, "refused", f"action_failed: {first}", uncertain=started
+                )
+            raise
+
+    async def _audit(self, sid: str, profile: str | None, action: str, ok: bool) -> None:
+        await self.keeper.db(
+            self.keeper.registry.audit, sid, profile, f"trigger:{action}", ok, None
+        )
+
+    async def _answer(self, stem: str, name: str, answer: dict[str, Any]) -> None:
+        """The result file (atomically), then the request is removed."""
+
+        def write() -> None:
+            target = self.processed / f"{stem}.result.json"
+            tmp = self.processed / f".{stem}.{os.getpid()}.tmp"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                json.dump(answer, f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, target)
+            with contextlib.suppress(FileNotFoundError):
+                (self.dir / name).unlink()
+
+        await anyio.to_thread.run_sync(write)
+        self._seen.discard(name)
+        log.info("trigger %s: %s %s", stem, answer["action"], answer["outcome"])
+
+
+def triggers_dir(keeper: Keeper) -> Path:
+    return keeper.paths.data / "triggers"
