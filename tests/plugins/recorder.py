@@ -14,7 +14,7 @@ from dataclasses import asdict, is_dataclass
 from typing import Any
 
 from browserbay.hookspecs import hookimpl
-from browserbay.model import BrowserInfo, LeaseInfo, VerbCall, VerbOutcome
+from browserbay.model import ActionTarget, BrowserInfo, LeaseInfo, VerbCall, VerbOutcome
 from browserbay.refusals import Refusal
 
 
@@ -41,6 +41,12 @@ def bay_before_verb(call: VerbCall) -> Refusal | None:
             reason=f"{call.verb} needs a human's approval",
             fix="ask the user to approve it, then retry",
         )
+    return None
+
+
+@hookimpl
+def bay_before_action(call: VerbCall, target: ActionTarget) -> Refusal | None:
+    _record("bay_before_action", call=call, target=target)
     return None
 
 

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import pluggy
 
 from browserbay.model import (
+    ActionTarget,
     BrowserInfo,
     Failure,
     IntegrationRow,
@@ -121,6 +122,21 @@ def bay_before_verb(call: VerbCall) -> Refusal | None:
 
     Hooks are plain (synchronous) functions called on the keeper's event loop: keep them
     quick, and hand slow work (network, disk) to a thread or queue of your own."""
+    raise NotImplementedError
+
+
+@hookspec
+def bay_before_action(call: VerbCall, target: ActionTarget) -> Refusal | None:
+    """Called when a verb that changes the page through an element (``click``, ``fill``,
+    ``type``, ``select``, ``check``, ``uncheck``) has found that element and is about to act
+    on it: ``target`` says what it is (role, accessible name, text). Return a
+    :class:`~browserbay.refusals.Refusal` (``verb_refused``) to stop the action — an approval
+    gate for a "Buy" or "Delete" button — or None. Every implementation is called; the first
+    refusal wins and nothing has been done to the element. ``call.profile`` is the profile the
+    verb acts on; ``call.args`` never carry typed text.
+
+    The keeper describes the element (one round trip to the page) only when some plugin
+    implements this hook; a sync function on the keeper's loop, like the other hooks."""
     raise NotImplementedError
 
 

@@ -1,0 +1,1 @@
+"""An approval gate and a JSONL audit sink for browserbay (an integrator example)."""

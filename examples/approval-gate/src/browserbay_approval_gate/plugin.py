@@ -1,0 +1,126 @@
+"""An integrator's plugin: an approval gate for purchases, and a JSONL audit sink.
+
+The gate (``bay_before_action``) refuses to ``click`` an element whose accessible name or
+visible text contains a gated word — "Buy", "Purchase", "Place order", "Pay now" by default
+— unless a human approved the session. It sees the element the keeper actually found, so an
+``@eN`` reference, ``#buy`` and ``text=Buy now`` are all gated alike. The agent gets a typed
+``verb_refused`` refusal with a way out; nothing is done to the page.
+
+The audit sink (``bay_after_verb``) appends one JSON line per verb: when, which session and
+profile, the verb, its arguments as hooks see them (typed text is only ever a length), the
+outcome and the time it took; the gate adds a line per decision.
+
+Configuration (read at each call, so a test or an operator can change it without a restart):
+
+- ``BAY_GATE_WORDS``: comma-separated words or phrases to gate (case-insensitive, whole
+  words); default ``Buy,Purchase,Place order,Pay now``.
+- ``BAY_GATE_VERBS``: comma-separated verbs the gate applies to; default ``click``.
+- ``BAY_GATE_APPROVALS``: a file of approved session ids, one a line: those sessions pass
+  the gate (a human adds a line to approve).
+- ``BAY_AUDIT_FILE``: the JSONL file the audit sink appends to; unset: no audit.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import time
+from typing import Any
+
+from browserbay.hookspecs import hookimpl
+from browserbay.model import ActionTarget, VerbCall, VerbOutcome
+from browserbay.refusals import Refusal
+
+PLUGIN = "approval-gate"
+DEFAULT_WORDS = "Buy,Purchase,Place order,Pay now"
+log = logging.getLogger("browserbay.approval_gate")
+
+
+def _list(var: str, default: str) -> list[str]:
+    return [w.strip() for w in os.environ.get(var, default).split(",") if w.strip()]
+
+
+def gated_word(*texts: str) -> str | None:
+    """The first gated word found in any of ``texts`` (whole words, any case), or None."""
+    for word in _list("BAY_GATE_WORDS", DEFAULT_WORDS):
+        pattern = re.compile(rf"(?<!\w){re.escape(word)}(?!\w)", re.IGNORECASE)
+        if any(pattern.search(t) for t in texts):
+            return word
+    return None
+
+
+def approved(session: str) -> bool:
+    path = os.environ.get("BAY_GATE_APPROVALS")
+    if not path:
+        return False
+    try:
+        with open(path, encoding="utf-8") as f:
+            return session in {line.strip() for line in f}
+    except OSError:
+        return False
+
+
+def audit(row: dict[str, Any]) -> None:
+    """Append one line to ``BAY_AUDIT_FILE``. Never raises: an audit sink must not take a
+    verb (or the keeper) down; a failure is logged to the keeper log."""
+    path = os.environ.get("BAY_AUDIT_FILE")
+    if not path:
+        return
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with os.fdopen(fd, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"at": round(time.time(), 3), **row}, default=str) + "\n")
+    except OSError:
+        log.exception("the audit sink could not write %s", path)
+
+
+@hookimpl
+def bay_before_action(call: VerbCall, target: ActionTarget) -> Refusal | None:
+    if call.verb not in _list("BAY_GATE_VERBS", "click"):
+        return None
+    word = gated_word(target.name, target.text)
+    if word is None:
+        return None
+    what = f'the {target.role} "{target.name or target.text}"'
+    decision = "approved" if approved(call.session.id) else "refused"
+    audit(
+        {
+            "event": "gate",
+            "decision": decision,
+            "session": call.session.id,
+            "profile": call.profile.id if call.profile else None,
+            "verb": call.verb,
+            "target": {"ref": target.target, "role": target.role, "name": target.name},
+            "word": word,
+        }
+    )
+    if decision == "approved":
+        return None
+    return Refusal(
+        "verb_refused",
+        plugin=PLUGIN,
+        reason=f'{call.verb} on {what} needs a human\'s approval ("{word}" is gated)',
+        fix="stop and ask the user: they approve by adding your session id to the approvals "
+        "file, or do it themselves; do not look for another way to press it",
+        target=target.target,
+        role=target.role,
+        name=target.name,
+    )
+
+
+@hookimpl
+def bay_after_verb(call: VerbCall, outcome: VerbOutcome) -> None:
+    audit(
+        {
+            "event": "verb",
+            "session": call.session.id,
+            "profile": call.profile.id if call.profile else None,
+            "verb": call.verb,
+            "args": dict(call.args),  # typed text arrives as {"chars": N}, never the text
+            "ok": outcome.ok,
+            "code": outcome.code,
+            "ms": round(outcome.elapsed_ms, 1),
+        }
+    )

@@ -1,0 +1,1 @@
+"""browserbay-mcp: a stdio MCP server that drives the keeper through browserbay.Client."""

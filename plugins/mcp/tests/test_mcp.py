@@ -1,0 +1,172 @@
+"""`bay mcp` through the MCP SDK's own stdio client: tools/list, then navigate → snapshot →
+act (fill, click) on the demo site, every result naming session and profile, refusals as
+tool errors carrying code and way out. A real keeper and Chromium."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.types import CallToolResult, ImageContent, TextContent
+
+from browserbay.demo.server import serve
+from browserbay.refusals import CODES
+
+BAY = str(Path(sys.executable).with_name("bay"))
+
+
+@pytest.fixture(scope="module")
+def demo() -> Iterator[str]:
+    server, base = serve()
+    yield base
+    server.shutdown()
+
+
+@pytest.fixture
+def env() -> Iterator[dict[str, str]]:
+    home = tempfile.mkdtemp(prefix="bay-mcp-", dir="/tmp")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("BAY_")}
+    e = dict(clean, BAY_HOME=home, BAY_SESSION="mcp-test")
+    yield e
+    subprocess.run([BAY, "keeper", "stop"], env=e, capture_output=True, timeout=60)
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def text(result: CallToolResult) -> str:
+    return "\n".join(c.text for c in result.content if isinstance(c, TextContent))
+
+
+async def _session_run(env: dict[str, str], body: Any, *args: Any) -> Any:
+    params = StdioServerParameters(command=BAY, args=["mcp"], env=env)
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        return await body(session, *args)
+
+
+def test_tools_list_then_navigate_snapshot_click(env: dict[str, str], demo: str) -> None:
+    async def body(session: ClientSession) -> None:
+        listed = await session.list_tools()
+        tools = {t.name: t for t in listed.tools}
+        assert set(tools) == {
+            "navigate",
+            "snapshot",
+            "act",
+            "read",
+            "tabs",
+            "screenshot",
+            "status",
+            "close",
+        }
+        assert tools["act"].input_schema["properties"]["action"]["enum"] == [
+            "click",
+            "fill",
+            "type",
+            "select",
+            "check",
+            "uncheck",
+            "hover",
+            "press",
+        ]
+        assert tools["navigate"].description
+
+        opened = await session.call_tool("navigate", {"url": f"{demo}/form.html"})
+        assert not opened.is_error, text(opened)
+        assert text(opened).startswith(f"Sign up\n{demo}/form.html")
+        assert (
+            "profile: ephemeral (ep-mcp-test) · chromium · own isolated browser · "
+            "session mcp-test (from the API)"
+        ) in text(opened)
+        assert opened.structured_content["profile"]["id"] == "ep-mcp-test"
+        assert opened.structured_content["session"] == {"id": "mcp-test", "origin": "api"}
+
+        snap = await session.call_tool("snapshot", {})
+        assert not snap.is_error
+        tree = snap.structured_content["data"]["snapshot"]
+        name = re.search(r'textbox "Name" \[ref=(e\d+)\]', tree)
+        submit = re.search(r'button "Create account" \[ref=(e\d+)\]', tree)
+        assert name, tree
+        assert submit, tree
+        assert "profile: ephemeral (ep-mcp-test)" in text(snap)
+
+        filled = await session.call_tool(
+            "act", {"action": "fill", "ref": "@" + name[1], "text": "Ada"}
+        )
+        assert not filled.is_error, text(filled)
+        clicked = await session.call_tool("act", {"action": "click", "ref": "@" + submit[1]})
+        assert not clicked.is_error, text(clicked)
+        assert text(clicked).startswith("clicked")
+        title = await session.call_tool("read", {"what": "title"})
+        assert text(title).startswith("Signed up")
+        body_text = await session.call_tool("read", {"what": "text"})
+        assert "Ada" in text(body_text)
+
+        # A refusal is a tool error with the code, the way out and the frame.
+        stale = await session.call_tool("act", {"action": "click", "ref": "@" + submit[1]})
+        assert stale.is_error
+        assert text(stale).startswith("refused [ref_stale]: Reference @e")
+        assert "way out: bay snapshot -i" in text(stale)
+        assert stale.structured_content["code"] == "ref_stale"
+        assert set(stale.structured_content) == {"ok", "code", "message", "way_out", "data"}
+
+        bad = await session.call_tool("navigate", {"url": "file:///etc/passwd"})
+        assert bad.is_error
+        assert bad.structured_content["code"] == "local_scheme_refused"
+
+        missing = await session.call_tool("act", {"action": "click"})
+        assert missing.is_error
+        assert missing.structured_content["code"] == "usage"
+        assert "give ref=@eN" in text(missing)
+        assert missing.structured_content["code"] in CODES
+
+    anyio.run(_session_run, env, body)
+
+
+def test_tabs_history_screenshot_status_close(env: dict[str, str], demo: str) -> None:
+    async def body(session: ClientSession) -> None:
+        await session.call_tool("navigate", {"url": f"{demo}/"})
+        await session.call_tool("navigate", {"url": f"{demo}/form.html"})
+        back = await session.call_tool("navigate", {"go": "back"})
+        assert text(back).startswith("browserbay demo")
+        new = await session.call_tool("tabs", {"action": "new", "url": f"{demo}/form.html"})
+        new_tab = new.structured_content["data"]["tab"]
+        listed = await session.call_tool("tabs", {})
+        tabs = listed.structured_content["data"]["tabs"]
+        assert [t["current"] for t in tabs] == [False, True]
+        switched = await session.call_tool("tabs", {"action": "switch", "tab": tabs[0]["id"]})
+        assert text(switched).startswith(tabs[0]["id"])
+        closed = await session.call_tool("tabs", {"action": "close", "tab": new_tab})
+        assert not closed.is_error
+        gone = await session.call_tool("tabs", {"action": "switch", "tab": new_tab})
+        assert gone.structured_content["code"] == "tab_gone"
+
+        shot = await session.call_tool("screenshot", {})
+        assert isinstance(shot.content[0], ImageContent)
+        assert shot.content[0].mime_type == "image/png"
+        status = await session.call_tool("status", {})
+        assert "session mcp-test" in text(status)
+        ended = await session.call_tool("close", {})
+        assert not ended.is_error
+
+    anyio.run(_session_run, env, body)
+
+
+def test_bay_mcp_without_the_plugin_is_a_usage_refusal_naming_the_install() -> None:
+    code = (
+        "import sys; sys.modules['browserbay_mcp'] = None\n"
+        "from browserbay_cli.main import run\n"
+        "sys.exit(run(['mcp', '--json']))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 2
+    assert '"code": "usage"' in out.stdout
+    assert "bay install browserbay-mcp" in out.stdout
