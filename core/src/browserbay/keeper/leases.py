@@ -294,7 +294,8 @@ class Leases:
             await self.db(self.registry.park_kept, session.ref.id, lease.profile.id)
         elif lease.tabs:
             await self.db(self.registry.mark_kept, session.ref.id, lease.profile.id, "auto")
-        self.plugins.notify("bay_lease_changed", lease=lease.info(), change="detached")
+        lease.unpause()
+        self.plugins.notify("bay_lease_changed", lease=lease.info(reason), change="detached")
         closed = len(lease.tabs)
         pages = [t.page for t in lease.tabs.values()]
         for tab in list(lease.tabs.values()):
@@ -317,7 +318,10 @@ class Leases:
         for session in list(self.sessions.values()):
             for lease in session.leases.values():
                 if lease.browser is running:
-                    self.plugins.notify("bay_lease_changed", lease=lease.info(), change="detached")
+                    lease.unpause()
+                    self.plugins.notify(
+                        "bay_lease_changed", lease=lease.info("crashed"), change="detached"
+                    )
                     for tab in list(lease.tabs.values()):
                         self.tabs.drop(tab, lease, "its browser stopped unexpectedly")
                     lease.context, lease.browser, lease.current = None, None, None
@@ -389,7 +393,7 @@ class Leases:
         """Alive: a session the keeper has seen recently, or a shell session with a live
         process. A holder the keeper never saw since it started is alive until it has been
         idle for the idle timeout."""
-        from browserbay.keeper.keeper import IDLE_TIMEOUT
+        from browserbay.keeper.base import IDLE_TIMEOUT
 
         session = self.sessions.get(holder)
         if session is not None:

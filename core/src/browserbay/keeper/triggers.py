@@ -33,7 +33,7 @@ import anyio
 from browserbay.keeper.leases import check_url_allowed
 from browserbay.keeper.pageverbs import normalize_url
 from browserbay.model import SessionRef
-from browserbay.paths import ensure_private
+from browserbay.paths import BayPaths, ensure_private
 from browserbay.refusals import Refusal
 from browserbay.store import PARKED
 
@@ -328,5 +328,5 @@ class TriggerIntake:
         log.info("trigger %s: %s %s", stem, answer["action"], answer["outcome"])
 
 
-def triggers_dir(keeper: Keeper) -> Path:
-    return keeper.paths.data / "triggers"
+def triggers_dir(paths: BayPaths) -> Path:
+    return paths.data / "triggers"

@@ -1,0 +1,53 @@
+"""What every part of the keeper shares: its settings and the state it holds, declared once
+so the keeper's parts (choosing a lease, session verbs, admin verbs) type-check on their own."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from browserbay import verbs
+    from browserbay.keeper.browsers import BrowserPool
+    from browserbay.keeper.leases import Leases
+    from browserbay.keeper.profiles import ProfileBook
+    from browserbay.keeper.sessions import Session, TabBook
+    from browserbay.paths import BayPaths
+    from browserbay.plugins import Plugins
+    from browserbay.store import Registry
+
+T = TypeVar("T")
+Answer = tuple[dict[str, Any], str]
+
+_SESSION_ID = re.compile(r"^[A-Za-z0-9._:@-]{1,128}$")
+IDLE_TIMEOUT = float(os.environ.get("BAY_IDLE_TIMEOUT", "900"))
+BROWSER_GRACE = float(os.environ.get("BAY_BROWSER_GRACE", "30"))
+DEFAULT_PROVIDER = os.environ.get("BAY_DEFAULT_PROVIDER", "chromium")
+DEFAULT_PROFILE = os.environ.get("BAY_DEFAULT_PROFILE", "")
+#: Verbs that work on the session as a whole, not on one chosen lease.
+_WHOLE_SESSION = ("status", "close", "use", "pin")
+
+
+class KeeperBase:
+    """The keeper's state (set by :class:`browserbay.keeper.keeper.Keeper`)."""
+
+    plugins: Plugins
+    registry: Registry
+    paths: BayPaths
+    sessions: dict[str, Session]
+    tabs: TabBook
+    pool: BrowserPool
+    profiles: ProfileBook
+    leases: Leases
+    started: float
+    swept: list[str]
+    verb_table: dict[str, verbs.Verb]
+
+    async def db(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a registry call in the one writer thread, off the event loop."""
+        raise NotImplementedError
+
+    def begin_stop(self) -> None:
+        raise NotImplementedError

@@ -1,0 +1,147 @@
+"""Choosing the lease a verb acts on: --profile, the pin, the only attachment, the ladder
+(last-used, group, instance), or the session's own ephemeral browser."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from browserbay.keeper.sessions import Lease, Session
+from browserbay.model import ProfileRef
+from browserbay.refusals import Refusal
+
+if TYPE_CHECKING:
+    pass
+
+
+from browserbay.keeper.base import (
+    DEFAULT_PROFILE,
+    DEFAULT_PROVIDER,
+    KeeperBase,
+)
+
+log = logging.getLogger("browserbay.keeper")
+
+
+class ChoosingMixin(KeeperBase):
+    def _ephemeral(self, session: Session, chosen: str, domains: list[str]) -> Lease:
+        pid = f"ep-{session.ref.id}"
+        lease = session.leases.get(pid)
+        row = self.plugins.providers.get(DEFAULT_PROVIDER)
+        ref = ProfileRef(
+            id=pid,
+            label="ephemeral",
+            provider=DEFAULT_PROVIDER,
+            tier=row.tier if row is not None else 1,
+            ephemeral=True,
+            chosen=chosen,
+        )
+        if lease is None:
+            lease = Lease(session.ref, ref, allowed_domains=tuple(domains))
+            session.leases[pid] = lease
+        else:
+            lease.profile = ref
+        return lease
+
+    def _persistent(self, session: Session, pid: str, alias: str | None, chosen: str) -> Lease:
+        row = self.profiles.rows[pid]
+        ref = self.profiles.ref(row, chosen)
+        lease = session.leases.get(pid)
+        if lease is None:
+            lease = Lease(session.ref, ref, alias=alias, allowed_domains=row.allowed_domains)
+            session.leases[pid] = lease
+        else:
+            lease.profile, lease.alias = ref, alias
+        return lease
+
+    def _handles(self, atts: list[tuple[str, str | None]]) -> list[str]:
+        out = []
+        for pid, alias in atts:
+            row = self.profiles.rows.get(pid)
+            name = alias or (row.label if row else pid)
+            out.append(f"{name} ({pid})")
+        return out
+
+    async def _choose(self, session: Session, handle: str | None) -> Lease:
+        """The lease a verb acts on: --profile, else the pin, else the only attachment,
+        else (with none) the last-used profile, the group's, the instance's, or the
+        session's own ephemeral browser. Two or more attachments and no pin: refused."""
+        sid = session.ref.id
+        atts: list[tuple[str, str | None]] = await self.db(self.registry.attachments, sid)
+        atts = [(pid, alias) for pid, alias in atts if pid in self.profiles.rows]
+        state = await self.db(self.registry.session_state, sid)
+        handles = self._handles(atts)
+        if state["changed"]:
+            await self.db(self.registry.ack_set, sid, handles)
+            pinned = [h for (pid, _a), h in zip(atts, handles, strict=True) if pid == state["pin"]]
+            if pinned:
+                now_default = pinned[0] + ", the pin"
+            elif len(handles) == 1:
+                now_default = handles[0]
+            elif handles:
+                now_default = "the profile you name with --profile (two or more are attached)"
+            else:
+                now_default = "your own ephemeral browser"
+            raise Refusal(
+                "profile_changed",
+                was=", ".join(state["seen_handles"]) or "(none: ephemeral)",
+                now=", ".join(handles) or "(none: ephemeral)",
+                now_default=now_default,
+                handles=handles,
+            )
+        if handle:
+            if handle == "ephemeral":
+                return self._ephemeral(session, "explicit", state["ephemeral_domains"])
+            for pid, alias in atts:
+                row = self.profiles.rows[pid]
+                if handle in (alias, pid, row.label):
+                    return await self._held(
+                        session, self._persistent(session, pid, alias, "explicit")
+                    )
+            row = self.profiles.find(handle)  # a path or an unknown name says so
+            raise Refusal(
+                "profile_unknown",
+                handle=handle,
+                why="attached to this session",
+                fix=f"bay use {row.id}   (then --profile {handle} works)",
+            )
+        pin = state["pin"]
+        if pin == "ephemeral":
+            return self._ephemeral(session, "pinned", state["ephemeral_domains"])
+        for pid, alias in atts:
+            if pid == pin:
+                return await self._held(session, self._persistent(session, pid, alias, "pinned"))
+        if len(atts) == 1:
+            pid, alias = atts[0]
+            return await self._held(session, self._persistent(session, pid, alias, "default"))
+        if len(atts) >= 2:
+            raise Refusal(
+                "profile_required",
+                count=len(atts),
+                default=handles[0],
+                handles=", ".join(handles),
+                choices=handles,
+            )
+        ladder: list[tuple[str | None, str]] = [
+            (state["last_profile"], "last-used"),
+            (await self.db(self.registry.group_default, session.group), "group"),
+            (self._instance_default(), "instance"),
+        ]
+        for candidate, rung in ladder:
+            if candidate and candidate in self.profiles.rows:
+                lease = self._persistent(session, candidate, None, rung)
+                return await self._held(session, lease)
+        return self._ephemeral(session, "ephemeral", state["ephemeral_domains"])
+
+    def _instance_default(self) -> str | None:
+        if not DEFAULT_PROFILE:
+            return None
+        try:
+            return self.profiles.find(DEFAULT_PROFILE).id
+        except Refusal:
+            log.warning("BAY_DEFAULT_PROFILE=%s names no profile", DEFAULT_PROFILE)
+            return None
+
+    async def _held(self, session: Session, lease: Lease) -> Lease:
+        await self.leases.check_hold(session, lease.profile.id)
+        return lease

@@ -1,0 +1,120 @@
+"""Checking a request frame: the verb and its arguments against the verb table, the session,
+the timeout, and the frame's ``profile``/``group``/``actor``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from browserbay import protocol, verbs
+from browserbay.model import SessionRef
+from browserbay.refusals import Refusal
+
+if TYPE_CHECKING:
+    pass
+
+
+from browserbay.keeper.base import _SESSION_ID
+
+
+def _context(
+    frame: dict[str, Any], ref: SessionRef
+) -> tuple[str | None, str | None, SessionRef | None]:
+    """The frame's ``profile`` handle, ``group`` and ``actor`` (who asks, when it acts on
+    another session), checked."""
+    handle = frame.get("profile")
+    if handle is not None and (not isinstance(handle, str) or not 0 < len(handle) <= 256):
+        raise Refusal("bad_frame", reason="profile must be a handle of 1-256 characters")
+    group = frame.get("group")
+    if group is not None and (not isinstance(group, str) or not _SESSION_ID.match(group)):
+        raise Refusal("bad_frame", reason="group is 1-128 of A-Z a-z 0-9 . _ : @ -")
+    actor = frame.get("actor")
+    actor_ref = None
+    if (
+        isinstance(actor, dict)
+        and isinstance(actor.get("id"), str)
+        and _SESSION_ID.match(actor["id"])
+    ):
+        actor_ref = SessionRef(actor["id"], "flag")
+    return handle, group, actor_ref
+
+
+# -- request validation -------------------------------------------------------------------
+
+
+def _validate(
+    frame: dict[str, Any], table: dict[str, verbs.Verb] | None = None
+) -> tuple[verbs.Verb, dict[str, Any], SessionRef, float]:
+    table = verbs.BY_NAME if table is None else table
+    name = frame.get("verb")
+    if not isinstance(name, str) or name not in table:
+        raise Refusal("bad_frame", reason=f"unknown verb {name!r}")
+    verb = table[name]
+    if verb.scope == verbs.LOCAL:
+        raise Refusal("bad_frame", reason=f"'{name}' runs in the client, not the keeper")
+    args = frame.get("args", {})
+    if not isinstance(args, dict):
+        raise Refusal("bad_frame", reason="args must be an object")
+    known = {a.name: a for a in verb.args}
+    clean: dict[str, Any] = {}
+    for key, value in args.items():
+        spec = known.get(key)
+        if spec is None:
+            raise Refusal("bad_frame", reason=f"'{name}' takes no argument {key!r}")
+        clean[key] = _check_arg(name, spec, value)
+    for spec in verb.args:
+        if spec.kind in ("pos", "rest") and spec.name not in clean:
+            raise Refusal("usage", detail=f"'{name}' needs <{spec.name}>", verb=name)
+    session = frame.get("session")
+    if not isinstance(session, dict) or not isinstance(session.get("id"), str):
+        raise Refusal("bad_frame", reason="session must be an object with an id")
+    sid = session["id"]
+    if not _SESSION_ID.match(sid):
+        raise Refusal("bad_frame", reason="a session id is 1-128 of A-Z a-z 0-9 . _ : @ -")
+    origin = session.get("origin", "api")
+    if origin not in ("env", "flag", "shell", "api"):
+        origin = "api"
+    timeout = frame.get("timeout", verbs.DEFAULT_TIMEOUT)
+    if (
+        not isinstance(timeout, (int, float))
+        or isinstance(timeout, bool)
+        or not 0 < timeout <= 3600
+    ):
+        raise Refusal("bad_frame", reason="timeout must be a number of seconds in (0, 3600]")
+    return verb, clean, SessionRef(sid, origin), float(timeout)
+
+
+def _check_arg(verb: str, spec: verbs.Arg, value: Any) -> Any:
+    if spec.kind == "flag":
+        if not isinstance(value, bool):
+            raise Refusal("bad_frame", reason=f"{spec.name} must be true or false")
+        return value
+    values = value if spec.kind in ("rest", "tail") else [value]
+    if spec.kind in ("rest", "tail") and (not isinstance(value, list) or not value):
+        raise Refusal("bad_frame", reason=f"{spec.name} must be a non-empty list")
+    for v in values:
+        if spec.type == "int":
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise Refusal("usage", detail=f"{spec.name} must be a whole number", verb=verb)
+        elif spec.type == "float":
+            if not isinstance(v, (int, float)) or isinstance(v, bool):
+                raise Refusal("usage", detail=f"{spec.name} must be a number", verb=verb)
+        elif not isinstance(v, str):
+            raise Refusal("bad_frame", reason=f"{spec.name} must be a string")
+        elif len(v.encode("utf-8", "surrogatepass")) > protocol.MAX_ARG:
+            raise Refusal(
+                "too_large",
+                what=f"argument {spec.name}",
+                size=len(v.encode("utf-8", "surrogatepass")),
+                limit=protocol.MAX_ARG,
+                fix="pass a shorter value (put large data in a file the page fetches)",
+            )
+        if spec.choices and v not in spec.choices:
+            raise Refusal(
+                "usage", detail=f"{spec.name} must be one of {', '.join(spec.choices)}", verb=verb
+            )
+    return value
+
+
+def _redact(verb: verbs.Verb, args: dict[str, Any]) -> dict[str, Any]:
+    """What hooks and the audit may see: typed text becomes its length."""
+    return {k: ({"chars": len(str(v))} if k in verb.secret_args else v) for k, v in args.items()}

@@ -1,0 +1,300 @@
+"""The session's own verbs: tabs, resume, the attachment set (use, detach, pin), close and
+status."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from browserbay.keeper.browsers import pss_kib
+from browserbay.keeper.leases import check_url_allowed
+from browserbay.keeper.pageverbs import normalize_url
+from browserbay.keeper.profiles import parse_domains
+from browserbay.keeper.sessions import Lease, Session
+from browserbay.model import ProfileRef
+from browserbay.refusals import Refusal
+
+if TYPE_CHECKING:
+    pass
+
+
+from browserbay.keeper.base import (
+    IDLE_TIMEOUT,
+    Answer,
+)
+from browserbay.keeper.choosing import ChoosingMixin
+
+log = logging.getLogger("browserbay.keeper")
+
+
+class SessionVerbsMixin(ChoosingMixin):
+    async def _tab_verb(self, session: Session, lease: Lease, args: dict[str, Any]) -> Answer:
+        action = str(args.get("action") or "list")
+        arg = args.get("arg")
+        if action == "list":
+            rows = [dict(await t.row(), current=t.id == lease.current) for t in lease.tabs.values()]
+            others = sum(
+                1
+                for t in self.tabs.tabs.values()
+                if t.owner != session.ref.id
+                and lease.browser is not None
+                and (other := self.leases.lease_of(t)) is not None
+                and other.browser is lease.browser
+            )
+            lines = [
+                f"{'*' if r['current'] else ' '} {r['id']}  "
+                f"{r['title'] or '(untitled)'}  {r['url']}"
+                for r in rows
+            ]
+            if others:
+                lines.append(f"({others} tab(s) of other sessions in this browser: not yours)")
+            text = "\n".join(lines) if lines else "(no tabs yet: bay open <url>)"
+            return {"tabs": rows, "other_sessions_tabs": others}, text
+        if action == "new":
+            url = normalize_url(str(arg)) if arg else None
+            if url:
+                check_url_allowed(url, lease.allowed_domains)
+            await self.leases.ensure(session, lease)
+            tab = await self.leases.new_tab(lease)
+            data: dict[str, Any] = {"tab": tab.id}
+            if url:
+                await tab.page.goto(url, wait_until="load")
+                data.update(url=tab.page.url, title=await tab.page.title())
+            return data, tab.id
+        if action == "close":
+            tab_id = str(arg) if arg else lease.current
+            if tab_id is None:
+                raise Refusal("tab_gone", tab="(current)", reason="the session has no tabs")
+            tab = self.tabs.lookup(tab_id, session)
+            owner = self.leases.lease_of(tab) or lease
+            self.tabs.drop(tab, owner, "closed by bay tab close")
+            await tab.page.close()
+            self.plugins.notify("bay_lease_changed", lease=owner.info(), change="tabs")
+            return {"closed": tab.id, "current": owner.current}, f"closed {tab.id}"
+        tab = self.tabs.lookup(action, session)
+        owner = self.leases.lease_of(tab) or lease
+        owner.current = tab.id
+        await tab.page.bring_to_front()
+        row = await tab.row()
+        return dict(row, current=True), f"{tab.id}  {row['title']}  {row['url']}"
+
+    async def _resume(self, session: Session, lease: Lease) -> Answer:
+        await self.leases.ensure(session, lease)  # an automatic stop restores by itself
+        restored = await self.leases.resume_parked(session, lease)
+        session.notices = [n for n in session.notices if "bay resume" not in n]
+        tabs = [dict(await t.row(), current=t.id == lease.current) for t in lease.tabs.values()]
+        return {"restored": restored, "tabs": tabs}, f"restored {restored} tab(s)"
+
+    async def _use(
+        self, session: Session, args: dict[str, Any], by_other: bool, deadline: float
+    ) -> tuple[dict[str, Any], str, ProfileRef | None]:
+        sid = session.ref.id
+        if args.get("ephemeral"):
+            domains = list(parse_domains(args.get("allowed_domains")))
+            await self.db(self.registry.set_ephemeral_domains, sid, domains)
+            lease = self._ephemeral(session, "explicit", domains)
+            if lease.context is not None and tuple(domains) != lease.allowed_domains:
+                await self.leases.end(session, lease, "restart")
+            lease.allowed_domains = tuple(domains)
+            text = "your own ephemeral browser" + (
+                f", allowed domains: {', '.join(domains)}" if domains else ""
+            )
+            return {"allowed_domains": domains}, text, lease.profile
+        if not args.get("profile"):
+            raise Refusal("usage", detail="use needs a profile (or --ephemeral)", verb="use")
+        row = self.profiles.find(str(args["profile"]))
+        waited = 0.0
+        if args.get("exclusive"):
+            wait = float(args.get("wait") or 0)
+            wait = max(0.0, min(wait, deadline - time.monotonic() - 0.5))
+            waited = await self.leases.take_hold(session, row.id, wait)
+        else:
+            await self.leases.check_hold(session, row.id)
+        alias = args.get("alias")
+        await self.db(self.registry.attach, sid, row.id, alias, by_other)
+        self.profiles.attached[row.id] = len(
+            await self.db(self.registry.attachments_of_profile, row.id)
+        )
+        atts = await self.db(self.registry.attachments, sid)
+        handles = self._handles(atts)
+        if not by_other:
+            await self.db(self.registry.ack_set, sid, handles)
+        ref = self.profiles.ref(row, "explicit")
+        data = {
+            "attachments": handles,
+            "default": handles[0],
+            "exclusive": bool(args.get("exclusive")),
+            "waited_s": round(waited, 2),
+        }
+        more = " (exclusive)" if args.get("exclusive") else ""
+        return data, f"attached {row.label} ({row.id}){more}; set: {', '.join(handles)}", ref
+
+    async def _detach(
+        self, session: Session, handle: str | None, by_other: bool
+    ) -> tuple[dict[str, Any], str, ProfileRef | None]:
+        sid = session.ref.id
+        atts = await self.db(self.registry.attachments, sid)
+        if handle is None and not atts:
+            raise Refusal(
+                "profile_unknown",
+                handle="(none)",
+                why="there: this session has no profile attached",
+                fix="bay status   (nothing to detach)",
+            )
+        if handle is None:
+            if len(atts) != 1:
+                raise Refusal(
+                    "profile_required",
+                    count=len(atts),
+                    default=self._handles(atts)[0] if atts else "none",
+                    handles=", ".join(self._handles(atts)) or "(none)",
+                    choices=self._handles(atts),
+                )
+            pid = atts[0][0]
+        else:
+            match = [
+                p
+                for p, a in atts
+                if handle in (p, a)
+                or (p in self.profiles.rows and self.profiles.rows[p].label == handle)
+            ]
+            if not match:
+                raise Refusal(
+                    "profile_unknown",
+                    handle=handle,
+                    why="attached to this session",
+                    fix="bay status   (lists your attachments)",
+                )
+            pid = match[0]
+        lease = session.leases.get(pid)
+        if lease is not None:
+            await self.leases.end(session, lease, "closed")
+            session.leases.pop(pid, None)
+        await self.leases.release_hold(session, pid)
+        await self.db(self.registry.detach, sid, pid, by_other)
+        self.profiles.attached[pid] = len(await self.db(self.registry.attachments_of_profile, pid))
+        handles = self._handles(await self.db(self.registry.attachments, sid))
+        if not by_other:
+            await self.db(self.registry.ack_set, sid, handles)
+        row = self.profiles.rows.get(pid)
+        ref = self.profiles.ref(row, "explicit") if row else None
+        return {"detached": pid, "attachments": handles}, f"detached {pid}", ref
+
+    async def _pin(
+        self, session: Session, args: dict[str, Any], by_other: bool
+    ) -> tuple[dict[str, Any], str, ProfileRef | None]:
+        sid = session.ref.id
+        if args.get("none"):
+            await self.db(self.registry.set_pin, sid, None, by_other)
+            return {"pin": None}, "unpinned", None
+        handle = args.get("profile")
+        if not handle:
+            raise Refusal("usage", detail="pin needs a handle (or --none)", verb="pin")
+        atts = await self.db(self.registry.attachments, sid)
+        pid = None
+        if handle == "ephemeral":
+            pid = "ephemeral"
+        for p, alias in atts:
+            row = self.profiles.rows.get(p)
+            if handle in (p, alias) or (row is not None and row.label == handle):
+                pid = p
+        if pid is None:
+            raise Refusal(
+                "profile_unknown",
+                handle=handle,
+                why="attached to this session",
+                fix=f"bay use {handle}   (then bay pin {handle})",
+            )
+        await self.db(self.registry.set_pin, sid, pid, by_other)
+        if not by_other:
+            await self.db(self.registry.ack_set, sid, self._handles(atts))
+        return {"pin": pid}, f"pinned {handle}", None
+
+    async def _close(
+        self, session: Session, handle: str | None
+    ) -> tuple[dict[str, Any], str, ProfileRef | None]:
+        leases = session.running_leases
+        if handle:
+            lease = await self._choose(session, handle)
+            leases = [lease] if lease.context is not None else []
+        closed = 0
+        for lease in leases:
+            closed += await self.leases.end(session, lease, "closed")
+        held = (
+            [lease.profile.id for lease in leases]
+            if handle
+            else [pid for pid, _alias in await self.db(self.registry.attachments, session.ref.id)]
+        )
+        for pid in held:
+            await self.leases.release_hold(session, pid)
+        if not handle:
+            await self.db(self.registry.session_closed, session.ref.id)
+        text = f"closed {closed} tab(s); they are kept: bay resume reopens them"
+        profile = leases[0].profile if len(leases) == 1 else None
+        return {"closed_tabs": closed, "leases": len(leases)}, text, profile
+
+    async def _status(
+        self, session: Session, handle: str | None
+    ) -> tuple[dict[str, Any], str, ProfileRef | None]:
+        chosen: Lease | None = None
+        try:
+            chosen = await self._choose(session, handle)
+        except Refusal as r:
+            if r.code not in ("profile_required",):
+                raise
+        atts = await self.db(self.registry.attachments, session.ref.id)
+        state = await self.db(self.registry.session_state, session.ref.id)
+        leases: list[dict[str, Any]] = []
+        for lease in session.leases.values():
+            pss = (
+                await anyio.to_thread.run_sync(pss_kib, lease.browser.handle.pid)
+                if lease.browser
+                else None
+            )
+            leases.append(
+                {
+                    "profile": lease.profile.as_row(),
+                    "handle": lease.handle,
+                    "browser": lease.browser.id if lease.browser else None,
+                    "browser_pss_kib": pss,
+                    "tabs": [
+                        dict(await t.row(), current=t.id == lease.current)
+                        for t in lease.tabs.values()
+                    ],
+                    "blocked_requests": lease.blocked
+                    + (
+                        lease.browser.blocked
+                        if lease.browser and not lease.profile.ephemeral
+                        else 0
+                    ),
+                }
+            )
+        data = {
+            "session": session.ref.as_row(),
+            "group": session.group,
+            "attachments": self._handles(atts),
+            "pin": state["pin"],
+            "acts_on": chosen.profile.as_row() if chosen else None,
+            "browser": chosen.browser.id if chosen and chosen.browser else None,
+            "leases": leases,
+            "idle_timeout_s": IDLE_TIMEOUT,
+        }
+        target = (
+            f"{chosen.handle} ({chosen.profile.id}) · {chosen.profile.chosen}"
+            if chosen
+            else "a profile you name with --profile (two or more are attached)"
+        )
+        text = (
+            f"session {session.ref.id} ({session.ref.origin}) · group {session.group}\n"
+            f"acts on {target}\n"
+            f"attachments: {', '.join(self._handles(atts)) or '(none)'}"
+        )
+        for item in leases:
+            text += (
+                f"\n  {item['handle']}: browser {item['browser'] or 'not running'}"
+                f" · {len(item['tabs'])} tab(s)"
+            )
+        return data, text, chosen.profile if chosen else None
