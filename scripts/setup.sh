@@ -24,6 +24,10 @@ fi
 command -v python3 >/dev/null 2>&1 || missing+=(python3 python3-pip)
 # Fonts make screenshots readable; the browser works without them.
 if ! fc-list 2>/dev/null | grep -qi dejavu; then missing+=(fonts-dejavu-core); fi
+# The keys-keyring tests run a real Secret Service (gnome-keyring) on a private D-Bus.
+command -v dbus-daemon >/dev/null 2>&1 || missing+=(dbus-daemon)
+command -v gnome-keyring-daemon >/dev/null 2>&1 || missing+=(gnome-keyring)
+command -v secret-tool >/dev/null 2>&1 || missing+=(libsecret-tools)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}" >&2
   apt_install "${missing[@]}"

@@ -23,7 +23,7 @@ from browserbay_cli.parse import usage_line
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
-SOURCE_GLOBS = ("core/src", "cli/src", "providers/*/src")
+SOURCE_GLOBS = ("core/src", "cli/src", "providers/*/src", "plugins/*/src")
 TEST_DIR_GLOBS = ("tests", "*/tests", "*/*/tests")
 
 

@@ -22,8 +22,7 @@ def test_bay_plugins_lists_name_distribution_version_hooks_and_providers(bay: Ba
         "error": None,
     }
     assert any(p["name"] == "recorder" for p in data["plugins"])
-    (provider,) = data["providers"]
-    assert provider["id"] == "chromium"
+    provider = next(p for p in data["providers"] if p["id"] == "chromium")
     assert provider["runnable"] is True
     assert provider["problem"] is None
     assert provider["capabilities"]["has_cdp"] is True
@@ -71,7 +70,7 @@ def test_a_missing_default_provider_leaves_the_keeper_manageable(fresh_bay: Bay)
     frame = assert_refused(fresh_bay("open", "about:blank"), "backend_unavailable")
     assert "no installed plugin provides it" in frame["message"]
     assert fresh_bay.ok("status")["acts_on"]["provider"] == "nosuch"
-    assert fresh_bay.ok("plugins")["providers"][0]["id"] == "chromium"
+    assert "chromium" in [p["id"] for p in fresh_bay.ok("plugins")["providers"]]
     assert fresh_bay.ok("keeper", "status")["pid"] > 0
     assert fresh_bay.ok("keeper", "stop")["stopping"] is True
 

@@ -204,7 +204,8 @@ def test_a_remote_key_bearing_provider_is_refused_before_anything_is_resolved() 
         _refusal(lambda: book.child_env(_provider(remote_host=True))), "provider_needs_local_key"
     )
     assert frame["data"]["provider"] == "cloud:example"
-    assert user.asked == [] and cluster.asked == []
+    assert user.asked == []
+    assert cluster.asked == []
     # Negative control: the same row on this machine does resolve (and reads the store).
     book.child_env(_provider())
     assert user.asked
@@ -291,7 +292,8 @@ def check_runner_reaches_only_the_derived_host(runner: Runner) -> None:
             verdict = runner(ROW, book.resolve(ROW.id))
             assert len(named.requests) == before_named + 1, "the named host got no request"
             assert len(other.requests) == before_other, "a host the row did not name was reached"
-            assert verdict.ok and verdict.host == named.host, verdict
+            assert verdict.ok, verdict
+            assert verdict.host == named.host, verdict
     finally:
         a.stop()
         b.stop()
@@ -324,7 +326,8 @@ def test_the_exchange_sends_the_key_once_and_a_wrong_key_fails_by_name() -> None
         assert verdict.detail == f"{vendor.host} refused the key (HTTP 401)"
         assert verdict.fix.startswith("bay keys set cloud:example api_key")
         (seen,) = vendor.requests
-        assert seen.headers["x-api-key"] == KEY and seen.path == "/v1/check"
+        assert seen.headers["x-api-key"] == KEY
+        assert seen.path == "/v1/check"
         assert KEY not in json.dumps(verdict.as_row())
 
 
@@ -362,7 +365,8 @@ def test_shape_only_uses_no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     assert run_test(row, book.resolve("cloak-like")).ok
     bad = _book(Store({("cloak-like", "license_key"): "nope-1234567"}), Store(), row)
     verdict = run_test(row, bad.resolve("cloak-like"))
-    assert not verdict.ok and "expected shape" in verdict.detail
+    assert not verdict.ok
+    assert "expected shape" in verdict.detail
 
 
 def test_reachability_sends_no_key() -> None:
@@ -372,7 +376,8 @@ def test_reachability_sends_no_key() -> None:
     with _vendor() as vendor:
         book, _ = _pointed_at(vendor)
         verdict = run_test(row, book.resolve(ROW.id))
-        assert verdict.ok and verdict.detail == f"{vendor.host} answered HTTP 401"
+        assert verdict.ok
+        assert verdict.detail == f"{vendor.host} answered HTTP 401"
         (seen,) = vendor.requests
         assert "x-api-key" not in seen.headers
 

@@ -54,6 +54,13 @@ def test_every_code_renders_without_placeholders_given_its_fields() -> None:
         "listing": "bb-1: s",
         "host": "h",
         "allowed": "a",
+        "integration": "cloud:x",
+        "field": "api_key",
+        "arg": "value",
+        "command": "keys set cloud:x api_key",
+        "expected": "e",
+        "example": "https://api.example.com",
+        "kind": "shape-only",
     }
     for code in CODES:
         r = Refusal(code, **fields)

@@ -49,6 +49,18 @@ _ROWS = (
     ),
     Code("tab_gone", "Tab {tab} is gone: {reason}", "bay tab list"),
     Code(
+        "browser_paused",
+        "A human holds the controls of profile {profile} ({by}, since {since}): your page "
+        "verbs are paused",
+        "wait, then run it again (the first answer after the handback carries a notice: the "
+        "current URL and what to re-run), or ask the human to press Hand back in the live view",
+    ),
+    Code(
+        "browser_interrupted",
+        "'{verb}' was cut: a human took the controls of profile {profile} ({by}); {reached}",
+        "wait for the handback, then run it again: {command}",
+    ),
+    Code(
         "not_your_tab",
         "Tab {tab} belongs to another session; a session acts only on its own tabs",
         "bay tab list  (your tabs), or bay tab new <url>",
@@ -135,13 +147,13 @@ _ROWS = (
         "secret_on_argv",
         "'{verb}' never takes the {arg} on the command line: it would be visible in the "
         "process list and your shell history (if it was a real key, rotate it)",
-        "pipe it in: ... | bay {command}   (or run bay {command} in a terminal: hidden prompt)",
+        "pipe the value into bay {command} on stdin (or run it in a terminal: hidden prompt)",
         EXIT_USAGE,
     ),
     Code(
         "secret_required",
         "'{verb}' needs {arg}, which is never taken from the command line",
-        "pipe it in: ... | bay {command}   (in a terminal: a hidden prompt; API: args.{arg})",
+        "pipe the value into bay {command} on stdin (a terminal: hidden prompt; API: args.{arg})",
     ),
     Code(
         "key_invalid",

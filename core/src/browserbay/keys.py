@@ -1,0 +1,484 @@
+"""Provider keys: where a key comes from, and the one place it is ever revealed.
+
+Key sources (``bay_key_sources``) each have a precedence, ``user`` or ``cluster``;
+integration rows (``bay_integrations``) say which fields a key has. :class:`KeyBook` composes
+them: :meth:`KeyBook.resolve` answers ``{source, values, missing}`` with the precedence
+**the user's own > the cluster default > none**, and never mixes the two (a user's key is
+never sent to a cluster-chosen URL, a cluster key never to a URL the user typed).
+
+A key is held in a :class:`Secret`, whose repr and str are masked and which cannot be
+JSON-encoded or pickled; views are :class:`Masked` objects (``••••`` + the last 4). The
+plaintext leaves a Secret in exactly two places: :meth:`KeyBook.child_env` (the environment
+of the one provider child that needs it, under the vendor's own variable name) and a key
+test's one request (:mod:`browserbay.keytest`).
+
+The keeper calls :func:`seal_environment` first thing: ``BAY_INTEGRATION_*``,
+``BAY_INTEGRATIONS`` and ``BAY_KEYS_PASSPHRASE`` leave its process environment, so no child it
+starts (the Playwright driver, a browser) inherits them; sources read them from
+:func:`key_environ`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Collection, Iterable, Mapping, MutableMapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from browserbay.model import IntegrationRow, KeyField, KeySource, ProviderRow
+from browserbay.refusals import Refusal
+
+INTEGRATION_PREFIX = "BAY_INTEGRATION_"
+INTEGRATIONS_VAR = "BAY_INTEGRATIONS"
+PASSPHRASE_VAR = "BAY_KEYS_PASSPHRASE"  # noqa: S105 - a variable name, not a password
+STORE_VAR = "BAY_KEYS_STORE"
+MASK = "••••"
+#: A value shorter than this shows no tail at all: its last 4 would be most of it.
+MIN_TAIL_LENGTH = 12
+MAX_VALUE = 8192
+
+Source = Literal["user", "cluster", "none"]
+PRECEDENCE: tuple[Source, ...] = ("user", "cluster")
+SCOPES: Mapping[str, tuple[Source, ...]] = {
+    "none": (),
+    "user": ("user",),
+    "cluster": ("cluster",),
+    "user_or_cluster": ("user", "cluster"),
+}
+
+# -- the process environment ----------------------------------------------------------------
+
+_sealed: dict[str, str] | None = None
+
+
+def is_key_variable(name: str) -> bool:
+    """A variable that carries keys (or the key store's passphrase)."""
+    return name.startswith(INTEGRATION_PREFIX) or name in (INTEGRATIONS_VAR, PASSPHRASE_VAR)
+
+
+def seal_environment(environ: MutableMapping[str, str] | None = None) -> list[str]:
+    """Move every key variable out of ``environ`` (default: this process's environment)
+    into a private snapshot that :func:`key_environ` answers from. Returns the names moved.
+    The keeper calls this before it starts anything, so nothing it hands on inherits them."""
+    global _sealed
+    env = os.environ if environ is None else environ
+    moved = {name: env.pop(name) for name in list(env) if is_key_variable(name)}
+    _sealed = {**(_sealed or {}), **moved}
+    return sorted(moved)
+
+
+def key_environ() -> dict[str, str]:
+    """The key variables: the sealed snapshot once :func:`seal_environment` ran (in the
+    keeper), else those in this process's environment."""
+    if _sealed is not None:
+        return dict(_sealed)
+    return {k: v for k, v in os.environ.items() if is_key_variable(k)}
+
+
+def env_name(integration_id: str, field: str) -> str:
+    """``BAY_INTEGRATION_<ID>_<FIELD>``: the id and field upper-cased, ``:`` and ``-`` as
+    ``_`` (``cloud:browser-use`` + ``api_key`` → ``BAY_INTEGRATION_CLOUD_BROWSER_USE_API_KEY``)."""
+    return INTEGRATION_PREFIX + _word(integration_id) + "_" + _word(field)
+
+
+def _word(text: str) -> str:
+    return re.sub(r"[:\-]", "_", text).upper()
+
+
+# -- secrets and their views ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Masked:
+    """A view of a secret: ``••••`` and, for a long enough value, its last 4 characters.
+    Made from a :class:`Secret`; it holds nothing else of the value."""
+
+    text: str
+
+    @classmethod
+    def of(cls, secret: Secret) -> Masked:
+        value = secret.reveal()
+        return cls(MASK + (value[-4:] if len(value) >= MIN_TAIL_LENGTH else ""))
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class Secret:
+    """A key's value. Masked in repr/str, not JSON-encodable, not picklable: an accident
+    (a log line, an answer, a registry row) shows ``Secret(••••abcd)`` or fails loudly."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str):
+        self._value = value
+
+    def reveal(self) -> str:
+        """The plaintext. Only for a provider child's environment and a key test."""
+        return self._value
+
+    def masked(self) -> Masked:
+        return Masked.of(self)
+
+    def __repr__(self) -> str:
+        return f"Secret({self.masked()})"
+
+    __str__ = __repr__
+
+    def __reduce__(self) -> Any:
+        raise TypeError("a Secret cannot be pickled")
+
+
+# -- resolution ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What :meth:`KeyBook.resolve` answers for one integration."""
+
+    integration: str
+    source: Source
+    """``user`` (one of the user's own stores), ``cluster`` (a cluster default) or ``none``."""
+    values: Mapping[str, Secret]
+    """field -> value, row defaults included."""
+    origin: Mapping[str, str]
+    """field -> the key source's name, or ``default``."""
+    missing: tuple[str, ...]
+    """Required fields with no value."""
+    problems: tuple[str, ...] = ()
+    """Sources that failed to answer, each with its fix. A failing user store stops the
+    resolution there (``none``): a cluster default is never used in its place silently."""
+
+
+def check_value(row: IntegrationRow, field: KeyField, value: str) -> None:
+    """Refuse a value that cannot be right (``key_invalid``), without echoing it."""
+    expected = field.help or (f"matching {field.pattern}" if field.pattern else "a value")
+    reason = None
+    if not value:
+        reason = "it is empty"
+    elif len(value) > MAX_VALUE:
+        reason = f"it is {len(value)} characters long (at most {MAX_VALUE})"
+    elif any(c.isspace() for c in value) and field.secret:
+        reason = "it contains whitespace (a stray newline or space from copying?)"
+    elif field.pattern and re.fullmatch(field.pattern, value) is None:
+        reason = "it does not have the expected shape (see the way out)"
+    if reason is not None:
+        raise Refusal(
+            "key_invalid", integration=row.id, field=field.name, reason=reason, expected=expected
+        )
+
+
+class KeyBook:
+    """The integrations and key sources of one plugin manager, composed."""
+
+    def __init__(
+        self, sources: Mapping[str, KeySource], integrations: Mapping[str, IntegrationRow]
+    ):
+        self.sources = sources
+        self.integrations = integrations
+
+    # -- lookups ------------------------------------------------------------------------------
+
+    def row(self, integration_id: str) -> IntegrationRow:
+        row = self.integrations.get(integration_id)
+        if row is None:
+            known = ", ".join(sorted(self.integrations)) or "none installed"
+            raise Refusal(
+                "usage",
+                detail=f"no integration {integration_id!r} (known: {known}); bay keys list",
+                verb="keys",
+            )
+        return row
+
+    def field(self, row: IntegrationRow, name: str) -> KeyField:
+        for f in row.fields:
+            if f.name == name:
+                return f
+        names = ", ".join(f.name for f in row.fields)
+        raise Refusal(
+            "usage", detail=f"{row.id} has no field {name!r} (its fields: {names})", verb="keys"
+        )
+
+    def ordered(self, precedence: str | None = None) -> list[KeySource]:
+        rank = {"user": 0, "cluster": 1}
+        found = [s for s in self.sources.values() if precedence in (None, s.precedence)]
+        return sorted(found, key=lambda s: (rank.get(s.precedence, 2), s.order, s.name))
+
+    @staticmethod
+    def unavailable(source: KeySource) -> str | None:
+        if source.probe is None:
+            return None
+        try:
+            return source.probe()
+        except Exception as exc:  # a probe that fails is an unavailable source
+            return f"its probe failed: {type(exc).__name__}"
+
+    def source_rows(self) -> list[dict[str, Any]]:
+        rows = []
+        for s in self.ordered():
+            problem = self.unavailable(s)
+            rows.append(
+                {
+                    "name": s.name,
+                    "precedence": s.precedence,
+                    "writable": s.set is not None,
+                    "available": problem is None,
+                    "problem": problem,
+                }
+            )
+        return rows
+
+    # -- resolve ------------------------------------------------------------------------------
+
+    def resolve(
+        self, integration_id: str, accept: Collection[Source] = ("user", "cluster")
+    ) -> Resolution:
+        """The values of one integration from the highest-precedence source that holds any:
+        the user's own > the cluster default > none. ``accept`` narrows which precedences
+        count (a provider's ``key_scope``). Blocking (a keychain is a D-Bus round trip): the
+        keeper calls it in a worker thread."""
+        row = self.row(integration_id)
+        problems: list[str] = []
+        for precedence in PRECEDENCE:
+            if precedence not in accept:
+                continue
+            for source in self.ordered(precedence):
+                if self.unavailable(source) is not None:
+                    continue
+                try:
+                    found = _read(source, row)
+                except Exception as exc:
+                    problems.append(f"the {source.name} key store failed: {_reason(exc)}")
+                    continue
+                if found:
+                    return _resolution(row, precedence, found, source.name, problems)
+            if problems and precedence == "user":
+                break  # never fall to a cluster default past a user store that failed
+        return _resolution(row, "none", {}, "", problems)
+
+    # -- writes -------------------------------------------------------------------------------
+
+    def store_for(self, integration_id: str) -> KeySource:
+        """Where ``bay keys set`` writes: ``BAY_KEYS_STORE`` when set, else the user store
+        already holding this integration's values, else the first available one."""
+        writable = [s for s in self.ordered("user") if s.set is not None]
+        wanted = os.environ.get(STORE_VAR, "")
+        if wanted:
+            chosen = [s for s in writable if s.name == wanted]
+            if not chosen:
+                names = ", ".join(s.name for s in writable) or "none installed"
+                raise Refusal(
+                    "key_store_unavailable",
+                    reason=f"BAY_KEYS_STORE names {wanted!r}, which is not a writable store "
+                    f"(installed: {names})",
+                    fix="unset BAY_KEYS_STORE, or name one of the installed stores",
+                )
+            problem = self.unavailable(chosen[0])
+            if problem:
+                raise Refusal(
+                    "key_store_unavailable",
+                    reason=f"{wanted} (chosen by BAY_KEYS_STORE) cannot work here: {problem}",
+                    fix="unset BAY_KEYS_STORE, or fix that store",
+                )
+            return chosen[0]
+        available = [s for s in writable if self.unavailable(s) is None]
+        row = self.row(integration_id)
+        for source in available:
+            try:
+                if _read(source, row):
+                    return source
+            except Exception:  # noqa: S112 - a failing store is simply not the holder
+                continue
+        if not available:
+            why = "; ".join(f"{s.name}: {self.unavailable(s)}" for s in writable)
+            raise Refusal(
+                "key_store_unavailable",
+                reason=why or "no user key store plugin is installed",
+                fix="pip install browserbay-keys-file   (an encrypted file; no keychain needed)",
+            )
+        return available[0]
+
+    def set(self, integration_id: str, field_name: str, value: str) -> tuple[str, Masked | str]:
+        """Validate and store one field in the user's store; answer the store's name and a
+        view of what was stored (masked for a secret field)."""
+        row = self.row(integration_id)
+        field = self.field(row, field_name)
+        check_value(row, field, value)
+        source = self.store_for(integration_id)
+        assert source.set is not None
+        try:
+            source.set(row.id, field.name, value)
+        except Exception as exc:
+            raise Refusal(
+                "key_store_unavailable",
+                reason=f"the {source.name} key store failed: {_reason(exc)}",
+                fix="bay keys list   (shows each store and its problem)",
+            ) from None
+        secret = Secret(value)
+        return source.name, (secret.masked() if field.secret else value)
+
+    def clear(self, integration_id: str) -> list[str]:
+        """Drop the user's values of one integration from every user store that holds any;
+        precedence then lands where it lands (the cluster default, or none)."""
+        row = self.row(integration_id)
+        cleared = []
+        for source in self.ordered("user"):
+            if source.delete is None or self.unavailable(source) is not None:
+                continue
+            try:
+                held = _read(source, row)
+                for name in held:
+                    source.delete(row.id, name)
+            except Exception as exc:
+                raise Refusal(
+                    "key_store_unavailable",
+                    reason=f"the {source.name} key store failed: {_reason(exc)}",
+                    fix="bay keys list   (shows each store and its problem)",
+                ) from None
+            if held:
+                cleared.append(source.name)
+        return cleared
+
+    # -- the one reveal into an environment ---------------------------------------------------
+
+    def child_env(self, provider: ProviderRow) -> dict[str, str]:
+        """The environment entries of the one provider child that needs a key, under the
+        vendor's own variable names — resolved now, at launch, once. Refuses
+        ``provider_needs_local_key`` (a remote host) before resolving anything, and
+        ``backend_no_key`` when a required field has no value: never a silent fallback."""
+        caps = provider.capabilities
+        accept = SCOPES.get(caps.key_scope, ())
+        if caps.key_scope == "none":
+            return {}
+        if caps.remote_host:
+            raise Refusal("provider_needs_local_key", provider=provider.id)
+        row = self.integrations.get(provider.id)
+        if row is None:
+            raise Refusal(
+                "backend_unavailable",
+                provider=provider.id,
+                reason=f"it needs keys, but no installed plugin declares the integration "
+                f"{provider.id!r}",
+                fix=f"reinstall the plugin that provides {provider.id} (bay plugins)",
+            )
+        res = self.resolve(row.id, accept)
+        if res.missing:
+            raise Refusal(
+                "backend_no_key",
+                provider=provider.id,
+                integration=row.id,
+                field=res.missing[0],
+                missing=list(res.missing),
+                source=res.source,
+                reason=_no_key_reason(res, accept),
+            )
+        return {row.vendor_env[f]: v.reveal() for f, v in res.values.items() if f in row.vendor_env}
+
+    # -- masked views -------------------------------------------------------------------------
+
+    def view(self, res: Resolution) -> dict[str, Any]:
+        """A masked view of one resolution: every secret field as ``••••`` + last 4."""
+        row = self.row(res.integration)
+        fields = []
+        for f in row.fields:
+            value = res.values.get(f.name)
+            shown: str | None = None
+            if value is not None:
+                shown = str(value.masked()) if f.secret else value.reveal()
+            fields.append(
+                {
+                    "name": f.name,
+                    "secret": f.secret,
+                    "required": f.required,
+                    "set": value is not None,
+                    "view": shown,
+                    "from": res.origin.get(f.name),
+                    "vendor_env": row.vendor_env.get(f.name),
+                    "cluster_env": env_name(row.id, f.name),
+                }
+            )
+        return {
+            "id": row.id,
+            "summary": row.summary,
+            "source": res.source,
+            "missing": list(res.missing),
+            "problems": list(res.problems),
+            "test_kind": row.test_kind,
+            "fields": fields,
+        }
+
+
+def _read(source: KeySource, row: IntegrationRow) -> dict[str, str]:
+    found = {}
+    for f in row.fields:
+        value = source.get(row.id, f.name)
+        if value:
+            found[f.name] = value
+    return found
+
+
+def _resolution(
+    row: IntegrationRow,
+    source: Source,
+    found: Mapping[str, str],
+    source_name: str,
+    problems: Iterable[str],
+) -> Resolution:
+    values = {name: Secret(v) for name, v in found.items()}
+    origin = dict.fromkeys(found, source_name)
+    for f in row.fields:
+        if f.name not in values and f.default:
+            values[f.name] = Secret(f.default)
+            origin[f.name] = "default"
+    missing = tuple(f.name for f in row.fields if f.required and f.name not in values)
+    return Resolution(row.id, source, values, origin, missing, tuple(problems))
+
+
+def _no_key_reason(res: Resolution, accept: Collection[Source]) -> str:
+    if res.problems:
+        return "; ".join(res.problems)
+    if res.source != "none":
+        return f"the {res.source} values lack it"
+    if tuple(accept) == ("user",):
+        return "it takes only your own key, and you have not set one"
+    if tuple(accept) == ("cluster",):
+        return "it takes only a cluster default, and the cluster sets none"
+    return "no key of yours and no cluster default"
+
+
+def _reason(exc: BaseException) -> str:
+    """An exception's message, cut short: sources word them with the fix, never a value."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text[:300]
+
+
+class KeyAdmin:
+    """What a plugin verb gets as ``ctx.keys``: masked views, writes, tests. Nothing here
+    returns a plaintext key."""
+
+    def __init__(self, book: KeyBook):
+        self._book = book
+
+    def ids(self) -> list[str]:
+        return sorted(self._book.integrations)
+
+    def sources(self) -> list[dict[str, Any]]:
+        return self._book.source_rows()
+
+    def view(self, integration_id: str) -> dict[str, Any]:
+        return self._book.view(self._book.resolve(integration_id))
+
+    def set(self, integration_id: str, field: str, value: str) -> tuple[str, str]:
+        store, shown = self._book.set(integration_id, field, value)
+        return store, str(shown)
+
+    def clear(self, integration_id: str) -> list[str]:
+        return self._book.clear(integration_id)
+
+    def test(self, integration_id: str) -> Any:
+        """Run the integration's key test (see :mod:`browserbay.keytest`): a Verdict."""
+        from browserbay.keytest import run_test
+
+        row = self._book.row(integration_id)
+        return run_test(row, self._book.resolve(integration_id))

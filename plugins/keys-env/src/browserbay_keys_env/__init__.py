@@ -1,0 +1,1 @@
+"""browserbay-keys-env: a key source plugin (see docs/keys.md)."""

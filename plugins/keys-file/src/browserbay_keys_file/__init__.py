@@ -1,0 +1,1 @@
+"""browserbay-keys-file: a key source plugin (see docs/keys.md)."""

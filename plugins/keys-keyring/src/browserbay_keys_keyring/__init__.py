@@ -1,0 +1,1 @@
+"""browserbay-keys-keyring: a key source plugin (see docs/keys.md)."""

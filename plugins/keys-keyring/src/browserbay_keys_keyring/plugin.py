@@ -1,0 +1,107 @@
+"""The user's own keys in the OS keychain, through ``keyring``: the Secret Service on Linux
+(gnome-keyring, KeePassXC…), the Keychain on macOS. Precedence ``user``, asked before the
+encrypted file (``keys-file``).
+
+Each value is one keychain item: service ``browserbay:<integration>``, user ``<field>``.
+The backend is keyring's own choice (its configuration and ``PYTHON_KEYRING_BACKEND``
+apply), except that a backend that cannot keep a secret (keyring's ``fail`` or ``null``
+backends: no D-Bus session, no Secret Service) makes this source unavailable, so
+``bay keys set`` uses the next store instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from browserbay.hookspecs import hookimpl
+from browserbay.model import KeySource
+
+SERVICE_PREFIX = "browserbay:"
+_backend: Any = None
+
+
+def service(integration_id: str) -> str:
+    return SERVICE_PREFIX + integration_id
+
+
+def backend() -> Any:
+    """keyring's backend, chosen once per process (a D-Bus probe: not on the hot path)."""
+    global _backend
+    if _backend is None:
+        import keyring.core
+
+        keyring.core.init_backend()
+        _backend = keyring.core.get_keyring()
+    return _backend
+
+
+def reset() -> None:
+    """Choose the backend again at the next use (tests that start a Secret Service): keyring
+    remembers which backends are viable once per process, so that is forgotten too."""
+    global _backend
+    _backend = None
+    import keyring.backend
+
+    reset_viable = getattr(keyring.backend.get_all_keyring, "reset", None)
+    if reset_viable is not None:
+        with contextlib.suppress(KeyError):  # nothing remembered yet
+            reset_viable()
+
+
+def probe() -> str | None:
+    try:
+        kr = backend()
+    except Exception as exc:  # keyring's own detection failed (a bus that went away)
+        return f"no usable keychain: keyring could not choose a backend ({type(exc).__name__})"
+    name = f"{type(kr).__module__}.{type(kr).__name__}"
+    if name.startswith(("keyring.backends.fail", "keyring.backends.null")):
+        return (
+            "no usable keychain (no Secret Service on a D-Bus session here); keys go to the "
+            "encrypted file store instead"
+        )
+    if name.startswith("keyring.backends.chainer") and not getattr(kr, "backends", None):
+        return "no usable keychain backend"
+    return None
+
+
+def _failed(exc: Exception) -> RuntimeError:
+    """A keychain error worded with the fix (never a value)."""
+    kind = type(exc).__name__
+    if "Locked" in kind or "locked" in str(exc).lower():
+        return RuntimeError(
+            "the keychain is locked: unlock it (log in to the desktop session, or "
+            "gnome-keyring-daemon --unlock), then retry"
+        )
+    return RuntimeError(f"the keychain failed ({kind}); is its daemon running? bay keys list")
+
+
+def get(integration_id: str, field: str) -> str | None:
+    try:
+        value = backend().get_password(service(integration_id), field)
+    except Exception as exc:
+        raise _failed(exc) from None
+    return value if isinstance(value, str) and value else None
+
+
+def set_value(integration_id: str, field: str, value: str) -> None:
+    try:
+        backend().set_password(service(integration_id), field, value)
+    except Exception as exc:
+        raise _failed(exc) from None
+
+
+def delete(integration_id: str, field: str) -> None:
+    import keyring.errors
+
+    try:
+        backend().delete_password(service(integration_id), field)
+    except keyring.errors.PasswordDeleteError:
+        return
+    except Exception as exc:
+        raise _failed(exc) from None
+
+
+@hookimpl
+def bay_key_sources() -> list[KeySource]:
+    return [KeySource("keyring", "user", get, set=set_value, delete=delete, probe=probe, order=10)]

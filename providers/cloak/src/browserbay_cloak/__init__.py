@@ -1,0 +1,1 @@
+"""browserbay-cloak: the CloakBrowser provider (tier 2): its rows, keys first."""
