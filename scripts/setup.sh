@@ -28,6 +28,11 @@ if ! fc-list 2>/dev/null | grep -qi dejavu; then missing+=(fonts-dejavu-core); f
 command -v dbus-daemon >/dev/null 2>&1 || missing+=(dbus-daemon)
 command -v gnome-keyring-daemon >/dev/null 2>&1 || missing+=(gnome-keyring)
 command -v secret-tool >/dev/null 2>&1 || missing+=(libsecret-tools)
+# Native windows (the local-window provider and its tests): Xvfb, the AT-SPI bus, Debian's
+# python3 with pyatspi for the tree walker, GTK3 for the test app, setpriv (util-linux).
+for pkg in xvfb at-spi2-core dbus python3-pyatspi python3-gi gir1.2-gtk-3.0 util-linux; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}" >&2
   apt_install "${missing[@]}"

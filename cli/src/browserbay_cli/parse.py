@@ -60,10 +60,14 @@ def parse(
     for g in GLOBAL_OPTIONS:
         flags[g.long] = g
     dashdash = False
+    tail: list[str] | None = None  # the words after `--`, for a verb with a `tail` argument
     args: dict[str, Any] = {}
     while i < len(argv):
         tok = argv[i]
         i += 1
+        if tail is not None:
+            tail.append(tok)
+            continue
         if dashdash or not tok.startswith("-") or tok == "-" or _is_number(tok):
             if verb is None:
                 if tok not in table:
@@ -82,6 +86,8 @@ def parse(
             continue
         if tok == "--":
             dashdash = True
+            if verb is not None and any(a.kind == "tail" for a in verb.args):
+                tail = []
             continue
         if tok in ("-h", "--help"):
             options["help"] = True
@@ -132,6 +138,9 @@ def parse(
         args[a.name] = _convert(a, words.pop(0), verb.name)
     if words:
         raise UsageError(f"'{verb.name}' takes no more words (got {' '.join(words)!r})", verb.name)
+    tail_arg = next((a for a in verb.args if a.kind == "tail"), None)
+    if tail_arg is not None and tail:
+        args[tail_arg.name] = tail
     return verb, args, options
 
 
@@ -152,6 +161,8 @@ def usage_line(verb: Verb) -> str:
             parts.append(f"[{a.name}]")
         elif a.kind == "rest":
             parts.append(f"<{a.name}...>")
+        elif a.kind == "tail":
+            parts.append(f"[-- {a.name}...]")
         elif a.kind == "flag":
             parts.append(f"[{a.short or a.long}]")
         else:
@@ -167,7 +178,7 @@ def help_text(name: str | None, table: dict[str, Verb] | None = None) -> str:
         for a in v.args:
             label = (
                 a.name
-                if a.kind in ("pos", "opt", "rest")
+                if a.kind in ("pos", "opt", "rest", "tail")
                 else (a.short + ", " if a.short else "") + a.long
             )
             lines.append(f"  {label:<18} {a.help}")

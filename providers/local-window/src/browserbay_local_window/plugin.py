@@ -1,0 +1,130 @@
+"""The ``local-window`` provider row (tier 3, no CDP) and the ``bay window`` verb."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from typing import Any
+
+from browserbay.hookspecs import hookimpl
+from browserbay.model import Capabilities, LaunchSpec, PluginVerb, ProviderRow, VerbContext
+from browserbay.refusals import Refusal
+from browserbay.verbs import PLUGIN, Arg, Verb
+from browserbay_local_window.settings import Settings
+
+PROVIDER = "local-window"
+#: The actions of `bay window` (their handlers are in windows.py, imported at first use so
+#: that a keeper which never opens a window does not pay for Xlib).
+ACTIONS = (
+    "open",
+    "browser",
+    "list",
+    "attach",
+    "detach",
+    "close",
+    "snapshot",
+    "click",
+    "type",
+    "key",
+    "screenshot",
+    "doctor",
+)
+LAUNCHERS = (
+    "/usr/libexec/at-spi-bus-launcher",
+    "/usr/lib/at-spi2-core/at-spi-bus-launcher",
+    "/usr/lib/at-spi2/at-spi-bus-launcher",
+)
+
+CAPABILITIES = Capabilities(
+    has_cdp=False,
+    owns_dir=False,
+    ephemeral_contexts=False,
+    screenshots=True,
+    key_scope="none",
+    lease_kind="window",
+    headed=True,
+    allowed_domains=False,
+)
+
+
+class NoPageDriver:
+    """Page verbs never reach this provider: they need ``has_cdp``, which it lacks, and the
+    keeper refuses them by that cell first. Windows are started by ``bay window``."""
+
+    async def launch(self, playwright: object, spec: LaunchSpec) -> object:
+        raise Refusal(
+            "capability_missing",
+            provider=PROVIDER,
+            verb="launch a browser page",
+            capability="has_cdp",
+            way_out="bay window open -- <command>   (or bay window browser <url>)",
+        )
+
+
+def probe() -> str | None:
+    settings = Settings.from_env()
+    missing = [
+        name
+        for name, found in (
+            (settings.xvfb, shutil.which(settings.xvfb)),
+            ("dbus-daemon", shutil.which("dbus-daemon")),
+            ("at-spi-bus-launcher", next((p for p in LAUNCHERS if os.access(p, os.X_OK)), None)),
+            (settings.python, shutil.which(settings.python)),
+        )
+        if not found
+    ]
+    if missing:
+        return (
+            f"missing {', '.join(missing)}; bash scripts/setup.sh "
+            "(or apt-get install -y xvfb at-spi2-core dbus python3-pyatspi)"
+        )
+    return None
+
+
+WINDOW_VERB = Verb(
+    "window",
+    PLUGIN,
+    "Native windows (tier 3): open/browser/list/attach/detach/close, snapshot, click, type, "
+    "key, screenshot, doctor.",
+    (
+        Arg("action", "pos", "what to do", choices=ACTIONS),
+        Arg("handle", "opt", "a window handle (w1, d1…); for browser: the url to open"),
+        Arg("target", "opt", "@eN for click and type; a key chord for key (ctrl+s, Return)"),
+        Arg("text", "opt", "what type types (- reads it from stdin)"),
+        Arg("at", "value", "click at X,Y in the window's own pixels (XTEST)"),
+        Arg(
+            "interactive", "flag", "snapshot: only nodes with actions or editable text", short="-i"
+        ),
+        Arg("max_nodes", "value", "snapshot: the node budget (default 4000)", type="int"),
+        Arg("command", "tail", "open: the program and its arguments, after --"),
+    ),
+    mutates=True,
+    secret_args=("text",),
+    example="bay window open -- /usr/bin/python3 app.py",
+)
+
+
+@hookimpl
+def bay_providers() -> list[ProviderRow]:
+    return [
+        ProviderRow(
+            id=PROVIDER,
+            tier=3,
+            summary="Native windows on a display of our own: AT-SPI tree, actions, XTEST input, "
+            "pixels (bay window …). No CDP.",
+            capabilities=CAPABILITIES,
+            driver_factory=NoPageDriver,  # type: ignore[arg-type]
+            probe=probe,
+        )
+    ]
+
+
+@hookimpl
+def bay_verbs() -> list[PluginVerb]:
+    return [PluginVerb(WINDOW_VERB, handle)]
+
+
+async def handle(ctx: VerbContext) -> tuple[dict[str, Any], str]:
+    from browserbay_local_window import windows
+
+    return await windows.handle(ctx)

@@ -1,0 +1,819 @@
+"""The windows the keeper knows, their leases, and the ``bay window`` actions.
+
+A window handle (``w1``, ``w2``…) names one application we started on our display (its
+top-level windows, the largest first) or, when ``BAY_WINDOW_DESKTOP=1``, one top-level
+window of the user's own desktop (``d1``…, marked ``desktop``). A window is held by at most
+one session — the one that opened or attached it — and only its holder acts on it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import os
+import re
+import secrets
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from browserbay.model import VerbContext
+from browserbay.refusals import Refusal
+from browserbay_local_window import chromium, procs
+from browserbay_local_window import display as displays
+from browserbay_local_window.display import Display, DisplayError
+from browserbay_local_window.plugin import ACTIONS as ACTION_NAMES
+from browserbay_local_window.settings import Settings
+from browserbay_local_window.tree import render_tree
+from browserbay_local_window.walkerclient import WalkerError
+from browserbay_local_window.x11 import KeyNameError, TopLevel, XError, parse_chord
+
+log = logging.getLogger("browserbay.local_window")
+
+WINDOW_WAIT = 10.0
+X_TIMEOUT = 5.0
+CLOSE_GRACE = 5.0
+_REF = re.compile(r"^@?(e\d+)$")
+_AT = re.compile(r"^\s*(-?\d+)\s*,\s*(-?\d+)\s*$")
+#: Action names a click by reference prefers, in order; else the first that is not a menu.
+CLICK_ACTIONS = ("click", "press", "jump", "activate", "toggle", "open", "dodefault")
+
+
+@dataclass
+class Window:
+    handle: str
+    display: Display
+    program: str
+    kind: str  # app | browser | desktop
+    proc: anyio.abc.Process | None = None
+    pid: int | None = None
+    xid: int | None = None
+    holder: str | None = None
+    input_holder: str = "agent"
+    started_at: float = field(default_factory=time.time)
+    refs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    url: str | None = None
+
+    @property
+    def desktop(self) -> bool:
+        return self.display.desktop
+
+
+class Windows:
+    """One per keeper: the displays, the windows on them and who holds each."""
+
+    def __init__(self, settings: Settings | None = None):
+        self._settings = settings
+        self.windows: dict[str, Window] = {}
+        self.gone: dict[str, str] = {}
+        self.own: Display | None = None
+        self._desktop: Display | None = None
+        self._desktop_checked = False
+        self._display_lock = anyio.Lock()
+        self._ids = itertools.count(1)
+        self._desk_ids = itertools.count(1)
+        self._xtest: dict[str, tuple[bool, str]] = {}
+
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            self._settings = Settings.from_env()
+        return self._settings
+
+    # -- displays ---------------------------------------------------------------------
+
+    async def ensure_own(self, ctx: VerbContext) -> Display:
+        async with self._display_lock:
+            if self.own is None:
+                try:
+                    with anyio.fail_after(displays.START_TIMEOUT + 5):
+                        self.own = await displays.start_own(self.settings, ctx.state_dir)
+                except DisplayError as exc:
+                    raise Refusal("display_unavailable", reason=exc.reason, fix=exc.fix) from None
+                except TimeoutError:
+                    raise Refusal(
+                        "display_unavailable",
+                        reason="the display did not start in time",
+                        fix="bay keeper logs",
+                    ) from None
+            return self.own
+
+    def desktop(self) -> Display | None:
+        if not self._desktop_checked:
+            self._desktop_checked = True
+            self._desktop = displays.desktop(self.settings)
+        return self._desktop
+
+    async def stop_own_if_unused(self, ctx: VerbContext) -> bool:
+        async with self._display_lock:
+            own = self.own
+            if own is None or any(w.display is own for w in self.windows.values()):
+                return False
+            self.own = None
+            self._xtest.pop(own.name, None)
+            with anyio.CancelScope(shield=True):
+                await own.stop()
+            displays.forget(ctx.state_dir)
+            log.info("display %s stopped: its last window went", own.name)
+            return True
+
+    # -- probes -----------------------------------------------------------------------
+
+    async def xtest(self, display: Display) -> tuple[bool, str]:
+        """Can we inject input on this display? (ok, what the probe found)."""
+        if display.name in self._xtest:
+            return self._xtest[display.name]
+        if display.desktop and not display.xtest_allowed:
+            found = (False, "input injection into desktop windows is off (BAY_WINDOW_XTEST=0)")
+        else:
+            try:
+                has = await display.x.run(X_TIMEOUT, type(display.x).xtest)
+            except XError as exc:
+                found = (False, exc.reason)
+            else:
+                if has:
+                    found = (True, f"XTEST present on {display.name}")
+                else:
+                    why = " (started without it: BAY_WINDOW_XTEST=0)" if not display.desktop else ""
+                    found = (False, f"the X server {display.name} has no XTEST extension{why}")
+        self._xtest[display.name] = found
+        return found
+
+    async def require_injection(self, window: Window, verb: str) -> None:
+        ok, detail = await self.xtest(window.display)
+        if not ok:
+            raise Refusal(
+                "injection_unavailable",
+                window=window.handle,
+                verb=verb,
+                reason=detail,
+                probe={"xtest": {"ok": ok, "detail": detail}, "display": window.display.name},
+            )
+
+    # -- bookkeeping --------------------------------------------------------------------
+
+    async def reap(self, ctx: VerbContext) -> None:
+        """Forget windows whose application exited (and stop our display when none is
+        left); desktop windows that are gone likewise."""
+        for window in list(self.windows.values()):
+            if window.proc is not None and window.proc.returncode is not None:
+                self._drop(window, f"its application exited (code {window.proc.returncode})")
+                procs.LIVE.pop(window.proc.pid, None)
+        desk = [w for w in self.windows.values() if w.desktop]
+        if desk:
+            try:
+                alive = {t.xid for t in await desk[0].display.x.run(X_TIMEOUT, _toplevels)}
+            except XError:
+                alive = set()
+            for window in desk:
+                if window.xid not in alive:
+                    self._drop(window, "the window was closed on the desktop")
+        await self.stop_own_if_unused(ctx)
+
+    def _drop(self, window: Window, reason: str) -> None:
+        self.windows.pop(window.handle, None)
+        self.gone[window.handle] = reason
+
+    def lookup(self, handle: str | None, ctx: VerbContext, *, held: bool = True) -> Window:
+        if not handle:
+            raise Refusal(
+                "usage", detail="say which window: bay window <action> <handle>", verb="window"
+            )
+        window = self.windows.get(handle)
+        if window is None:
+            reason = self.gone.get(handle, "no window has this handle (bay window list)")
+            raise Refusal("window_gone", window=handle, reason=reason)
+        if held and window.holder != ctx.session.id:
+            held_by = "held by another session" if window.holder else "attached to no session"
+            raise Refusal(
+                "not_your_window", window=handle, held=held_by, holder=window.holder or None
+            )
+        return window
+
+    # -- X helpers ----------------------------------------------------------------------
+
+    async def main_window(self, window: Window) -> TopLevel | None:
+        if window.desktop:
+            assert window.xid is not None
+            return await window.display.x.run(X_TIMEOUT, _window, window.xid)
+        assert window.pid is not None
+        family = await anyio.to_thread.run_sync(procs.family, window.pid)
+        found = await window.display.x.run(X_TIMEOUT, _windows_of, family)
+        return found[0] if found else None
+
+    async def origin(self, window: Window) -> tuple[int, int]:
+        main = await self.main_window(window)
+        return (main.x, main.y) if main is not None else (0, 0)
+
+    async def pids(self, window: Window) -> list[int]:
+        if window.desktop:
+            return [window.pid] if window.pid else []
+        assert window.pid is not None
+        return sorted(await anyio.to_thread.run_sync(procs.family, window.pid))
+
+
+def _toplevels(x: Any) -> list[TopLevel]:
+    return list(x.toplevels())
+
+
+def _window(x: Any, xid: int) -> TopLevel | None:
+    found: TopLevel | None = x.window(xid)
+    return found
+
+
+def _windows_of(x: Any, pids: set[int]) -> list[TopLevel]:
+    return list(x.windows_of(pids))
+
+
+def left(ctx: VerbContext, cap: float) -> float:
+    """Seconds left before the verb's deadline (less a margin for the answer), at most cap."""
+    return max(0.2, min(cap, ctx.deadline - time.monotonic() - 0.5))
+
+
+# -- the actions ---------------------------------------------------------------------------
+
+
+async def act_open(book: Windows, ctx: VerbContext) -> tuple[dict[str, Any], str]:
+    command = [str(a) for a in ctx.args.get("command") or ()]
+    if not command:
+        raise Refusal(
+            "usage",
+            detail="say what to start: bay window open -- <command> [args...]",
+            verb="window",
+        )
+    display = await book.ensure_own(ctx)
+    program = shutil.which(command[0], path=display.env.get("PATH"))
+    if program is None:
+        await book.stop_own_if_unused(ctx)
+        raise Refusal(
+            "action_failed",
+            verb="window open",
+            reason=f"{command[0]!r} was not found on PATH",
+        )
+    return await _start(book, ctx, display, [program, *command[1:]], "app", display.env)
+
+
+async def act_browser(book: Windows, ctx: VerbContext) -> tuple[dict[str, Any], str]:
+    url = chromium.normalize_url(str(ctx.args.get("handle") or "about:blank"))
+    binary = chromium.find()
+    if binary is None:
+        raise Refusal(
+            "display_unavailable",
+            reason="no Chromium was found for bay window browser",
+            fix=chromium.INSTALL,
+        )
+    display = await book.ensure_own(ctx)
+    assert display.home is not None
+    profile = display.home / f"chromium-{secrets.token_hex(4)}"
+    profile.mkdir(mode=0o700)
+    width, height = (int(v) for v in book.settings.screen.split("x")[:2])
+    argv = chromium.argv(binary, profile, url, (width, height))
+    data, text = await _start(book, ctx, display, argv, "browser", chromium.env(display.env))
+    book.windows[data["handle"]].url = url
+    data["url"] = url
+    return data, text
+
+
+async def _start(
+    book: Windows,
+    ctx: VerbContext,
+    display: Display,
+    argv: list[str],
+    kind: str,
+    env: dict[str, str],
+) -> tuple[dict[str, Any], str]:
+    cwd = str(display.home) if display.home is not None else None
+    proc = await procs.spawn(argv, env, f"window app {Path(argv[0]).name}", cwd=cwd)
+    window = Window(
+        handle=f"w{next(book._ids)}",
+        display=display,
+        program=Path(argv[0]).name,
+        kind=kind,
+        proc=proc,
+        pid=proc.pid,
+        holder=ctx.session.id,
+    )
+    book.windows[window.handle] = window
+    main: TopLevel | None = None
+    end = time.monotonic() + left(ctx, WINDOW_WAIT)
+    while time.monotonic() < end and proc.returncode is None:
+        main = await book.main_window(window)
+        if main is not None and main.viewable:
+            break
+        await anyio.sleep(0.05)
+    if proc.returncode is not None:
+        book._drop(window, f"its application exited (code {proc.returncode})")
+        procs.LIVE.pop(proc.pid, None)
+        await book.stop_own_if_unused(ctx)
+        raise Refusal(
+            "action_failed",
+            verb="window open",
+            reason=f"{window.program} exited with code {proc.returncode} before showing a window",
+        )
+    data = _row(window, main, ctx)
+    shown = f"“{main.title}”" if main is not None and main.title else "(no window shown yet)"
+    return data, f"{window.handle}  {window.program}  {shown}  on {display.label}"
+
+
+def _row(window: Window, main: TopLevel | None, ctx: VerbContext) -> dict[str, Any]:
+    return {
+        "handle": window.handle,
+        "kind": window.kind,
+        "program": window.program,
+        "pid": window.pid,
+        "display": window.display.name,
+        "desktop": window.desktop,
+        "title": main.title if main is not None else None,
+        "geometry": [main.x, main.y, main.width, main.height] if main is not None else None,
+        "holder": window.holder,
+        "mine": window.holder == ctx.session.id,
+        "input": window.input_holder,
+        "url": window.url,
+    }
+
+
+async def act_list(book: Windows, ctx: VerbContext) -> tuple[dict[str, Any], str]:
+    await book.reap(ctx)
+    desk = book.desktop()
+    if desk is not None:
+        await _discover_desktop(book, desk)
+    rows = []
+    for window in book.windows.values():
+        try:
+            main = await book.main_window(window)
+        except XError:
+            main = None
+        rows.append(_row(window, main, ctx))
+    lines = [
+        f"{'*' if r['mine'] else ' '} {r['handle']:<4} {r['program']:<14} "
+        f"{(r['title'] or '(no window)')[:50]:<50} {r['display']}"
+        + ("  [your desktop]" if r["desktop"] else "")
+        + (f"  held by {r['holder']}" if r["holder"] and not r["mine"] else "")
+        + ("  free" if not r["holder"] else "")
+        for r in rows
+    ]
+    data: dict[str, Any] = {
+        "windows": rows,
+        "displays": {
+            "ours": book.own.name if book.own is not None else None,
+            "processes": {w: p.pid for w, p in book.own.children} if book.own else {},
+            "desktop": desk.name if desk is not None else None,
+            "desktop_enabled": book.settings.desktop,
+        },
+    }
+    text = "\n".join(lines) if lines else "(no windows: bay window open -- <command>)"
+    return data, text
+
+
+async def _discover_desktop(book: Windows, desk: Display) -> None:
+    try:
+        tops = await desk.x.run(X_TIMEOUT, _toplevels)
+    except XError as exc:
+        log.info("desktop %s not readable: %s", desk.name, exc.reason)
+        return
+    known = {w.xid for w in book.windows.values() if w.desktop}
+    for top in tops:
+        if top.xid in known or not top.viewable or top.width < 2 or top.height < 2:
+            continue
+        handle = f"d{next(book._desk_ids)}"
+        book.windows[handle] = Window(
+            handle=handle,
+            display=desk,
+            program=(top.title or "window")[:30],
+            kind="desktop",
+            pid=top.pid,
+            xid=top.xid,
+        )
+
+
+async def act_attach(book: Windows, ctx: VerbContext) -> tuple[dict[str, Any], str]:
+    await book.reap(ctx)
+    window = book.lookup(ctx.args.get("handle"), ctx, held=False)
+    if window.holder not in (None, ctx.session.id):
+        raise Refusal(
+            "not_your_window",
+            window=window.handle,
+            held="held by another session",
+            holder=window.holder,
+        )
+    window.holder = ctx.session.id
+    return _row(window, None, ctx), f"{window.handle} is yours"
+
+
+async def act_detach(book: Windows, ctx: VerbContext) -> tuple[dict[str, Any], str]:
+    window = book.lookup(ctx.args.get("handle"), ctx)
+    window.holder = None
+    window.refs.clear()
+    return _row(
+        window, None, ctx
+    ), f"{window.handle} detached (it keeps running; bay window attach {window.handle})"
+
+
+async def act_close(book: Windows, ctx: VerbContext) -> tuple[dict[str, Any], str]:
+    await book.reap(ctx)
+    window = book.lookup(ctx.args.get("handle"), ctx)
+    if window.desktop:
+        book._drop(window, "let go with bay window close (it stays open on your desktop)")
+        return {"handle": window.handle, "closed": False, "desktop": True}, (
+            f"{window.handle} is a window of your desktop: browserbay did not start it and does "
+            "not close it; let go of it (bay window list shows it again, with a new handle)"
+        )
+    proc = window.proc
+    assert proc is not None
+    assert window.pid is not None
+    polite = 0
+    try:
+        family = await anyio.to_thread.run_sync(procs.family, window.pid)
+        tops = await window.display.x.run(X_TIMEOUT, _windows_of, family)
+        for top in tops:
+            if await window.display.x.run(X_TIMEOUT, _delete, top.xid):
+                polite += 1
+    except XError:
+        polite = 0
+    if polite:
+        with anyio.move_on_after(min(CLOSE_GRACE, left(ctx, CLOSE_GRACE))):
+            await proc.wait()
+    how = "closed its windows" if proc.returncode is not None else "ended it"
+    code = await procs.end(proc, grace=2.0)
+    book._drop(window, "closed by bay window close")
+    stopped = await book.stop_own_if_unused(ctx)
+    data = {"handle": window.handle, "closed": True, "exit_code": code, "display_stopped": stopped}
+    tail = f"; display {window.display.name} stopped (no window left)" if stopped else ""
+    return data, f"{window.handle}: {how}{tail}"
+
+
+def _delete(x: Any, xid: int) -> bool:
+    return bool(x.delete(xid))
+
+
+async def act_snapshot(book: Windows, ctx: VerbContext) -> tuple[dict[str, Any], str]:
+    window = book.lookup(ctx.args.get("handle"), ctx)
+    budget = int(ctx.args.get("max_nodes") or 4000)
+    if budget < 1:
+        raise Refusal("usage", detail="--max-nodes must be at least 1", verb="window")
+    pids = await book.pids(window)
+    origin = await _origin_or_zero(book, window)
+    total = left(ctx, 60.0)
+    walk_ms = int(max(0.2, total - 1.0) * 1000)
+    try:
+        answer = await window.display.walker.call(
+            "snapshot",
+            total,
+            pids=pids,
+            budget=budget,
+            deadline_ms=walk_ms,
+            call_ms=min(book.settings.call_ms, walk_ms),
+        )
+    except WalkerError as exc:
+        if exc.kind != "timeout":
+            raise _unreadable(window, exc) from None
+        answer = {
+            "nodes": [],
+            "walked": 0,
+            "hung": ["(walker)"],
+            "expired": True,
+            "elapsed_ms": total * 1000,
+            "unreadable_reason": exc.reason,
+        }
+    nodes = answer["nodes"]
+    if not nodes and not answer.get("unreadable_reason"):
+        # Not (yet) on the accessibility bus: a GTK app registers when its window shows.
+        answer["unreadable_reason"] = (
+            "the application exposes no accessibility tree on the bus (yet): it may not "
+            "support AT-SPI, or be starting"
+        )
+    refs, text, census = render_tree(nodes, origin, interactive=bool(ctx.args.get("interactive")))
+    window.refs = refs
+    if answer.get("unreadable_reason"):
+        census["unreadable"] += 1
+        text += f"\n- unreadable subtree: {answer['unreadable_reason']}"
+    header = (
+        f"window {window.handle} · {window.program} · display {window.display.label}\n"
+        f"census: {census['nodes']} nodes · {census['action']} with actions · "
+        f"{census['editable_text']} with editable text · {census['unreadable']} unreadable · "
+        f"walked in {answer.get('elapsed_ms', 0):.0f} ms"
+        + (" · node budget reached" if census["truncated"] else "")
+    )
+    data = {
+        "handle": window.handle,
+        "census": census,
+        "origin": list(origin),
+        "elapsed_ms": answer.get("elapsed_ms"),
+        "hung": answer.get("hung", []),
+        "expired": answer.get("expired", False),
+        "unreadable": answer.get("unreadable_reason"),
+        "nodes": [dict(n, ref=r) for r, n in _with_refs(refs, nodes)],
+        "tree": text,
+    }
+    return data, header + "\n" + text
+
+
+def _with_refs(refs: dict[str, dict[str, Any]], nodes: list[dict[str, Any]]) -> Any:
+    by_path = {(v["bus"], v["path"]): k for k, v in refs.items()}
+    for node in nodes:
+        key = (node["bus"], node["path"])
+        row = {k: v for k, v in node.items() if k not in ("bus", "path", "d")}
+        row["depth"] = node["d"]
+        yield by_path.get(key), row
+
+
+async def _origin_or_zero(book: Windows, window: Window) -> tuple[int, int]:
+    try:
+        return await book.origin(window)
+    except XError:
+        return (0, 0)
+
+
+def _unreadable(window: Window, exc: WalkerError) -> Refusal:
+    return Refusal(
+        "accessibility_unavailable",
+        window=window.handle,
+        reason=exc.reason,
+        probe={"walker": exc.kind, "detail": exc.reason, "display": window.display.name},
+    )
+
+
+async def _node(
+    book: Windows, window: Window, ctx: VerbContext
+) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """The @eN of this verb, as it is now: (ref, stored, probe). ``ref_stale`` when the node
+    is gone or is now something else."""
+    raw = str(ctx.args.get("target") or "")
+    m = _REF.match(raw)
+    if m is None:
+        raise Refusal(
+            "usage",
+            detail=f"say which node: an @eN from bay window snapshot {window.handle} (got {raw!r})",
+            verb="window",
+        )
+    ref = m.group(1)
+    stored = window.refs.get(ref)
+    snap = f"bay window snapshot {window.handle}  (then act on a fresh @eN)"
+    if stored is None:
+        raise Refusal("ref_stale", ref="@" + ref, way_out=snap)
+    try:
+        probe = await window.display.walker.call(
+            "node",
+            left(ctx, 10.0),
+            bus=stored["bus"],
+            path=stored["path"],
+            call_ms=book.settings.call_ms,
+        )
+    except WalkerError as exc:
+        if exc.kind == "gone":
+            raise Refusal("ref_stale", ref="@" + ref, way_out=snap) from None
+        raise _unreadable(window, exc) from None
+    probe.pop("ok", None)
+    probe.pop("id", None)
+    if probe.get("role") != stored["role"]:
+        raise Refusal("ref_stale", ref="@" + ref, way_out=snap)
+    return ref, stored, probe
+
+
+def pick_action(actions: list[str]) -> int | None:
+    low = [a.lower() for a in actions]
+    for name in CLICK_ACTIONS:
+        if name in low:
+            return low.index(name)
+    for i, name in enumerate(low):
+        if name and name != "showcontextmenu":
+            return i
+    return 0 if actions else None
+
+
+async def act_click(book: Windows, ctx: VerbContext) -> tuple[dict[str, Any], str]:
+    window = book.lookup(ctx.args.get("handle"), ctx)
+    at = ctx.args.get("at")
+    if at is not None:
+        return await _click_at(book, window, ctx, str(at))
+    ref, stored, probe = await _node(book, window, ctx)
+    index = pick_action(list(probe.get("actions") or []))
+    if index is None:
+        raise Refusal(
+            "no_action",
+            ref="@" + ref,
+            role=probe.get("role", ""),
+            name=probe.get("name", ""),
+            window=window.handle,
+            probe=probe,
+        )
+    action = probe["actions"][index]
+    try:
+        done = await window.display.walker.call(
+            "do_action",
+            left(ctx, 10.0),
+            bus=stored["bus"],
+            path=stored["path"],
+            index=index,
+            call_ms=book.settings.call_ms,
+        )
+    except WalkerError as exc:
+        raise _unreadable(window, exc) from None
+    if not done.get("done"):
+        raise Refusal(
+            "action_failed",
+            verb="window click",
+            reason=f"the application declined the action {action!r} of @{ref}",
+        )
+    data = {
+        "handle": window.handle,
+        "ref": "@" + ref,
+        "action": action,
+        "via": "action",
+        "role": probe.get("role"),
+        "name": probe.get("name"),
+    }
+    return data, f"{action} on @{ref} ({probe.get('role')} “{probe.get('name')}”)"
+
+
+async def _click_at(
+    book: Windows, window: Window, ctx: VerbContext, at: str
+) -> tuple[dict[str, Any], str]:
+    m = _AT.match(at)
+    if m is None:
+        raise Refusal(
+            "usage", detail=f"--at takes X,Y in the window's pixels, not {at!r}", verb="window"
+        )
+    await book.require_injection(window, "click --at")
+    x, y = int(m.group(1)), int(m.group(2))
+    main = await book.main_window(window)
+    ox, oy = (main.x, main.y) if main is not None else (0, 0)
+    xid = main.xid if main is not None else None
+    if xid is not None:
+        await window.display.x.run(X_TIMEOUT, _raise, xid)
+    await window.display.x.run(X_TIMEOUT, _click, ox + x, oy + y)
+    data = {"handle": window.handle, "at": [x, y], "screen": [ox + x, oy + y], "via": "xtest"}
+    return data, f"clicked {window.handle} at {x},{y} (XTEST)"
+
+
+def _raise(x: Any, xid: int) -> None:
+    x.focus(xid)
+
+
+def _click(x: Any, sx: int, sy: int) -> None:
+    x.click(sx, sy)
+
+
+async def act_key(book: Windows, ctx: VerbContext) -> tuple[dict[str, Any], str]:
+    window = book.lookup(ctx.args.get("handle"), ctx)
+    chord = str(ctx.args.get("target") or "")
+    try:
+        syms = parse_chord(chord)
+    except KeyNameError as exc:
+        raise Refusal("usage", detail=str(exc), verb="window") from None
+    await book.require_injection(window, "key")
+    main = await book.main_window(window)
+    await window.display.x.run(X_TIMEOUT, _chord, syms, main.xid if main is not None else None)
+    return {
+        "handle": window.handle,
+        "key": chord,
+        "via": "xtest",
+    }, f"pressed {chord} in {window.handle}"
+
+
+def _chord(x: Any, syms: list[int], xid: int | None) -> None:
+    x.chord(syms, xid)
+
+
+async def act_type(book: Windows, ctx: VerbContext) -> tuple[dict[str, Any], str]:
+    window = book.lookup(ctx.args.get("handle"), ctx)
+    text = ctx.args.get("text")
+    if text is None:
+        raise Refusal(
+            "usage", detail="say what to type: bay window type <h> @eN <text|->", verb="window"
+        )
+    text = str(text)
+    ref, stored, probe = await _node(book, window, ctx)
+    ifaces = probe.get("interfaces") or []
+    if "EditableText" in ifaces:
+        try:
+            done = await window.display.walker.call(
+                "insert_text",
+                left(ctx, 10.0),
+                bus=stored["bus"],
+                path=stored["path"],
+                text=text,
+                call_ms=book.settings.call_ms,
+            )
+        except WalkerError as exc:
+            raise _unreadable(window, exc) from None
+        if not done.get("done"):
+            raise Refusal(
+                "action_failed", verb="window type", reason=f"@{ref} refused the text (read-only?)"
+            )
+        via = "editable_text"
+    else:
+        await book.require_injection(window, "type")
+        main = await book.main_window(window)
+        xid = main.xid if main is not None else None
+        if xid is not None:
+            await window.display.x.run(X_TIMEOUT, _raise, xid)
+        if "Component" in ifaces:
+            try:
+                await window.display.walker.call(
+                    "grab_focus",
+                    left(ctx, 10.0),
+                    bus=stored["bus"],
+                    path=stored["path"],
+                    call_ms=book.settings.call_ms,
+                )
+            except WalkerError as exc:
+                raise _unreadable(window, exc) from None
+            await anyio.sleep(0.05)
+        await window.display.x.run(left(ctx, 60.0), _type, text)
+        via = "focus+xtest"
+    data = {"handle": window.handle, "ref": "@" + ref, "chars": len(text), "via": via}
+    how = "AT-SPI EditableText" if via == "editable_text" else "focus + XTEST keys"
+    return data, f"typed {len(text)} characters into @{ref} ({how})"
+
+
+def _type(x: Any, text: str) -> None:
+    x.type_text(text, None)
+
+
+async def act_screenshot(book: Windows, ctx: VerbContext) -> tuple[dict[str, Any], str]:
+    window = book.lookup(ctx.args.get("handle"), ctx)
+    main = await book.main_window(window)
+    if main is None or not main.viewable:
+        raise Refusal(
+            "action_failed", verb="window screenshot", reason=f"{window.handle} shows no window"
+        )
+    await window.display.x.run(X_TIMEOUT, _raise, main.xid)
+    await anyio.sleep(0.1)  # let it repaint what was under another window
+    width, height, pixels = await window.display.x.run(
+        X_TIMEOUT, _grab, main.x, main.y, main.width, main.height
+    )
+    shots = ctx.state_dir / "local-window" / "shots"
+    path = shots / f"{window.handle}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}.jpg"
+    size = await anyio.to_thread.run_sync(_save_jpeg, path, width, height, pixels)
+    data = {
+        "handle": window.handle,
+        "path": str(path),
+        "width": width,
+        "height": height,
+        "bytes": size,
+    }
+    return data, str(path)
+
+
+def _grab(x: Any, gx: int, gy: int, w: int, h: int) -> tuple[int, int, bytes]:
+    result: tuple[int, int, bytes] = x.grab(gx, gy, w, h)
+    return result
+
+
+def _save_jpeg(path: Path, width: int, height: int, pixels: bytes) -> int:
+    from PIL import Image
+
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    image = Image.frombytes("RGB", (width, height), pixels, "raw", "BGRX")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        image.save(f, "JPEG", quality=80)
+    return path.stat().st_size
+
+
+async def act_doctor(book: Windows, ctx: VerbContext) -> tuple[dict[str, Any], str]:
+    from browserbay_local_window.doctor import probe_matrix
+
+    return await probe_matrix(book, ctx)
+
+
+ACTIONS: dict[str, Any] = {
+    "open": act_open,
+    "browser": act_browser,
+    "list": act_list,
+    "attach": act_attach,
+    "detach": act_detach,
+    "close": act_close,
+    "snapshot": act_snapshot,
+    "click": act_click,
+    "type": act_type,
+    "key": act_key,
+    "screenshot": act_screenshot,
+    "doctor": act_doctor,
+}
+
+assert tuple(ACTIONS) == ACTION_NAMES, "plugin.ACTIONS and windows.ACTIONS must agree"
+BOOK = Windows()
+
+
+async def handle(ctx: VerbContext) -> tuple[dict[str, Any], str]:
+    action = str(ctx.args.get("action"))
+    fn = ACTIONS.get(action)
+    if fn is None:
+        raise Refusal(
+            "usage",
+            detail=f"unknown window action {action!r}; one of {', '.join(ACTIONS)}",
+            verb="window",
+        )
+    if action not in ("list", "doctor", "open", "browser", "attach", "close"):
+        with contextlib.suppress(XError):
+            await BOOK.reap(ctx)
+    answer: tuple[dict[str, Any], str] = await fn(BOOK, ctx)
+    return answer
