@@ -32,7 +32,7 @@ def _publish(d: Path, body: Any, name: str | None = None) -> str:
     return name
 
 
-def _result(d: Path, name: str, timeout: float = 30) -> dict[str, Any]:
+def _result(d: Path, name: str, timeout: float = 90) -> dict[str, Any]:
     path = d / "processed" / f"{name}.result.json"
     end = time.monotonic() + timeout
     while time.monotonic() < end:
