@@ -61,6 +61,10 @@ def test_every_code_renders_without_placeholders_given_its_fields() -> None:
         "expected": "e",
         "example": "https://api.example.com",
         "kind": "shape-only",
+        "window": "w1",
+        "held": "held by another session",
+        "role": "label",
+        "name": "Hello",
     }
     for code in CODES:
         r = Refusal(code, **fields)
