@@ -131,8 +131,10 @@ class TriggerIntake:
         await anyio.to_thread.run_sync(ensure_private, self.dir)
         await anyio.to_thread.run_sync(ensure_private, self.processed)
         async with anyio.create_task_group() as tg:
-            while True:
+            while not self.keeper.stop_event.is_set():
                 for name, raw, age in await anyio.to_thread.run_sync(self._scan):
+                    if self.keeper.stop_event.is_set():
+                        break  # a keeper on its way out claims nothing new
                     self._seen.add(name)
                     tg.start_soon(self._intake, name, raw, age, tg)
                 await anyio.sleep(POLL)
@@ -197,7 +199,7 @@ class TriggerIntake:
 
     async def _drain(self, session: str) -> None:
         queue = self._queues[session]
-        while queue:
+        while queue and not self.keeper.stop_event.is_set():
             stem, request = queue[0]
             async with self._limiter:
                 try:
