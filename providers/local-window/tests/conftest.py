@@ -41,8 +41,18 @@ def wbay() -> Iterator[Bay]:
     home = new_home("w")
     b = Bay(home)
     yield b
-    b.stop()
-    shutil.rmtree(home, ignore_errors=True)
+    finish(b)
+
+
+def finish(bay: Bay) -> None:
+    """Stop the keeper, wait until it has exited (it ends its display and apps on the way
+    out), then remove its home."""
+    r = bay("keeper", "status", session=None, env={"BAY_NO_AUTOSTART": "1"})
+    pid = r.frame["data"]["pid"] if r.code == 0 else None
+    bay.stop()
+    if isinstance(pid, int):
+        gone(pid, 20.0)
+    shutil.rmtree(bay.home, ignore_errors=True)
 
 
 def wopen(bay: Bay, *command: str, session: str = "a", **env: str) -> dict[str, Any]:

@@ -5,7 +5,6 @@ refused by capability."""
 
 from __future__ import annotations
 
-import shutil
 import sys
 from collections.abc import Iterator
 
@@ -13,7 +12,7 @@ import pytest
 
 from tests.helpers import Bay, assert_refused
 
-from .conftest import DEBIAN_PYTHON, GTK_APP, have_gtk, new_home, node, wopen
+from .conftest import DEBIAN_PYTHON, GTK_APP, finish, have_gtk, new_home, node, wopen
 
 pytestmark = pytest.mark.skipif(not have_gtk(), reason="needs Xvfb and Debian's python3-gi")
 
@@ -30,8 +29,7 @@ def degraded() -> Iterator[Bay]:
         BAY_DEFAULT_PROVIDER="local-window",
     )
     yield b
-    b.stop()
-    shutil.rmtree(home, ignore_errors=True)
+    finish(b)
 
 
 @pytest.fixture(scope="module")
@@ -91,8 +89,7 @@ def test_no_x_server_is_display_unavailable_naming_the_fix() -> None:
         assert "apt-get install" in frame["way_out"]
         assert b.ok("window", "list")["windows"] == []
     finally:
-        b.stop()
-        shutil.rmtree(home, ignore_errors=True)
+        finish(b)
 
 
 def test_type_into_an_editable_text_needs_no_injection(degraded: Bay) -> None:
@@ -110,5 +107,4 @@ def test_type_into_an_editable_text_needs_no_injection(degraded: Bay) -> None:
         assert b.ok("window", "click", handle, f"@{button}")["via"] == "action"
         assert_refused(b("window", "key", handle, "Return"), "injection_unavailable")
     finally:
-        b.stop()
-        shutil.rmtree(home, ignore_errors=True)
+        finish(b)

@@ -5,7 +5,6 @@ plain X window stands in for the user's desktop."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from collections.abc import Iterator
 from typing import Any
@@ -14,7 +13,7 @@ import pytest
 
 from tests.helpers import Bay, assert_refused
 
-from .conftest import have_gtk, new_home
+from .conftest import finish, have_gtk, new_home
 
 pytestmark = pytest.mark.skipif(not have_gtk(), reason="needs Xvfb")
 
@@ -63,8 +62,7 @@ def test_desktop_windows_are_off_by_default(desktop: tuple[str, Any]) -> None:
         assert data["displays"]["desktop"] is None
         assert data["displays"]["desktop_enabled"] is False
     finally:
-        b.stop()
-        shutil.rmtree(b.home, ignore_errors=True)
+        finish(b)
 
 
 def test_the_setting_lists_them_marked_and_close_never_kills_one(
@@ -98,5 +96,4 @@ def test_the_setting_lists_them_marked_and_close_never_kills_one(
         assert desk["display"] == name
         assert desk["probes"]["xtest"]["ok"] is True
     finally:
-        b.stop()
-        shutil.rmtree(b.home, ignore_errors=True)
+        finish(b)

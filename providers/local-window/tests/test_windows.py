@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
 import signal
 import time
 from pathlib import Path
@@ -21,6 +20,7 @@ from .conftest import (
     DEBIAN_PYTHON,
     GTK_APP,
     display_processes,
+    finish,
     gone,
     have_gtk,
     kill_quietly,
@@ -246,7 +246,6 @@ def test_keeper_stop_ends_the_display_and_its_apps() -> None:
         assert all(gone(p) for p in infra.values())
         assert wait_for(lambda: not runtimes[0].exists(), 5)
     finally:
-        b.stop()
+        finish(b)
         for pid in started:
             kill_quietly(pid)
-        shutil.rmtree(home, ignore_errors=True)
