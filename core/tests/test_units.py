@@ -65,6 +65,8 @@ def test_every_code_renders_without_placeholders_given_its_fields() -> None:
         "held": "held by another session",
         "role": "label",
         "name": "Hello",
+        "by": "a human in the live view (viewer 1)",
+        "reached": "it only reads, so it changed nothing",
     }
     for code in CODES:
         r = Refusal(code, **fields)

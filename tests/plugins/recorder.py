@@ -70,3 +70,13 @@ def bay_browser_stopped(browser: BrowserInfo, reason: str) -> None:
 @hookimpl
 def bay_lease_changed(lease: LeaseInfo, change: str) -> None:
     _record("bay_lease_changed", lease=lease, change=change)
+
+
+@hookimpl
+def bay_takeover(lease: LeaseInfo, viewer: str) -> None:
+    _record("bay_takeover", lease=lease, viewer=viewer)
+
+
+@hookimpl
+def bay_handback(lease: LeaseInfo, viewer: str) -> None:
+    _record("bay_handback", lease=lease, viewer=viewer)

@@ -92,12 +92,19 @@ class Connection:
         self._n += 1
         rid = str(self._n)
         frame = {"id": rid, "verb": verb, "args": args, "session": session, "timeout": timeout}
+        frame["progress"] = True  # lines said while the verb runs (a link for a human)
         if extra:
             frame.update(extra)
         self.send(frame)
         # The keeper enforces the deadline itself; the margin covers the answer's trip.
         try:
-            return self.read(time.monotonic() + timeout + 5.0)
+            while True:
+                answer = self.read(time.monotonic() + timeout + 5.0)
+                if "progress" in answer and answer.get("id") == rid and "ok" not in answer:
+                    sys.stderr.write(f"{answer['progress']}\n")
+                    sys.stderr.flush()
+                    continue
+                return answer
         except TimeoutError:
             raise Refusal("deadline", verb=verb, timeout=timeout, longer=timeout * 2) from None
 

@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from browserbay.progress import say_progress
 from browserbay.verbs import Verb
 
 if TYPE_CHECKING:
-    from playwright.async_api import Browser, BrowserContext, Playwright
+    from playwright.async_api import Browser, BrowserContext, Page, Playwright
 
     from browserbay.keys import KeyAdmin
 
@@ -165,7 +166,9 @@ class TransportRow:
     summary: str
     target_kinds: tuple[str, ...]
     """Which targets it can show (``tab``, ``window``, ``provider-view``)."""
-    factory: Callable[..., Any] | None = None
+    factory: Callable[[LiveHost], LiveTransport] | None = None
+    """Called once by the keeper at its start with the :class:`LiveHost`; the transport it
+    returns is stopped (``await transport.stop()``) before the keeper's browsers close."""
 
 
 @dataclass(frozen=True)
@@ -327,6 +330,9 @@ class LeaseInfo:
     session: SessionRef
     input_holder: InputHolder
     tabs: tuple[str, ...]
+    ended: str | None = None
+    """At ``detached``: why the lease ended — ``closed`` (``bay close``/``bay detach``: the
+    session let it go), ``idle``, ``keeper_stop``, ``crashed`` or ``restart``. None otherwise."""
 
 
 @dataclass
@@ -347,6 +353,10 @@ class VerbContext:
     keys: KeyAdmin | None = None
     """The keys, as masked views and writes (``bay keys`` is built on it); it never hands
     out a plaintext key."""
+    progress: Callable[[str], Awaitable[bool]] = say_progress
+    """``await ctx.progress(text)``: a line the client prints (on stderr) while the verb
+    still runs — a link a human must open before the verb can end. False when the client
+    did not ask for progress lines."""
 
 
 VerbHandler = Callable[[VerbContext], Awaitable[tuple[dict[str, Any], str]]]
@@ -360,3 +370,87 @@ class PluginVerb:
 
     verb: Verb
     handler: VerbHandler
+    while_paused: bool = False
+    """The verb never touches the page (it hands out a link, waits for a human): it runs
+    while a human holds the controls, and a takeover does not cut it."""
+
+
+# -- live view ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PauseInfo:
+    """Why a lease's agent is paused: a human took the controls in a live view
+    (``origin`` ``takeover``) or the agent asked for one (``handoff``)."""
+
+    origin: Literal["takeover", "handoff"]
+    by: str
+    """Who, in words: ``a human in the live view (viewer 3)``, ``a handoff you asked for``."""
+    reason: str
+    since: float
+    """``time.time()`` when the pause began."""
+    holder: str | None
+    """The viewer driving now (None: nobody yet, or the driver left)."""
+
+
+class LiveLease(Protocol):
+    """A lease as a live-view transport reads it (the keeper's own object: read it, never
+    change it; change it through :class:`LiveHost`)."""
+
+    @property
+    def session(self) -> SessionRef: ...
+
+    @property
+    def profile(self) -> ProfileRef: ...
+
+    @property
+    def current(self) -> str | None:
+        """The tab the agent acts on."""
+
+    @property
+    def agent_point(self) -> tuple[str, float, float] | None:
+        """``(tab, x, y)``: where the agent last pointed (CSS pixels of that tab's viewport)."""
+
+    def pages(self) -> dict[str, Page]:
+        """Tab id -> Playwright page, in order; empty while its browser is not running."""
+
+    def pause_info(self) -> PauseInfo | None: ...
+
+    def info(self) -> LeaseInfo: ...
+
+
+class LiveHost(Protocol):
+    """What the keeper offers a live-view transport (``TransportRow.factory(host)``)."""
+
+    def lease(self, session_id: str, profile_id: str) -> LiveLease | None:
+        """The session's lease on the profile, or None (never starts anything)."""
+
+    def take_over(
+        self, session_id: str, profile_id: str, viewer: str | None, reason: str = ""
+    ) -> PauseInfo:
+        """Pause the agent: ``viewer`` takes the controls (None: a handoff the agent asked
+        for, nobody driving yet). Verbs in flight on the lease are cut. Raises
+        :class:`~browserbay.refusals.Refusal` when another viewer drives."""
+
+    def release(self, session_id: str, profile_id: str, viewer: str) -> None:
+        """The viewer that drives went away: the pause stays, nobody drives."""
+
+    def hand_back(self, session_id: str, profile_id: str, viewer: str, why: str) -> bool:
+        """Give the controls back to the agent (``why``: ``explicit``, ``idle``…); its next
+        answer carries a notice. False when the lease was not paused."""
+
+    def note_input(self, session_id: str, profile_id: str) -> None:
+        """The human's input reached the page (the idle handback's clock)."""
+
+    def expire_idle(self) -> None:
+        """Hand back every pause whose driver gave no input for ``BAY_HANDBACK_IDLE``."""
+
+    async def wait_handback(self, session_id: str, profile_id: str, timeout: float) -> bool:
+        """Wait until the lease is not paused (True) or ``timeout`` passes (False)."""
+
+
+class LiveTransport(Protocol):
+    """What a transport factory returns."""
+
+    async def stop(self) -> None:
+        """Close every viewer and the server (called before the keeper's browsers close)."""

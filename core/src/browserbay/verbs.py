@@ -248,6 +248,20 @@ VERBS: tuple[Verb, ...] = (
         ),
         needs=("has_cdp", "screenshots"),
     ),
+    Verb(
+        "login-check",
+        PAGE,
+        "Open a URL, let it settle, and say logged_in, logged_out or unknown from URL globs.",
+        (
+            Arg("url", "value", "the page to open (a page that needs the login)"),
+            Arg("logged_in", "value", "a glob the settled URL matches when logged in"),
+            Arg("logged_out", "value", "a glob the settled URL matches when logged out"),
+        ),
+        needs=_CDP,
+        mutates=True,
+        example="bay login-check --url https://app.example/home --logged-in '*/home*' "
+        "--logged-out '*/login*'",
+    ),
     Verb("back", PAGE, "Go back in the tab's history.", needs=_CDP, mutates=True),
     Verb("forward", PAGE, "Go forward in the tab's history.", needs=_CDP, mutates=True),
     Verb("reload", PAGE, "Reload the page.", needs=_CDP, mutates=True),

@@ -3,7 +3,10 @@
 Pages: ``/`` (index), ``/form.html`` (a sign-up form whose result page echoes what was
 sent), ``/list.html?n=300`` (a long list), ``/popup.html`` (opens a tab), ``/shop.html`` (a
 "Buy now" button for approval gates), ``/cookie`` (sets and shows a cookie), ``/status/403``
-(answers with that status).
+(answers with that status), ``/live.html`` (an animation, buttons at known places and a
+form, for the live view), ``/markup-title.html`` (a title with markup in it),
+``/account`` (the account page when logged in, else a script sends you to ``/login.html``;
+``/do-login`` logs in).
 """
 
 from __future__ import annotations
@@ -77,6 +80,25 @@ class DemoHandler(SimpleHTTPRequestHandler):
         if url.path.startswith("/item/"):
             item = html.escape(url.path.rsplit("/", 1)[-1])
             self._send(f"<!doctype html><title>Item {item}</title><h1>Item {item}</h1>")
+            return
+        if url.path == "/account":
+            # Logged in: the account page. Logged out: a script sends you to the login page
+            # a moment later (login-check waits for the URL to settle).
+            if "demo_login=ok" in (self.headers.get("Cookie") or ""):
+                self._send("<!doctype html><title>Your account</title><h1>Welcome back</h1>")
+            else:
+                self._send(
+                    "<!doctype html><title>Checking…</title><p>checking your login…</p>"
+                    "<script>setTimeout(() => location.replace('/login.html?from=account'),"
+                    " 300)</script>"
+                )
+            return
+        if url.path == "/do-login":
+            self._send(
+                "<!doctype html><title>Logged in</title>"
+                "<script>location.replace('/account')</script>",
+                headers={"Set-Cookie": "demo_login=ok; Path=/; Max-Age=3600"},
+            )
             return
         if url.path == "/slow":
             import time

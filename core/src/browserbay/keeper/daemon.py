@@ -17,7 +17,7 @@ import anyio
 import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from browserbay import protocol, verbs
+from browserbay import progress, protocol, verbs
 from browserbay._version import __version__
 from browserbay.paths import BayPaths, bay_paths
 from browserbay.refusals import Refusal
@@ -96,6 +96,13 @@ async def _send(stream: anyio.abc.ByteStream, frame: dict[str, Any]) -> None:
     await stream.send(protocol.encode(frame))
 
 
+def _progress_sink(stream: anyio.abc.ByteStream, frame: dict[str, Any]) -> progress.Sink:
+    async def sink(text: str) -> None:
+        await _send(stream, {"id": frame.get("id"), "progress": text})
+
+    return sink
+
+
 #: How much of one oversized frame the keeper reads past (and drops) before hanging up.
 MAX_SKIP = 256 * 1024 * 1024
 
@@ -160,9 +167,14 @@ async def serve_connection(stream: anyio.abc.ByteStream, keeper: Any) -> None:
                 await _send(stream, {"id": frame.get("id"), "ok": True, "data": {"stopping": True}})
                 continue
             keeper.inflight += 1
+            # A client that asked for progress lines gets them before the answer.
+            said = progress.SINK.set(
+                _progress_sink(stream, frame) if frame.get("progress") else None
+            )
             try:
                 answer = await keeper.handle(frame)
             finally:
+                progress.SINK.reset(said)
                 keeper.inflight -= 1
                 keeper.last_request = time.monotonic()
             try:

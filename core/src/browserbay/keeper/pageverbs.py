@@ -6,6 +6,7 @@ A handler gets a :class:`Act` (the page, the arguments, the time left) and retur
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 import time
@@ -247,7 +248,8 @@ READY_JS = """(el) => {
   const s = getComputedStyle(el);
   if (s.visibility !== 'visible' || s.pointerEvents === 'none') return false;
   const hit = el.ownerDocument.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
-  return !!hit && (hit === el || el.contains(hit));
+  const ok = !!hit && (hit === el || el.contains(hit));
+  return ok ? [r.left + r.width / 2, r.top + r.height / 2] : false;
 }"""
 
 
@@ -258,9 +260,12 @@ async def pointer(act: Act, run: Callable[[Locator, bool], Awaitable[Any]]) -> N
 
     async def go(loc: Locator) -> Any:
         try:
-            ready = bool(await loc.evaluate(READY_JS, timeout=min(act.ms_left(), 2000)))
+            point = await loc.evaluate(READY_JS, timeout=min(act.ms_left(), 2000))
         except Exception:
-            ready = False
+            point = False
+        ready = bool(point)
+        if isinstance(point, list) and len(point) == 2:  # the live view's agent cursor
+            act.lease.agent_point = (act.tab.id, float(point[0]), float(point[1]))
         return await run(loc, ready)
 
     await act_on(act, act.args["target"], go)
@@ -376,7 +381,45 @@ def page_error(verb: str, timeout: float, exc: BaseException) -> Refusal | None:
     return Refusal("action_failed", verb=verb, reason=_first_line(exc))
 
 
+#: How long the URL must stay the same before login-check reads it, and the most it waits.
+SETTLE_QUIET = 0.5
+SETTLE_MAX = 10.0
+
+
+async def verb_login_check(act: Act) -> Answer:
+    """Open the URL, wait until the address settles (redirects, script navigations), then
+    decide from the globs — the keeper decides, never the model."""
+    url, logged_in, logged_out = (act.args.get(k) for k in ("url", "logged_in", "logged_out"))
+    if not url or not (logged_in or logged_out):
+        raise Refusal(
+            "usage",
+            detail="login-check needs --url and at least one of --logged-in / --logged-out",
+            verb="login-check",
+        )
+    target = normalize_url(str(url))
+    from browserbay.keeper.leases import check_url_allowed
+
+    check_url_allowed(target, act.lease.allowed_domains)
+    await act.page.goto(target, timeout=act.ms_left(), wait_until="load")
+    end = min(act.deadline - 0.5, time.monotonic() + SETTLE_MAX)
+    seen, since = act.page.url, time.monotonic()
+    while time.monotonic() < end and time.monotonic() - since < SETTLE_QUIET:
+        await act.page.wait_for_timeout(100)
+        if act.page.url != seen:
+            seen, since = act.page.url, time.monotonic()
+    settled = time.monotonic() - since >= SETTLE_QUIET
+    final = act.page.url
+    inside = bool(logged_in) and fnmatch.fnmatchcase(final, str(logged_in))
+    outside = bool(logged_out) and fnmatch.fnmatchcase(final, str(logged_out))
+    state = "logged_in" if inside and not outside else "logged_out" if outside else "unknown"
+    if inside and outside:
+        state = "unknown"  # both globs match: the patterns cannot tell
+    data = {"state": state, "url": final, "settled": settled, "tab": act.tab.id}
+    return data, f"{state}\n{final}"
+
+
 HANDLERS: dict[str, Callable[[Act], Awaitable[Answer]]] = {
+    "login-check": verb_login_check,
     "open": verb_open,
     "snapshot": verb_snapshot,
     "click": verb_click,

@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
-from browserbay.model import LeaseInfo, ProfileRef, SessionRef
+from browserbay.model import LeaseInfo, PauseInfo, ProfileRef, SessionRef
 from browserbay.refusals import Refusal
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page
 
     from browserbay.keeper.browsers import Running
+    from browserbay.keeper.controls import Inflight, Pause
 
 
 @dataclass
@@ -66,14 +67,35 @@ class Lease:
     input_holder: str = "agent"
     restoring: bool = False
     """Kept tabs are being reopened: new pages are adopted in order by the restore itself."""
+    pause: Pause | None = None
+    """Set while a human holds the controls (see browserbay.keeper.controls)."""
+    inflight: dict[int, Inflight] = field(default_factory=dict)
+    """The verbs running on the lease now, which a takeover cuts."""
+    agent_point: tuple[str, float, float] | None = None
+    """(tab, x, y): where the agent's last pointer verb acted, for the live view's cursor."""
 
     @property
     def handle(self) -> str:
         return self.alias or self.profile.label
 
-    def info(self) -> LeaseInfo:
+    def info(self, ended: str | None = None) -> LeaseInfo:
         holder: Literal["agent", "user"] = "user" if self.input_holder == "user" else "agent"
-        return LeaseInfo(self.profile, self.session, holder, tuple(self.tabs))
+        return LeaseInfo(self.profile, self.session, holder, tuple(self.tabs), ended)
+
+    def pages(self) -> dict[str, Page]:
+        if self.context is None:
+            return {}
+        return {tab_id: tab.page for tab_id, tab in self.tabs.items()}
+
+    def pause_info(self) -> PauseInfo | None:
+        return self.pause.info() if self.pause is not None else None
+
+    def unpause(self) -> None:
+        """The lease ended: nobody holds its controls any more (a handoff waiting wakes)."""
+        if self.pause is not None:
+            self.pause.released.set()
+            self.pause = None
+        self.input_holder = "agent"
 
 
 @dataclass

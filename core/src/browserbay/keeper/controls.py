@@ -1,0 +1,288 @@
+"""Who holds a lease's controls: the agent, or a human who took over in a live view.
+
+A takeover (or a handoff the agent asked for) pauses the lease: the agent's next page, tab
+and plugin verbs on it are refused ``browser_paused``; the verbs running on it at that
+instant are cut and answered ``browser_interrupted``, naming what was cut and whether it may
+already have reached the page. The handback (explicit, or after ``BAY_HANDBACK_IDLE``
+seconds without the human's input) gives the controls back, and the agent's next answer
+carries a one-time notice: where its tab is now and what to run again.
+
+:class:`Controls` is the :class:`browserbay.model.LiveHost` the keeper hands live-view
+transports.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+import anyio
+
+from browserbay import verbs
+from browserbay.model import LiveTransport, PauseInfo
+from browserbay.refusals import Refusal
+
+if TYPE_CHECKING:
+    from browserbay.keeper.sessions import Lease, Session
+    from browserbay.plugins import Plugins
+
+log = logging.getLogger("browserbay.keeper")
+T = TypeVar("T")
+
+#: Seconds without the driving human's input after which the controls go back to the agent.
+HANDBACK_IDLE = float(os.environ.get("BAY_HANDBACK_IDLE", "300"))
+
+_WHY = {
+    "explicit": "the human handed the controls back",
+    "idle": "the human gave no input for {idle:g}s, so the controls came back to you",
+    "timeout": "nobody handed the controls back within your --wait; they are yours again",
+}
+
+
+@dataclass
+class Pause:
+    origin: Literal["takeover", "handoff"]
+    by: str
+    reason: str
+    since: float
+    """time.time() when it began."""
+    started: float
+    """time.monotonic() when it began."""
+    holder: str | None = None
+    claimed: float | None = None
+    """time.monotonic() when a viewer took the controls (the idle clock starts)."""
+    last_input: float | None = None
+    interrupted: list[str] = field(default_factory=list)
+    released: anyio.Event = field(default_factory=anyio.Event)
+
+    def info(self) -> PauseInfo:
+        return PauseInfo(self.origin, self.by, self.reason, self.since, self.holder)
+
+
+@dataclass
+class Inflight:
+    verb: str
+    command: str
+    mutates: bool
+    scope: anyio.CancelScope
+    cut: bool = False
+
+
+def command_line(verb: verbs.Verb, args: Mapping[str, Any]) -> str:
+    """``bay click @e3``: the verb as the agent would run it again; typed text never
+    appears (a secret argument is shown as ``<text>``)."""
+    words = ["bay", verb.name]
+    for a in verb.args:
+        if a.name not in args:
+            continue
+        value = args[a.name]
+        shown = f"<{a.name}>" if a.name in verb.secret_args else value
+        if a.kind == "flag":
+            if value:
+                words.append(a.long)
+        elif a.kind in ("pos", "opt"):
+            words.append(str(shown))
+        elif a.kind in ("rest", "tail"):
+            words.extend(str(v) for v in (shown if isinstance(shown, list) else [shown]))
+        else:
+            words += [a.long, str(shown)]
+    return " ".join(words)
+
+
+def make_transports(plugins: Plugins, host: Controls) -> list[LiveTransport]:
+    """Each live-view transport row's factory, called once. A factory that fails is logged
+    and skipped: a broken live view must not keep the keeper from serving."""
+    made: list[LiveTransport] = []
+    for kind, row in plugins.transports.items():
+        if row.factory is None:
+            continue
+        try:
+            made.append(row.factory(host))
+        except Exception:
+            log.exception("the live-view transport %r failed to start; carrying on", kind)
+    return made
+
+
+class Controls:
+    def __init__(self, plugins: Plugins, sessions: dict[str, Session]):
+        self.plugins = plugins
+        self.sessions = sessions
+
+    # -- the keeper's side --------------------------------------------------------------
+
+    def check(self, lease: Lease, exempt: bool) -> None:
+        """Refuse a verb on a paused lease (before anything runs)."""
+        pause = lease.pause
+        if pause is None or exempt:
+            return
+        raise Refusal(
+            "browser_paused",
+            profile=lease.handle,
+            by=pause.by,
+            since=time.strftime("%H:%M:%S", time.localtime(pause.since)),
+            seconds=round(time.time() - pause.since),
+            reason=pause.reason,
+            origin=pause.origin,
+        )
+
+    async def run(
+        self,
+        lease: Lease,
+        verb: verbs.Verb,
+        args: Mapping[str, Any],
+        exempt: bool,
+        fn: Callable[[], Awaitable[T]],
+    ) -> T:
+        """Run a verb on the lease so that a takeover can cut it."""
+        if exempt:
+            return await fn()
+        entry = Inflight(verb.name, command_line(verb, args), verb.mutates, anyio.CancelScope())
+        lease.inflight[id(entry)] = entry
+        try:
+            with entry.scope:
+                return await fn()
+        except Exception:
+            if not entry.cut:
+                raise
+        finally:
+            lease.inflight.pop(id(entry), None)
+        raise self._interrupted(lease, entry)
+
+    def _interrupted(self, lease: Lease, entry: Inflight) -> Refusal:
+        pause = lease.pause
+        if pause is not None and entry.command not in pause.interrupted:
+            pause.interrupted.append(entry.command)
+        reached = (
+            "it may already have reached the page: look before running it again"
+            if entry.mutates
+            else "it only reads, so it changed nothing"
+        )
+        return Refusal(
+            "browser_interrupted",
+            verb=entry.verb,
+            profile=lease.handle,
+            by=pause.by if pause is not None else "a human in the live view",
+            reached=reached,
+            may_have_reached_page=entry.mutates,
+            command=entry.command,
+        )
+
+    # -- the live view's side (browserbay.model.LiveHost) -------------------------------
+
+    def lease(self, session_id: str, profile_id: str) -> Lease | None:
+        session = self.sessions.get(session_id)
+        return session.leases.get(profile_id) if session is not None else None
+
+    def _find(self, session_id: str, profile_id: str) -> tuple[Session, Lease]:
+        session = self.sessions.get(session_id)
+        lease = session.leases.get(profile_id) if session is not None else None
+        if session is None or lease is None:
+            raise KeyError(f"session {session_id} holds no lease on {profile_id}")
+        return session, lease
+
+    def take_over(
+        self, session_id: str, profile_id: str, viewer: str | None, reason: str = ""
+    ) -> PauseInfo:
+        _session, lease = self._find(session_id, profile_id)
+        now = time.monotonic()
+        pause = lease.pause
+        if pause is not None:
+            if viewer is None or pause.holder == viewer:
+                return pause.info()
+            if pause.holder is not None:
+                raise Refusal(
+                    "browser_paused",
+                    profile=lease.handle,
+                    by=pause.by,
+                    since=time.strftime("%H:%M:%S", time.localtime(pause.since)),
+                    holder=pause.holder,
+                )
+            pause.holder, pause.claimed = viewer, now
+            self.plugins.notify("bay_takeover", lease=lease.info(), viewer=viewer)
+            return pause.info()
+        if viewer is None:
+            by = "a handoff you asked for" + (f": {reason}" if reason else "")
+            pause = Pause("handoff", by, reason, time.time(), now)
+        else:
+            by = f"a human in the live view ({viewer})"
+            pause = Pause("takeover", by, reason, time.time(), now, viewer, now)
+        lease.pause = pause
+        lease.input_holder = "user"
+        for entry in list(lease.inflight.values()):
+            entry.cut = True
+            entry.scope.cancel()
+        if viewer is not None:
+            self.plugins.notify("bay_takeover", lease=lease.info(), viewer=viewer)
+        return pause.info()
+
+    def release(self, session_id: str, profile_id: str, viewer: str) -> None:
+        lease = self.lease(session_id, profile_id)
+        if lease is not None and lease.pause is not None and lease.pause.holder == viewer:
+            lease.pause.holder = None
+
+    def hand_back(self, session_id: str, profile_id: str, viewer: str, why: str) -> bool:
+        session, lease = self._find(session_id, profile_id)
+        pause = lease.pause
+        if pause is None:
+            return False
+        if why == "explicit" and pause.holder not in (None, viewer):
+            raise Refusal(
+                "browser_paused",
+                profile=lease.handle,
+                by=pause.by,
+                since=time.strftime("%H:%M:%S", time.localtime(pause.since)),
+                holder=pause.holder,
+            )
+        lease.pause = None
+        lease.input_holder = "agent"
+        pause.released.set()
+        tab = lease.tabs.get(lease.current) if lease.current else None
+        where = (
+            f"your current tab {tab.id} is at {tab.page.url}"
+            if tab is not None
+            else "your browser has no tab open"
+        )
+        words = _WHY.get(why, "the controls came back to you ({why})").format(
+            idle=HANDBACK_IDLE, why=why
+        )
+        notice = f"{words} (profile {lease.handle}, after {round(time.time() - pause.since)}s); "
+        notice += where
+        if pause.interrupted:
+            notice += "; run again what was cut: " + ", ".join(pause.interrupted)
+        notice += "; references from before the pause may be stale: bay snapshot -i first"
+        session.notices.append(notice)
+        self.plugins.notify("bay_handback", lease=lease.info(), viewer=viewer)
+        return True
+
+    def note_input(self, session_id: str, profile_id: str) -> None:
+        lease = self.lease(session_id, profile_id)
+        if lease is not None and lease.pause is not None:
+            lease.pause.last_input = time.monotonic()
+
+    def expire_idle(self) -> None:
+        now = time.monotonic()
+        for session in list(self.sessions.values()):
+            for lease in list(session.leases.values()):
+                pause = lease.pause
+                if pause is None or pause.claimed is None:
+                    continue  # a handoff nobody has taken up yet waits for its --wait
+                last = max(pause.claimed, pause.last_input or 0.0)
+                if now - last > HANDBACK_IDLE:
+                    log.info(
+                        "handing %s back to %s: the human went idle", lease.handle, session.ref.id
+                    )
+                    self.hand_back(session.ref.id, lease.profile.id, pause.holder or "-", "idle")
+
+    async def wait_handback(self, session_id: str, profile_id: str, timeout: float) -> bool:
+        lease = self.lease(session_id, profile_id)
+        pause = lease.pause if lease is not None else None
+        if pause is None:
+            return True
+        with anyio.move_on_after(max(0.0, timeout)):
+            await pause.released.wait()
+            return True
+        return False

@@ -1,0 +1,157 @@
+"""Who holds a lease's controls (browserbay.keeper.controls), without a browser: the pause,
+the cut of verbs in flight, the handback's notice, the idle handback, the hooks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from browserbay import verbs
+from browserbay.keeper import controls as controls_mod
+from browserbay.keeper.controls import Controls, command_line
+from browserbay.keeper.sessions import Lease, Session
+from browserbay.model import ProfileRef, SessionRef
+from browserbay.refusals import Refusal
+from tests.helpers import assert_refused
+
+
+class Hooks:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any]] = []
+
+    def notify(self, hook: str, **kwargs: Any) -> None:
+        self.calls.append((hook, kwargs))
+
+
+def _setup() -> tuple[Controls, Hooks, Session, Lease]:
+    hooks = Hooks()
+    ref = SessionRef("s1", "env")
+    session = Session(ref, "s1")
+    profile = ProfileRef("ep-s1", "ephemeral", "chromium", 1, True)
+    lease = Lease(ref, profile)
+    session.leases[profile.id] = lease
+    return Controls(hooks, {"s1": session}), hooks, session, lease  # type: ignore[arg-type]
+
+
+def test_command_line_never_shows_typed_text() -> None:
+    fill = verbs.BY_NAME["fill"]
+    assert command_line(fill, {"target": "@e7", "text": "hunter2"}) == "bay fill @e7 <text>"
+    wait = verbs.BY_NAME["wait"]
+    assert command_line(wait, {"what": "200", "load": True}) == "bay wait 200 --load"
+    select = verbs.BY_NAME["select"]
+    assert command_line(select, {"target": "#s", "values": ["a", "b"]}) == "bay select #s a b"
+
+
+def test_a_takeover_pauses_and_the_handback_leaves_a_notice() -> None:
+    controls, hooks, session, lease = _setup()
+    controls.check(lease, exempt=False)  # nothing paused yet
+    info = controls.take_over("s1", "ep-s1", "viewer 1")
+    assert info.origin == "takeover"
+    assert lease.input_holder == "user"
+    assert lease.info().input_holder == "user"
+    with pytest.raises(Refusal) as refused:
+        controls.check(lease, exempt=False)
+    frame = assert_refused(refused.value, "browser_paused")
+    assert "viewer 1" in frame["data"]["by"]
+    controls.check(lease, exempt=True)  # bay live, bay handoff
+    # Another viewer cannot drive meanwhile, nor hand back for the driver.
+    with pytest.raises(Refusal):
+        controls.take_over("s1", "ep-s1", "viewer 2")
+    with pytest.raises(Refusal):
+        controls.hand_back("s1", "ep-s1", "viewer 2", "explicit")
+    assert controls.hand_back("s1", "ep-s1", "viewer 1", "explicit")
+    assert not controls.hand_back("s1", "ep-s1", "viewer 1", "explicit")
+    assert lease.pause is None
+    assert lease.input_holder == "agent"
+    assert len(session.notices) == 1
+    assert "handed the controls back" in session.notices[0]
+    assert [h for h, _ in hooks.calls] == ["bay_takeover", "bay_handback"]
+    with pytest.raises(KeyError):
+        controls.take_over("nobody", "ep-x", "viewer 1")
+
+
+def test_a_verb_in_flight_is_cut_and_named_in_the_notice() -> None:
+    controls, _hooks, session, lease = _setup()
+    click = verbs.BY_NAME["click"]
+    outcome: dict[str, Any] = {}
+
+    async def main() -> None:
+        async def forever() -> tuple[dict[str, Any], str, None]:
+            await anyio.sleep(60)
+            return {}, "", None
+
+        async def agent() -> None:
+            try:
+                await controls.run(lease, click, {"target": "@e3"}, False, forever)
+            except Refusal as r:
+                outcome["refusal"] = r
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(agent)
+            await anyio.sleep(0.05)
+            assert len(lease.inflight) == 1
+            controls.take_over("s1", "ep-s1", "viewer 1")
+        assert not lease.inflight
+        # An exempt verb runs while paused and is not cut.
+        done = await controls.run(lease, click, {}, True, lambda: _value(7))
+        assert done == 7
+
+    anyio.run(main)
+    frame = assert_refused(outcome["refusal"], "browser_interrupted")
+    assert frame["data"]["command"] == "bay click @e3"
+    assert frame["data"]["may_have_reached_page"] is True
+    controls.hand_back("s1", "ep-s1", "viewer 1", "explicit")
+    assert "run again what was cut: bay click @e3" in session.notices[-1]
+
+
+async def _value(v: int) -> int:
+    return v
+
+
+def test_idle_handback_and_handoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    controls, hooks, session, lease = _setup()
+    monkeypatch.setattr(controls_mod, "HANDBACK_IDLE", 0.05)
+    # A handoff nobody took up is not handed back by the idle clock.
+    info = controls.take_over("s1", "ep-s1", None, "log in")
+    assert info.origin == "handoff"
+    assert info.holder is None
+    controls.expire_idle()
+    assert lease.pause is not None
+    assert hooks.calls == []  # nobody took over yet
+    # A viewer takes it up; then gives no input.
+    controls.take_over("s1", "ep-s1", "viewer 3")
+    assert lease.pause is not None
+    assert lease.pause.holder == "viewer 3"
+
+    async def wait() -> tuple[bool, bool]:
+        early = await controls.wait_handback("s1", "ep-s1", 0.01)
+        await anyio.sleep(0.1)
+        controls.expire_idle()
+        late = await controls.wait_handback("s1", "ep-s1", 1)
+        return early, late
+
+    early, late = anyio.run(wait)
+    assert (early, late) == (False, True)
+    assert "gave no input for 0.05s" in session.notices[-1]
+    assert [h for h, _ in hooks.calls] == ["bay_takeover", "bay_handback"]
+
+
+def test_a_lease_that_ends_while_paused_wakes_the_handoff() -> None:
+    controls, _hooks, _session, lease = _setup()
+    controls.take_over("s1", "ep-s1", None, "log in")
+
+    async def main() -> bool:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_later, lease.unpause)
+            return await controls.wait_handback("s1", "ep-s1", 5)
+
+    assert anyio.run(main) is True
+    assert lease.input_holder == "agent"
+    assert lease.info("closed").ended == "closed"
+
+
+async def _later(fn: Any) -> None:
+    await anyio.sleep(0.05)
+    fn()

@@ -1,0 +1,1 @@
+"""browserbay live view in a web page (the ``liveview-web`` plugin)."""

@@ -1,0 +1,176 @@
+"""The ``liveview-web`` plugin: the ``web`` live-view transport, the ``live`` and ``handoff``
+verbs, and the lifecycle hooks that keep viewers in step with leases.
+
+Kept cheap to import (the keeper loads it at start): the server and websockets load with the
+first link.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from browserbay.hookspecs import hookimpl
+from browserbay.model import LeaseInfo, PluginVerb, TransportRow, VerbContext
+from browserbay.refusals import Refusal
+from browserbay.verbs import PLUGIN, Arg, Verb
+
+if TYPE_CHECKING:
+    from browserbay.model import LiveHost
+    from browserbay_liveview_web.server import WebTransport
+    from browserbay_liveview_web.tickets import Mode
+
+KIND = "web"
+#: The transports the keeper made (one per keeper; weak so a stopped one goes away).
+_ACTIVE: weakref.WeakSet[WebTransport] = weakref.WeakSet()
+
+
+def make_transport(host: LiveHost) -> WebTransport:
+    from browserbay_liveview_web.server import WebTransport
+
+    transport = WebTransport(host)
+    _ACTIVE.add(transport)
+    return transport
+
+
+def _transport() -> WebTransport:
+    for transport in _ACTIVE:
+        return transport
+    raise Refusal(
+        "backend_unavailable",
+        provider="liveview-web",
+        reason="the keeper made no live-view transport",
+        fix="bay keeper logs   (then bay keeper stop; the next command starts a fresh keeper)",
+    )
+
+
+@hookimpl
+def bay_live_view_transports() -> list[TransportRow]:
+    return [
+        TransportRow(
+            KIND,
+            "CDP screencast of a tab in a web page on 127.0.0.1 (watch, take over, hand back)",
+            ("tab",),
+            make_transport,
+        )
+    ]
+
+
+# -- verbs ----------------------------------------------------------------------------------
+
+
+async def live(ctx: VerbContext) -> tuple[dict[str, Any], str]:
+    mode: Mode = "watch" if ctx.args.get("watch") else "control"
+    url = await _transport().link(ctx.session.id, ctx.profile.id, mode)
+    data = {"url": url, "mode": mode, "expires_in_s": 60, "profile": ctx.profile.id}
+    text = (
+        f"{url}\n"
+        f"one use, open it within 60 s ({mode}"
+        + (": the human can watch and press Take over" if mode == "control" else "")
+        + ")"
+    )
+    return data, text
+
+
+async def handoff(ctx: VerbContext) -> tuple[dict[str, Any], str]:
+    reason = str(ctx.args.get("reason") or "").strip()
+    if not reason:
+        raise Refusal(
+            "usage", detail="handoff needs --reason (what the human should do)", verb="handoff"
+        )
+    left = ctx.deadline - time.monotonic() - 2.0
+    wait = ctx.args.get("wait")
+    if wait is None:
+        wait = left
+    elif float(wait) > left:
+        raise Refusal(
+            "usage",
+            detail=f"--wait {float(wait):g} needs a longer deadline: add --timeout "
+            f"{float(wait) + 10:g}",
+            verb="handoff",
+        )
+    transport = _transport()
+    page = await ctx.page()  # the human must see a running browser (a viewer never starts one)
+    sid, pid = ctx.session.id, ctx.profile.id
+    transport.host.take_over(sid, pid, None, reason)
+    url = await transport.link(sid, pid, "control")
+    started = time.monotonic()
+    await ctx.progress(
+        f"handoff ({reason}): open this live view within 60 s, then press Hand "
+        f"back when done:\n{url}"
+    )
+    handed = await transport.host.wait_handback(sid, pid, float(wait))
+    if not handed:
+        transport.host.hand_back(sid, pid, "handoff", "timeout")
+    page = await ctx.page()
+    title = ""
+    try:
+        title = await page.title()
+    except Exception:
+        title = ""
+    data = {
+        "handed_back": handed,
+        "url": page.url,
+        "title": title,
+        "reason": reason,
+        "waited_s": round(time.monotonic() - started, 1),
+        "link": url,
+    }
+    head = "the human handed back" if handed else f"nobody handed back within {float(wait):g}s"
+    return data, f"{head}; the page is now at\n{page.url}"
+
+
+@hookimpl
+def bay_verbs() -> list[PluginVerb]:
+    return [
+        PluginVerb(
+            Verb(
+                "live",
+                PLUGIN,
+                "Print a one-use link (60 s) to watch your browser live and take it over.",
+                (Arg("watch", "flag", "a link that can only watch (no takeover)"),),
+                needs=("has_cdp",),
+                example="bay live",
+            ),
+            live,
+            while_paused=True,
+        ),
+        PluginVerb(
+            Verb(
+                "handoff",
+                PLUGIN,
+                "Pause and hand your browser to a human (a live link), until they hand back.",
+                (
+                    Arg("reason", "value", "what the human should do (log in to X)"),
+                    Arg("wait", "value", "seconds to wait (default: the --timeout)", type="float"),
+                ),
+                needs=("has_cdp",),
+                example='bay handoff --reason "log in to the shop" --wait 300 --timeout 320',
+            ),
+            handoff,
+            while_paused=True,
+        ),
+    ]
+
+
+# -- lifecycle: keep viewers in step --------------------------------------------------------
+
+
+@hookimpl
+def bay_lease_changed(lease: LeaseInfo, change: str) -> None:
+    for transport in list(_ACTIVE):
+        ended = lease.ended if change == "detached" else None
+        transport.lease_changed(lease.session.id, lease.profile.id, ended)
+
+
+@hookimpl
+def bay_takeover(lease: LeaseInfo, viewer: str) -> None:
+    for transport in list(_ACTIVE):
+        transport.poke(lease.session.id, lease.profile.id)
+
+
+@hookimpl
+def bay_handback(lease: LeaseInfo, viewer: str) -> None:
+    for transport in list(_ACTIVE):
+        transport.poke(lease.session.id, lease.profile.id)

@@ -1,0 +1,545 @@
+"""The live-view server: a page and a WebSocket on 127.0.0.1 (an ephemeral port), inside the
+keeper's event loop.
+
+Routes (GET only):
+
+- ``/v/<view>/?ticket=T`` — exchange a one-use ticket for the credential cookie and serve
+  the page (its script removes the ticket from the address bar);
+- ``/v/<view>/`` — the page, for a valid credential cookie (else 401);
+- ``/v/<view>/ws`` — the WebSocket: same-origin ``Origin`` only (else 403), a valid
+  credential cookie (else 401).
+
+Every request must name this server in its ``Host`` header (DNS rebinding). Frames, input,
+tickets and cookies are never logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+import time
+import weakref
+from http import HTTPStatus
+from http.cookies import CookieError, SimpleCookie
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs
+
+from browserbay_liveview_web import keys
+from browserbay_liveview_web.stream import TabStream
+from browserbay_liveview_web.tickets import CREDENTIAL_TTL, Credential, Mode, Vault
+from browserbay_liveview_web.viewer import Viewer
+
+if TYPE_CHECKING:
+    from websockets.asyncio.server import Server, ServerConnection
+    from websockets.http11 import Request, Response
+
+    from browserbay.model import LiveHost, LiveLease
+
+log = logging.getLogger("browserbay.liveview")
+COOKIE = "bay_live"
+#: How often a watched lease is looked at (tabs, titles, the viewport, idle handbacks).
+REFRESH = 1.0
+WS_CLOSE_REVOKED = 4401
+
+
+def _quiet_logger() -> logging.Logger:
+    """The websockets library logs connection events; none of them may carry a request line
+    (it holds the ticket), so only its errors get through."""
+    wire = logging.getLogger("browserbay.liveview.wire")
+    wire.setLevel(logging.ERROR)
+    return wire
+
+
+class Target:
+    """Everything the server holds for one session's lease on one profile."""
+
+    def __init__(self, transport: WebTransport, session_id: str, profile_id: str):
+        self.transport = transport
+        self.session_id = session_id
+        self.profile_id = profile_id
+        self.viewers: set[Viewer] = set()
+        self.titles: dict[str, str] = {}
+        self.poke = asyncio.Event()
+        self.task: asyncio.Task[Any] | None = None
+
+    @property
+    def host(self) -> LiveHost:
+        return self.transport.host
+
+    def lease(self) -> LiveLease | None:
+        return self.host.lease(self.session_id, self.profile_id)
+
+    def ensure_running(self) -> None:
+        if self.task is None or self.task.done():
+            self.task = asyncio.get_running_loop().create_task(self._refresher())
+
+    async def _refresher(self) -> None:
+        while self.viewers:
+            try:
+                await self.sync()
+            except Exception:
+                log.exception("live view refresh failed")
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(REFRESH):
+                    await self.poke.wait()
+            self.poke.clear()
+
+    async def sync(self) -> None:
+        """Attach each viewer to the tab it shows, then tell every viewer the state."""
+        lease = self.lease()
+        pages = lease.pages() if lease is not None else {}
+        for tab_id, page in pages.items():
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(1.0):
+                    self.titles[tab_id] = await page.title()
+        for viewer in list(self.viewers):
+            want = viewer.chosen_tab if viewer.chosen_tab in pages else None
+            if want is None and lease is not None and lease.current in pages:
+                want = lease.current
+            if want is None and pages:
+                want = next(iter(pages))
+            current = viewer.stream.tab_id if viewer.stream is not None else None
+            if viewer.stream is not None and (viewer.stream.closed or current != want):
+                self.transport.detach(viewer)
+            if want is not None and viewer.stream is None:
+                await self.transport.attach(viewer, want, pages[want])
+        for stream in {v.stream for v in self.viewers if v.stream is not None}:
+            await stream.read_viewport()
+        self.push(lease, pages)
+
+    def push(self, lease: LiveLease | None, pages: dict[str, Any]) -> None:
+        pause = lease.pause_info() if lease is not None else None
+        tabs = [
+            {"id": t, "title": self.titles.get(t, ""), "url": p.url, "agent": t == lease.current}
+            for t, p in pages.items()
+            if lease is not None
+        ]
+        for viewer in list(self.viewers):
+            stream = viewer.stream
+            shown = stream.tab_id if stream is not None else None
+            if pause is None:
+                holder = "agent"
+            elif pause.holder is None:
+                holder = "nobody"
+            else:
+                holder = "you" if pause.holder == viewer.id else "other"
+            cursor = None
+            point = lease.agent_point if lease is not None else None
+            if (
+                point is not None
+                and stream is not None
+                and stream.viewport
+                and point[0] == shown
+                and holder == "agent"
+            ):
+                cursor = [point[1] / stream.viewport[0], point[2] / stream.viewport[1]]
+            page = pages.get(shown) if shown else None
+            viewer.offer_state(
+                {
+                    "t": "state",
+                    "me": viewer.id,
+                    "mode": viewer.mode,
+                    "holder": holder,
+                    "pause": None
+                    if pause is None
+                    else {"origin": pause.origin, "by": pause.by, "reason": pause.reason},
+                    "running": bool(pages),
+                    "tab": shown,
+                    "tabs": tabs,
+                    "url": page.url if page is not None else "",
+                    "title": self.titles.get(shown or "", ""),
+                    "viewers": len(self.viewers),
+                    "cursor": cursor,
+                    "profile": lease.profile.label if lease is not None else "",
+                    "session": self.session_id,
+                }
+            )
+
+
+class WebTransport:
+    """The ``web`` live-view transport: made by the keeper with its :class:`LiveHost`."""
+
+    def __init__(self, host: LiveHost):
+        self.host = host
+        self.vault = Vault()
+        self.targets: dict[tuple[str, str], Target] = {}
+        self.streams: dict[str, TabStream] = {}
+        self.port = 0
+        self._server: Server | None = None
+        self._start_lock: asyncio.Lock | None = None
+        self._viewer_ids = 0
+        self._idle_task: asyncio.Task[Any] | None = None
+        self._pending: set[asyncio.Task[Any]] = set()
+        self._by_conn: weakref.WeakKeyDictionary[ServerConnection, Credential] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    # -- the server -------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Bind 127.0.0.1 on an ephemeral port (once; the first link starts it)."""
+        if self._start_lock is None:
+            self._start_lock = asyncio.Lock()
+        async with self._start_lock:
+            if self._server is not None:
+                return
+            from websockets.asyncio.server import serve
+
+            server = await serve(
+                self._handler,
+                "127.0.0.1",
+                0,
+                process_request=self._process_request,
+                server_header=None,
+                compression=None,  # JPEG does not deflate; spare the CPU
+                max_size=256 * 1024,
+                max_queue=64,
+                write_limit=64 * 1024,
+                ping_interval=30,
+                ping_timeout=30,
+                logger=_quiet_logger(),
+            )
+            self._server = server
+            self.port = next(iter(server.sockets)).getsockname()[1]
+            self._idle_task = asyncio.get_running_loop().create_task(self._idle_loop())
+            log.info("live view listening on 127.0.0.1:%d", self.port)
+
+    async def stop(self) -> None:
+        if self._idle_task is not None:
+            self._idle_task.cancel()
+        for target in list(self.targets.values()):
+            for viewer in list(target.viewers):
+                await self._drop(viewer, "the keeper is stopping", 1001)
+        for stream in list(self.streams.values()):
+            await stream.stop()
+        self.streams.clear()
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(3):
+                    await server.wait_closed()
+
+    @property
+    def origin(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def link(self, session_id: str, profile_id: str, mode: Mode) -> str:
+        await self.start()
+        ticket, grant = self.vault.ticket(session_id, profile_id, mode)
+        return f"{self.origin}/v/{grant.view}/?ticket={ticket}"
+
+    async def _idle_loop(self) -> None:
+        while True:
+            await asyncio.sleep(0.5)
+            try:
+                self.host.expire_idle()
+            except Exception:
+                log.exception("idle handback failed")
+
+    # -- HTTP -------------------------------------------------------------------------
+
+    def _process_request(self, conn: ServerConnection, request: Request) -> Response | None:
+        allowed_hosts = (f"127.0.0.1:{self.port}", f"localhost:{self.port}")
+        if request.headers.get("Host") not in allowed_hosts:
+            return _text(conn, HTTPStatus.FORBIDDEN, "this server answers only to 127.0.0.1\n")
+        path, _, query = request.path.partition("?")
+        parts = path.split("/")
+        if len(parts) != 4 or parts[1] != "v" or parts[3] not in ("", "ws"):
+            return _text(conn, HTTPStatus.NOT_FOUND, "not found\n")
+        view = parts[2]
+        if parts[3] == "ws":
+            if request.headers.get("Origin") != self.origin:
+                return _text(conn, HTTPStatus.FORBIDDEN, "cross-origin live view refused\n")
+            credential = self.vault.check(_cookie(request), view)
+            if credential is None:
+                return _text(conn, HTTPStatus.UNAUTHORIZED, "no live-view credential\n")
+            self._by_conn[conn] = credential
+            return None  # the WebSocket handshake goes on
+        tickets = parse_qs(query).get("ticket")
+        if tickets:
+            credential = self.vault.redeem(tickets[0], view)
+            if credential is None:
+                return _text(
+                    conn,
+                    HTTPStatus.FORBIDDEN,
+                    "this live-view link was already used or has expired: "
+                    "ask for a new one (bay live)\n",
+                )
+            cookie = (
+                f"{COOKIE}={credential.token}; Path=/v/{view}/; Max-Age={int(CREDENTIAL_TTL)}; "
+                "HttpOnly; SameSite=Strict"
+            )
+            return self._page(conn, cookie)
+        if self.vault.check(_cookie(request), view) is None:
+            return _text(
+                conn,
+                HTTPStatus.UNAUTHORIZED,
+                "no live-view credential: open the link `bay live` printed\n",
+            )
+        return self._page(conn, None)
+
+    def _page(self, conn: ServerConnection, cookie: str | None) -> Response:
+        nonce = secrets.token_urlsafe(16)
+        html = _page_html().replace("{nonce}", nonce).encode()
+        csp = (
+            f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; "
+            f"img-src blob: data:; connect-src ws://127.0.0.1:{self.port} "
+            f"ws://localhost:{self.port}; base-uri 'none'; form-action 'none'; "
+            "frame-ancestors 'none'"
+        )
+        response = _text(conn, HTTPStatus.OK, "")
+        headers = response.headers
+        del headers["Content-Type"]
+        del headers["Content-Length"]
+        headers["Content-Type"] = "text/html; charset=utf-8"
+        headers["Content-Length"] = str(len(html))
+        headers["Content-Security-Policy"] = csp
+        if cookie is not None:
+            headers["Set-Cookie"] = cookie
+        response.body = html
+        return response
+
+    # -- WebSocket --------------------------------------------------------------------
+
+    async def _handler(self, ws: ServerConnection) -> None:
+        credential = self._by_conn.pop(ws, None)
+        if credential is None:  # pragma: no cover - process_request refused it already
+            return
+        grant = credential.grant
+        self._viewer_ids += 1
+        viewer = Viewer(f"viewer {self._viewer_ids}", ws, credential, self._dispatch)
+        key = (grant.session_id, grant.profile_id)
+        target = self.targets.get(key)
+        if target is None:
+            target = self.targets[key] = Target(self, *key)
+        target.viewers.add(viewer)
+        viewer.start()
+        target.ensure_running()
+        target.poke.set()
+        try:
+            async for message in ws:
+                if isinstance(message, str):
+                    await self._message(target, viewer, message)
+        except Exception:  # a closed or broken socket ends the viewer, nothing else
+            log.debug("a viewer's socket broke")
+        finally:
+            await self._leave(target, viewer)
+
+    async def _message(self, target: Target, viewer: Viewer, message: str) -> None:
+        try:
+            event = json.loads(message)
+        except ValueError:
+            return
+        if not isinstance(event, dict):
+            return
+        kind = event.get("t")
+        if kind in ("mouse", "wheel", "key", "text", "takeover", "handback"):
+            viewer.queue_input(event)  # in order: a handback comes after the keys before it
+        elif kind == "fps":
+            with contextlib.suppress(TypeError, ValueError):
+                viewer.fps = min(60.0, max(1.0, float(event.get("n", 30))))
+        elif kind == "tab":
+            tab = event.get("id")
+            viewer.chosen_tab = str(tab) if tab else None
+            target.poke.set()
+
+    async def _control(self, viewer: Viewer, kind: str) -> None:
+        grant = viewer.credential.grant
+        target = self.targets.get((grant.session_id, grant.profile_id))
+        if target is None:
+            return
+        if viewer.mode != "control":
+            await _say(viewer, "this link can only watch: ask for a control link (bay live)")
+            return
+        try:
+            if kind == "takeover":
+                self.host.take_over(target.session_id, target.profile_id, viewer.id)
+                self._flush(viewer)
+            else:
+                self.host.hand_back(target.session_id, target.profile_id, viewer.id, "explicit")
+        except KeyError:
+            await _say(viewer, "this session holds no browser on that profile right now")
+        except Exception as exc:  # a Refusal: somebody else drives
+            await _say(viewer, str(getattr(exc, "message", "refused")))
+        target.poke.set()
+
+    @staticmethod
+    def _flush(viewer: Viewer) -> None:
+        if viewer.stream is not None:
+            viewer.stream.flush_ack()
+
+    async def _dispatch(self, viewer: Viewer, event: dict[str, Any]) -> None:
+        """One input event of the human who drives, to the tab the viewer shows."""
+        if event.get("t") in ("takeover", "handback"):
+            await self._control(viewer, str(event["t"]))
+            return
+        grant = viewer.credential.grant
+        lease = self.host.lease(grant.session_id, grant.profile_id)
+        pause = lease.pause_info() if lease is not None else None
+        stream = viewer.stream
+        if viewer.mode != "control" or pause is None or pause.holder != viewer.id:
+            return
+        if stream is None or stream.viewport is None:
+            return
+        kind = event.get("t")
+        mods = _int(event.get("mods"))
+        sent = False
+        if kind == "mouse":
+            x, y = keys.to_css(_num(event.get("x")), _num(event.get("y")), stream.viewport)
+            params = keys.mouse_event(
+                str(event.get("type")),
+                x,
+                y,
+                str(event.get("button") or "left"),
+                _int(event.get("buttons")),
+                max(1, _int(event.get("clicks"))),
+                mods,
+            )
+            sent = await stream.send("Input.dispatchMouseEvent", params)
+        elif kind == "wheel":
+            x, y = keys.to_css(_num(event.get("x")), _num(event.get("y")), stream.viewport)
+            params = keys.wheel_event(x, y, _num(event.get("dx")), _num(event.get("dy")), mods)
+            sent = await stream.send("Input.dispatchMouseEvent", params)
+        elif kind == "key":
+            phase = "up" if event.get("type") == "up" else "down"
+            params = keys.key_event(phase, str(event.get("key")), str(event.get("code")), mods)
+            sent = await stream.send("Input.dispatchKeyEvent", params)
+        elif kind == "text":
+            text = str(event.get("text") or "")
+            if text:
+                sent = await stream.send("Input.insertText", {"text": text})
+        if sent:
+            self.host.note_input(grant.session_id, grant.profile_id)
+            stream.flush_ack()  # the answer to the input shows without waiting for the pace
+
+    # -- streams ----------------------------------------------------------------------
+
+    async def attach(self, viewer: Viewer, tab_id: str, page: Any) -> None:
+        stream = self.streams.get(tab_id)
+        if stream is None or stream.closed:
+            stream = TabStream(tab_id, page, self._stream_gone)
+            self.streams[tab_id] = stream
+            try:
+                await stream.start()
+            except Exception:  # the page closed while we attached: the next sync moves on
+                await stream.stop()
+                self.streams.pop(tab_id, None)
+                return
+        stream.viewers.add(viewer)
+        viewer.stream = stream
+        if stream.last is not None:
+            viewer.offer_frame(stream.last)
+
+    def detach(self, viewer: Viewer) -> None:
+        stream, viewer.stream = viewer.stream, None
+        if stream is None:
+            return
+        stream.viewers.discard(viewer)
+        if not stream.viewers:
+            if self.streams.get(stream.tab_id) is stream:
+                del self.streams[stream.tab_id]
+            self._spawn(stream.stop())
+
+    def _stream_gone(self, stream: TabStream) -> None:
+        if self.streams.get(stream.tab_id) is stream:
+            del self.streams[stream.tab_id]
+        self._spawn(stream.stop())
+        for target in self.targets.values():
+            if any(v.stream is stream for v in target.viewers):
+                target.poke.set()
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def _leave(self, target: Target, viewer: Viewer) -> None:
+        target.viewers.discard(viewer)
+        self.detach(viewer)
+        await viewer.stop()
+        with contextlib.suppress(Exception):
+            self.host.release(target.session_id, target.profile_id, viewer.id)
+        target.poke.set()
+
+    async def _drop(self, viewer: Viewer, reason: str, code: int) -> None:
+        with contextlib.suppress(Exception):
+            await viewer.ws.send(json.dumps({"t": "ended", "reason": reason}))
+        with contextlib.suppress(Exception):
+            await viewer.ws.close(code, reason)
+
+    # -- what the keeper tells us (hooks) ---------------------------------------------
+
+    def lease_changed(self, session_id: str, profile_id: str, ended: str | None) -> None:
+        if ended == "closed":
+            self.vault.revoke(session_id, profile_id)
+            target = self.targets.get((session_id, profile_id))
+            if target is not None:
+                for viewer in list(target.viewers):
+                    self._spawn(
+                        self._drop(
+                            viewer,
+                            "the session closed its browser: this live view has ended",
+                            WS_CLOSE_REVOKED,
+                        )
+                    )
+            return
+        self.poke(session_id, profile_id)
+
+    def poke(self, session_id: str, profile_id: str) -> None:
+        target = self.targets.get((session_id, profile_id))
+        if target is not None:
+            target.poke.set()
+
+
+def _text(conn: ServerConnection, status: HTTPStatus, body: str) -> Response:
+    response = conn.respond(status, body)
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["X-Frame-Options"] = "DENY"
+    return response
+
+
+def _cookie(request: Request) -> str | None:
+    raw = request.headers.get("Cookie")
+    if not raw:
+        return None
+    try:
+        jar: SimpleCookie = SimpleCookie(raw)
+    except CookieError:
+        return None
+    morsel = jar.get(COOKIE)
+    return morsel.value if morsel is not None else None
+
+
+def _num(value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return number if number == number and abs(number) < 1e7 else 0.0  # no NaN, no huge
+
+
+def _int(value: Any) -> int:
+    return int(_num(value))
+
+
+async def _say(viewer: Viewer, text: str) -> None:
+    with contextlib.suppress(Exception):
+        await viewer.ws.send(json.dumps({"t": "error", "text": text, "at": time.time()}))
+
+
+_PAGE_CACHE: list[str] = []
+
+
+def _page_html() -> str:
+    if not _PAGE_CACHE:
+        _PAGE_CACHE.append(
+            resources.files("browserbay_liveview_web").joinpath("page.html").read_text("utf-8")
+        )
+    return _PAGE_CACHE[0]

@@ -1,0 +1,109 @@
+"""Tickets and credentials of the live view.
+
+``bay live`` mints a one-use **ticket** (valid ``TICKET_TTL`` s) that the page exchanges for
+a **credential**: an HttpOnly, SameSite=Strict cookie (valid ``CREDENTIAL_TTL`` s) bound to one
+session's lease on one profile and to a mode (``watch`` or ``control``). A ticket used once is
+gone (a replay is refused like a forged one); ending the session revokes its credentials.
+Nothing here is ever logged or written to disk.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+TICKET_TTL = 60.0
+CREDENTIAL_TTL = 24 * 3600.0
+Mode = Literal["watch", "control"]
+
+
+@dataclass(frozen=True)
+class Grant:
+    session_id: str
+    profile_id: str
+    mode: Mode
+    view: str
+    """The view key: the page's path (``/v/<view>/``) and the cookie's scope."""
+
+
+@dataclass
+class Credential:
+    grant: Grant
+    token: str
+    expires: float
+
+
+@dataclass
+class Vault:
+    clock: Callable[[], float] = time.monotonic
+    _tickets: dict[str, tuple[Grant, float]] = field(default_factory=dict)
+    _credentials: dict[str, Credential] = field(default_factory=dict)
+    _views: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def view(self, session_id: str, profile_id: str) -> str:
+        """The stable view key of a lease (random: it names nothing)."""
+        key = (session_id, profile_id)
+        if key not in self._views:
+            self._views[key] = secrets.token_hex(8)
+        return self._views[key]
+
+    def target(self, view: str) -> tuple[str, str] | None:
+        for key, value in self._views.items():
+            if value == view:
+                return key
+        return None
+
+    def ticket(self, session_id: str, profile_id: str, mode: Mode) -> tuple[str, Grant]:
+        self._expire()
+        grant = Grant(session_id, profile_id, mode, self.view(session_id, profile_id))
+        ticket = secrets.token_urlsafe(32)
+        self._tickets[ticket] = (grant, self.clock() + TICKET_TTL)
+        return ticket, grant
+
+    def redeem(self, ticket: str, view: str) -> Credential | None:
+        """One use: the ticket is gone whether or not it was good."""
+        self._expire()
+        entry = self._tickets.pop(ticket, None)
+        if entry is None or entry[0].view != view:
+            return None
+        grant = entry[0]
+        credential = Credential(grant, secrets.token_urlsafe(32), self.clock() + CREDENTIAL_TTL)
+        self._credentials[credential.token] = credential
+        return credential
+
+    def check(self, token: str | None, view: str) -> Credential | None:
+        if not token:
+            return None
+        credential = self._credentials.get(token)
+        if credential is None or credential.grant.view != view:
+            return None
+        if credential.expires <= self.clock():
+            self._credentials.pop(token, None)
+            return None
+        return credential
+
+    def revoke(self, session_id: str, profile_id: str) -> int:
+        """Every ticket and credential of the lease, gone now."""
+        gone = [
+            t
+            for t, c in self._credentials.items()
+            if (c.grant.session_id, c.grant.profile_id) == (session_id, profile_id)
+        ]
+        for token in gone:
+            del self._credentials[token]
+        for ticket, (grant, _expires) in list(self._tickets.items()):
+            if (grant.session_id, grant.profile_id) == (session_id, profile_id):
+                del self._tickets[ticket]
+        return len(gone)
+
+    def _expire(self) -> None:
+        now = self.clock()
+        for ticket, (_grant, expires) in list(self._tickets.items()):
+            if expires <= now:
+                del self._tickets[ticket]
+        for token, credential in list(self._credentials.items()):
+            if credential.expires <= now:
+                del self._credentials[token]
