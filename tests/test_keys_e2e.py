@@ -449,3 +449,15 @@ def test_the_key_needing_providers_are_listed_as_not_runnable_yet(home: Path) ->
         assert providers[pid]["capabilities"]["key_scope"] == "user_or_cluster"
     frame = assert_refused(b("open", "about:blank"), "backend_unavailable")
     assert "not written yet" in frame["message"]
+
+
+def test_keys_act_on_no_profile_even_with_two_attached(home: Path) -> None:
+    b = _bay(home, BAY_DEFAULT_PROVIDER="chromium")
+    for label in ("work", "play"):
+        b.ok("new", label)
+        b.ok("use", label)
+    assert_refused(b("get", "title"), "profile_required")  # a page verb must say which
+    assert _view(b)["source"] == "none"  # bay keys needs none: no profile_required
+    assert _set(b, "keyed", "api_key", _key())["source"] == "user"
+    leases = b.ok("status")["leases"]
+    assert not [lease for lease in leases if lease["profile"]["ephemeral"]]  # none left behind

@@ -373,6 +373,10 @@ class PluginVerb:
     while_paused: bool = False
     """The verb never touches the page (it hands out a link, waits for a human): it runs
     while a human holds the controls, and a takeover does not cut it."""
+    lease_free: bool = False
+    """The verb acts on no profile and no browser (``bay keys``): the keeper runs it without
+    choosing a lease, so ``profile_required`` and a paused lease never apply to it. Its
+    ``ctx.profile`` is the session's ephemeral profile; it must not call ``ctx.page()``."""
 
 
 # -- live view ----------------------------------------------------------------------------

@@ -207,4 +207,4 @@ async def keys(ctx: VerbContext) -> tuple[dict[str, Any], str]:
 
 @hookimpl
 def bay_verbs() -> list[PluginVerb]:
-    return [PluginVerb(KEYS_VERB, keys)]
+    return [PluginVerb(KEYS_VERB, keys, lease_free=True)]

@@ -241,8 +241,18 @@ class Keeper(SessionVerbsMixin, AdminMixin):
             return await self._pin(session, args, by_other)
         if verb.name == "detach":
             return await self._detach(session, handle, by_other)
-        lease = await self._choose(session, handle)
         plugin_verb = self.plugins.verbs.get(verb.name) if verb.scope == verbs.PLUGIN else None
+        if plugin_verb is not None and plugin_verb.lease_free:
+            # It acts on no profile (bay keys): no lease is chosen, so neither
+            # profile_required nor a paused lease applies; nothing of a browser starts.
+            fresh = f"ep-{session.ref.id}" not in session.leases
+            lease = self._ephemeral(session, "ephemeral", [])
+            try:
+                return await self._on_lease(verb, args, session, lease, deadline, timeout)
+            finally:
+                if fresh and lease.context is None:  # leave no lease behind it
+                    session.leases.pop(lease.profile.id, None)
+        lease = await self._choose(session, handle)
         exempt = plugin_verb is not None and plugin_verb.while_paused
         self.controls.check(lease, exempt)  # browser_paused while a human holds the controls
         return await self.controls.run(
