@@ -160,6 +160,17 @@ def _proc(pid: int, name: str) -> bytes:
         return b""
 
 
+def _files(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*") if p.is_file() and not p.is_symlink()]
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:  # gone since it was listed (a browser's temporary file)
+        return b""
+
+
 def _in_tree(pid: int, root: int, parents: dict[int, int]) -> bool:
     while pid in parents:
         if pid == root:
@@ -219,6 +230,11 @@ def test_secrets_census_the_key_reaches_the_provider_child_and_nothing_else(
     ).stdout
     assert needle not in agent_env
     assert VENDOR_ENV.encode() not in agent_env
+    # Files while the browser runs too (its private HOME goes when it stops).
+    running_files = _files(home)
+    assert any("browsers" in p.parts for p in running_files)
+    for path in running_files:
+        assert needle not in _read(path), f"the key is in {path} (while running)"
 
     b.stop()
     end = time.monotonic() + 15
@@ -229,11 +245,11 @@ def test_secrets_census_the_key_reaches_the_provider_child_and_nothing_else(
         assert key not in r.stdout, r
         assert key not in r.stderr, r
     assert any("••••" + key[-4:] in r.stdout for r in results)  # views are masked, not absent
-    files = [p for p in home.rglob("*") if p.is_file()]
+    files = _files(home)
     assert any(p.name == "keeper.log" for p in files)
     assert any(p.name == "keys.json" for p in files)  # the encrypted store is searched too
     for path in files:
-        assert needle not in path.read_bytes(), f"the key is in {path}"
+        assert needle not in _read(path), f"the key is in {path}"
     registry = bay_paths({"BAY_HOME": str(home)}).registry
     with sqlite3.connect(registry) as db:
         tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
