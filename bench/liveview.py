@@ -82,10 +82,22 @@ async def viewer(link: tuple[str, str, str], seconds: float, fps: float) -> int:
     return frames
 
 
-async def frame_rate(keeper: Keeper, viewers: int, seconds: float, fps: float) -> list[float]:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (its threads included), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def frame_rate(
+    keeper: Keeper, viewers: int, seconds: float, fps: float
+) -> tuple[list[float], float]:
+    """Frames per second each viewer received, and the keeper's CPU meanwhile (cores)."""
+    pid = int(keeper("keeper", "status")["pid"])
     links = [credential(keeper("live")["url"]) for _ in range(viewers)]
+    cpu, wall = cpu_seconds(pid), time.monotonic()
     counts = await asyncio.gather(*(viewer(link, seconds, fps) for link in links))
-    return [c / seconds for c in counts]
+    used = (cpu_seconds(pid) - cpu) / (time.monotonic() - wall)
+    return [c / seconds for c in counts], used
 
 
 async def latency(keeper: Keeper, trials: int) -> list[float]:
@@ -191,6 +203,7 @@ def main() -> None:
 
     server, demo = serve()
     keeper = Keeper()
+    load_before = os.getloadavg()[0]
     try:
         keeper("open", f"{demo}/live.html")
         one = asyncio.run(frame_rate(keeper, 1, args.seconds, args.fps))
@@ -203,6 +216,8 @@ def main() -> None:
     finally:
         keeper.stop()
         server.shutdown()
+    load_after = os.getloadavg()[0]
+    (one, one_cpu), (three, three_cpu), (one60, one60_cpu) = one, three, one60
 
     lines = [
         "# Live view benchmarks",
@@ -211,15 +226,17 @@ def main() -> None:
         f"{os.cpu_count()} cores, Python {platform.python_version()}; the session's browser is "
         "the keeper's headless Chromium on the demo site's `/live.html` (a requestAnimationFrame "
         "animation), JPEG q60, at most 1280 px; viewers are raw WebSocket clients speaking the "
-        "live page's protocol on loopback.",
+        "live page's protocol on loopback. The machine's load average was "
+        f"{load_before:.1f} before and {load_after:.1f} after (other work shares these "
+        "cores: numbers move with it).",
         "",
         "## Frame rate",
         "",
-        "| viewers | asked fps per viewer | fps received (each) |",
-        "|---|---|---|",
-        f"| 1 | {args.fps:g} | {', '.join(f'{v:.1f}' for v in one)} |",
-        f"| 3 | {args.fps:g} | {', '.join(f'{v:.1f}' for v in three)} |",
-        f"| 1 | 60 | {', '.join(f'{v:.1f}' for v in one60)} |",
+        "| viewers | asked fps per viewer | fps received (each) | keeper CPU (cores) |",
+        "|---|---|---|---|",
+        f"| 1 | {args.fps:g} | {', '.join(f'{v:.1f}' for v in one)} | {one_cpu:.2f} |",
+        f"| 3 | {args.fps:g} | {', '.join(f'{v:.1f}' for v in three)} | {three_cpu:.2f} |",
+        f"| 1 | 60 | {', '.join(f'{v:.1f}' for v in one60)} | {one60_cpu:.2f} |",
         "",
         f"Goal: ≥ 25 fps with 3 viewers — {'met' if min(three) >= 25 else 'NOT met'} "
         f"(slowest viewer {min(three):.1f} fps). Frames are acked to the fastest viewer's "
