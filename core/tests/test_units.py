@@ -67,6 +67,11 @@ def test_every_code_renders_without_placeholders_given_its_fields() -> None:
         "name": "Hello",
         "by": "a human in the live view (viewer 1)",
         "reached": "it only reads, so it changed nothing",
+        "method": "Browser.close",
+        "script": "/tmp/steps.py",
+        "call": "page.click('#go')",
+        "error": "ValueError: nope",
+        "line": 2,
     }
     for code in CODES:
         r = Refusal(code, **fields)

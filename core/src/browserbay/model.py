@@ -50,6 +50,10 @@ class Capabilities:
     """Its browsers run on another machine (a paired device, a remote keeper). Keys never
     leave this machine, so a provider with a ``key_scope`` other than ``none`` that is also
     ``remote_host`` is refused ``provider_needs_local_key`` before anything is resolved."""
+    cdp_endpoint: bool = False
+    """The keeper reaches its browsers at a CDP URL (somebody else's browser, a vendor's),
+    not over a pipe: a session-scoped CDP endpoint (``bay cdp-url``, ``bay run``) can be
+    served for a lease on it. Its handles carry that URL as ``cdp_url``."""
 
     def cell(self, name: str) -> bool:
         value = getattr(self, name, None)
@@ -69,6 +73,7 @@ class Capabilities:
             "headed": self.headed,
             "allowed_domains": self.allowed_domains,
             "remote_host": self.remote_host,
+            "cdp_endpoint": self.cdp_endpoint,
         }
 
 
@@ -87,6 +92,9 @@ class LaunchSpec:
     proxy: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     """Extra environment for the browser process only (e.g. a licence key): never argv."""
+    options: Mapping[str, str] = field(default_factory=dict)
+    """The profile's provider options (``cdp_url`` for the ``cdp`` provider), as
+    ``ProviderRow.check_options`` accepted them at ``bay new``."""
 
 
 class BrowserHandle(Protocol):
@@ -97,7 +105,9 @@ class BrowserHandle(Protocol):
     browser: Browser | None
     """The Playwright browser, when sessions get their own contexts in it."""
     persistent_context: BrowserContext | None
-    """The one context of a persistent user-data-dir, when there is one."""
+    """The one context of a persistent user-data-dir, when there is one. A handle may also
+    carry ``cdp_url`` (a ``ws://`` URL): the browser's own CDP endpoint, for providers with
+    the ``cdp_endpoint`` cell."""
 
     async def close(self, timeout: float) -> None:
         """Close gracefully (CDP ``Browser.close``) within ``timeout`` seconds. Never SIGKILL a
@@ -128,6 +138,13 @@ class ProviderRow:
     probe: Callable[[], str | None] | None = None
     """A cheap check of the machine (binary found? vendor reachable?) returning a reason it
     cannot run, or None. ``bay plugins`` and ``bay status`` show it."""
+    options: tuple[str, ...] = ()
+    """The ``bay new`` options a profile on this provider takes (``cdp_url``); another is
+    refused ``usage``."""
+    check_options: Callable[[Mapping[str, str]], dict[str, str]] | None = None
+    """Called (in a worker thread) by ``bay new`` with the options given: answers the options
+    to store, or raises a :class:`~browserbay.refusals.Refusal` (a missing or unreachable
+    ``--cdp-url``)."""
 
 
 @dataclass(frozen=True)
@@ -357,6 +374,21 @@ class VerbContext:
     """``await ctx.progress(text)``: a line the client prints (on stderr) while the verb
     still runs — a link a human must open before the verb can end. False when the client
     did not ask for progress lines."""
+    lease: LiveLease | None = None
+    """The lease the verb acts on (read it, never change it): its tabs (``pages()``), who
+    holds its controls (``info().input_holder``)."""
+    cdp_url: Callable[[], str | None] = lambda: None
+    """``ctx.cdp_url()``: the lease's browser's own CDP endpoint once it runs (``await
+    ctx.page()`` first), for providers with the ``cdp_endpoint`` cell; None otherwise. Never
+    hand it to an agent: it reaches every session's tabs."""
+    adopt: Callable[[Page], str] | None = None
+    """``ctx.adopt(page)``: make a page of the lease's browser context one of the lease's
+    tabs (a tab the plugin opened through a CDP connection of its own); answers its tab id."""
+    keeper_verb: Callable[[str, dict[str, Any]], Awaitable[tuple[dict[str, Any], str]]] | None = (
+        None
+    )
+    """``await ctx.keeper_verb("new", args)``: run one of the keeper's own verbs (``new``,
+    ``profiles``…) as part of this one; answers its ``(data, text)``."""
 
 
 VerbHandler = Callable[[VerbContext], Awaitable[tuple[dict[str, Any], str]]]

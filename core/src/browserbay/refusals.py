@@ -205,6 +205,22 @@ _ROWS = (
         "bay window doctor   (then bay window screenshot {window} to see it)",
     ),
     Code(
+        "method_refused",
+        "The CDP method {method} is refused {why}",
+        "{fix}",
+    ),
+    Code(
+        "script_deadline",
+        "The script {script} did not finish within {timeout:g}s; in flight: {call}",
+        "bay run {script} --timeout {longer:g}   (or make that step faster; its output is above)",
+        EXIT_DEADLINE,
+    ),
+    Code(
+        "script_failed",
+        "The script {script} failed: {error}",
+        "fix the script (line {line}) and run it again: bay run {script}",
+    ),
+    Code(
         "internal_error",
         "The keeper failed while running '{verb}': {reason}",
         "bay keeper logs   (and report it; nothing was changed on your behalf)",

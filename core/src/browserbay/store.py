@@ -11,8 +11,8 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -119,6 +119,10 @@ MIGRATIONS: Sequence[str] = (
         result TEXT
     );
     """,
+    # 4: provider options of a profile (the cdp provider's cdp_url), a JSON object.
+    """
+    ALTER TABLE profiles ADD COLUMN options TEXT NOT NULL DEFAULT '{}';
+    """,
 )
 
 
@@ -138,6 +142,8 @@ class ProfileRow:
     adopted: bool
     created_at: float
     last_used: float | None
+    options: Mapping[str, str] = field(default_factory=dict)
+    """Provider options (migration 4): ``{"cdp_url": ...}`` for a ``cdp`` profile."""
 
 
 @dataclass(frozen=True)
@@ -335,12 +341,13 @@ class SqliteRegistry:
     # -- profiles ---------------------------------------------------------------------
 
     _PROFILE_COLS = (
-        "id, label, provider, dir, proxy, allowed_domains, headed, adopted, created_at, last_used"
+        "id, label, provider, dir, proxy, allowed_domains, headed, adopted, created_at, last_used, "
+        "options"
     )
 
     def profile_create(self, row: ProfileRow) -> None:
         self.db.execute(
-            f"INSERT INTO profiles({self._PROFILE_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",  # noqa: S608 - a constant
+            f"INSERT INTO profiles({self._PROFILE_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",  # noqa: S608 - a constant
             (
                 row.id,
                 row.label,
@@ -352,6 +359,7 @@ class SqliteRegistry:
                 int(row.adopted),
                 row.created_at,
                 row.last_used,
+                json.dumps(dict(row.options)),
             ),
         )
 
@@ -383,6 +391,7 @@ class SqliteRegistry:
                 bool(r[7]),
                 r[8],
                 r[9],
+                json.loads(r[10] or "{}"),
             )
             for r in rows
         ]

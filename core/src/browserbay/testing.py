@@ -12,6 +12,7 @@ launches, isolates and closes differently from the contract fails in its own rep
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,29 +45,49 @@ def check_row(row: ProviderRow) -> None:
 
 
 def check_provider(
-    row: ProviderRow, tmp_path: Path, url: str, *, close_timeout: float = 10
+    row: ProviderRow,
+    tmp_path: Path,
+    url: str,
+    *,
+    close_timeout: float = 10,
+    options: Mapping[str, str] | None = None,
 ) -> None:
     """Launch the provider's browser, check isolation between two contexts (where the row
     says it has them), navigate to ``url``, close it gracefully and check that no process is
-    left. Raises :class:`ConformanceError` naming what broke."""
+    left. ``options`` are the profile's provider options (a ``cdp`` profile's ``cdp_url``).
+
+    A provider whose browsers are not ours (``owns_dir`` false: somebody else's browser
+    reached over CDP) names no process of ours and closing it only disconnects: the caller
+    checks that the browser still runs. Raises :class:`ConformanceError` naming what broke."""
     check_row(row)
     if row.driver_factory is None:
         return
-    anyio.run(_check_running, row, tmp_path, url, close_timeout)
+    anyio.run(_check_running, row, tmp_path, url, close_timeout, dict(options or {}))
 
 
-async def _check_running(row: ProviderRow, tmp_path: Path, url: str, close_timeout: float) -> None:
+async def _check_running(
+    row: ProviderRow, tmp_path: Path, url: str, close_timeout: float, options: dict[str, str]
+) -> None:
     from playwright.async_api import async_playwright
 
     home = tmp_path / "home"
     home.mkdir(mode=0o700)
-    spec = LaunchSpec(browser_id="bb-c0nf0rm5", home=home)
+    spec = LaunchSpec(browser_id="bb-c0nf0rm5", home=home, options=options)
     assert row.driver_factory is not None
+    ours = row.capabilities.owns_dir
     async with async_playwright() as pw:
         handle: Any = await row.driver_factory().launch(pw, spec)
         try:
-            if handle.pid is None or not _alive(handle.pid):
+            if ours and (handle.pid is None or not _alive(handle.pid)):
                 raise ConformanceError(f"{row.id}: the handle names no live browser process")
+            if row.capabilities.cdp_endpoint and not str(getattr(handle, "cdp_url", "")).startswith(
+                ("ws://", "wss://")
+            ):
+                raise ConformanceError(f"{row.id}: cdp_endpoint needs handle.cdp_url (ws://)")
+            if handle.persistent_context is not None:
+                page = await handle.persistent_context.new_page()
+                await page.goto(url)
+                await page.close()
             if row.capabilities.ephemeral_contexts:
                 if handle.browser is None:
                     raise ConformanceError(f"{row.id}: ephemeral_contexts needs handle.browser")
@@ -86,7 +107,7 @@ async def _check_running(row: ProviderRow, tmp_path: Path, url: str, close_timeo
             started = time.monotonic()
             await handle.close(close_timeout)
             pid = handle.pid
-        if pid is not None:
+        if pid is not None and ours:
             end = time.monotonic() + close_timeout
             while _alive(pid) and time.monotonic() < end:  # noqa: ASYNC110 - a process, not a task
                 await anyio.sleep(0.05)

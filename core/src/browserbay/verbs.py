@@ -325,6 +325,7 @@ VERBS: tuple[Verb, ...] = (
             Arg("proxy", "value", "a proxy URL for its browser"),
             Arg("allowed_domains", "value", "domains its browser may reach (a,b)"),
             Arg("headed", "flag", "run its browser with a window"),
+            Arg("cdp_url", "value", "cdp provider: http://host:port, ws://..., or auto"),
         ),
         example="bay new work",
     ),

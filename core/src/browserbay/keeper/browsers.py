@@ -10,6 +10,7 @@ import secrets
 import shutil
 import signal
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -183,6 +184,7 @@ class BrowserPool:
         user_data_dir: Path | None = None,
         headless: bool = True,
         proxy: str | None = None,
+        options: Mapping[str, str] | None = None,
     ) -> Running:
         assert row.driver_factory is not None
         # The provider's key, resolved now and only now, for this one child's environment
@@ -197,6 +199,7 @@ class BrowserPool:
             user_data_dir=user_data_dir,
             headless=headless,
             proxy=proxy,
+            options=dict(options or {}),
             env=key_env,
         )
         await self.db(

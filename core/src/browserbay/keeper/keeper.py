@@ -289,6 +289,14 @@ class Keeper(SessionVerbsMixin, AdminMixin):
                 state_dir=self.paths.state,
                 page=lambda: self._page_of(session, lease),
                 keys=self.plugins.key_admin,
+                lease=lease,
+                cdp_url=lambda: (
+                    getattr(lease.browser.handle, "cdp_url", None)
+                    if lease.browser is not None
+                    else None
+                ),
+                adopt=lambda page: self.leases.adopt(page, lease).id,
+                keeper_verb=lambda name, a: self._keeper_verb(name, a, None),
             )
             data, text = await self.plugins.verbs[verb.name].handler(ctx)
             return data, text, lease.profile

@@ -91,6 +91,7 @@ class Leases:
                 Path(row.dir),
                 headless=not row.headed,
                 proxy=row.proxy,
+                options=row.options,
             )
             shared = running.handle.persistent_context
             if shared is None:  # pragma: no cover - a provider contract violation
@@ -308,6 +309,13 @@ class Leases:
                 running.users.discard(session.ref.id)
                 await self.pool.release_context(running, context)
             else:
+                if not running.provider.capabilities.owns_dir and context is not None:
+                    # Somebody else's browser never loses its last tab to us (a headed
+                    # Chrome would exit with its last window): a blank one stays behind.
+                    ours = {id(p) for p in pages}
+                    if pages and all(id(p) in ours for p in context.pages):
+                        with contextlib.suppress(Exception):
+                            await context.new_page()
                 for page in pages:
                     with contextlib.suppress(Exception):
                         await page.close()

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import anyio
 
-from browserbay.model import ProfileRef
+from browserbay.model import ProfileRef, ProviderRow
 from browserbay.paths import BayPaths, ensure_private
 from browserbay.plugins import Plugins
 from browserbay.refusals import Refusal
@@ -26,6 +26,10 @@ from browserbay.store import ProfileRow, Registry
 
 T = TypeVar("T")
 Db = Callable[..., Awaitable[Any]]
+
+
+#: Arguments of ``bay new`` that are provider options (stored as the profile's ``options``).
+PROVIDER_OPTIONS: tuple[str, ...] = ("cdp_url",)
 
 
 def mint_profile_id() -> str:
@@ -150,26 +154,51 @@ class ProfileBook:
                 reason="no installed plugin provides it",
                 fix="bay plugins   (lists the providers you can use)",
             )
+        prow = self.plugins.providers[provider]
+        if args.get("allowed_domains") and not prow.capabilities.allowed_domains:
+            raise Refusal(
+                "capability_missing",
+                provider=provider,
+                verb="new --allowed-domains",
+                capability="allowed_domains",
+            )
+        options = await self._options(prow, args)
         pid = mint_profile_id()
         directory = self.root / pid  # the id, never the label, names the directory
-        await anyio.to_thread.run_sync(ensure_private, self.root)
-        await anyio.to_thread.run_sync(ensure_private, directory)
+        if prow.capabilities.owns_dir:
+            await anyio.to_thread.run_sync(ensure_private, self.root)
+            await anyio.to_thread.run_sync(ensure_private, directory)
         row = ProfileRow(
             id=pid,
             label=label,
             provider=provider,
-            dir=str(directory),
+            dir=str(directory) if prow.capabilities.owns_dir else "",
             proxy=args.get("proxy"),
             allowed_domains=parse_domains(args.get("allowed_domains")),
             headed=bool(args.get("headed")),
             adopted=False,
             created_at=time.time(),
             last_used=None,
+            options=options,
         )
         await self.db(self.registry.profile_create, row)
         self.rows[pid] = row
         self.attached[pid] = 0
         return self.describe(row), f"{label} ({pid}) · {provider}\nuse it: bay use {pid}"
+
+    async def _options(self, prow: ProviderRow, args: dict[str, Any]) -> dict[str, str]:
+        """The provider options given to ``new`` (``--cdp-url``), checked by the provider."""
+        given = {name: str(args[name]) for name in PROVIDER_OPTIONS if args.get(name)}
+        for name in given:
+            if name not in prow.options:
+                raise Refusal(
+                    "usage",
+                    detail=f"the {prow.id} provider takes no --{name.replace('_', '-')}",
+                    verb="new",
+                )
+        if prow.check_options is not None:
+            given = await anyio.to_thread.run_sync(prow.check_options, given)
+        return given
 
     async def adopt(self, args: dict[str, Any]) -> tuple[dict[str, Any], str]:
         directory = Path(str(args["dir"]))
@@ -222,15 +251,22 @@ class ProfileBook:
                 fix=f"bay detach --profile {row.id} --session <each of them>, then forget it",
             )
         archive = None
-        if not row.adopted:
+        owned = not row.adopted and bool(row.dir)  # a cdp profile has no directory of ours
+        if owned:
             archive = await anyio.to_thread.run_sync(self._archive, row)
         await self.db(self.registry.profile_delete, row.id)
         self.rows.pop(row.id, None)
         self.attached.pop(row.id, None)
-        if not row.adopted:
+        if owned:
             await anyio.to_thread.run_sync(lambda: shutil.rmtree(row.dir, ignore_errors=True))
         data = {"forgotten": row.id, "archive": str(archive) if archive else None}
-        where = f"; archived to {archive}" if archive else " (adopted: its directory is untouched)"
+        where = (
+            f"; archived to {archive}"
+            if archive
+            else " (adopted: its directory is untouched)"
+            if row.adopted
+            else " (its browser is somebody else's: nothing of it was touched)"
+        )
         return data, f"forgot {row.label} ({row.id}){where}"
 
     def _archive(self, row: ProfileRow) -> Path:
@@ -248,7 +284,7 @@ class ProfileBook:
     ) -> tuple[dict[str, Any], str]:
         rows = []
         for r in self.rows.values():
-            size = await anyio.to_thread.run_sync(dir_size, r.dir)
+            size = await anyio.to_thread.run_sync(dir_size, r.dir) if r.dir else None
             live = running(r.id)
             rows.append(
                 dict(
@@ -264,7 +300,7 @@ class ProfileBook:
             f"{p['label']:<16} {p['id']}  {p['provider']:<9} tier {p['tier']}  "
             f"{'running' if p['running'] else 'stopped':<8} sessions {len(p['sessions'])}  "
             f"disk {_mib(p['disk_bytes'])}  "
-            f"pss {_mib((p['browser'] or {}).get('pss_kib', 0) * 1024) if p['browser'] else '-'}"
+            f"pss {_mib(_kib((p['browser'] or {}).get('pss_kib'))) if p['browser'] else '-'}"
             f"  last used {_ago(p['last_used'])}"
             for p in rows
         ]
@@ -282,7 +318,7 @@ class ProfileBook:
             found = sorted(
                 str(d) for d in self.root.iterdir() if d.is_dir() and d.name not in known
             )
-        missing = [r.id for r in self.rows.values() if not Path(r.dir).is_dir()]
+        missing = [r.id for r in self.rows.values() if r.dir and not Path(r.dir).is_dir()]
         return found, missing
 
     def describe(self, row: ProfileRow) -> dict[str, Any]:
@@ -296,9 +332,15 @@ class ProfileBook:
             "allowed_domains": list(row.allowed_domains),
             "headed": row.headed,
             "adopted": row.adopted,
+            "options": sorted(row.options),
             "created_at": row.created_at,
             "last_used": row.last_used,
         }
+
+
+def _kib(n: int | None) -> int | None:
+    """KiB to bytes (None: not known, e.g. somebody else's browser has no pid of ours)."""
+    return None if n is None else n * 1024
 
 
 def _mib(n: int | None) -> str:

@@ -1,0 +1,1 @@
+"""browserbay provider: a browser reached at a CDP URL, and the session-scoped CDP endpoint."""

@@ -1,0 +1,167 @@
+"""The ``cdp`` provider row (tier 1) and its verbs: ``bay chrome`` (start your own Chrome for
+a ``cdp`` profile), ``bay cdp-url`` (a session-scoped CDP endpoint) and ``bay run`` (a
+Playwright script on the session's tab through that endpoint)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from browserbay.hookspecs import hookimpl
+from browserbay.model import (
+    Capabilities,
+    LeaseInfo,
+    PluginVerb,
+    ProviderRow,
+    VerbContext,
+)
+from browserbay.refusals import Refusal
+from browserbay.verbs import PLUGIN, Arg, Verb
+from browserbay_cdp.chrome import chrome_verb
+from browserbay_cdp.driver import CdpDriver
+from browserbay_cdp.endpoint import check_options
+from browserbay_cdp.proxy import SERVER, Grant
+from browserbay_cdp.run import run_script
+
+_NEEDS = ("has_cdp", "cdp_endpoint")
+
+
+@hookimpl
+def bay_providers() -> list[ProviderRow]:
+    return [
+        ProviderRow(
+            id="cdp",
+            tier=1,
+            summary="Somebody else's running browser, reached at a CDP URL (we never own its "
+            "directory, never close it or a tab we did not open).",
+            capabilities=Capabilities(
+                has_cdp=True,
+                owns_dir=False,
+                ephemeral_contexts=False,
+                screenshots=True,
+                key_scope="none",
+                lease_kind="tab",
+                headed=False,
+                allowed_domains=False,
+                cdp_endpoint=True,
+            ),
+            driver_factory=CdpDriver,
+            options=("cdp_url",),
+            check_options=check_options,
+        )
+    ]
+
+
+async def _grant(ctx: VerbContext) -> tuple[Grant, str]:
+    """The lease's grant and the target id of its current tab (the browser starts lazily)."""
+    page = await ctx.page()
+    upstream = ctx.cdp_url()
+    if ctx.lease is None or ctx.adopt is None or upstream is None:
+        raise Refusal(
+            "capability_missing",
+            provider=ctx.profile.provider,
+            verb=ctx.verb,
+            capability="cdp_endpoint",
+        )
+    grant = await SERVER.grant(ctx.lease, upstream, page.context, ctx.adopt)
+    target, _context = await grant.target_of(page)
+    return grant, target
+
+
+async def cdp_url(ctx: VerbContext) -> tuple[dict[str, Any], str]:
+    grant, target = await _grant(ctx)
+    assert ctx.lease is not None
+    url = SERVER.url(grant)
+    data = {
+        "url": url,
+        "http_url": SERVER.http_url(grant),
+        "tab": ctx.lease.current,
+        "target": target,
+        "valid": "for this session's lease on this profile: until bay close, bay detach or "
+        "the idle timeout ends it",
+    }
+    return data, url
+
+
+async def run(ctx: VerbContext) -> tuple[dict[str, Any], str]:
+    started = time.monotonic()
+    timeout = ctx.deadline - started
+    grant, target = await _grant(ctx)
+    data = await run_script(ctx, grant, target, timeout)
+    assert ctx.lease is not None
+    page = ctx.lease.pages().get(ctx.lease.current or "")
+    if page is not None:
+        data.update(tab=ctx.lease.current, url=page.url, title=await page.title())
+    where = f"tab {data.get('tab')} {data.get('url', '')} {data.get('title', '')!r}"
+    summary = (
+        f"ran {data['script']} in {time.monotonic() - started:.1f}s · {where} · "
+        f"{data['output_chars']:,} characters of output"
+    )
+    if data.get("output_file"):
+        summary += f" (full text: {data['output_file']})"
+    text = summary if data["streamed"] else f"{data.get('output', '')}\n{summary}".lstrip("\n")
+    return data, text
+
+
+@hookimpl
+def bay_verbs() -> list[PluginVerb]:
+    return [
+        PluginVerb(
+            Verb(
+                "chrome",
+                PLUGIN,
+                "Start your own Chrome with remote debugging on a directory of its own and "
+                "register it as a cdp profile.",
+                (
+                    Arg("profile", "value", "the profile's label (default chrome)"),
+                    Arg("headless", "flag", "no window (servers, tests)"),
+                    Arg("args", "tail", "more Chrome switches, after --"),
+                ),
+                example="bay chrome --profile work",
+            ),
+            chrome_verb,
+            lease_free=True,
+        ),
+        PluginVerb(
+            Verb(
+                "cdp-url",
+                PLUGIN,
+                "A loopback CDP WebSocket URL that reaches only your tabs (for your own "
+                "Playwright or Puppeteer code).",
+                needs=_NEEDS,
+                example="bay cdp-url --profile work",
+            ),
+            cdp_url,
+        ),
+        PluginVerb(
+            Verb(
+                "run",
+                PLUGIN,
+                "Run a Python script with page (your current tab), context and browser bound, "
+                "through your session-scoped CDP endpoint.",
+                (
+                    Arg(
+                        "script",
+                        "pos",
+                        "the script (Playwright's async API, top-level await)",
+                        type="path",
+                    ),
+                ),
+                needs=_NEEDS,
+                mutates=True,
+                example="bay run steps.py --timeout 60",
+            ),
+            run,
+        ),
+    ]
+
+
+@hookimpl
+def bay_lease_changed(lease: LeaseInfo, change: str) -> None:
+    if change == "detached":
+        SERVER.revoke(lease.session.id, lease.profile.id)
+
+
+@hookimpl
+def bay_takeover(lease: LeaseInfo, viewer: str) -> None:
+    SERVER.kick(lease.session.id, lease.profile.id)

@@ -1,0 +1,105 @@
+"""A real Chromium started with a debugging port: somebody else's browser, as far as bay is
+concerned."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = "/usr/lib/chromium/chromium"
+FLAGS = (
+    "--headless=new",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    "--disable-breakpad",
+    "--disable-crash-reporter",
+)
+
+
+def chromium() -> str:
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} is not installed (apt-get install -y chromium)")
+    return CHROMIUM
+
+
+@dataclass
+class DebugBrowser:
+    """A Chromium bay did not start: ``--remote-debugging-port=0`` on its own directory."""
+
+    proc: subprocess.Popen[bytes]
+    user_data_dir: Path
+    port: int
+
+    @property
+    def http(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def get(self, path: str) -> Any:
+        with urllib.request.urlopen(self.http + path, timeout=5) as r:
+            return json.loads(r.read())
+
+    def pages(self) -> list[dict[str, Any]]:
+        return [t for t in self.get("/json/list") if t["type"] == "page"]
+
+    def answers(self) -> bool:
+        try:
+            self.get("/json/version")
+        except OSError:
+            return False
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        """``Browser.close`` over CDP (never a signal: it would leave its lock behind)."""
+        from websockets.sync.client import connect
+
+        if self.proc.poll() is None:
+            try:
+                with connect(self.get("/json/version")["webSocketDebuggerUrl"]) as ws:
+                    ws.send(json.dumps({"id": 1, "method": "Browser.close"}))
+                    ws.recv(timeout=5)
+            except Exception:
+                pass
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.terminate()
+                self.proc.wait(10)
+
+
+def start_debug_browser(user_data_dir: Path) -> DebugBrowser:
+    exe = chromium()
+    home = user_data_dir.parent / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home)}
+    argv = [exe, *FLAGS, "--remote-debugging-port=0", f"--user-data-dir={user_data_dir}"]
+    if os.geteuid() == 0:
+        argv.append("--no-sandbox")
+    log = open(user_data_dir.parent / "chromium.log", "wb")  # noqa: SIM115 - the child holds it
+    proc = subprocess.Popen(
+        [*argv, "about:blank"], stdout=log, stderr=log, env=env, start_new_session=True
+    )
+    log.close()
+    port_file = user_data_dir / "DevToolsActivePort"
+    end = time.monotonic() + 20
+    while time.monotonic() < end:
+        try:
+            port = int(port_file.read_text().split("\n")[0])
+            browser = DebugBrowser(proc, user_data_dir, port)
+            if browser.answers():
+                return browser
+        except (OSError, ValueError, IndexError):
+            pass
+        time.sleep(0.05)
+    proc.terminate()
+    raise AssertionError(f"Chromium did not open its debugging port: {port_file}")
