@@ -52,13 +52,33 @@ def home() -> Iterator[Path]:
 
     path = Path(tempfile.mkdtemp(prefix="bay-k-", dir="/tmp"))
     yield path
-    subprocess.run(
-        [BAY, "keeper", "stop"],
+    stop = subprocess.run(
+        [BAY, "keeper", "stop", "--json"],
         env={**os.environ, "BAY_HOME": str(path)},
         capture_output=True,
+        text=True,
         timeout=60,
     )
+    assert stop.returncode == 0, stop
+    _wait_for_no_keeper(path)  # it writes its last lines as it exits: then remove its home
     shutil.rmtree(path, ignore_errors=True)
+
+
+def _wait_for_no_keeper(home: Path, timeout: float = 60) -> None:
+    """Until no keeper holds this home's lock (a keeper holds it for its whole life)."""
+    import fcntl
+
+    lock = bay_paths({"BAY_HOME": str(home)}).runtime / "keeper.lock"
+    if not lock.exists():
+        return
+    end = time.monotonic() + timeout
+    with open(lock, "a") as f:
+        while time.monotonic() < end:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                time.sleep(0.05)
 
 
 def _view(b: Bay, integration: str = "keyed") -> dict[str, Any]:
