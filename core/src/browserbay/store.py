@@ -204,6 +204,7 @@ class Registry(Protocol):
     def hold(self, profile_id: str) -> tuple[str, str, float] | None: ...
     def set_hold(self, profile_id: str, holder: str, group: str) -> None: ...
     def release_hold(self, profile_id: str) -> None: ...
+    def drop_orphan_holds(self) -> int: ...
     def group_default(self, group: str) -> str | None: ...
     def set_group_default(self, group: str, profile_id: str) -> None: ...
     def audit_rows(self, profile_id: str | None, limit: int) -> list[dict[str, Any]]: ...
@@ -581,6 +582,15 @@ class SqliteRegistry:
 
     def release_hold(self, profile_id: str) -> None:
         self.db.execute("DELETE FROM holds WHERE profile=?", (profile_id,))
+
+    def drop_orphan_holds(self) -> int:
+        """At keeper start: a hold whose holder does not have the profile attached is what a
+        ``use --exclusive`` cut between its two writes (the hold, then the attachment)
+        leaves; nothing else makes one. It goes, so the profile is not held for nobody."""
+        return self.db.execute(
+            "DELETE FROM holds WHERE NOT EXISTS (SELECT 1 FROM attachments a "
+            "WHERE a.profile = holds.profile AND a.session = holds.holder)"
+        ).rowcount
 
     def group_default(self, group: str) -> str | None:
         row = self.db.execute(

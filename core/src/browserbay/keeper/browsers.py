@@ -120,30 +120,40 @@ class BrowserPool:
         """A fresh isolated context for one session: cookies, storage, cache and tabs that
         no other session can see. Shares a browser process where the provider allows it."""
         row = self.provider(provider_id)
-        async with self._launch_lock:
-            running = None
-            if row.capabilities.ephemeral_contexts:
-                for r in self.running.values():
-                    if (
-                        r.provider.id == provider_id
-                        and r.ephemeral
-                        and not r.closing
-                        and len(r.contexts) < CONTEXTS_PER_BROWSER
-                    ):
-                        running = r
-                        break
-            if running is None:
-                self._check_cap()
-                running = await self._launch(row)
-        browser = running.handle.browser
-        if browser is None:  # pragma: no cover - a provider contract violation
-            raise Refusal(
-                "backend_unavailable",
-                provider=provider_id,
-                reason="the driver returned no browser to make contexts in",
-                fix="bay plugins",
-            )
-        context = await browser.new_context()
+        for attempt in (1, 2):
+            async with self._launch_lock:
+                found: Running | None = None
+                if row.capabilities.ephemeral_contexts:
+                    for r in self.running.values():
+                        if (
+                            r.provider.id == provider_id
+                            and r.ephemeral
+                            and not r.closing
+                            and not self.gone(r)
+                            and len(r.contexts) < CONTEXTS_PER_BROWSER
+                        ):
+                            found = r
+                            break
+                if found is None:
+                    self._check_cap()
+                    found = await self._launch(row)
+                running = found
+            browser = running.handle.browser
+            if browser is None:  # pragma: no cover - a provider contract violation
+                raise Refusal(
+                    "backend_unavailable",
+                    provider=provider_id,
+                    reason="the driver returned no browser to make contexts in",
+                    fix="bay plugins",
+                )
+            try:
+                context = await browser.new_context()
+            except Exception:
+                if attempt == 2 or not (running.closing or self.gone(running)):
+                    raise
+                await self.crashed(running)  # it died as we asked: the next try starts one
+                continue
+            break
         running.contexts.add(context)
         running.idle_since = None
         return context, running
@@ -235,6 +245,48 @@ class BrowserPool:
         self.plugins.notify("bay_browser_started", browser=running.info())
         return running
 
+    def gone(self, running: Running) -> bool:
+        """The browser's process has exited (a crash its driver may not have reported yet).
+        A browser without a known pid (not ours to watch) is never taken for gone."""
+        pid = running.handle.pid
+        return not running.closing and pid is not None and not _pid_alive(pid)
+
+    async def new_page(self, running: Running | None, context: Any) -> Any:
+        """``context.new_page()``, which never returns when the browser dies meanwhile
+        (Playwright waits for a target that cannot come): given up once the browser is
+        gone, refused ``tab_gone`` — so the session's next verb restarts the browser."""
+        if running is None:
+            return await context.new_page()
+        made: list[Any] = []
+        failed: list[BaseException] = []
+        async with anyio.create_task_group() as tg:
+
+            async def make() -> None:
+                try:
+                    made.append(await context.new_page())
+                except Exception as exc:
+                    failed.append(exc)
+                tg.cancel_scope.cancel()
+
+            async def watch() -> None:
+                while not (running.closing or self.gone(running)):  # noqa: ASYNC110 - /proc
+                    await anyio.sleep(0.2)
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(make)
+            tg.start_soon(watch)
+        if made:
+            return made[0]
+        if failed:
+            raise failed[0]
+        raise Refusal(
+            "tab_gone", tab="(new)", reason="its browser stopped while the tab was opening"
+        )
+
+    async def crashed(self, running: Running) -> None:
+        """A browser found dead before its driver said so: the same as its disconnect."""
+        await self._disconnected(running)
+
     async def _disconnected(self, running: Running) -> None:
         if running.closing:
             return
@@ -306,6 +358,20 @@ def sweep_orphans(registry: Registry) -> list[str]:
         registry.browser_stopped(row.id, "orphan_swept")
         swept.append(row.id)
     return swept
+
+
+#: The kernel's "this task is exiting" flag (/proc/<pid>/stat field 9): set as a killed
+#: process starts to exit, before its pipes close — so before its driver can tell anyone.
+PF_EXITING = 0x4
+
+
+def _pid_alive(pid: int) -> bool:
+    """The process runs: not exiting, not a zombie (killed, not yet reaped)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
+    except OSError:
+        return False
+    return fields[0] not in ("Z", "X") and not int(fields[6]) & PF_EXITING
 
 
 def _is_ours(pid: int, browser_id: str) -> bool:

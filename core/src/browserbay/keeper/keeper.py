@@ -80,6 +80,9 @@ class Keeper(SessionVerbsMixin, AdminMixin):
         """Load what the registry knows. Tabs that were live when the last keeper died are
         now kept tabs that come back by themselves."""
         await self.profiles.load()
+        dropped = await self.db(self.registry.drop_orphan_holds)
+        if dropped:
+            log.info("%d exclusive hold(s) of a cut `use --exclusive` released", dropped)
         revived = await self.db(self.registry.mark_live_tabs_auto)
         if revived:
             log.info("%d tab(s) of the last keeper's browsers are kept for restore", revived)
@@ -273,6 +276,7 @@ class Keeper(SessionVerbsMixin, AdminMixin):
         timeout: float,
     ) -> tuple[dict[str, Any], str, ProfileRef | None]:
         """Run a verb on its lease (cut by a takeover: see browserbay.keeper.controls)."""
+        await self.leases.check_browser(session, lease)  # died since? restarted below
         row = self.plugins.providers.get(lease.profile.provider)
         for cell in verb.needs:
             if row is not None and not row.capabilities.cell(cell):
@@ -309,7 +313,13 @@ class Keeper(SessionVerbsMixin, AdminMixin):
         if verb.name == "resume":
             data, text = await self._resume(session, lease)
         elif verb.name == "tab":
-            data, text = await self._tab_verb(session, lease, args)
+            try:
+                data, text = await self._tab_verb(session, lease, args)
+            except Exception as exc:  # a page error (its browser died mid-verb) is typed
+                refusal = page_error(verb.name, timeout, exc)
+                if refusal is None:
+                    raise
+                raise refusal from None
         else:
             tab = await self.leases.current_tab(session, lease)
             act = Act(

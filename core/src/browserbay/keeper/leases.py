@@ -195,6 +195,9 @@ class Leases:
         self.plugins.notify("bay_lease_changed", lease=lease.info(), change="tabs")
 
         def on_close(_page: Page) -> None:
+            running = lease.browser
+            if running is not None and (running.closing or self.pool.gone(running)):
+                return  # its browser died: the crash path drops the tabs, kept for restore
             if tab.id in self.tabs.tabs:
                 self.tabs.drop(tab, lease, "closed by the page")
                 self.plugins.notify("bay_lease_changed", lease=lease.info(), change="tabs")
@@ -204,7 +207,7 @@ class Leases:
 
     async def new_tab(self, lease: Lease) -> Tab:
         assert lease.context is not None
-        page = await lease.context.new_page()
+        page = await self.pool.new_page(lease.browser, lease.context)
         tab = self.adopt(page, lease)
         lease.current = tab.id
         return tab
@@ -221,20 +224,27 @@ class Leases:
     async def persist(self, session: Session, lease: Lease) -> None:
         """Write the lease's tabs to the registry when they changed, so a keeper killed at
         any moment still has them (state 'live' until the browser stops)."""
-        if lease.context is None:
-            return
-        signature = (tuple(t.page.url for t in lease.tabs.values()), lease.current)
+        running = lease.browser
+        if lease.context is None or (
+            running is not None and (running.closing or self.pool.gone(running))
+        ):
+            return  # a dead browser: its crash path writes the tabs as last seen
+        # One snapshot of the tabs, their URLs and the current one, taken before any await:
+        # a crash handled meanwhile (it clears the lease) must not bend what is written.
+        tabs, current = list(lease.tabs.values()), lease.current
+        urls = tuple(t.page.url for t in tabs)
+        signature = (urls, current)
         if signature == lease.kept_signature:
             return
         kept = []
-        for t in lease.tabs.values():
-            if t.page.url in ("about:blank", ""):
+        for t, url in zip(tabs, urls, strict=True):
+            if url in ("about:blank", ""):
                 continue
             try:
                 title = await t.page.title()
             except Exception:
                 title = ""
-            kept.append(KeptTab(t.page.url, title, t.id == lease.current))
+            kept.append(KeptTab(url, title, t.id == current))
         await self.db(self.registry.keep_tabs, session.ref.id, lease.profile.id, kept, "live")
         lease.kept_signature = signature
 
@@ -244,9 +254,13 @@ class Leases:
         assert lease.context is not None
         context = lease.context
         pages: list[Any] = [None] * len(kept)
+        failed: list[BaseException] = []
 
         async def make(i: int) -> None:
-            pages[i] = await context.new_page()
+            try:
+                pages[i] = await self.pool.new_page(lease.browser, context)
+            except Exception as exc:  # raised once all are done (never as a group)
+                failed.append(exc)
 
         lease.restoring = True
         try:
@@ -255,6 +269,8 @@ class Leases:
                     tg.start_soon(make, i)
         finally:
             lease.restoring = False
+        if failed:
+            raise failed[0]
         opened = [(self.adopt(page, lease), k) for page, k in zip(pages, kept, strict=True)]
 
         async def load(tab: Tab, k: KeptTab) -> None:
@@ -322,23 +338,52 @@ class Leases:
                 self.pool.release_user(running, session.ref.id)
         return closed
 
+    async def check_browser(self, session: Session, lease: Lease) -> None:
+        """A lease whose browser died since its last verb (the process is gone; the driver's
+        events — its pages closing, then the disconnect — may still be on their way, or
+        being handled): the crash is handled now, so the verb starts a new browser and
+        reopens the kept tabs instead of acting on a dead context."""
+        running = lease.browser
+        if lease.context is None or running is None:
+            return
+        if running.closing:  # its crash is being handled: this lease's share of it, now
+            await self._lease_crashed(session, lease, running)
+        elif self.pool.gone(running):
+            await self.pool.crashed(running)
+
     async def crashed(self, running: Running) -> None:
         for session in list(self.sessions.values()):
-            for lease in session.leases.values():
-                if lease.browser is running:
-                    lease.unpause()
-                    self.plugins.notify(
-                        "bay_lease_changed", lease=lease.info("crashed"), change="detached"
-                    )
-                    for tab in list(lease.tabs.values()):
-                        self.tabs.drop(tab, lease, "its browser stopped unexpectedly")
-                    lease.context, lease.browser, lease.current = None, None, None
-                    lease.kept_signature = ()
-                    await self.db(self.registry.mark_kept, session.ref.id, lease.profile.id, "auto")
-                    session.notices.append(
-                        f"the browser of profile {lease.handle} stopped unexpectedly; a new one "
-                        "starts with your next verb and reopens your tabs"
-                    )
+            for lease in list(session.leases.values()):
+                await self._lease_crashed(session, lease, running)
+
+    async def _lease_crashed(self, session: Session, lease: Lease, running: Running) -> None:
+        """The lease loses its dead browser (once: the fields are cleared before any await);
+        its tabs as the session last saw them are kept ('auto') and come back with its next
+        verb."""
+        if lease.browser is not running:
+            return
+        # The tabs as the session last saw them (a verb that answered may not have written
+        # them yet): the pages a crash closes stay in the lease until now (see adopt).
+        seen = [(t.page.url, t.id == lease.current) for t in lease.tabs.values()]
+        lease.unpause()
+        self.plugins.notify("bay_lease_changed", lease=lease.info("crashed"), change="detached")
+        for tab in list(lease.tabs.values()):
+            self.tabs.drop(tab, lease, "its browser stopped unexpectedly")
+        lease.context, lease.browser, lease.current = None, None, None
+        lease.kept_signature = ()
+        sid, pid = session.ref.id, lease.profile.id
+        seen = [(url, current) for url, current in seen if url not in ("about:blank", "")]
+        if seen:
+            _state, written = await self.db(self.registry.kept_tabs, sid, pid)
+            titles = {k.url: k.title for k in written}
+            kept = [KeptTab(url, titles.get(url, ""), current) for url, current in seen]
+            await self.db(self.registry.keep_tabs, sid, pid, kept, "auto")
+        else:
+            await self.db(self.registry.mark_kept, sid, pid, "auto")
+        session.notices.append(
+            f"the browser of profile {lease.handle} stopped unexpectedly; a new one "
+            "starts with your next verb and reopens your tabs"
+        )
 
     # -- exclusive holds --------------------------------------------------------------
 

@@ -7,6 +7,7 @@ a command line. Profile directories are 0700 under the data dir.
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import shutil
@@ -24,6 +25,7 @@ from browserbay.plugins import Plugins
 from browserbay.refusals import Refusal
 from browserbay.store import ProfileRow, Registry
 
+log = logging.getLogger("browserbay.keeper")
 T = TypeVar("T")
 Db = Callable[..., Awaitable[Any]]
 
@@ -100,6 +102,31 @@ class ProfileBook:
         self.rows = {r.id: r for r in rows}
         for pid in self.rows:
             self.attached[pid] = len(await self.db(self.registry.attachments_of_profile, pid))
+        removed = await anyio.to_thread.run_sync(self._leftovers)
+        if removed:
+            log.info("removed %d profile dir(s) a killed keeper left: %s", len(removed), removed)
+
+    def _leftovers(self) -> list[str]:
+        """At keeper start: the profile directories a killed keeper left half-made or
+        half-removed go — an empty one without a row (a ``new`` cut before its row) or one
+        already archived (a ``forget`` cut before its removal). Any other directory without
+        a row is left alone (``bay profiles --orphans`` lists it)."""
+        known = {Path(r.dir).name for r in self.rows.values()}
+        archive = self.paths.data / "archive"
+        removed: list[str] = []
+        if not self.root.is_dir():
+            return removed
+        for d in self.root.iterdir():
+            if d.name in known or not d.name.startswith("bp-") or not d.is_dir():
+                continue
+            if not any(d.iterdir()):
+                d.rmdir()
+            elif archive.is_dir() and any(archive.glob(f"{d.name}-*.tar.gz")):
+                shutil.rmtree(d, ignore_errors=True)
+            else:
+                continue
+            removed.append(d.name)
+        return removed
 
     def ref(self, row: ProfileRow, chosen: str) -> ProfileRef:
         provider = self.plugins.providers.get(row.provider)

@@ -3,6 +3,7 @@ status."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from typing import TYPE_CHECKING, Any
@@ -35,7 +36,9 @@ class SessionVerbsMixin(ChoosingMixin):
         action = str(args.get("action") or "list")
         arg = args.get("arg")
         if action == "list":
-            rows = [dict(await t.row(), current=t.id == lease.current) for t in lease.tabs.values()]
+            # A snapshot of the tabs: a crash or a page closing may change them meanwhile.
+            tabs = list(lease.tabs.values())
+            rows = [dict(await t.row(), current=t.id == lease.current) for t in tabs]
             others = sum(
                 1
                 for t in self.tabs.tabs.values()
@@ -58,11 +61,23 @@ class SessionVerbsMixin(ChoosingMixin):
             if url:
                 check_url_allowed(url, lease.allowed_domains)
             await self.leases.ensure(session, lease)
+            was = lease.current
             tab = await self.leases.new_tab(lease)
             data: dict[str, Any] = {"tab": tab.id}
             if url:
-                await tab.page.goto(url, wait_until="load")
-                data.update(url=tab.page.url, title=await tab.page.title())
+                try:
+                    await tab.page.goto(url, wait_until="load")
+                    data.update(url=tab.page.url, title=await tab.page.title())
+                except BaseException:
+                    # A refused `tab new` leaves no blank tab behind, and the current tab
+                    # is the one it was.
+                    self.tabs.drop(tab, lease, "its `tab new` failed")
+                    if was in lease.tabs:
+                        lease.current = was
+                    with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                        with anyio.move_on_after(5):
+                            await tab.page.close()
+                    raise
             return data, tab.id
         if action == "close":
             tab_id = str(arg) if arg else lease.current
@@ -85,7 +100,9 @@ class SessionVerbsMixin(ChoosingMixin):
         await self.leases.ensure(session, lease)  # an automatic stop restores by itself
         restored = await self.leases.resume_parked(session, lease)
         session.notices = [n for n in session.notices if "bay resume" not in n]
-        tabs = [dict(await t.row(), current=t.id == lease.current) for t in lease.tabs.values()]
+        tabs = [
+            dict(await t.row(), current=t.id == lease.current) for t in list(lease.tabs.values())
+        ]
         return {"restored": restored, "tabs": tabs}, f"restored {restored} tab(s)"
 
     async def _use(
@@ -248,7 +265,7 @@ class SessionVerbsMixin(ChoosingMixin):
         atts = await self.db(self.registry.attachments, session.ref.id)
         state = await self.db(self.registry.session_state, session.ref.id)
         leases: list[dict[str, Any]] = []
-        for lease in session.leases.values():
+        for lease in list(session.leases.values()):
             pss = (
                 await anyio.to_thread.run_sync(pss_kib, lease.browser.handle.pid)
                 if lease.browser
@@ -262,7 +279,7 @@ class SessionVerbsMixin(ChoosingMixin):
                     "browser_pss_kib": pss,
                     "tabs": [
                         dict(await t.row(), current=t.id == lease.current)
-                        for t in lease.tabs.values()
+                        for t in list(lease.tabs.values())
                     ],
                     "blocked_requests": lease.blocked
                     + (

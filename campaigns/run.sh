@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Run one reliability campaign: campaigns/run.sh faults|writes|load|fuzz|census [options]
+# Each writes campaigns/results/<name>.json and its figures into RELIABILITY.md.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+name="${1:-}"
+case "$name" in
+  faults|writes|load|fuzz|census) shift ;;
+  *) echo "usage: campaigns/run.sh faults|writes|load|fuzz|census [options]" >&2; exit 2 ;;
+esac
+exec .venv/bin/python -m "campaigns.$name" "$@"

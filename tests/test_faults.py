@@ -1,0 +1,220 @@
+"""Regression tests for what the fault-injection campaign (campaigns/faults.py) found: a
+browser killed under a session's feet, and the verbs that arrive while its driver is still
+reporting the crash."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from typing import Any
+
+from browserbay import client
+from browserbay.paths import bay_paths
+from tests.helpers import Bay
+
+
+def _call(b: Bay, session: str, verb: str, **args: Any) -> dict[str, Any]:
+    paths = bay_paths({"BAY_HOME": str(b.home)})
+    return client.call(verb, args, session={"id": session, "origin": "api"}, paths=paths)
+
+
+def test_verbs_racing_a_browser_crash_restart_it_with_every_kept_tab(
+    fresh_bay: Bay, demo: str
+) -> None:
+    """Killing a shared profile's browser while two sessions list their tabs in a loop: no
+    verb fails (it used to be internal_error: the tab dict changed under `tab list`), and no
+    tab is lost (a verb between the pages closing and the disconnect used to write an
+    empty kept-tab list over the kept one)."""
+    fresh_bay.ok("new", "crashy")
+    want: dict[str, list[str]] = {}
+    for s in ("a", "b"):
+        fresh_bay.ok("use", "crashy", session=s)
+        fresh_bay.ok("open", f"{demo}/form.html?s={s}", session=s)
+        fresh_bay.ok("tab", "new", f"{demo}/item/{s}", session=s)
+        want[s] = [t["url"] for t in fresh_bay.ok("tab", "list", session=s)["tabs"]]
+    for _round in range(3):
+        status = fresh_bay.ok("keeper", "status")
+        (pid,) = [b["pid"] for b in status["browsers"] if b["profile"]]
+        stop = threading.Event()
+        bad: list[str] = []
+
+        def spam(s: str, stop: threading.Event, bad: list[str]) -> None:
+            while not stop.is_set():
+                frame = _call(fresh_bay, s, "tab", action="list")
+                if not frame["ok"]:
+                    bad.append(f"{s}: {frame['code']}: {frame['message']}")
+                    continue
+                urls = [t["url"] for t in frame["data"]["tabs"]]
+                if urls and urls != want[s]:  # the dead pages may still be listed, never others
+                    bad.append(f"{s}: listed {urls}")
+
+        threads = [threading.Thread(target=spam, args=(s, stop, bad)) for s in want]
+        for t in threads:
+            t.start()
+        time.sleep(0.5)
+        os.kill(pid, signal.SIGKILL)
+        time.sleep(3)
+        stop.set()
+        for t in threads:
+            t.join()
+        assert bad == []
+        for s, urls in want.items():
+            assert [t["url"] for t in fresh_bay.ok("tab", "list", session=s)["tabs"]] == urls
+
+
+def test_a_browser_dying_under_tab_new_is_a_typed_refusal(fresh_bay: Bay, demo: str) -> None:
+    """`tab new <url>` whose browser dies while the page loads is action_failed (it used to
+    be internal_error: the navigation's error escaped untyped), and the next verb goes on."""
+    fresh_bay.ok("open", f"{demo}/form.html")
+    status = fresh_bay.ok("keeper", "status")
+    (pid,) = [b["pid"] for b in status["browsers"]]
+    timer = threading.Timer(1.0, os.kill, (pid, signal.SIGKILL))
+    timer.start()
+    try:
+        frame = _call(fresh_bay, "a", "tab", action="new", arg=f"{demo}/slow?s=4")
+    finally:
+        timer.join()
+    assert frame["ok"] is False
+    assert frame["code"] == "action_failed", frame
+    tabs = fresh_bay.ok("tab", "list")["tabs"]
+    assert [t["url"] for t in tabs] == [f"{demo}/form.html"]
+
+
+class _Page:
+    def __init__(self, url: str, on_title: Any = None):
+        self.url = url
+        self.on_title = on_title
+
+    async def title(self) -> str:
+        if self.on_title is not None:
+            self.on_title()
+        return "t"
+
+
+class _Registry:
+    def __init__(self) -> None:
+        self.kept: list[Any] = []
+
+    def keep_tabs(self, session: str, profile: str, tabs: list[Any], state: str) -> None:
+        self.kept = tabs
+
+
+def test_kept_tabs_are_one_snapshot_even_if_a_crash_clears_the_lease_meanwhile() -> None:
+    """persist() awaits each tab's title; a crash handled meanwhile clears the lease's
+    current tab. The current flag written is the one of the snapshot (it used to be read
+    after the awaits, so a crash could write no current tab and the restore picked the
+    last one)."""
+    import anyio
+
+    from browserbay.keeper.leases import Leases
+    from browserbay.keeper.sessions import Lease, Session, TabBook
+    from browserbay.model import ProfileRef, SessionRef
+
+    ref = SessionRef("s", "api")
+    lease = Lease(ref, ProfileRef("bp-1", "p", "chromium", 1, False))
+    lease.context = object()  # type: ignore[assignment]
+    book = TabBook()
+
+    def crash() -> None:
+        lease.current = None  # what the crash path does between two awaits
+
+    first = book.add(_Page("http://x/form", crash), lease, None)  # type: ignore[arg-type]
+    book.add(_Page("http://x/item"), lease, None)  # type: ignore[arg-type]
+    lease.current = first.id
+    registry = _Registry()
+
+    async def db(fn: Any, *args: Any) -> Any:
+        return fn(*args)
+
+    leases = Leases(None, book, registry, None, None, db, {})  # type: ignore[arg-type]
+    anyio.run(leases.persist, Session(ref, "s"), lease)
+    assert [(k.url, k.current) for k in registry.kept] == [
+        ("http://x/form", True),
+        ("http://x/item", False),
+    ]
+
+
+def test_a_new_page_that_never_comes_is_given_up_when_its_browser_dies() -> None:
+    """Playwright's new_page() never returns when the browser dies while it waits; the
+    session's verb used to hang (holding the session) until its deadline. It is now given up
+    as soon as the browser's process is gone: tab_gone, at once."""
+    import subprocess
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    import anyio
+
+    from browserbay.keeper.browsers import BrowserPool, Running
+    from browserbay.refusals import Refusal
+
+    proc = subprocess.Popen(["sleep", "30"])
+    running = Running("bb-x", None, SimpleNamespace(pid=proc.pid), Path("/"), True, 0.0)  # type: ignore[arg-type]
+    pool = BrowserPool(None, None, None, None, None)  # type: ignore[arg-type]
+
+    class Context:
+        async def new_page(self) -> None:
+            await anyio.sleep_forever()
+
+    async def main() -> Refusal:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(anyio.to_thread.run_sync, lambda: (time.sleep(0.3), proc.kill()))
+            try:
+                with anyio.fail_after(5):
+                    await pool.new_page(running, Context())
+            except Refusal as r:
+                return r
+        raise AssertionError("new_page returned")
+
+    started = time.monotonic()
+    refusal = anyio.run(main)
+    proc.wait()
+    assert refusal.code == "tab_gone"
+    assert time.monotonic() - started < 3
+
+
+def test_a_failed_tab_new_leaves_no_blank_tab_and_keeps_the_current(
+    fresh_bay: Bay, demo: str
+) -> None:
+    """`tab new <url>` whose page cannot load is refused and changes nothing: it used to
+    leave a blank tab behind as the current one (which a crash then restored as "current"
+    nowhere)."""
+    fresh_bay.ok("open", f"{demo}/form.html")
+    before = fresh_bay.ok("tab", "list")["tabs"]
+    frame = _call(fresh_bay, "a", "tab", action="new", arg="http://127.0.0.1:9/")
+    assert frame["ok"] is False
+    assert frame["code"] == "action_failed", frame
+    assert fresh_bay.ok("tab", "list")["tabs"] == before
+    assert fresh_bay.ok("get", "url")["value"] == f"{demo}/form.html"
+
+
+def test_a_killed_process_is_not_alive_before_it_is_reaped() -> None:
+    """The keeper tells a dead browser by /proc (a zombie, or a task already exiting), not
+    by waiting for its driver's disconnect event."""
+    import subprocess
+
+    from browserbay.keeper.browsers import _pid_alive
+
+    proc = subprocess.Popen(["sleep", "30"])
+    assert _pid_alive(proc.pid)
+    proc.kill()
+    end = time.monotonic() + 5
+    while _pid_alive(proc.pid) and time.monotonic() < end:
+        time.sleep(0.01)
+    assert not _pid_alive(proc.pid)  # a zombie: killed, not yet reaped
+    proc.wait()
+    assert not _pid_alive(proc.pid)
+
+
+def test_a_new_ephemeral_session_right_after_its_shared_browser_died_gets_a_new_one(
+    fresh_bay: Bay, demo: str
+) -> None:
+    """An ephemeral browser killed just before another session asks for a context: the dead
+    one is never handed out (new_context on it used to escape as internal_error)."""
+    fresh_bay.ok("open", f"{demo}/", session="first")
+    for n in range(3):
+        (pid,) = [b["pid"] for b in fresh_bay.ok("keeper", "status")["browsers"]]
+        os.kill(pid, signal.SIGKILL)
+        frame = _call(fresh_bay, f"next{n}", "open", url=f"{demo}/form.html")
+        assert frame["ok"], frame
