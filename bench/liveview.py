@@ -28,6 +28,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 BAY = str(Path(sys.executable).with_name("bay"))
+CHROMIUM = "/usr/lib/chromium/chromium" if Path("/usr/lib/chromium/chromium").exists() else None
 
 
 class Keeper:
@@ -84,20 +85,45 @@ async def viewer(link: tuple[str, str, str], seconds: float, fps: float) -> int:
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process (its threads included), in seconds."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def tree(pid: int) -> list[int]:
+    """The process and its descendants (the Playwright driver, Chromium and its helpers)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(children.get(p, ()))
+    return out
 
 
 async def frame_rate(
     keeper: Keeper, viewers: int, seconds: float, fps: float
 ) -> tuple[list[float], float]:
-    """Frames per second each viewer received, and the keeper's CPU meanwhile (cores)."""
+    """Frames per second each viewer received, and the CPU (in cores) of the keeper process
+    and of its whole tree (the Playwright driver, Chromium) meanwhile."""
     pid = int(keeper("keeper", "status")["pid"])
     links = [credential(keeper("live")["url"]) for _ in range(viewers)]
-    cpu, wall = cpu_seconds(pid), time.monotonic()
+    procs = tree(pid)
+    before = {p: cpu_seconds(p) for p in procs}
+    wall = time.monotonic()
     counts = await asyncio.gather(*(viewer(link, seconds, fps) for link in links))
-    used = (cpu_seconds(pid) - cpu) / (time.monotonic() - wall)
-    return [c / seconds for c in counts], used
+    wall = time.monotonic() - wall
+    used = {p: cpu_seconds(p) - before[p] for p in procs}
+    return [c / seconds for c in counts], (used[pid] / wall, sum(used.values()) / wall)
 
 
 async def latency(keeper: Keeper, trials: int) -> list[float]:
@@ -185,6 +211,69 @@ async def soak(keeper: Keeper, seconds: float) -> dict[str, Any]:
     }
 
 
+async def baseline(demo: str, seconds: float, trials: int) -> tuple[float, list[float]]:
+    """The same Chromium screencasting the same page straight to this process through a
+    Playwright CDP session, every frame acked at once, no live view: what the machine gives
+    right now."""
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = await browser.new_page()
+        await page.goto(f"{demo}/live.html")
+        cdp = await page.context.new_cdp_session(page)
+        frames = 0
+        pending: set[asyncio.Task[Any]] = set()
+        arrived = asyncio.Event()
+
+        async def ack(session_id: int) -> None:
+            try:
+                await cdp.send("Page.screencastFrameAck", {"sessionId": session_id})
+            except Exception:
+                return
+
+        def on_frame(params: dict[str, Any]) -> None:
+            nonlocal frames
+            frames += 1
+            arrived.set()
+            task = asyncio.ensure_future(ack(params["sessionId"]))
+            pending.add(task)
+            task.add_done_callback(pending.discard)
+
+        cdp.on("Page.screencastFrame", on_frame)
+        await cdp.send(
+            "Page.startScreencast",
+            {"format": "jpeg", "quality": 60, "maxWidth": 1280, "maxHeight": 1280},
+        )
+        await asyncio.sleep(1.0)
+        frames, started = 0, time.monotonic()
+        await asyncio.sleep(seconds)
+        rate = frames / (time.monotonic() - started)
+        # Input to next frame, straight over CDP (the page still but for the square).
+        await page.goto(f"{demo}/live.html?still")
+        await asyncio.sleep(0.5)
+        lat: list[float] = []
+        for _ in range(trials):
+            await asyncio.sleep(0.2)
+            arrived.clear()
+            down = {
+                "type": "mousePressed",
+                "x": 660,
+                "y": 140,
+                "button": "left",
+                "buttons": 1,
+                "clickCount": 1,
+            }
+            started = time.monotonic()
+            await cdp.send("Input.dispatchMouseEvent", down)
+            await asyncio.wait_for(arrived.wait(), 5)
+            lat.append((time.monotonic() - started) * 1000)
+            await cdp.send("Input.dispatchMouseEvent", dict(down, type="mouseReleased", buttons=0))
+        await cdp.send("Page.stopScreencast")
+        await browser.close()
+    return rate, lat
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -197,6 +286,9 @@ def main() -> None:
     parser.add_argument("--soak", type=float, default=60.0)
     parser.add_argument("--fps", type=float, default=30.0, help="each viewer's frame rate")
     parser.add_argument("--out", default=str(REPO / "bench" / "RESULTS-liveview.md"))
+    parser.add_argument(
+        "--renice", type=int, default=None, help="set the keeper tree's nice value (root)"
+    )
     args = parser.parse_args()
 
     from browserbay.demo.server import serve
@@ -206,6 +298,10 @@ def main() -> None:
     load_before = os.getloadavg()[0]
     try:
         keeper("open", f"{demo}/live.html")
+        if args.renice is not None:
+            for p in tree(int(keeper("keeper", "status")["pid"])):
+                os.setpriority(os.PRIO_PROCESS, p, args.renice)
+        base, base_lat = asyncio.run(baseline(demo, args.seconds, args.trials))
         one = asyncio.run(frame_rate(keeper, 1, args.seconds, args.fps))
         three = asyncio.run(frame_rate(keeper, 3, args.seconds, args.fps))
         one60 = asyncio.run(frame_rate(keeper, 1, args.seconds, 60))
@@ -228,15 +324,27 @@ def main() -> None:
         "animation), JPEG q60, at most 1280 px; viewers are raw WebSocket clients speaking the "
         "live page's protocol on loopback. The machine's load average was "
         f"{load_before:.1f} before and {load_after:.1f} after (other work shares these "
-        "cores: numbers move with it).",
+        "cores: numbers move with it)"
+        + (
+            f"; the keeper and its browser ran at nice {args.renice}."
+            if args.renice is not None
+            else "."
+        ),
         "",
         "## Frame rate",
         "",
-        "| viewers | asked fps per viewer | fps received (each) | keeper CPU (cores) |",
+        "| viewers | asked fps per viewer | fps received (each) | CPU: keeper / its tree (cores) |",
         "|---|---|---|---|",
-        f"| 1 | {args.fps:g} | {', '.join(f'{v:.1f}' for v in one)} | {one_cpu:.2f} |",
-        f"| 3 | {args.fps:g} | {', '.join(f'{v:.1f}' for v in three)} | {three_cpu:.2f} |",
-        f"| 1 | 60 | {', '.join(f'{v:.1f}' for v in one60)} | {one60_cpu:.2f} |",
+        f"| 1 | {args.fps:g} | {', '.join(f'{v:.1f}' for v in one)} | {one_cpu[0]:.2f} / "
+        f"{one_cpu[1]:.2f} |",
+        f"| 3 | {args.fps:g} | {', '.join(f'{v:.1f}' for v in three)} | {three_cpu[0]:.2f} / "
+        f"{three_cpu[1]:.2f} |",
+        f"| 1 | 60 | {', '.join(f'{v:.1f}' for v in one60)} | {one60_cpu[0]:.2f} / "
+        f"{one60_cpu[1]:.2f} |",
+        "",
+        f"Baseline (no live view: the same Chromium screencasting the same page straight to "
+        f"the benchmark through a Playwright CDP session, every frame acked at once): "
+        f"{base:.1f} fps — the ceiling this machine gave at that moment.",
         "",
         f"Goal: ≥ 25 fps with 3 viewers — {'met' if min(three) >= 25 else 'NOT met'} "
         f"(slowest viewer {min(three):.1f} fps). Frames are acked to the fastest viewer's "
@@ -251,6 +359,10 @@ def main() -> None:
         "|---|---|---|---|",
         f"| {statistics.median(lat):.1f} ms | {pct(lat, 0.95):.1f} ms | {min(lat):.1f} ms | "
         f"{max(lat):.1f} ms |",
+        "",
+        f"Baseline (no live view: the same input sent straight over CDP from the benchmark, "
+        f"timed to the next screencast frame): p50 {statistics.median(base_lat):.1f} ms, "
+        f"p95 {pct(base_lat, 0.95):.1f} ms.",
         "",
         f"Goal: p50 ≤ 50 ms — {'met' if statistics.median(lat) <= 50 else 'NOT met'}.",
     ]
@@ -269,6 +381,19 @@ def main() -> None:
             f"{memory['max_kib']} KiB. The reading viewer kept {memory['reading_viewer_fps']} "
             "fps meanwhile.",
         ]
+    lines += [
+        "",
+        "## Reading these numbers",
+        "",
+        "Both goals are judged against the baseline measured in the same run, on the same "
+        "machine at the same moment: with 3 viewers each received "
+        f"{min(three) / base:.0%} of the baseline's frame rate, and the input-to-frame p50 was "
+        f"{statistics.median(lat) - statistics.median(base_lat):+.1f} ms from the baseline's. "
+        "The live view adds a WebSocket hop each way and a pass through the keeper's loop; "
+        "the rest is Chromium's. On a machine this busy Chromium itself is the limit; "
+        "`FACTS.md` measured ~60 fps for a raw screencast on an idle machine of this kind. "
+        "Run `bench/liveview.py` on a quiet machine to check the goals themselves.",
+    ]
     text = "\n".join(lines) + "\n"
     Path(args.out).write_text(text)
     print(text)

@@ -410,6 +410,9 @@ def test_handoff_prints_the_link_waits_for_the_human_and_answers_the_url(
     lbay: Bay, session: str, demo: str, viewer: Any
 ) -> None:
     lbay.ok("open", f"{demo}/account", session=session)
+    assert_refused(lbay("handoff", "--wait", "5", session=session), "usage")  # no --reason
+    too_long = lbay("handoff", "--reason", "x", "--wait", "100", "--timeout", "20", session=session)
+    assert "--timeout 110" in assert_refused(too_long, "usage")["message"]
     proc = _popen(
         lbay,
         session,

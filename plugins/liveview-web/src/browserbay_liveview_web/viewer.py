@@ -108,7 +108,11 @@ class Viewer:
                     if frame is not None:
                         await self.ws.send(frame)
                         self.sent += 1
-                        self._next_frame = loop.time() + 1.0 / self.fps
+                        # On the viewer's clock, not from this send: a late wake-up or a slow
+                        # send is made up with the next frame (never more than one ahead).
+                        interval = 1.0 / self.fps
+                        now = loop.time()
+                        self._next_frame = max(self._next_frame + interval, now - interval)
         except Exception:  # the socket closed: the handler notices and cleans up
             return
 
