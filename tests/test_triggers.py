@@ -136,6 +136,9 @@ def test_a_kill_between_claim_and_result_answers_uncertain_and_does_not_replay(
     name = _publish(d, {**REQ, "url": f"{demo}/form.html"})
     time.sleep(1.0)  # claimed, not yet acted on
     os.kill(status["pid"], signal.SIGKILL)
+    end = time.monotonic() + 15
+    while Path(f"/proc/{status['pid']}").exists() and time.monotonic() < end:
+        time.sleep(0.05)
     del fresh_bay.env["BAY_TRIGGER_ACT_DELAY"]
     fresh_bay.ok("keeper", "start")
     answer = _result(d, name)

@@ -139,14 +139,25 @@ def connect(paths: BayPaths | None = None, *, autostart: bool | None = None) -> 
     if sock is not None:
         try:
             conn = _handshake(sock)
-        except (OSError, ValueError, TimeoutError) as exc:
+        except (ConnectionError, ValueError) as exc:
+            # A keeper that died as we connected (killed, or on its way out): its socket
+            # is stale now. Start the next one, like with no socket at all.
+            sock.close()
+            if not autostart:
+                raise Refusal(
+                    "keeper_unavailable", reason=f"no hello from the keeper ({exc})"
+                ) from None
+            time.sleep(0.2)
+            conn = None
+        except (OSError, TimeoutError) as exc:
             sock.close()
             raise Refusal(
                 "keeper_unavailable", reason=f"no hello from the keeper ({exc})"
             ) from None
-        if protocol.compatible(conn.keeper):
-            return conn
-        _retire(conn, path)
+        if conn is not None:
+            if protocol.compatible(conn.keeper):
+                return conn
+            _retire(conn, path)
     if not autostart:
         raise Refusal(
             "keeper_unavailable",
