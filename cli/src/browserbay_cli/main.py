@@ -258,9 +258,24 @@ def plugin_verbs(*, start: bool) -> dict[str, Any]:
     return dict(BY_NAME)
 
 
+def _not_text(argv: list[str]) -> str | None:
+    """A word of argv that is no UTF-8 text (bytes the shell passed through), as a usage
+    error's detail: it can be neither sent nor echoed in a JSON answer."""
+    for n, word in enumerate(argv, 1):
+        try:
+            word.encode("utf-8")
+        except UnicodeEncodeError:
+            raw = word.encode("utf-8", "surrogateescape")
+            return f"argument {n} is not UTF-8 text ({raw!r})"
+    return None
+
+
 def run(argv: list[str]) -> int:
     as_json = "--json" in argv
     table = None
+    bad = _not_text(argv)
+    if bad is not None:
+        return _refuse(Refusal("usage", detail=bad, verb=""), as_json)
     try:
         try:
             verb, args, options = parse(argv)
@@ -275,7 +290,11 @@ def run(argv: list[str]) -> int:
             as_json,
         )
     if options.get("help"):
-        print(help_text(verb.name, table))
+        text = help_text(verb.name, table)
+        if options.get("json"):  # --json prints exactly one JSON object, help included
+            _emit_json(_local_frame("help", {"verb": verb.name, "text": text}), "help")
+        else:
+            print(text)
         return EXIT_OK
     as_json = bool(options.get("json"))
     timeout = float(options.get("timeout") or DEFAULT_TIMEOUT)

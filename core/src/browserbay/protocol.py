@@ -58,7 +58,25 @@ def decode(line: bytes) -> dict[str, Any]:
         raise ValueError("a frame must be a JSON object")
     if _depth(value) > MAX_DEPTH:
         raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
+    if b"\\u" in line and not _unicode(value):
+        # "\ud800" is valid JSON but no Unicode text: it could be neither stored nor answered.
+        raise ValueError("a string holds a lone surrogate escape (\\ud800-\\udfff)")
     return value
+
+
+def _unicode(value: object) -> bool:
+    """Every string (keys too) is Unicode text: no lone surrogates from ``\\u`` escapes."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
+    if isinstance(value, dict):
+        return all(_unicode(k) and _unicode(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_unicode(v) for v in value)
+    return True
 
 
 def _depth(value: object, level: int = 0) -> int:

@@ -191,6 +191,18 @@ async def serve_connection(stream: anyio.abc.ByteStream, keeper: Any) -> None:
                 return
 
 
+async def guarded_connection(stream: anyio.abc.ByteStream, keeper: Any) -> None:
+    """One connection, whatever happens on it: a client that hangs up while it is being
+    answered (a hello, an error frame, a progress line) ends only its own connection. An
+    exception out of a connection handler would end the listener — the whole keeper."""
+    try:
+        await serve_connection(stream, keeper)
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        pass
+    except Exception:
+        log.exception("a connection failed; the keeper goes on")
+
+
 async def _run(sock: socket.socket, paths: BayPaths) -> None:
     from browserbay.keeper.browsers import sweep_orphans
     from browserbay.keeper.keeper import Keeper
@@ -241,7 +253,7 @@ async def _run(sock: socket.socket, paths: BayPaths) -> None:
 
     async def serve() -> None:
         with serving:
-            await listener.serve(lambda stream: serve_connection(stream, keeper))
+            await listener.serve(lambda stream: guarded_connection(stream, keeper))
 
     async with anyio.create_task_group() as tg:
         # The driver's start overlaps the rest of ours; requests wait for it only if they

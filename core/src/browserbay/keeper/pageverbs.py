@@ -6,6 +6,7 @@ A handler gets a :class:`Act` (the page, the arguments, the time left) and retur
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import json
 import re
@@ -169,8 +170,39 @@ async def verb_reload(act: Act) -> Answer:
 # -- reading ----------------------------------------------------------------------------
 
 
+#: Values of the page's password fields (every frame): never shown in a snapshot.
+_PASSWORDS_JS = (
+    "() => Array.from(document.querySelectorAll('input[type=password]'), e => e.value)"
+    ".filter(v => v)"
+)
+
+
+async def _password_values(page: Page) -> list[str]:
+    values: list[str] = []
+    for frame in page.frames:
+        with contextlib.suppress(Exception):  # a frame going away shows nothing of it either
+            values += await frame.evaluate(_PASSWORDS_JS)
+    return values
+
+
+def mask_passwords(raw: str, values: list[str]) -> str:
+    """A password field's value (typed by the agent, or filled in by the browser) is shown as
+    ``••••``: the page's accessibility snapshot would read it out in clear."""
+    if not values:
+        return raw
+    lines = raw.split("\n")
+    for i, line in enumerate(lines):
+        if "textbox" in line:
+            for v in values:
+                if line.endswith(": " + v):
+                    lines[i] = line[: -len(v)] + "••••"
+                    break
+    return "\n".join(lines)
+
+
 async def verb_snapshot(act: Act) -> Answer:
     raw = await act.page.aria_snapshot(mode="ai", timeout=act.ms_left())
+    raw = mask_passwords(raw, await _password_values(act.page))
     act.tab.ref_prefix = main_frame_prefix(raw)
     raw = strip_prefix(raw, act.tab.ref_prefix)
     text = compact(raw, interactive=bool(act.args.get("interactive")), depth=act.args.get("depth"))

@@ -3,6 +3,7 @@ the timeout, and the frame's ``profile``/``group``/``actor``."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from browserbay import protocol, verbs
@@ -14,6 +15,9 @@ if TYPE_CHECKING:
 
 
 from browserbay.keeper.base import _SESSION_ID
+
+#: The largest number an argument may be (JSON's safe integers; SQLite's are 64-bit).
+MAX_NUMBER = 2**53
 
 
 def _context(
@@ -93,11 +97,20 @@ def _check_arg(verb: str, spec: verbs.Arg, value: Any) -> Any:
         raise Refusal("bad_frame", reason=f"{spec.name} must be a non-empty list")
     for v in values:
         if spec.type == "int":
-            if not isinstance(v, int) or isinstance(v, bool):
-                raise Refusal("usage", detail=f"{spec.name} must be a whole number", verb=verb)
+            if not isinstance(v, int) or isinstance(v, bool) or abs(v) > MAX_NUMBER:
+                raise Refusal(
+                    "usage", detail=f"{spec.name} must be a whole number (|n| <= 2^53)", verb=verb
+                )
         elif spec.type == "float":
-            if not isinstance(v, (int, float)) or isinstance(v, bool):
-                raise Refusal("usage", detail=f"{spec.name} must be a number", verb=verb)
+            if (
+                not isinstance(v, (int, float))
+                or isinstance(v, bool)
+                or not math.isfinite(v)
+                or abs(v) > MAX_NUMBER
+            ):
+                raise Refusal(
+                    "usage", detail=f"{spec.name} must be a finite number (|n| <= 2^53)", verb=verb
+                )
         elif not isinstance(v, str):
             raise Refusal("bad_frame", reason=f"{spec.name} must be a string")
         elif len(v.encode("utf-8", "surrogatepass")) > protocol.MAX_ARG:
