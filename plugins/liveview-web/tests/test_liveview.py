@@ -165,11 +165,12 @@ def layout_fraction(selector: str, width: float = 900, height: float = 600) -> t
     return x / width, y / height
 
 
-def test_keys_typed_in_the_live_page_reach_the_focused_input(
+def test_keys_text_and_wheel_from_the_live_page_reach_the_page(
     lbay: Bay, session: str, demo: str, viewer: Any
 ) -> None:
     lbay.ok("open", f"{demo}/live.html?still", session=session)
     fx, fy = element_fraction(lbay, session, "#name")
+    sx, sy = element_fraction(lbay, session, "#scroller")
     open_live(lbay, session, viewer)
     take_over(viewer)
     viewer.mouse.click(*picture_point(viewer, fx, fy))
@@ -183,11 +184,16 @@ def test_keys_typed_in_the_live_page_reach_the_focused_input(
     viewer.keyboard.type("a")
     viewer.keyboard.press("End")
     viewer.keyboard.type("elace")
+    viewer.keyboard.insert_text(" ✓")  # text without keys (paste, IME): goes as text
     viewer.keyboard.press("Enter")  # carries "\r": the form submits
+    viewer.mouse.move(*picture_point(viewer, sx, sy))
+    viewer.mouse.wheel(0, 240)
     viewer.wait_for_timeout(300)
     hand_back(viewer)
-    assert lbay.ok("get", "value", "#name", session=session)["value"] == "Ada Lovelace"
-    assert lbay.ok("get", "text", "#submitted", session=session)["value"] == "Ada Lovelace"
+    assert lbay.ok("get", "value", "#name", session=session)["value"] == "Ada Lovelace ✓"
+    assert lbay.ok("get", "text", "#submitted", session=session)["value"] == "Ada Lovelace ✓"
+    scrolled = lbay.ok("eval", "document.getElementById('scroller').scrollTop", session=session)
+    assert scrolled["value"] > 100
     keys = lbay.ok("get", "text", "#keys", session=session)["value"]
     assert "[Backspace]" in keys
     assert "[Enter]" in keys
