@@ -141,6 +141,7 @@ def demo_site() -> Iterator[str]:
     from browserbay.demo.server import serve
 
     server, base = serve()
+    server.handle_error = lambda request, address: None  # type: ignore[method-assign]
     try:
         yield base
     finally:

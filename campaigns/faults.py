@@ -126,6 +126,7 @@ class Worker(threading.Thread):
         self.recovered: dict[int, dict[str, Any]] = {}
         self.inflight: tuple[str, dict[str, Any]] | None = None
         self.wrong_tab = 0
+        self.reloaded = 0
         self.verbs_ok = 0
         self.notices = 0
         self.recent_cookies: list[tuple[str, float]] = []
@@ -186,6 +187,7 @@ class Worker(threading.Thread):
 
     def iteration(self, i: int) -> None:
         marker = f"{self.sid}-{i}"
+        announced = self.driver.pending  # a kill during the iteration may reload its page
         form = f"{self.base}/form.html?w={self.sid}&i={i}"
         if self.verb("open", url=form) is None:
             return
@@ -198,14 +200,25 @@ class Worker(threading.Thread):
         if got is None:
             return
         if got.get("value") != marker:
-            self.wrong_tab += 1
-            self.failures.append(f"{self.sid}: read {got.get('value')!r}, wrote {marker!r}")
+            if self.driver.pending != announced:
+                # A kill landed between the fill and the read (the verb raced its
+                # announcement): the page was reopened from the kept tabs, the typed value
+                # is gone with the old page. Not a verb on somebody else's tab.
+                self.reloaded += 1
+            else:
+                self.wrong_tab += 1
+                self.failures.append(
+                    f"{self.sid}: read {got.get('value')!r}, wrote {marker!r}; last verbs: "
+                    + " | ".join(self.trace)
+                )
         if self.kind == "shared-a":
-            name = f"c{i}"
-            js = f"document.cookie = '{name}=1; max-age=86400; path=/'; 1"
+            # Twenty cookie names in turn (a value per write): Chromium keeps at most 180
+            # cookies per domain and evicts the least recently used past that.
+            name, value = f"c{i % 20}", str(i)
+            js = f"document.cookie = '{name}={value}; max-age=86400; path=/'; 1"
             if self.verb("eval", js=js) is None:
                 return
-            self.recent_cookies.append((name, time.monotonic()))
+            self.recent_cookies.append((f"{name}={value}", time.monotonic()))
         if i % 3 == 0:
             if self.verb("tab", action="new", arg=f"{self.base}/item/{marker}") is None:
                 return
@@ -270,9 +283,12 @@ class Worker(threading.Thread):
             kill_at = self.kill_times.get(epoch)
             if got is not None and kill_at is not None and self.recent_cookies:
                 have = set(jar.split("; "))
-                for name, at in self.recent_cookies:
-                    if at < kill_at:
-                        self.cookie_figures.append((kill_at - at, f"{name}=1" in have))
+                latest: dict[str, tuple[str, float]] = {}
+                for pair, at in self.recent_cookies:
+                    if at < kill_at:  # the last write of each name before the kill
+                        latest[pair.split("=", 1)[0]] = (pair, at)
+                for pair, at in latest.values():
+                    self.cookie_figures.append((kill_at - at, pair in have))
                 self.recent_cookies = [(n, a) for n, a in self.recent_cookies if a >= kill_at]
         self.recovered[epoch] = result
         self.checked = epoch
@@ -520,6 +536,7 @@ def run(keeper_kills: int, browser_kills: int, seed: int) -> dict[str, Any]:
                 collections.Counter(str(e[4]) for w in workers for e in w.log if not e[3])
             ),
             wrong_tab=sum(w.wrong_tab for w in workers),
+            typed_value_lost_to_a_kill=sum(w.reloaded for w in workers),
             recoveries_checked=sum(len(w.recovered) for w in workers),
             tabs_restored_ok=sum(1 for w in workers for r in w.recovered.values() if r["tabs_ok"]),
             cookie_checks=sum(1 for w in workers for r in w.recovered.values() if "cookie_ok" in r),
@@ -595,6 +612,10 @@ def main() -> None:
         ),
         ("persistent-cookie checks / intact", f"{f['cookie_checks']} / {f['cookie_ok']}"),
         ("verbs that landed on another session's tab (page-side markers)", f["wrong_tab"]),
+        (
+            "typed values gone because a kill reopened the page between fill and read",
+            f["typed_value_lost_to_a_kill"],
+        ),
         (
             "keeper runs · browsers swept as orphans · browsers seen crashed",
             f"{f['keeper_runs']} · {f['swept']} · {f['crashed']}",

@@ -46,6 +46,8 @@ class Session(threading.Thread):
         ms = (time.perf_counter() - t0) * 1000
         self.verbs += 1
         key = f"{verb} {args.get('action', '')}".strip() if verb == "tab" else verb
+        if not self.latency:
+            key += " (the first: its browser starts)"
         self.latency[key].append(ms)
         if not frame.get("ok"):
             self.refused.append(f"{verb} {args}: {frame.get('code')}: {frame.get('message')}")

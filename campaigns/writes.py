@@ -454,6 +454,19 @@ def keeper_campaign(kills: int, seed: int) -> dict[str, Any]:
             w.join(90)
             problems.extend(w.failures)
         orphans = h.ok("admin", "profiles", orphans=True).get("orphans", {})
+        log = h.paths.keeper_log.read_text(errors="replace")
+        repaired = {
+            "holds_released": sum(
+                int(x.split(" exclusive hold", 1)[0].rsplit(" ", 1)[-1])
+                for x in log.splitlines()
+                if "hold(s) of a cut `use --exclusive` released" in x
+            ),
+            "dirs_removed": sum(
+                int(x.split("removed ", 1)[1].split(" ", 1)[0])
+                for x in log.splitlines()
+                if "profile dir(s) a killed keeper left" in x
+            ),
+        }
         figures = {
             "kills": done,
             "acknowledged": sum(w.acked for w in writers),
@@ -461,6 +474,7 @@ def keeper_campaign(kills: int, seed: int) -> dict[str, Any]:
             "killed_during": cut,
             "profiles": len(registry_rows(h.paths.registry, "SELECT id FROM profiles")),
             "orphan_directories": len(orphans.get("directories", [])),
+            "repaired_at_start": repaired,
             "rows_without_directory": len(orphans.get("rows_without_directory", [])),
             "problems": problems,
             "seconds": round(time.monotonic() - started),
@@ -517,9 +531,12 @@ def main() -> None:
             f"{keeper['acknowledged']} / {keeper['cut_by_a_kill']}",
         ),
         (
-            "profile directories left by a `new` cut before its row (bay profiles --orphans)",
-            keeper["orphan_directories"],
+            "put right by the next keeper: holds without their attachment · profile dirs "
+            "of a cut new/forget",
+            f"{keeper['repaired_at_start']['holds_released']} · "
+            f"{keeper['repaired_at_start']['dirs_removed']}",
         ),
+        ("profile directories without a row at the end", keeper["orphan_directories"]),
         ("profile rows without a directory", keeper["rows_without_directory"]),
         ("failures", len(fails)),
     ]

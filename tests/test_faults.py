@@ -218,3 +218,43 @@ def test_a_new_ephemeral_session_right_after_its_shared_browser_died_gets_a_new_
         os.kill(pid, signal.SIGKILL)
         frame = _call(fresh_bay, f"next{n}", "open", url=f"{demo}/form.html")
         assert frame["ok"], frame
+
+
+def test_a_tab_being_opened_becomes_current_only_once_it_loaded(fresh_bay: Bay, demo: str) -> None:
+    """While `tab new <url>` loads, the session's current tab is still the one it was: a crash
+    or a keeper killed meanwhile keeps that one as current (it used to be the blank new tab,
+    which is never kept, so the restore made the last tab current)."""
+    first = fresh_bay.ok("open", f"{demo}/form.html")["tab"]
+    opened: dict[str, Any] = {}
+    worker = threading.Thread(
+        target=lambda: opened.update(
+            _call(fresh_bay, "a", "tab", action="new", arg=f"{demo}/slow?s=3")
+        )
+    )
+    worker.start()
+    time.sleep(1.5)
+    (session,) = [
+        s for s in fresh_bay.ok("keeper", "status")["sessions"] if s["session"]["id"] == "a"
+    ]
+    assert session["leases"][0]["current_tab"] == first
+    assert session["leases"][0]["tabs"] == 2
+    worker.join()
+    assert opened["ok"], opened
+    assert fresh_bay.ok("tab", "list")["tabs"][-1]["current"] is True
+
+
+def test_tab_ids_never_repeat_across_keepers_even_after_a_kill(fresh_bay: Bay, demo: str) -> None:
+    """A new keeper numbered its tabs from t1 again, so a tab id the session saw before a
+    restart could name another of its tabs (`tab close t9` closed a different tab). Ids are
+    now reserved in blocks before use: a stale one is tab_gone."""
+    fresh_bay.ok("open", f"{demo}/form.html")
+    old = fresh_bay.ok("tab", "new", f"{demo}/item/1")["tab"]
+    before = {t["id"] for t in fresh_bay.ok("tab", "list")["tabs"]}
+    pid = fresh_bay.ok("keeper", "status")["pid"]
+    os.kill(pid, signal.SIGKILL)
+    after = fresh_bay.ok("tab", "list")["tabs"]  # a new keeper; the kept tabs come back
+    assert [t["url"] for t in after] == [f"{demo}/form.html", f"{demo}/item/1"]
+    assert not before & {t["id"] for t in after}
+    r = fresh_bay("tab", "close", old)
+    assert r.frame["code"] == "tab_gone", r.frame
+    assert len(fresh_bay.ok("tab", "list")["tabs"]) == 2

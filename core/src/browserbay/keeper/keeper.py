@@ -35,7 +35,7 @@ from browserbay.keeper.requests import (  # noqa: F401 - re-exported for tests
     _redact,
     _validate,
 )
-from browserbay.keeper.sessions import Lease, Session, TabBook
+from browserbay.keeper.sessions import Lease, Session, TabBook, reserve_tab_ids
 from browserbay.keeper.sessionverbs import SessionVerbsMixin
 from browserbay.model import ProfileRef, SessionRef, VerbCall, VerbContext, VerbOutcome
 from browserbay.paths import BayPaths
@@ -56,7 +56,8 @@ class Keeper(SessionVerbsMixin, AdminMixin):
         self.paths = paths
         self.started = time.time()
         self.sessions: dict[str, Session] = {}
-        self.tabs = TabBook()
+        # Tab ids never repeat across this home's keepers (a stale one is tab_gone).
+        self.tabs = TabBook(functools.partial(reserve_tab_ids, paths.state / "tab-ids"))
         self._db_limiter = anyio.CapacityLimiter(1)
         self._pw: Playwright | None = None
         self._pw_cm: Any = None

@@ -11,8 +11,11 @@ before anything runs.
 from __future__ import annotations
 
 import itertools
+import os
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -131,11 +134,34 @@ class Session:
         }
 
 
+#: Tab numbers a keeper reserves at a time (see :func:`reserve_tab_ids`).
+TAB_ID_BLOCK = 100
+
+
+def reserve_tab_ids(path: Path) -> range:
+    """The next block of tab numbers, reserved in ``path`` before any of them is handed out:
+    a tab id is never used again by a later keeper of this home — even after a ``kill -9`` —
+    so a stale id from before a restart is ``tab_gone``, never another of the session's tabs."""
+    try:
+        last = int(path.read_text().strip() or 0)
+    except (OSError, ValueError):
+        last = 0
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(str(last + TAB_ID_BLOCK))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return range(last + 1, last + TAB_ID_BLOCK + 1)
+
+
 class TabBook:
     """Every tab the keeper knows, by id, with who owns it; and the ids that are gone."""
 
-    def __init__(self) -> None:
-        self._ids = itertools.count(1)
+    def __init__(self, reserve: Callable[[], range] | None = None) -> None:
+        self._reserve = reserve
+        self._ids: Iterator[int] = iter(reserve()) if reserve else itertools.count(1)
         self.tabs: dict[str, Tab] = {}
         self.by_page: dict[int, Tab] = {}
         self.gone: dict[str, str] = {}
@@ -144,13 +170,21 @@ class TabBook:
         existing = self.by_page.get(id(page))
         if existing is not None:
             return existing
-        tab = Tab(f"t{next(self._ids)}", page, lease.session.id, lease.profile.id, opener)
+        tab = Tab(f"t{self._next_id()}", page, lease.session.id, lease.profile.id, opener)
         self.tabs[tab.id] = tab
         self.by_page[id(page)] = tab
         lease.tabs[tab.id] = tab
         if lease.current is None:
             lease.current = tab.id
         return tab
+
+    def _next_id(self) -> int:
+        n = next(self._ids, None)
+        if n is None:
+            assert self._reserve is not None  # itertools.count never ends
+            self._ids = iter(self._reserve())
+            n = next(self._ids)
+        return n
 
     def drop(self, tab: Tab, lease: Lease | None, reason: str) -> None:
         self.tabs.pop(tab.id, None)

@@ -65,9 +65,15 @@ class SessionVerbsMixin(ChoosingMixin):
             tab = await self.leases.new_tab(lease)
             data: dict[str, Any] = {"tab": tab.id}
             if url:
+                # It becomes the current tab once loaded: until then (a crash, a keeper
+                # killed meanwhile) the current tab is, and is kept as, the one it was.
+                if was in lease.tabs:
+                    lease.current = was
                 try:
                     await tab.page.goto(url, wait_until="load")
                     data.update(url=tab.page.url, title=await tab.page.title())
+                    if tab.id in lease.tabs:
+                        lease.current = tab.id
                 except BaseException:
                     # A refused `tab new` leaves no blank tab behind, and the current tab
                     # is the one it was.
