@@ -8,4 +8,6 @@ case "$name" in
   faults|writes|load|fuzz|census) shift ;;
   *) echo "usage: campaigns/run.sh faults|writes|load|fuzz|census [options]" >&2; exit 2 ;;
 esac
+# One command from a fresh checkout: set up first when the environment is missing.
+[ -x .venv/bin/python ] || scripts/setup.sh
 exec .venv/bin/python -m "campaigns.$name" "$@"
