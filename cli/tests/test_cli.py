@@ -69,7 +69,7 @@ def test_help_and_usage_need_no_keeper(tmp_path: __import__("pathlib").Path) -> 
     env = {"BAY_HOME": str(tmp_path), "BAY_NO_AUTOSTART": "1", "PATH": "/usr/bin:/bin"}
     r = _run("help", env=env)
     assert r.returncode == 0
-    assert "bay <verb>" in r.stdout
+    assert "bay help <verb>" in r.stdout  # the agent manual (tests/test_onboarding.py)
     r = _run("click", "--help", env=env)
     assert r.returncode == 0
     assert r.stdout.startswith("bay click <target>")

@@ -69,7 +69,7 @@ def test_builtins_and_the_installed_chromium_entry_point_load() -> None:
     chromium = names["chromium"]
     assert chromium.distribution == "browserbay-chromium"
     assert chromium.version == "0.1.0"
-    assert chromium.hooks == ("bay_providers",)
+    assert chromium.hooks == ("bay_doctor_checks", "bay_providers")
     assert "chromium" in plugins.providers
     assert names["keys"].builtin
     assert names["keys"].hooks == ("bay_verbs",)
@@ -252,7 +252,7 @@ def test_listing_names_distribution_version_and_hooks() -> None:
         "name": "chromium",
         "distribution": "browserbay-chromium",
         "version": "0.1.0",
-        "hooks": ["bay_providers"],
+        "hooks": ["bay_doctor_checks", "bay_providers"],
         "builtin": False,
         "error": None,
     }

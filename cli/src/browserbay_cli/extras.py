@@ -1,6 +1,7 @@
 """The client's heavier local verbs, imported only when one of them runs (never on the hot
-path): ``bay mcp`` (the MCP server, from the browserbay-mcp plugin) and ``bay install`` /
-``bay uninstall`` (pip in bay's own environment, the way llm and datasette do it)."""
+path): ``bay mcp`` (the MCP server, from the browserbay-mcp plugin), ``bay install`` /
+``bay uninstall`` (pip in bay's own environment, the way llm and datasette do it),
+``bay doctor`` and ``bay install-skill``."""
 
 from __future__ import annotations
 
@@ -27,6 +28,19 @@ def run_extra(verb: str, args: dict[str, Any], options: dict[str, Any]) -> int:
     as_json = bool(options.get("json"))
     if verb == "mcp":
         return mcp(options.get("session"))
+    if verb == "doctor":
+        from browserbay_cli.doctor import run_doctor
+
+        return run_doctor(as_json)
+    if verb == "install-skill":
+        from browserbay_cli.skill import install_skill
+
+        data, text = install_skill(args)
+        if as_json:
+            _emit_json(_local_frame(verb, data), verb)
+        else:
+            print(text)
+        return EXIT_OK
     dists = [str(d) for d in args["distributions"]]
     if verb == "install":
         data, text = install(

@@ -22,6 +22,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+#: Local verbs whose code is imported only when they run (browserbay_cli.extras).
+OFF_HOT_PATH = ("mcp", "install", "uninstall", "doctor", "install-skill")
+
 #: Output longer than this is cut; the full text goes to a file the marker names.
 MAX_OUTPUT = 50_000
 
@@ -201,7 +204,13 @@ def _local_frame(verb: str, data: dict[str, Any]) -> dict[str, Any]:
 def _local(verb: str, args: dict[str, Any], as_json: bool) -> int | None:
     """Verbs (or actions) that never need a running keeper."""
     if verb == "help":
-        text = help_text(args.get("verb"), plugin_verbs(start=False))
+        table = plugin_verbs(start=False)
+        if args.get("verb"):
+            text = help_text(args.get("verb"), table)
+        else:
+            from browserbay.manual import manual
+
+            text = manual(v for v in table.values() if v.plugin).rstrip("\n")
         if as_json:
             _emit_json(_local_frame(verb, {"text": text}), verb)
         else:
@@ -303,7 +312,7 @@ def run(argv: list[str]) -> int:
             Refusal("usage", detail="--timeout must be in (0, 3600]", verb=verb.name), as_json
         )
     try:
-        if verb.name in ("mcp", "install", "uninstall"):  # off the hot path
+        if verb.name in OFF_HOT_PATH:
             from browserbay_cli.extras import run_extra
 
             return run_extra(verb.name, args, options)

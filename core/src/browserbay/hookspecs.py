@@ -21,6 +21,7 @@ import pluggy
 from browserbay.model import (
     ActionTarget,
     BrowserInfo,
+    DoctorCheck,
     Failure,
     IntegrationRow,
     KeySource,
@@ -106,6 +107,22 @@ def bay_verbs() -> Sequence[PluginVerb]:
     verb table (scope ``plugin``) and an async handler run by the keeper. A name that is
     already a verb (the core's or another plugin's) is an error at load time. The thin
     client learns these rows from the keeper, so they cost nothing on its hot path."""
+    raise NotImplementedError
+
+
+# -- doctor ---------------------------------------------------------------------------
+
+
+@hookspec
+def bay_doctor_checks() -> Sequence[DoctorCheck]:
+    """Return rows for ``bay doctor``: what this plugin needs from the machine (a binary and
+    its version, a display that starts, a bus that answers), each ``ok``, ``warn`` or
+    ``fail`` with the command that fixes it.
+
+    Called in the ``bay doctor`` process, never in the keeper, which need not run. A check may
+    start a short-lived process (Xvfb for a moment, ``chromium --version``) but must bound it
+    (a few seconds) and leave nothing behind. A hook that raises becomes a ``fail`` row naming
+    the plugin; the other rows are still printed."""
     raise NotImplementedError
 
 

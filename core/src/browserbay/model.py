@@ -490,3 +490,32 @@ class LiveTransport(Protocol):
 
     async def stop(self) -> None:
         """Close every viewer and the server (called before the keeper's browsers close)."""
+
+
+DoctorStatus = Literal["ok", "warn", "fail"]
+
+
+@dataclass(frozen=True)
+class DoctorCheck:
+    """One row of ``bay doctor``: what was checked on this machine and what to do about it."""
+
+    area: str
+    """What it belongs to: ``browser``, ``display``, ``at-spi``, ``keychain``, ``plugins``,
+    ``providers``, ``keeper``, ``disk`` (a plugin may name its own)."""
+    name: str
+    """The thing checked, a word or two (``chromium``, ``xvfb``, ``secret service``)."""
+    status: DoctorStatus
+    """``ok``; ``warn`` (works, with a limit worth knowing); ``fail`` (something will not work)."""
+    detail: str
+    """What was found: a path and version, or why it failed. Never a secret."""
+    fix: str = ""
+    """The command (or the one step) that fixes a ``warn`` or ``fail``; empty for ``ok``."""
+
+    def as_row(self) -> dict[str, str]:
+        return {
+            "area": self.area,
+            "name": self.name,
+            "status": self.status,
+            "detail": self.detail,
+            "fix": self.fix,
+        }

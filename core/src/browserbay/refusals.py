@@ -302,3 +302,83 @@ class Refusal(Exception):
 
 def _jsonable(value: object) -> bool:
     return value is None or isinstance(value, (str, int, float, bool, list, dict))
+
+
+#: What an agent does about each code, grouped: the agent manual (``bay help``) prints one
+#: line per group, so every code in :data:`CODES` is in the manual and none can drift out of
+#: it. A code in no group is printed under :data:`OTHERWISE`.
+AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "take a fresh `bay snapshot -i`, then act on a new @eN",
+        ("ref_stale", "target_not_found", "action_failed", "no_action"),
+    ),
+    (
+        "a human holds the controls: wait, then run it again after the handback",
+        ("browser_paused", "browser_interrupted"),
+    ),
+    (
+        "run it again as the way out says (a longer --timeout, after bay keeper logs)",
+        ("profile_changed", "deadline", "script_deadline", "keeper_unavailable"),
+    ),
+    (
+        "name the profile: --profile H or bay pin H (bay status, bay profiles list them)",
+        ("profile_required", "profile_unknown"),
+    ),
+    (
+        "only your own tabs and windows: bay tab list, bay window list",
+        ("not_your_tab", "tab_gone", "window_gone", "not_your_window"),
+    ),
+    (
+        "fix the command (bay help <verb>); secrets go on stdin, never in argv",
+        ("usage", "too_large", "bad_frame", "secret_on_argv", "secret_required", "script_failed"),
+    ),
+    (
+        "this provider or page cannot do it: take the other road the way out names",
+        (
+            "capability_missing",
+            "local_scheme_refused",
+            "injection_unavailable",
+            "accessibility_unavailable",
+            "method_refused",
+        ),
+    ),
+    (
+        "stop and ask the human, quoting code and way out; never work around it",
+        (
+            "verb_refused",
+            "domain_refused",
+            "profile_busy",
+            "browser_cap",
+            "backend_unavailable",
+            "backend_no_key",
+            "provider_needs_local_key",
+            "key_invalid",
+            "key_store_unavailable",
+            "key_test_no_host",
+            "key_test_failed",
+            "display_unavailable",
+            "install_failed",
+            "internal_error",
+        ),
+    ),
+)
+
+#: The manual's line for codes in no group of :data:`AGENT_REMEDIES`.
+OTHERWISE = "do what its way out says"
+
+
+def remedy_lines() -> list[tuple[str, list[str]]]:
+    """(what to do, codes) for every code in the table, each code exactly once, in the
+    table's order within a group; codes no group names come last under :data:`OTHERWISE`."""
+    order = {name: n for n, name in enumerate(CODES)}
+    named: set[str] = set()
+    lines: list[tuple[str, list[str]]] = []
+    for text, codes in AGENT_REMEDIES:
+        present = sorted((c for c in codes if c in CODES), key=order.__getitem__)
+        named.update(present)
+        if present:
+            lines.append((text, present))
+    rest = [c for c in CODES if c not in named]
+    if rest:
+        lines.append((OTHERWISE, rest))
+    return lines

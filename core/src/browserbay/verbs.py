@@ -379,7 +379,32 @@ VERBS: tuple[Verb, ...] = (
     ),
     Verb("plugins", KEEPER, "Installed plugins: name, distribution, version, hooks; providers."),
     Verb("verbs", KEEPER, "The verb table as the keeper knows it, plugins' verbs included."),
-    Verb("help", LOCAL, "Help on a verb, or the list of verbs.", (Arg("verb", "opt", "a verb"),)),
+    Verb(
+        "help",
+        LOCAL,
+        "The agent manual, or help on one verb.",
+        (Arg("verb", "opt", "a verb"),),
+        example="bay help snapshot",
+    ),
+    Verb(
+        "doctor",
+        LOCAL,
+        "Check this machine (browser, display, AT-SPI, keychain, plugins, keeper, disk): "
+        "ok/warn/fail and the fix. Starts no keeper.",
+        example="bay doctor --json",
+    ),
+    Verb(
+        "install-skill",
+        LOCAL,
+        "Write the agent manual as a skill: Claude's SKILL.md or a block in AGENTS.md.",
+        (
+            Arg("claude", "flag", "write .claude/skills/browserbay/SKILL.md"),
+            Arg("codex", "flag", "write a marked block in AGENTS.md (as --agents)"),
+            Arg("agents", "flag", "write a marked block in AGENTS.md (the default)"),
+            Arg("dir", "value", "the project directory (default: the current one)"),
+        ),
+        example="bay install-skill --claude",
+    ),
     Verb(
         "mcp",
         LOCAL,

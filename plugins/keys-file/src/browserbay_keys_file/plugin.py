@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from browserbay.hookspecs import hookimpl
 from browserbay.keys import PASSPHRASE_VAR, key_environ
-from browserbay.model import KeySource
-from browserbay_keys_file.store import FileStore
+from browserbay.model import DoctorCheck, KeySource
+from browserbay_keys_file.store import FileStore, KeyFileError
 
 
 def store() -> FileStore:
@@ -35,3 +35,20 @@ def delete(integration_id: str, field: str) -> None:
 @hookimpl
 def bay_key_sources() -> list[KeySource]:
     return [KeySource("file", "user", get, set=set_value, delete=delete, order=20)]
+
+
+@hookimpl
+def bay_doctor_checks() -> list[DoctorCheck]:
+    """The encrypted file store, the fallback where no keychain is: does it open? (Read
+    only: its check entry is decrypted, no value is.)"""
+    s = store()
+    try:
+        doc = s._load()
+        if doc is None:
+            detail = f"empty: bay keys set creates {s.data} (0600) when no keychain is reachable"
+            return [DoctorCheck("keychain", "file store", "ok", detail)]
+        s._open(doc)
+    except KeyFileError as exc:
+        return [DoctorCheck("keychain", "file store", "fail", str(exc), "do what it says")]
+    count = len(doc.get("entries", {}))
+    return [DoctorCheck("keychain", "file store", "ok", f"{s.data}: opens, {count} value(s)")]

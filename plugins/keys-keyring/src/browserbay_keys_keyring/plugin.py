@@ -15,7 +15,7 @@ import contextlib
 from typing import Any
 
 from browserbay.hookspecs import hookimpl
-from browserbay.model import KeySource
+from browserbay.model import DoctorCheck, KeySource
 
 SERVICE_PREFIX = "browserbay:"
 _backend: Any = None
@@ -105,3 +105,23 @@ def delete(integration_id: str, field: str) -> None:
 @hookimpl
 def bay_key_sources() -> list[KeySource]:
     return [KeySource("keyring", "user", get, set=set_value, delete=delete, probe=probe, order=10)]
+
+
+@hookimpl
+def bay_doctor_checks() -> list[DoctorCheck]:
+    """Is a keychain (the Secret Service on Linux) reachable for the user's own keys?"""
+    reason = probe()
+    if reason is None:
+        kr = backend()
+        name = f"{type(kr).__module__}.{type(kr).__name__}"
+        return [DoctorCheck("keychain", "secret service", "ok", f"keyring backend {name}")]
+    return [
+        DoctorCheck(
+            "keychain",
+            "secret service",
+            "warn",
+            reason,
+            "nothing, if the encrypted file store is fine (bay keys set uses it); for the "
+            "keychain, run a Secret Service on your D-Bus session (gnome-keyring-daemon)",
+        )
+    ]

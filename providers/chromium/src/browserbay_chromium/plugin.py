@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from browserbay.hookspecs import hookimpl
-from browserbay.model import Capabilities, ProviderRow
+from browserbay.model import Capabilities, DoctorCheck, ProviderRow
+from browserbay_chromium.doctor import browser_checks
 from browserbay_chromium.driver import ChromiumDriver
 from browserbay_chromium.find import NotFound, find_chromium
 
@@ -37,3 +38,9 @@ def bay_providers() -> list[ProviderRow]:
             probe=probe,
         )
     ]
+
+
+@hookimpl
+def bay_doctor_checks() -> list[DoctorCheck]:
+    """The browser this provider would launch, and that it runs."""
+    return browser_checks()

@@ -1,6 +1,6 @@
 """``bay window doctor``: the probe matrix, found by trying each capability for real — the
 display starts (and stops again when no window needs it), the walker reaches the AT-SPI bus,
-XTEST is asked for, a pixel is read. ``bay doctor`` (planned) will print this matrix too."""
+XTEST is asked for, a pixel is read. ``bay doctor`` prints its machine part (doctor_checks.py)."""
 
 from __future__ import annotations
 

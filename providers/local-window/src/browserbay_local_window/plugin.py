@@ -7,7 +7,14 @@ import shutil
 from typing import Any
 
 from browserbay.hookspecs import hookimpl
-from browserbay.model import Capabilities, LaunchSpec, PluginVerb, ProviderRow, VerbContext
+from browserbay.model import (
+    Capabilities,
+    DoctorCheck,
+    LaunchSpec,
+    PluginVerb,
+    ProviderRow,
+    VerbContext,
+)
 from browserbay.refusals import Refusal
 from browserbay.verbs import PLUGIN, Arg, Verb
 from browserbay_local_window.settings import Settings
@@ -128,3 +135,11 @@ async def handle(ctx: VerbContext) -> tuple[dict[str, Any], str]:
     from browserbay_local_window import windows
 
     return await windows.handle(ctx)
+
+
+@hookimpl
+def bay_doctor_checks() -> list[DoctorCheck]:
+    """Display and AT-SPI rows for ``bay doctor`` (Xvfb is started for a moment)."""
+    from browserbay_local_window.doctor_checks import checks
+
+    return checks()

@@ -1,0 +1,279 @@
+"""``bay doctor``: is this machine ready? Rows of ``ok``/``warn``/``fail``, each with the fix.
+
+The core checks what it owns — plugins (loaded, or broken and why), providers (runnable, or
+why not), the keeper (running? its socket's directory private?) and the disk. Everything a
+plugin needs from the machine (a browser binary, Xvfb, the AT-SPI bus, a keychain) comes from
+its ``bay_doctor_checks`` hook. Runs in the ``bay doctor`` process: no keeper is started or
+stopped, nothing is left running.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import struct
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from browserbay import client, protocol
+from browserbay.model import DoctorCheck
+from browserbay.paths import bay_paths
+from browserbay.plugins import PluginError, Plugins, load_plugins
+from browserbay.refusals import Refusal
+
+#: Free space under which the disk row warns / fails (profiles and archives live there).
+DISK_WARN_BYTES = 1 << 30
+DISK_FAIL_BYTES = 200 << 20
+
+#: How long one plugin's checks may take before their row says so.
+HOOK_TIMEOUT_S = 30.0
+
+STATUS_ORDER = {"ok": 0, "warn": 1, "fail": 2}
+#: The order rows are shown in; areas a plugin names itself come after these.
+AREAS = ("browser", "display", "at-spi", "keychain", "plugins", "providers", "keeper", "disk")
+
+
+def run_checks(env: Mapping[str, str] | None = None) -> list[DoctorCheck]:
+    """Every row: the plugins' hooks first (machine), then plugins, providers, keeper, disk."""
+    env = os.environ if env is None else env
+    try:
+        plugins = load_plugins(env, strict=False)
+    except PluginError as exc:
+        rows = [
+            DoctorCheck(
+                "plugins",
+                "plugin manager",
+                "fail",
+                str(exc),
+                "fix what the message names (BAY_DISABLE_PLUGINS=<name> skips a plugin)",
+            )
+        ]
+        return rows + keeper_rows(env) + disk_rows(env)
+    rows = [
+        *hook_rows(plugins),
+        *plugin_rows(plugins),
+        *provider_rows(plugins),
+        *keeper_rows(env),
+        *disk_rows(env),
+    ]
+    rank = {area: n for n, area in enumerate(AREAS)}
+    return sorted(rows, key=lambda r: rank.get(r.area, len(AREAS)))
+
+
+def hook_rows(plugins: Plugins) -> list[DoctorCheck]:
+    """Each plugin's ``bay_doctor_checks``, run side by side (each may start a short-lived
+    process), in plugin order. A hook that raises or overruns is a ``fail`` row naming it."""
+    impls = list(reversed(plugins.pm.hook.bay_doctor_checks.get_hookimpls()))
+    pool = ThreadPoolExecutor(max_workers=max(1, len(impls)), thread_name_prefix="doctor")
+    futures = [(impl.plugin_name, pool.submit(impl.function)) for impl in impls]
+    rows: list[DoctorCheck] = []
+    for name, future in futures:
+        try:
+            got: Any = future.result(timeout=HOOK_TIMEOUT_S)
+        except TimeoutError:
+            rows.append(
+                DoctorCheck(
+                    "plugins",
+                    name,
+                    "fail",
+                    f"its bay_doctor_checks did not answer within {HOOK_TIMEOUT_S:g}s",
+                    f"report it to the plugin's authors (BAY_DISABLE_PLUGINS={name} skips it)",
+                )
+            )
+            continue
+        except Exception as exc:
+            rows.append(
+                DoctorCheck(
+                    "plugins",
+                    name,
+                    "fail",
+                    f"its bay_doctor_checks raised {exc!r}",
+                    f"report it to the plugin's authors (BAY_DISABLE_PLUGINS={name} skips it)",
+                )
+            )
+            continue
+        rows.extend(r for r in got or () if isinstance(r, DoctorCheck))
+    pool.shutdown(wait=False, cancel_futures=True)
+    return rows
+
+
+def plugin_rows(plugins: Plugins) -> list[DoctorCheck]:
+    loaded = [i for i in plugins.infos if i.error is None]
+    rows = [
+        DoctorCheck(
+            "plugins",
+            "loaded",
+            "ok",
+            f"{len(loaded)}: " + ", ".join(i.name for i in loaded),
+        )
+    ]
+    for info in plugins.infos:
+        if info.error is None:
+            continue
+        remove = f"bay uninstall {info.distribution}" if info.distribution else "remove it"
+        rows.append(
+            DoctorCheck(
+                "plugins",
+                info.name,
+                "fail",
+                f"not loaded (the keeper skips it): {info.error}",
+                f"{remove}, or reinstall it; BAY_DISABLE_PLUGINS={info.name} silences it",
+            )
+        )
+    return rows
+
+
+def provider_rows(plugins: Plugins) -> list[DoctorCheck]:
+    rows = []
+    for pid, row in sorted(plugins.providers.items()):
+        reason = row.not_runnable
+        if reason is None and row.driver_factory is None:
+            reason = "declared, but it has no driver"
+        if reason is None and row.probe is not None:
+            try:
+                reason = row.probe()
+            except Exception as exc:
+                reason = f"its probe failed: {exc!r}"
+        label = f"{pid} (tier {row.tier})"
+        if reason is None:
+            rows.append(DoctorCheck("providers", label, "ok", row.summary))
+        else:
+            rows.append(
+                DoctorCheck(
+                    "providers",
+                    label,
+                    "warn",
+                    f"cannot run here: {reason}",
+                    "bay plugins   (the other providers; a profile on this one is refused "
+                    "backend_unavailable)",
+                )
+            )
+    return rows
+
+
+def _mode(path: Path) -> int | None:
+    try:
+        return path.lstat().st_mode & 0o777
+    except OSError:
+        return None
+
+
+def _peer_pid(sock: socket.socket) -> int | None:
+    """The pid at the other end of a unix socket (Linux ``SO_PEERCRED``)."""
+    try:
+        raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    except (OSError, AttributeError):
+        return None
+    return int(struct.unpack("3i", raw)[0])
+
+
+def keeper_rows(env: Mapping[str, str]) -> list[DoctorCheck]:
+    """Is a keeper listening, and is the socket's directory private? Never starts one, and
+    never retires one of another version (``connect`` would)."""
+    paths = bay_paths(env)
+    sock_path = paths.socket
+    rows: list[DoctorCheck] = []
+    sock = client._connect(str(sock_path)) if sock_path.exists() else None
+    if sock is None:
+        stale = " (a stale socket file is left: the next keeper replaces it)"
+        rows.append(
+            DoctorCheck(
+                "keeper",
+                "keeper",
+                "ok",
+                f"not running{stale if sock_path.exists() else ''}; the first verb starts it "
+                f"({sock_path})",
+            )
+        )
+    else:
+        pid = _peer_pid(sock)
+        try:
+            conn = client._handshake(sock)
+        except (OSError, ValueError, TimeoutError, Refusal) as exc:
+            sock.close()
+            rows.append(
+                DoctorCheck(
+                    "keeper",
+                    "keeper",
+                    "fail",
+                    f"a process holds {sock_path} but says no hello ({exc})",
+                    "bay keeper logs   (then bay keeper stop; the next verb starts a new one)",
+                )
+            )
+        else:
+            hello = conn.keeper
+            conn.close()
+            if protocol.compatible(hello):
+                rows.append(
+                    DoctorCheck(
+                        "keeper",
+                        "keeper",
+                        "ok",
+                        f"running, pid {pid}, version {hello.get('version')} ({sock_path})",
+                    )
+                )
+            else:
+                rows.append(
+                    DoctorCheck(
+                        "keeper",
+                        "keeper",
+                        "warn",
+                        f"running version {hello.get('version')}, not this bay's: the next "
+                        "verb asks it to exit and starts this version",
+                        "bay keeper status",
+                    )
+                )
+    for where in (sock_path.parent, paths.runtime):
+        mode = _mode(where)
+        if mode is None:
+            continue  # made private at the keeper's first start
+        if mode & 0o077:
+            rows.append(
+                DoctorCheck(
+                    "keeper",
+                    f"mode of {where}",
+                    "fail",
+                    f"{oct(mode)}: others can reach the keeper's socket",
+                    f"chmod 700 {where}",
+                )
+            )
+        else:
+            rows.append(DoctorCheck("keeper", f"mode of {where}", "ok", oct(mode)))
+        if where == paths.runtime:
+            break
+    return rows
+
+
+def disk_rows(env: Mapping[str, str]) -> list[DoctorCheck]:
+    paths = bay_paths(env)
+    where = paths.data
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    usage = shutil.disk_usage(where)
+    gib = usage.free / (1 << 30)
+    detail = f"{gib:.1f} GiB free under {where} (profiles, archives, screenshots)"
+    fix = f"free space on that disk, or bay profiles then bay forget <unused profile> ({where})"
+    if usage.free < DISK_FAIL_BYTES:
+        return [DoctorCheck("disk", "data dir", "fail", detail, fix)]
+    if usage.free < DISK_WARN_BYTES:
+        return [DoctorCheck("disk", "data dir", "warn", detail, fix)]
+    return [DoctorCheck("disk", "data dir", "ok", detail)]
+
+
+def render(rows: list[DoctorCheck]) -> str:
+    """One line per row, the fix under it; a last line counting each status."""
+    lines = []
+    for r in rows:
+        lines.append(f"{r.status:<4} {r.area:<9} {r.name:<26} {r.detail}")
+        if r.fix and r.status != "ok":
+            lines.append(f"{'':<41}fix: {r.fix}")
+    counts = {s: sum(1 for r in rows if r.status == s) for s in STATUS_ORDER}
+    lines.append(f"{counts['ok']} ok, {counts['warn']} warn, {counts['fail']} fail")
+    return "\n".join(lines)
+
+
+def worst(rows: list[DoctorCheck]) -> str:
+    return max((r.status for r in rows), key=STATUS_ORDER.__getitem__, default="ok")
