@@ -107,11 +107,20 @@ class BrowserHandle(Protocol):
     persistent_context: BrowserContext | None
     """The one context of a persistent user-data-dir, when there is one. A handle may also
     carry ``cdp_url`` (a ``ws://`` URL): the browser's own CDP endpoint, for providers with
-    the ``cdp_endpoint`` cell."""
+    the ``cdp_endpoint`` cell, and ``context_options`` (see :func:`context_options`)."""
 
     async def close(self, timeout: float) -> None:
         """Close gracefully (CDP ``Browser.close``) within ``timeout`` seconds. Never SIGKILL a
         browser that holds a profile: it would lose its newest cookies."""
+
+
+def context_options(handle: object) -> dict[str, Any]:
+    """The keyword arguments of Playwright's ``browser.new_context`` that a handle asks for
+    every session's context in its browser: its optional ``context_options`` mapping (a device
+    to emulate: ``viewport``, ``user_agent``, ``device_scale_factor``, ``is_mobile``,
+    ``has_touch``, as in ``playwright.devices[...]``). Empty when it has none."""
+    options = getattr(handle, "context_options", None)
+    return dict(options) if isinstance(options, Mapping) else {}
 
 
 class Driver(Protocol):

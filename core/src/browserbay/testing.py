@@ -18,7 +18,7 @@ from typing import Any
 
 import anyio
 
-from browserbay.model import Capabilities, LaunchSpec, ProviderRow
+from browserbay.model import Capabilities, LaunchSpec, ProviderRow, context_options
 
 
 class ConformanceError(AssertionError):
@@ -44,6 +44,28 @@ def check_row(row: ProviderRow) -> None:
         raise ConformanceError(f"{row.id}: a row without a driver must say why (not_runnable)")
 
 
+async def _check_context_options(provider: str, page: Any, wanted: dict[str, Any]) -> None:
+    """What a handle's ``context_options`` ask for is what the page sees."""
+    seen = await page.evaluate(
+        "({ua: navigator.userAgent, w: screen.width, h: screen.height, dpr: devicePixelRatio,"
+        " touch: navigator.maxTouchPoints})"
+    )
+    problems = []
+    if "user_agent" in wanted and seen["ua"] != wanted["user_agent"]:
+        problems.append(f"user agent {seen['ua']!r}, asked {wanted['user_agent']!r}")
+    # The screen, not innerWidth: a mobile page without a viewport meta tag lays out 980 wide.
+    screen = wanted.get("screen") or wanted.get("viewport")
+    if screen and (seen["w"], seen["h"]) != (screen["width"], screen["height"]):
+        problems.append(f"screen {seen['w']}x{seen['h']}, asked {screen}")
+    scale = wanted.get("device_scale_factor")
+    if scale and abs(seen["dpr"] - scale) > 1e-6:
+        problems.append(f"devicePixelRatio {seen['dpr']}, asked {scale}")
+    if wanted.get("has_touch") and not seen["touch"]:
+        problems.append("no touch points, asked has_touch")
+    if problems:
+        raise ConformanceError(f"{provider}: context_options did not take: {'; '.join(problems)}")
+
+
 def check_provider(
     row: ProviderRow,
     tmp_path: Path,
@@ -53,8 +75,10 @@ def check_provider(
     options: Mapping[str, str] | None = None,
 ) -> None:
     """Launch the provider's browser, check isolation between two contexts (where the row
-    says it has them), navigate to ``url``, close it gracefully and check that no process is
-    left. ``options`` are the profile's provider options (a ``cdp`` profile's ``cdp_url``).
+    says it has them) made with the handle's ``context_options`` (and that those take: user
+    agent, viewport, device scale, touch), navigate to ``url``, close it gracefully and check
+    that no process is left. ``options`` are the profile's provider options (a ``cdp``
+    profile's ``cdp_url``).
 
     A provider whose browsers are not ours (``owns_dir`` false: somebody else's browser
     reached over CDP) names no process of ours and closing it only disconnects: the caller
@@ -84,6 +108,7 @@ async def _check_running(
                 ("ws://", "wss://")
             ):
                 raise ConformanceError(f"{row.id}: cdp_endpoint needs handle.cdp_url (ws://)")
+            wanted = context_options(handle)
             if handle.persistent_context is not None:
                 page = await handle.persistent_context.new_page()
                 await page.goto(url)
@@ -91,11 +116,12 @@ async def _check_running(
             if row.capabilities.ephemeral_contexts:
                 if handle.browser is None:
                     raise ConformanceError(f"{row.id}: ephemeral_contexts needs handle.browser")
-                a = await handle.browser.new_context()
-                b = await handle.browser.new_context()
+                a = await handle.browser.new_context(**wanted)
+                b = await handle.browser.new_context(**wanted)
                 page_a, page_b = await a.new_page(), await b.new_page()
                 await page_a.goto(url)
                 await page_b.goto(url)
+                await _check_context_options(row.id, page_a, wanted)
                 await page_a.evaluate("document.cookie = 'conformance=a; path=/'")
                 await page_a.evaluate("localStorage.setItem('conformance', 'a')")
                 seen_b = await page_b.evaluate("[document.cookie, localStorage.length]")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from browserbay.model import BrowserHandle, BrowserInfo, LaunchSpec, ProviderRow
+from browserbay.model import BrowserHandle, BrowserInfo, LaunchSpec, ProviderRow, context_options
 from browserbay.paths import BayPaths
 from browserbay.refusals import Refusal
 from browserbay.store import BrowserRow, Registry
@@ -147,7 +147,7 @@ class BrowserPool:
                     fix="bay plugins",
                 )
             try:
-                context = await browser.new_context()
+                context = await browser.new_context(**context_options(running.handle))
             except Exception:
                 if attempt == 2 or not (running.closing or self.gone(running)):
                     raise
