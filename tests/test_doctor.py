@@ -113,3 +113,31 @@ def test_doctor_text_prints_the_fix_under_a_failing_row(tmp_path: Path) -> None:
     assert lines[at + 1].strip().startswith("fix: point BAY_CHROMIUM_PATH")
     assert lines[-1].endswith("fail")
     assert "ok," in lines[-1]
+
+
+def test_a_broken_plugin_is_a_fail_row_with_its_error() -> None:
+    from importlib.metadata import EntryPoint
+
+    from browserbay.doctor import plugin_rows
+    from browserbay.plugins import load_plugins
+
+    broken = EntryPoint("ghost", "browserbay_ghost_missing.plugin", "browserbay")
+    plugins = load_plugins({}, entry_points=[broken], strict=False)
+    rows = {r.name: r for r in plugin_rows(plugins)}
+    assert rows["loaded"].status == "ok"
+    ghost = rows["ghost"]
+    assert ghost.status == "fail"
+    assert "browserbay_ghost_missing" in ghost.detail
+    assert "BAY_DISABLE_PLUGINS=ghost" in ghost.fix
+
+
+def test_a_plugin_module_that_does_not_import_fails_the_plugin_manager_row(
+    tmp_path: Path,
+) -> None:
+    bay = Bay(tmp_path, BAY_PLUGIN_MODULES="no_such_module_here")
+    code, data = _doctor(bay)
+    row = _rows(data)[("plugins", "plugin manager")]
+    assert row["status"] == "fail"
+    assert "no_such_module_here" in row["detail"]
+    assert ("keeper", "keeper") in _rows(data)  # the core's other rows are still there
+    assert code == 1

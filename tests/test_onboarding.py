@@ -3,6 +3,7 @@ docs/agent-manual.md. No browser; no keeper is started."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -162,7 +163,13 @@ def test_install_skill_claude_writes_skill_md_idempotently(tmp_path: Path) -> No
     text = path.read_text(encoding="utf-8")
     fields = _front_matter(text)
     assert fields["name"] == "browserbay"
-    assert "bay handoff" in fields["description"]
+    # YAML: a plain scalar may not hold ": ", so the description is double-quoted
+    raw = fields["description"]
+    assert raw.startswith('"')
+    assert raw.endswith('"')
+    description = json.loads(raw)
+    assert ": " in description
+    assert "bay handoff" in description
     assert manual.manual().rstrip() in text
     mtime = path.stat().st_mtime_ns
     again = bay.ok("install-skill", "--claude", "--dir", str(project), session=None)

@@ -5,6 +5,7 @@ the user's other content is kept byte for byte."""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -34,8 +35,10 @@ def _body() -> str:
 
 
 def skill_file() -> str:
-    """Claude's SKILL.md: front matter (name, description), then the manual."""
-    return f"---\nname: {SKILL_NAME}\ndescription: {DESCRIPTION}\n---\n\n{_body()}"
+    """Claude's SKILL.md: YAML front matter (name, description), then the manual. The
+    description holds ": ", so it is a double-quoted scalar (a JSON string is one)."""
+    description = json.dumps(DESCRIPTION, ensure_ascii=False)
+    return f"---\nname: {SKILL_NAME}\ndescription: {description}\n---\n\n{_body()}"
 
 
 def agents_block() -> str:
