@@ -20,6 +20,7 @@ import pluggy
 
 from browserbay.model import (
     ActionTarget,
+    ActionTrace,
     BrowserInfo,
     DoctorCheck,
     Failure,
@@ -162,6 +163,21 @@ def bay_after_verb(call: VerbCall, outcome: VerbOutcome) -> None:
     """Called after every verb, refused or not: audit sinks, action traces, metrics.
     ``call.args`` never carry typed text. A plugin that raises here is logged and skipped:
     it cannot fail the verb or the keeper (the same holds for the notification hooks below)."""
+    raise NotImplementedError
+
+
+@hookspec
+def bay_action_traced(call: VerbCall, outcome: VerbOutcome, trace: ActionTrace) -> None:
+    """Called after each page action (``open``, ``click``, ``fill``, ``type``, ``press``,
+    ``select``, ``check``, ``uncheck``, ``hover``, ``scroll``, ``back``, ``forward``,
+    ``reload``, ``eval``, ``login-check``), right after ``bay_after_verb``, with what it looked
+    like: a JPEG frame of the tab before and after it (CSS pixels; every text field masked),
+    the target's box and the pointer's point, and why a frame is missing. Never a typed
+    value. The keeper takes the frames (two screenshots of the tab, bounded in time; a frame
+    that fails is None and the action goes on) only when some plugin implements this hook.
+
+    A plain function on the keeper's loop, like the other notification hooks: hand the
+    bytes to a thread of your own to write them; an exception is logged and skipped."""
     raise NotImplementedError
 
 

@@ -343,6 +343,42 @@ class ActionTarget:
 
 
 @dataclass(frozen=True)
+class Frame:
+    """A picture of a tab's viewport: a JPEG whose pixels are CSS pixels, text fields masked."""
+
+    jpeg: bytes
+    width: int
+    height: int
+
+
+@dataclass(frozen=True)
+class ActionTrace:
+    """What one page action looked like, as :func:`browserbay.hookspecs.bay_action_traced`
+    sees it. Never a typed value: no ``fill``/``type`` text, no key, no ``eval`` source, no
+    query string; the frames mask every text field."""
+
+    verb: str
+    tab: str
+    at: float
+    """``time.time()`` when the action began."""
+    target: str | None
+    """As the agent gave it (``@e3``, a selector), or None for a verb without a target."""
+    url: str
+    """The page's address when the action began, without its query and fragment."""
+    url_after: str
+    box: tuple[float, float, float, float] | None
+    """The target's box (x, y, width, height) in CSS pixels of the ``before`` frame."""
+    point: tuple[float, float] | None
+    """Where a pointer verb (click, check, uncheck, hover) acted, in CSS pixels of the frame."""
+    before: Frame | None
+    """The viewport just before the action (its target scrolled into view), or None."""
+    after: Frame | None
+    """The viewport once the verb ended, or None."""
+    missing: tuple[str, ...] = ()
+    """Why a frame is None (``before: the action never started``, ``after: Timeout…``)."""
+
+
+@dataclass(frozen=True)
 class BrowserInfo:
     browser_id: str
     provider: str

@@ -26,6 +26,7 @@ from browserbay.keeper.base import (  # noqa: F401 - re-exported for the keeper'
 )
 from browserbay.keeper.browsers import BrowserPool
 from browserbay.keeper.controls import Controls, make_transports
+from browserbay.keeper.frames import ELEMENT_VERBS, PENDING, TRACED_VERBS, Recorder
 from browserbay.keeper.leases import Leases
 from browserbay.keeper.pageverbs import HANDLERS, Act, page_error
 from browserbay.keeper.profiles import ProfileBook
@@ -37,7 +38,14 @@ from browserbay.keeper.requests import (  # noqa: F401 - re-exported for tests
 )
 from browserbay.keeper.sessions import Lease, Session, TabBook, reserve_tab_ids
 from browserbay.keeper.sessionverbs import SessionVerbsMixin
-from browserbay.model import ProfileRef, SessionRef, VerbCall, VerbContext, VerbOutcome
+from browserbay.model import (
+    ProfileRef,
+    ProviderRow,
+    SessionRef,
+    VerbCall,
+    VerbContext,
+    VerbOutcome,
+)
 from browserbay.paths import BayPaths
 from browserbay.plugins import Plugins
 from browserbay.refusals import Refusal
@@ -142,6 +150,8 @@ class Keeper(SessionVerbsMixin, AdminMixin):
         rid = frame.get("id")
         started = time.monotonic()
         call: VerbCall | None = None
+        traces: list[Recorder] = []  # the actions' frames, for bay_action_traced
+        PENDING.set(traces)
         try:
             verb, args, ref, timeout = _validate(frame, self.verb_table)
             handle, group, actor = _context(frame, ref)
@@ -196,7 +206,15 @@ class Keeper(SessionVerbsMixin, AdminMixin):
             ok = bool(answer["ok"])
             code = None if ok else str(answer["code"])
             elapsed = (time.monotonic() - started) * 1000
-            self.plugins.notify("bay_after_verb", call=call, outcome=VerbOutcome(ok, code, elapsed))
+            outcome = VerbOutcome(ok, code, elapsed)
+            self.plugins.notify("bay_after_verb", call=call, outcome=outcome)
+            for recorder in traces:
+                self.plugins.notify(
+                    "bay_action_traced",
+                    call=dataclasses.replace(call, profile=recorder.profile),
+                    outcome=outcome,
+                    trace=recorder.result(),
+                )
             await self.db(
                 self.registry.audit,
                 call.session.id,
@@ -326,7 +344,10 @@ class Keeper(SessionVerbsMixin, AdminMixin):
             act = Act(
                 verb.name, args, lease, tab, deadline, self.plugins, self.paths.state / "shots"
             )
+            act.trace = self._recorder(act, row)
             try:
+                if act.trace is not None and verb.name not in ELEMENT_VERBS:
+                    await act.trace.take_before(act)  # an element's verb: once it is found
                 data, text = await HANDLERS[verb.name](act)
             except Refusal:
                 raise
@@ -338,8 +359,20 @@ class Keeper(SessionVerbsMixin, AdminMixin):
             finally:
                 with contextlib.suppress(Exception):
                     await self.leases.persist(session, lease)
+                if act.trace is not None:  # not reached when the verb was cut
+                    await act.trace.take_after(act)
         await self.leases.persist(session, lease)
         return data, text, lease.profile
+
+    def _recorder(self, act: Act, row: ProviderRow | None) -> Recorder | None:
+        """Frames for ``bay_action_traced``, only when some plugin implements it."""
+        if act.verb not in TRACED_VERBS or not self.plugins.hook.bay_action_traced.get_hookimpls():
+            return None
+        recorder = Recorder(act, screenshots=row is None or row.capabilities.screenshots)
+        pending = PENDING.get()
+        if pending is not None:
+            pending.append(recorder)
+        return recorder
 
     async def _page_of(self, session: Session, lease: Lease) -> Any:
         return (await self.leases.current_tab(session, lease)).page

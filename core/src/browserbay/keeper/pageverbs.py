@@ -25,6 +25,7 @@ from browserbay.snapshot import compact, main_frame_prefix, refs_in, strip_prefi
 if TYPE_CHECKING:
     from playwright.async_api import Locator, Page
 
+    from browserbay.keeper.frames import Recorder
     from browserbay.keeper.sessions import Lease, Tab
     from browserbay.plugins import Plugins
 
@@ -41,6 +42,8 @@ class Act:
     deadline: float  # time.monotonic() by which the verb must be done
     plugins: Plugins
     shots_dir: Path
+    trace: Recorder | None = None
+    """Takes the action's frames when a plugin traces actions (bay_action_traced)."""
 
     @property
     def page(self) -> Page:
@@ -79,6 +82,8 @@ def _first_line(exc: BaseException) -> str:
 async def act_on(act: Act, target: str, run: Callable[[Locator], Awaitable[Any]]) -> Any:
     loc = await locate(act, target)
     await before_action(act, target, loc)
+    if act.trace is not None:
+        await act.trace.take_before(act, loc)
     try:
         return await run(loc)
     except Refusal:

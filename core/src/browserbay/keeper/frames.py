@@ -1,0 +1,189 @@
+"""Before/after frames of page actions, for ``bay_action_traced`` (the trace plugin).
+
+Nothing here runs unless some plugin implements the hook. For a traced verb the keeper takes
+a JPEG of the tab's viewport just before the action — for a verb with a ``target``, once the
+element is found, past the gates and scrolled into view, with its box measured — and one
+when the verb has ended. Each frame is bounded in time (:data:`FRAME_TIMEOUT`, and never
+more than a quarter of what is left of the verb's deadline); a frame that fails is None with
+the reason in ``missing``, and the action goes on. Every text field is masked in a frame
+(the pixels of a typed value are a typed value too).
+
+The recorder of a request travels to :meth:`Keeper.handle` (which knows the verb's outcome
+and calls the hook) in :data:`PENDING`, a per-request slot.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit, urlunsplit
+
+import anyio
+
+from browserbay import verbs
+from browserbay.model import ActionTrace, Frame
+
+if TYPE_CHECKING:
+    from playwright.async_api import Locator, Page
+
+    from browserbay.keeper.pageverbs import Act
+
+#: The page verbs that act on the page (they change it, or move the pointer or the view).
+TRACED_VERBS = frozenset(
+    v.name
+    for v in verbs.VERBS
+    if v.scope == verbs.PAGE and (v.mutates or v.name in ("hover", "scroll"))
+)
+#: Of those, the verbs that act through an element: their before-frame waits for it.
+ELEMENT_VERBS = frozenset(
+    name for name in TRACED_VERBS if any(a.name == "target" for a in verbs.BY_NAME[name].args)
+)
+POINTER_VERBS = frozenset({"click", "check", "uncheck", "hover"})
+
+#: The most one frame may take (seconds).
+FRAME_TIMEOUT = 2.0
+JPEG_QUALITY = 60
+#: Fields whose pixels show what was typed: masked in every frame.
+TEXT_FIELDS = (
+    "input:not([type=checkbox]):not([type=radio]):not([type=button]):not([type=submit])"
+    ":not([type=reset]):not([type=image]):not([type=range]):not([type=color])"
+    ":not([type=file]):not([type=hidden]), textarea, [contenteditable]:not([contenteditable=false])"
+)
+MASK_COLOR = "#6b7280"
+_SCROLL_JS = "(el) => el.scrollIntoView({block: 'nearest', inline: 'nearest'})"
+
+PENDING: contextvars.ContextVar[list[Recorder] | None] = contextvars.ContextVar(
+    "bay_action_traces", default=None
+)
+
+
+def bare_url(url: str) -> str:
+    """An address without its query and fragment (a GET form puts typed text there)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return ""
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+
+
+def jpeg_size(data: bytes) -> tuple[int, int] | None:
+    """(width, height) from a JPEG's start-of-frame marker, or None if it is no JPEG."""
+    if data[:2] != b"\xff\xd8":
+        return None
+    i = 2
+    while i + 9 < len(data):
+        if data[i] != 0xFF:
+            return None
+        marker = data[i + 1]
+        if marker == 0xFF:  # fill byte
+            i += 1
+            continue
+        length = int.from_bytes(data[i + 2 : i + 4], "big")
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            height = int.from_bytes(data[i + 5 : i + 7], "big")
+            width = int.from_bytes(data[i + 7 : i + 9], "big")
+            return width, height
+        i += 2 + length
+    return None
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:200]
+
+
+class Recorder:
+    """One action's frames, taken as its verb runs."""
+
+    def __init__(self, act: Act, screenshots: bool = True):
+        self.verb = act.verb
+        self.profile = act.lease.profile
+        self.screenshots = screenshots
+        self.tab = act.tab.id
+        self.at = time.time()
+        target = act.args.get("target")
+        self.target = str(target) if target is not None and self.verb in ELEMENT_VERBS else None
+        self.url = bare_url(act.page.url)
+        self.url_after = self.url
+        self.box: tuple[float, float, float, float] | None = None
+        self.point: tuple[float, float] | None = None
+        self.before: Frame | None = None
+        self.after: Frame | None = None
+        self.missing: list[str] = []
+        self.started = False
+
+    async def take_before(self, act: Act, loc: Locator | None = None) -> None:
+        """The frame just before acting (once). With ``loc``: scroll it into view (as the
+        action itself would) and measure its box first."""
+        if self.started:
+            return
+        self.started = True
+        if loc is not None:
+            try:
+                with anyio.fail_after(self._budget(act)):
+                    await loc.evaluate(_SCROLL_JS)
+                    box = await loc.bounding_box()
+            except Exception as exc:
+                box = None
+                self.missing.append(f"box: {_reason(exc)}")
+            if box is not None:
+                self.box = (box["x"], box["y"], box["width"], box["height"])
+                if self.verb in POINTER_VERBS:
+                    self.point = (box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        self.before = await self._frame(act.page, act, "before")
+
+    async def take_after(self, act: Act) -> None:
+        if not self.started:
+            self.missing.append("before: the action never started")
+            return
+        self.url_after = bare_url(act.page.url)
+        self.after = await self._frame(act.page, act, "after")
+
+    @staticmethod
+    def _budget(act: Act) -> float:
+        return max(0.05, min(FRAME_TIMEOUT, (act.deadline - time.monotonic()) / 4))
+
+    async def _frame(self, page: Page, act: Act, which: str) -> Frame | None:
+        if not self.screenshots:
+            self.missing.append(f"{which}: the provider takes no screenshots")
+            return None
+        budget = self._budget(act)
+        try:
+            with anyio.fail_after(budget):
+                jpeg = await page.screenshot(
+                    type="jpeg",
+                    quality=JPEG_QUALITY,
+                    scale="css",
+                    animations="allow",
+                    caret="initial",
+                    mask=[page.locator(TEXT_FIELDS)],
+                    mask_color=MASK_COLOR,
+                    timeout=budget * 1000,
+                )
+        except Exception as exc:
+            self.missing.append(f"{which}: {_reason(exc)}")
+            return None
+        size = jpeg_size(jpeg)
+        if size is None:
+            self.missing.append(f"{which}: the browser answered no JPEG")
+            return None
+        return Frame(jpeg, size[0], size[1])
+
+    def result(self) -> ActionTrace:
+        noted = {m.split(":", 1)[0] for m in self.missing}
+        if self.started and self.after is None and "after" not in noted:
+            self.missing.append("after: the verb was cut (its deadline, or a human took over)")
+        return ActionTrace(
+            verb=self.verb,
+            tab=self.tab,
+            at=self.at,
+            target=self.target,
+            url=self.url,
+            url_after=self.url_after,
+            box=self.box,
+            point=self.point,
+            before=self.before,
+            after=self.after,
+            missing=tuple(self.missing),
+        )

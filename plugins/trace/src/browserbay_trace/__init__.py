@@ -1,0 +1,1 @@
+"""browserbay's action trace: before/after frames of every page action and an HTML report."""

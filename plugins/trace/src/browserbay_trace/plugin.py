@@ -1,0 +1,152 @@
+"""The action trace plugin: ``bay_action_traced`` keeps each page action's before/after
+frames and position per profile; ``bay trace show`` writes the HTML report.
+
+Recorded: the verb, the target as the agent gave it, the tab, when, how long, the outcome
+(ok or the refusal code), the page's address without query and fragment, the target's box
+and the pointer's point, two JPEG frames (every text field masked by the keeper). Never
+recorded: typed text, keys pressed, ``eval`` source, query strings. See docs/trace.md.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from browserbay.hookspecs import hookimpl
+from browserbay.model import ActionTrace, PluginVerb, VerbCall, VerbContext, VerbOutcome
+from browserbay.paths import bay_paths
+from browserbay.refusals import Refusal
+from browserbay.verbs import PLUGIN, Arg, Verb
+from browserbay_trace.report import render
+from browserbay_trace.store import Retention, TraceStore, prune, trace_key, write_private
+from browserbay_trace.writer import Job, Writer
+
+DEFAULT_LAST = 20
+MAX_LAST = 500
+
+_writer: Writer | None = None
+_ids = itertools.count()
+
+
+def traces_root() -> Path:
+    return bay_paths().data / "traces"
+
+
+def writer() -> Writer:
+    """The one writer of this keeper (made at the first action)."""
+    global _writer
+    if _writer is None:
+        _writer = Writer(traces_root(), Retention.from_env())
+    return _writer
+
+
+def _frame_row(frame: Any) -> dict[str, int] | None:
+    if frame is None:
+        return None
+    return {"width": frame.width, "height": frame.height, "bytes": len(frame.jpeg)}
+
+
+@hookimpl
+def bay_action_traced(call: VerbCall, outcome: VerbOutcome, trace: ActionTrace) -> None:
+    profile = call.profile
+    profile_id = profile.id if profile is not None else f"ep-{call.session.id}"
+    action_id = f"{int(trace.at * 1000):013d}-{next(_ids) % 1_000_000:06d}"
+    record: dict[str, Any] = {
+        "id": action_id,
+        "at": trace.at,
+        "verb": trace.verb,
+        "target": trace.target,
+        "tab": trace.tab,
+        "url": trace.url,
+        "url_after": trace.url_after,
+        "box": list(trace.box) if trace.box is not None else None,
+        "point": list(trace.point) if trace.point is not None else None,
+        "before": _frame_row(trace.before),
+        "after": _frame_row(trace.after),
+        "missing": list(trace.missing),
+        "ok": outcome.ok,
+        "code": outcome.code,
+        "ms": round(outcome.elapsed_ms, 1),
+        "session": call.session.id,
+        "profile": {
+            "id": profile_id,
+            "label": profile.label if profile is not None else "ephemeral",
+            "ephemeral": profile.ephemeral if profile is not None else True,
+        },
+    }
+    frames = {w: f.jpeg for w, f in (("before", trace.before), ("after", trace.after)) if f}
+    writer().put(Job(trace_key(profile_id), action_id, record, frames))
+
+
+# -- bay trace show ---------------------------------------------------------------------------
+
+TRACE_VERB = Verb(
+    "trace",
+    PLUGIN,
+    "Write an HTML report of your profile's last actions (before/after frames, where each "
+    "acted) and print its path. --profile H or --session S picks whose.",
+    (
+        Arg("action", "pos", "show", choices=("show",)),
+        Arg("last", "value", f"the newest N actions (default {DEFAULT_LAST})", type="int"),
+        Arg("out", "value", "the HTML file to write (an absolute path; default: the reports dir)"),
+    ),
+    example="bay trace show --last 5",
+)
+
+
+def _out_path(ctx: VerbContext, key: str) -> Path:
+    given = ctx.args.get("out")
+    if given:
+        path = Path(str(given))
+        if not path.is_absolute():
+            raise Refusal(
+                "usage",
+                detail="--out must be an absolute path (e.g. $PWD/trace.html)",
+                verb="trace",
+            )
+        if not path.parent.is_dir():
+            raise Refusal("usage", detail=f"--out: no directory {path.parent}", verb="trace")
+        return path
+    store = TraceStore(traces_root())
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    return store.ensure(store.reports) / f"{key}-{stamp}-{os.getpid() % 100000}.html"
+
+
+def _report(ctx: VerbContext, last: int) -> tuple[dict[str, Any], str]:
+    """Runs in a worker thread: reading frames and writing the page is disk work."""
+    key = trace_key(ctx.profile.id)
+    if _writer is not None:
+        _writer.flush()
+    store = TraceStore(traces_root())
+    prune(store.root, Retention.from_env())
+    records = store.actions(key, last)
+    who = (
+        f"{ctx.profile.label} ({ctx.profile.id})"
+        if not ctx.profile.ephemeral
+        else (f"session {ctx.session.id} (ephemeral)")
+    )
+    path = _out_path(ctx, key)
+    write_private(path, render(f"browserbay trace · {who}", records).encode())
+    rows = [
+        {k: v for k, v in r.items() if k != "frames"} | {"frames": r["frames"]} for r in records
+    ]
+    data = {"path": str(path), "key": key, "profile": ctx.profile.as_row(), "actions": rows}
+    return data, str(path)
+
+
+async def trace(ctx: VerbContext) -> tuple[dict[str, Any], str]:
+    last = ctx.args.get("last")
+    n = DEFAULT_LAST if last is None else int(last)
+    if not 1 <= n <= MAX_LAST:
+        raise Refusal("usage", detail=f"--last must be 1 to {MAX_LAST}, not {n}", verb="trace")
+    return await anyio.to_thread.run_sync(_report, ctx, n)
+
+
+@hookimpl
+def bay_verbs() -> list[PluginVerb]:
+    return [PluginVerb(TRACE_VERB, trace, while_paused=True)]
