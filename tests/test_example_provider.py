@@ -21,6 +21,7 @@ from tests.helpers import REPO
 
 EXAMPLE = REPO / "examples" / "provider-phone"
 UV = shutil.which("uv")
+CORE_AND_CLI = (str(REPO / "core"), str(REPO / "cli"))
 
 pytestmark = pytest.mark.skipif(UV is None, reason="uv is not on PATH (the workspace's tool)")
 
@@ -34,7 +35,8 @@ def _uv(*args: str) -> None:
 @pytest.fixture(scope="module")
 def venv() -> Iterator[Path]:
     """A fresh venv: the locked dependencies of core and cli (plus pytest) from uv's cache,
-    then core, cli and the example from their paths — all with --offline."""
+    then core and cli from their paths, then the example with `bay install <path>` — all
+    offline."""
     root = Path(tempfile.mkdtemp(prefix="bay-x-", dir="/tmp"))
     py = root / "venv" / "bin" / "python"
     locks = root / "locks"
@@ -45,17 +47,17 @@ def venv() -> Iterator[Path]:
     _uv("venv", "-q", str(root / "venv"), "--python", str(REPO / ".venv" / "bin" / "python"))
     for lock in ("pylock.toml", "pylock.dev.toml"):
         _uv("pip", "install", "--offline", "-q", "--python", str(py), "-r", str(locks / lock))
-    _uv(
-        "pip",
-        "install",
-        "--offline",
-        "-q",
-        "--python",
-        str(py),
-        str(REPO / "core"),
-        str(REPO / "cli"),
-        str(EXAMPLE),
+    _uv("pip", "install", "--offline", "-q", "--python", str(py), *CORE_AND_CLI)
+    # the example as a user installs a plugin: `bay install <path>` (uv in bay's own venv)
+    bay = root / "venv" / "bin" / "bay"
+    env = _env(root / "home", UV_OFFLINE="1")
+    done = subprocess.run(
+        [str(bay), "install", str(EXAMPLE)], capture_output=True, text=True, env=env, timeout=300
     )
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert done.stdout.startswith("phone "), done.stdout  # the plugin it added, as listed
+    assert "browserbay-phone" in done.stdout
+    assert "bay_providers" in done.stdout
     _uv("pip", "check", "--python", str(py))
     yield root / "venv"
     shutil.rmtree(root, ignore_errors=True)
