@@ -8,8 +8,10 @@
   typed with ``bay fill … -`` (stdin) and through the API, a cookie value a loopback site
   sets in a header — appear in no answer (every stdout/stderr and API frame), log, audit or
   other registry row, hook trace (the recorder plugin's JSONL, standing in for an
-  integrator's trace), argv or environment of any process of this installation, nor in any
-  file under the home except the browser's own profile store (where a cookie belongs).
+  integrator's trace), action trace (the ``trace`` plugin's records and frames, and the HTML
+  reports ``bay trace show`` writes for both sessions), argv or environment of any process of
+  this installation, nor in any file under the home except the browser's own profile store
+  (where a cookie belongs).
 - **The live view** (``bay live``) refuses a missing ticket, a forged one, a replayed one, a
   foreign Origin, no Origin, and a foreign Host.
 - **Debugging ports**: no browser process of ours listens on TCP, except the one a ``cdp``
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import http.server
+import json
 import os
 import secrets
 import signal
@@ -85,7 +88,7 @@ def _site(cookie: str) -> tuple[http.server.ThreadingHTTPServer, str]:
 def mode_problems(h: Home) -> tuple[int, list[str]]:
     p = h.paths
     dirs = [p.state, p.data, p.runtime, p.logs, p.browsers, p.outputs, p.socket.parent]
-    for extra in ("profiles", "keys", "archive"):
+    for extra in ("profiles", "keys", "archive", "traces"):
         if (p.data / extra).exists():
             dirs.append(p.data / extra)
     if (p.data / "profiles").is_dir():
@@ -96,6 +99,9 @@ def mode_problems(h: Home) -> tuple[int, list[str]]:
         files += [f for f in (p.data / "keys").iterdir() if f.is_file()]
     if (p.data / "archive").is_dir():
         files += [f for f in (p.data / "archive").iterdir() if f.is_file()]
+    if (p.data / "traces").is_dir():  # the trace plugin's records, frames and reports
+        dirs += [d for d in (p.data / "traces").iterdir() if d.is_dir()]
+        files += [f for f in (p.data / "traces").rglob("*") if f.is_file()]
     problems = []
     for d in dirs:
         if d.exists() and stat.S_IMODE(d.stat().st_mode) != 0o700:
@@ -171,6 +177,32 @@ def secret_hits(
                 if value.encode() in data:
                     problems.append(f"the {name} is in the {part} of pid {pid}")
     return counts, problems
+
+
+# -- the action trace ------------------------------------------------------------------------
+
+
+def trace_reports(h: Home, bay: Any, texts: list[str]) -> dict[str, Any]:
+    """``bay trace show`` for the CLI session and the API session (each writes an HTML report
+    under the traces dir, searched with every other file); what there is to search."""
+    listed = h.bay("plugins", "--json", session="census")
+    texts.extend([listed.stdout, listed.stderr])
+    try:
+        loaded = any(p["name"] == "trace" for p in json.loads(listed.stdout)["data"]["plugins"])
+    except (ValueError, KeyError, TypeError):
+        loaded = False
+    bay("trace", "show", "--last", "50")
+    api = h.call("api-agent", "trace", action="show", last=50)
+    texts.append(repr(api))
+    root = h.paths.data / "traces"
+    files = [f for f in root.rglob("*") if f.is_file()] if root.is_dir() else []
+    return {
+        "loaded": loaded,
+        "records": sum(f.suffix == ".json" for f in files),
+        "frames": sum(f.suffix == ".jpg" for f in files),
+        "reports": sum(f.suffix == ".html" for f in files),
+        "api_report": bool(api.get("ok")),
+    }
 
 
 # -- the live view ---------------------------------------------------------------------------
@@ -323,6 +355,13 @@ def run() -> dict[str, Any]:
             texts.append(repr(api))
             texts.append(repr(h.call("api-agent", "type", target="input[name=name]", text="x")))
             texts.append(repr(h.call("api-agent", "status")))
+            # The action trace of both sessions: records, frames and an HTML report each.
+            traced = trace_reports(h, bay, texts)
+            figures["trace"] = traced
+            if not traced.get("loaded"):
+                problems.append("the trace plugin is not loaded: traces were not searched")
+            elif traced["frames"] < 2 or traced["reports"] < 2:
+                problems.append(f"no frames or reports traced: census void for traces {traced}")
             # The positive control: the cookie is in play (the site's next page got it back).
             figures["cookie_sent_back"] = any(server.RequestHandlerClass.seen)  # type: ignore[attr-defined]
             if not figures["cookie_sent_back"]:
@@ -382,6 +421,10 @@ def main() -> None:
             f"{searched.get('answers')} · {searched.get('files')} · {searched.get('processes')}",
         ),
         ("hook-trace lines searched (recorder JSONL)", f.get("trace_lines")),
+        (
+            "action traces searched (trace plugin): records · frames · HTML reports",
+            " · ".join(str(f.get("trace", {}).get(k)) for k in ("records", "frames", "reports")),
+        ),
         (
             "live view checks (missing/forged/replayed ticket, foreign Origin/none/Host, revoked)",
             " · ".join(live.get("checks", [])) if live.get("checked") else f"not run: {live}",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from browserbay.keeper.pageverbs import mask_passwords
 from tests.helpers import Bay
 
@@ -29,3 +31,33 @@ def test_mask_passwords_masks_textboxes_holding_a_password_value_and_nothing_els
         '- textbox "Name" [ref=e2]: ••••\n- textbox "Password" [ref=e3]: ••••\n- text: hunter2'
     )
     assert mask_passwords(raw, []) == raw
+
+
+def test_a_typed_password_is_in_no_action_trace_nor_its_report(bay: Bay, demo: str) -> None:
+    """The census searches the trace plugin's files too: a password typed through stdin, then
+    sent by a GET form (so it was in the URL), is in no record, frame or HTML report."""
+    secret = "pw-census-trace-41c7e2"
+    s = "census-trace"
+    bay.ok("open", f"{demo}/login.html", session=s)
+    bay.ok("fill", "input[name=user]", "-", stdin=secret + "-user", session=s)
+    bay.ok("fill", "input[name=password]", "-", stdin=secret, session=s)
+    bay.ok("click", "button", session=s)
+    assert bay.ok("get", "url", session=s)["value"].endswith("/account")
+    r = bay("trace", "show", "--last", "10", session=s)
+    assert r.code == 0
+    report = r.frame["data"]
+    verbs = [a["verb"] for a in report["actions"]]
+    assert verbs == ["open", "fill", "fill", "click"]
+    click = report["actions"][-1]
+    assert click["url_after"].startswith(demo)  # where it went, without the query
+    assert "?" not in click["url_after"]
+    traces = bay.home / "data" / "traces"
+    files = [p for p in traces.rglob("*") if p.is_file()]
+    # The positive control: there is something to search (records, frames, the report).
+    assert sum(p.suffix == ".json" for p in files) >= 4
+    assert sum(p.suffix == ".jpg" for p in files) >= 8
+    assert Path(report["path"]) in files
+    for p in files:
+        assert secret.encode() not in p.read_bytes(), f"the password is in {p}"
+    assert secret not in r.stdout
+    bay.ok("close", session=s)
