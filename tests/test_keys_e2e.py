@@ -479,7 +479,7 @@ def test_keys_test_reaches_the_fake_vendor_named_by_the_row_and_records_its_verd
 def test_the_key_needing_providers_are_listed_as_not_runnable_yet(home: Path) -> None:
     b = _bay(home, BAY_DEFAULT_PROVIDER="cloud:steel")
     providers = {p["id"]: p for p in b.ok("plugins")["providers"]}
-    for pid in ("cloak", "cloud:steel", "cloud:browser-use"):
+    for pid in ("cloud:steel", "cloud:browser-use"):
         assert providers[pid]["runnable"] is False
         assert "bay keys set" in providers[pid]["problem"]
         assert providers[pid]["capabilities"]["key_scope"] == "user_or_cluster"

@@ -72,6 +72,8 @@ def test_every_code_renders_without_placeholders_given_its_fields() -> None:
         "call": "page.click('#go')",
         "error": "ValueError: nope",
         "line": 2,
+        "said_by": "the binary",
+        "whose": "your licence's seats are all in use",
     }
     for code in CODES:
         r = Refusal(code, **fields)

@@ -347,10 +347,14 @@ class KeyBook:
         vendor's own variable names — resolved now, at launch, once. Refuses
         ``provider_needs_local_key`` (a remote host) before resolving anything, and
         ``backend_no_key`` when a required field has no value: never a silent fallback."""
+        return self.launch_keys(provider)[0]
+
+    def launch_keys(self, provider: ProviderRow) -> tuple[dict[str, str], Source]:
+        """:meth:`child_env` and where its values came from (``user``, ``cluster``, ``none``)."""
         caps = provider.capabilities
         accept = SCOPES.get(caps.key_scope, ())
         if caps.key_scope == "none":
-            return {}
+            return {}, "none"
         if caps.remote_host:
             raise Refusal("provider_needs_local_key", provider=provider.id)
         row = self.integrations.get(provider.id)
@@ -373,7 +377,8 @@ class KeyBook:
                 source=res.source,
                 reason=_no_key_reason(res, accept),
             )
-        return {row.vendor_env[f]: v.reveal() for f, v in res.values.items() if f in row.vendor_env}
+        env = {row.vendor_env[f]: v.reveal() for f, v in res.values.items() if f in row.vendor_env}
+        return env, res.source
 
     # -- masked views -------------------------------------------------------------------------
 

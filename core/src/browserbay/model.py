@@ -95,6 +95,9 @@ class LaunchSpec:
     options: Mapping[str, str] = field(default_factory=dict)
     """The profile's provider options (``cdp_url`` for the ``cdp`` provider), as
     ``ProviderRow.check_options`` accepted them at ``bay new``."""
+    key_source: str = "none"
+    """Where the key in ``env`` came from: ``user`` (the user's own), ``cluster`` (a cluster
+    default, whose seats other machines share) or ``none``. Never the key itself."""
 
 
 class BrowserHandle(Protocol):
@@ -153,7 +156,24 @@ class ProviderRow:
     check_options: Callable[[Mapping[str, str]], dict[str, str]] | None = None
     """Called (in a worker thread) by ``bay new`` with the options given: answers the options
     to store, or raises a :class:`~browserbay.refusals.Refusal` (a missing or unreachable
-    ``--cdp-url``)."""
+    ``--cdp-url``). It may add options of its own that are minted once and kept (the cloak
+    provider's fingerprint ``seed``); given options it answered before, it answers them
+    unchanged."""
+    install: Callable[[Installer], str] | None = None
+    """What ``bay provider install <id>`` runs (in a worker thread): fetch and verify the
+    provider's binary, reporting progress through the :class:`Installer`; answers a line
+    saying what was installed where, or raises a :class:`~browserbay.refusals.Refusal`
+    (``install_failed``) having left nothing installed. None: nothing to install."""
+
+
+@dataclass(frozen=True)
+class Installer:
+    """What a provider's ``install`` gets: a progress line sink and the verb's deadline."""
+
+    say: Callable[[str], None]
+    """A progress line for the user (``[#####.....] 50% 108/217 MB``), sent as it happens."""
+    deadline: float
+    """``time.monotonic()`` by which it must have finished (or stopped, leaving nothing)."""
 
 
 @dataclass(frozen=True)
@@ -434,6 +454,8 @@ class VerbContext:
     )
     """``await ctx.keeper_verb("new", args)``: run one of the keeper's own verbs (``new``,
     ``profiles``…) as part of this one; answers its ``(data, text)``."""
+    providers: Mapping[str, ProviderRow] = field(default_factory=dict)
+    """The provider rows the keeper loaded, by id (read them, never change them)."""
 
 
 VerbHandler = Callable[[VerbContext], Awaitable[tuple[dict[str, Any], str]]]

@@ -37,7 +37,11 @@ ENTRY_POINT_GROUP = "browserbay"
 log = logging.getLogger("browserbay.plugins")
 
 #: Plugins that ship inside the core and register like any other.
-BUILTINS: tuple[str, ...] = ("browserbay.builtins.tiers", "browserbay.builtins.keys")
+BUILTINS: tuple[str, ...] = (
+    "browserbay.builtins.tiers",
+    "browserbay.builtins.keys",
+    "browserbay.builtins.providers",
+)
 
 
 class PluginError(Exception):

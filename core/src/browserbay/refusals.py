@@ -138,6 +138,17 @@ _ROWS = (
         "bay keys set {integration} {field}   (the value is read from stdin or a hidden prompt)",
     ),
     Code(
+        "backend_seat_taken",
+        "The {provider} provider has no free seat ({said_by} says so): {whose}",
+        "{fix}",
+    ),
+    Code(
+        "backend_key_invalid",
+        "The {provider} provider's key was refused: {reason}",
+        "bay keys set {integration} license_key   (bay keys list shows where the current key "
+        "comes from; bay keys clear {integration} falls back to the cluster default or none)",
+    ),
+    Code(
         "provider_needs_local_key",
         "The {provider} provider needs a key and runs its browsers on another machine; "
         "keys never leave this one",
@@ -351,6 +362,8 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "browser_cap",
             "backend_unavailable",
             "backend_no_key",
+            "backend_seat_taken",
+            "backend_key_invalid",
             "provider_needs_local_key",
             "key_invalid",
             "key_store_unavailable",

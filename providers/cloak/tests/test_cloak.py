@@ -1,5 +1,5 @@
-"""The cloak rows: a provider declared but not runnable yet, and its licence-key integration,
-whose test is shape-only (zero network)."""
+"""The cloak rows: the provider (its seed minted once) and its licence-key integration, whose
+test is shape-only (zero network)."""
 
 from __future__ import annotations
 
@@ -8,18 +8,32 @@ import pytest
 from browserbay.keys import KeyBook
 from browserbay.keytest import run_test
 from browserbay.model import KeySource
+from browserbay.refusals import Refusal
 from browserbay.testing import check_row
 from browserbay_cloak import plugin
 
 
-def test_the_provider_row_is_declared_and_says_why_it_cannot_run() -> None:
+def test_the_provider_row_is_runnable_and_needs_no_key() -> None:
     (row,) = plugin.bay_providers()
     check_row(row)
-    assert (row.id, row.tier, row.driver_factory) == ("cloak", 2, None)
-    assert row.not_runnable
-    assert "bay keys set cloak license_key" in row.not_runnable
+    assert (row.id, row.tier, row.not_runnable) == ("cloak", 2, None)
+    assert row.driver_factory is not None
+    assert row.install is not None
     assert row.capabilities.key_scope == "user_or_cluster"
     assert not row.capabilities.remote_host
+
+
+def test_a_profile_seed_is_minted_once_and_kept() -> None:
+    minted = plugin.check_options({})
+    assert set(minted) == {"seed", "platform"}
+    assert minted["seed"].isdigit()
+    assert 10000 <= int(minted["seed"]) <= 99999
+    assert minted["platform"] in ("windows", "macos")
+    assert plugin.check_options(minted) == minted  # answered unchanged: never re-minted
+    others = {plugin.check_options({})["seed"] for _ in range(20)}
+    assert len(others) > 1  # negative control: not one constant seed for everyone
+    with pytest.raises(Refusal):
+        plugin.check_options({"seed": "12"})
 
 
 def test_the_integration_row_hands_the_key_to_the_vendors_own_variable() -> None:

@@ -199,7 +199,7 @@ class BrowserPool:
         assert row.driver_factory is not None
         # The provider's key, resolved now and only now, for this one child's environment
         # (refused before anything is created when there is none; see browserbay.keys).
-        key_env = await anyio.to_thread.run_sync(self.plugins.keys.child_env, row)
+        key_env, key_source = await anyio.to_thread.run_sync(self.plugins.keys.launch_keys, row)
         browser_id = mint_browser_id()
         home = self.paths.browsers / browser_id
         home.mkdir(parents=True, mode=0o700)
@@ -211,6 +211,7 @@ class BrowserPool:
             proxy=proxy,
             options=dict(options or {}),
             env=key_env,
+            key_source=key_source,
         )
         await self.db(
             self.registry.browser_started,

@@ -320,6 +320,7 @@ class Keeper(SessionVerbsMixin, AdminMixin):
                 ),
                 adopt=lambda page: self.leases.adopt(page, lease).id,
                 keeper_verb=lambda name, a: self._keeper_verb(name, a, None),
+                providers=self.plugins.providers,
             )
             data, text = await self.plugins.verbs[verb.name].handler(ctx)
             return data, text, lease.profile

@@ -1,6 +1,10 @@
 """The ``cloak`` provider (tier 2: CloakBrowser, a per-profile fingerprint seed) and its
-integration row. The driver is not written yet: the row says so (``not_runnable``), and the
-licence key can be configured and checked first (``bay keys set cloak license_key``).
+integration row.
+
+A cloak profile's fingerprint ``seed`` (and the ``platform`` its fingerprint presents) is
+minted once, when ``bay new --provider cloak`` stores the profile (``check_options``), and
+carried by every launch after it. The binary comes from ``CLOAKBROWSER_BINARY_PATH`` or the
+vendor's cache; ``bay provider install cloak`` fetches it, only when asked.
 
 The key is optional (none = CloakBrowser's free tier). Its test is ``shape-only``: a real
 probe would need the vendor binary and its network, which opening a key's test must not
@@ -10,13 +14,14 @@ environment of the one CloakBrowser process the keeper starts.
 
 from __future__ import annotations
 
-from browserbay.hookspecs import hookimpl
-from browserbay.model import Capabilities, IntegrationRow, KeyField, ProviderRow
+from collections.abc import Mapping
 
-NOT_RUNNABLE = (
-    "the CloakBrowser driver is not written yet; its licence key can be configured now "
-    "(bay keys set cloak license_key)"
-)
+from browserbay.hookspecs import hookimpl
+from browserbay.model import Capabilities, Installer, IntegrationRow, KeyField, ProviderRow
+from browserbay.refusals import Refusal
+from browserbay_cloak import contract
+from browserbay_cloak.driver import CloakDriver
+from browserbay_cloak.find import find_binary
 
 CAPABILITIES = Capabilities(
     has_cdp=True,
@@ -30,6 +35,36 @@ CAPABILITIES = Capabilities(
 )
 
 
+def check_options(given: Mapping[str, str]) -> dict[str, str]:
+    """The profile's options with its fingerprint minted once: a stored seed and platform
+    are answered unchanged (so a switch back to cloak keeps them), a missing one is minted."""
+    options = dict(given)
+    if "seed" in options and not contract.valid_seed(options["seed"]):
+        raise Refusal(
+            "usage",
+            detail=f"a fingerprint seed is a number from {contract.SEED_MIN} to "
+            f"{contract.SEED_MAX}",
+            verb="new",
+        )
+    options.setdefault("seed", contract.mint_seed())
+    options.setdefault("platform", contract.default_fingerprint_platform())
+    return options
+
+
+def probe() -> str | None:
+    try:
+        find_binary()
+    except Refusal as exc:
+        return f"{exc.fields.get('reason')}; {exc.fields.get('fix')}"
+    return None
+
+
+def install(installer: Installer) -> str:
+    from browserbay_cloak.install import install as run
+
+    return run(installer)
+
+
 @hookimpl
 def bay_providers() -> list[ProviderRow]:
     return [
@@ -38,8 +73,10 @@ def bay_providers() -> list[ProviderRow]:
             tier=2,
             summary="CloakBrowser: a Chromium with a consistent per-profile fingerprint.",
             capabilities=CAPABILITIES,
-            driver_factory=None,
-            not_runnable=NOT_RUNNABLE,
+            driver_factory=CloakDriver,
+            probe=probe,
+            check_options=check_options,
+            install=install,
         )
     ]
 
@@ -59,7 +96,7 @@ def bay_integrations() -> list[IntegrationRow]:
                     help="a CloakBrowser licence key, cb_…",
                 ),
             ),
-            vendor_env={"license_key": "CLOAKBROWSER_LICENSE_KEY"},
+            vendor_env={"license_key": contract.LICENSE_ENV},
             test_kind="shape-only",
         )
     ]

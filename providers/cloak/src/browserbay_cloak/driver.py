@@ -1,0 +1,163 @@
+"""Launch the CloakBrowser binary through Playwright's pipe, as the chromium provider does
+(the same private HOME, environment passthrough and marker switch for the orphan sweep:
+reused from :mod:`browserbay_chromium.driver`), plus the profile's own fingerprint seed and
+platform, and without Playwright's automation defaults.
+
+The licence key reaches only this browser's environment (``LaunchSpec.env``, under the
+vendor's ``CLOAKBROWSER_LICENSE_KEY``): never argv, never a log line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from browserbay.model import LaunchSpec
+from browserbay.paths import bay_paths
+from browserbay.refusals import Refusal
+from browserbay_chromium.driver import ChromiumHandle, browser_env, find_pid, launch_args
+from browserbay_cloak import contract, licence
+from browserbay_cloak.find import find_binary
+from browserbay_cloak.seats import Ledger
+
+if TYPE_CHECKING:
+    from playwright.async_api import Playwright
+
+#: The cloak browsers this keeper started and has not closed: the *used* seat count.
+LIVE: dict[str, CloakHandle] = {}
+
+
+def _alive(pid: int | None) -> bool:
+    if pid is None:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
+def seats_in_use() -> dict[str, str]:
+    """browser id -> the profile it runs (its directory's name) for the live cloak browsers;
+    the ones that died by themselves are dropped."""
+    for browser_id, handle in list(LIVE.items()):
+        if not _alive(handle.pid):
+            LIVE.pop(browser_id, None)
+    return {b: h.profile for b, h in LIVE.items()}
+
+
+class CloakHandle(ChromiumHandle):
+    profile = "ephemeral"
+
+    async def close(self, timeout: float) -> None:
+        try:
+            await super().close(timeout)
+        finally:
+            LIVE.pop(self.browser_id, None)
+
+
+def ledger() -> Ledger:
+    return Ledger(bay_paths().state / "cloak" / "seats.json")
+
+
+def seed_of(spec: LaunchSpec) -> str:
+    """The profile's stored seed. An ephemeral browser (no profile) gets a seed for this one
+    launch, as the vendor's wrapper does by default; a profile without one is refused
+    (seeds are minted once, at ``bay new``, and never re-minted behind the user's back)."""
+    seed = spec.options.get("seed", "")
+    if spec.user_data_dir is None:
+        return seed or contract.mint_seed()
+    if not contract.valid_seed(seed):
+        raise Refusal(
+            "backend_unavailable",
+            provider="cloak",
+            reason=f"profile {spec.user_data_dir.name} has no fingerprint seed (it was made "
+            "before cloak profiles minted one)",
+            fix="bay new <label> --provider cloak   (a new profile mints its seed once)",
+        )
+    return seed
+
+
+class CloakDriver:
+    async def launch(self, playwright: Playwright, spec: LaunchSpec) -> CloakHandle:
+        executable = await anyio.to_thread.run_sync(find_binary)
+        seed = seed_of(spec)
+        fingerprint_platform = spec.options.get("platform", contract.default_fingerprint_platform())
+        key = spec.env.get(contract.LICENSE_ENV)
+        book = ledger()
+        holders = seats_in_use()
+        seats = await anyio.to_thread.run_sync(book.seats, key, len(holders), spec.key_source)
+        if key and seats.at_ceiling():
+            raise licence.seat_taken(
+                key_source=spec.key_source,
+                used=seats.used,
+                holders=sorted(set(holders.values())),
+                why=f"the keeper's count, {seats.describe()}",
+            )
+        for sub in (".config", ".cache", ".local/share", "tmp"):
+            (spec.home / sub).mkdir(parents=True, exist_ok=True, mode=0o700)
+        env = browser_env(spec)
+        status_file = spec.home / "licence-status.json"
+        if key:
+            env[contract.STATUS_FILE_ENV] = str(status_file)
+        common: dict[str, Any] = {
+            "executable_path": str(executable),
+            "headless": spec.headless,
+            "args": [*launch_args(spec), *contract.fingerprint_args(seed, fingerprint_platform)],
+            "ignore_default_args": list(contract.IGNORE_DEFAULT_ARGS),
+            "env": env,
+            "handle_sigint": False,
+            "handle_sigterm": False,
+            "handle_sighup": False,
+        }
+        if spec.proxy:
+            common["proxy"] = {"server": spec.proxy}
+        try:
+            if spec.user_data_dir is not None:
+                ctx = await playwright.chromium.launch_persistent_context(
+                    str(spec.user_data_dir), **common
+                )
+                browser, context = ctx.browser, ctx
+            else:
+                browser, context = await playwright.chromium.launch(**common), None
+        except Exception as exc:
+            raise await self._failed(exc, executable, spec, status_file, key, holders) from None
+        pid = await anyio.to_thread.run_sync(find_pid, spec.browser_id)
+        handle = CloakHandle(spec.browser_id, browser, context, pid)
+        if spec.user_data_dir is not None:
+            handle.profile = spec.user_data_dir.name
+        LIVE[spec.browser_id] = handle
+        await anyio.to_thread.run_sync(book.launched, key, len(seats_in_use()))
+        return handle
+
+    async def _failed(
+        self,
+        exc: Exception,
+        executable: Path,
+        spec: LaunchSpec,
+        status_file: Path,
+        key: str | None,
+        holders: dict[str, str],
+    ) -> Refusal:
+        text = str(exc)
+        found = await anyio.to_thread.run_sync(licence.denial, text, status_file)
+        if found is not None:
+            if found.code == licence.SEAT_LIMIT:
+                await anyio.to_thread.run_sync(
+                    ledger().refused_at, key, len(holders), spec.key_source
+                )
+            return licence.refusal_for(
+                found,
+                key_source=spec.key_source,
+                used=len(holders),
+                holders=sorted(set(holders.values())),
+            )
+        return Refusal(
+            "backend_unavailable",
+            provider="cloak",
+            reason=f"{executable} failed to start: {licence.why_it_failed(text or repr(exc))}",
+            fix=f"run {executable} --version to see why; or point {contract.BINARY_ENV} at "
+            "another CloakBrowser binary",
+        )
