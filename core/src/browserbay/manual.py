@@ -31,6 +31,7 @@ SHIPPED_PLUGIN_VERBS: tuple[tuple[str, str], ...] = (
     ("cdp-url", "CDP endpoint of your tabs"),
     ("run", "a Playwright script on your tab"),
     ("chrome", "your own Chrome as a cdp profile"),
+    ("trace", "an HTML report of your last actions"),
 )
 
 _HEAD = """\
