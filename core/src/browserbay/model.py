@@ -205,6 +205,39 @@ class TierHint:
 
 
 @dataclass(frozen=True)
+class SiteHint:
+    """A claim that a site needs another rung of the ladder: ``{host, tier, backend, by, at,
+    why}``. It records who said so (an agent's session through ``bay blocked``), when and
+    why; it never changes a profile. ``tier`` is legal only while ``backend`` is empty: a
+    provider sits on exactly one tier, so once ``backend`` names one its tier is derived
+    from the provider's row, never stored twice."""
+
+    host: str
+    """The exact host (no registrable-domain guessing: two subdomains are two hosts)."""
+    tier: Tier | None
+    backend: str | None
+    by: str
+    at: float
+    why: str
+
+    def __post_init__(self) -> None:
+        from browserbay.refusals import Refusal
+
+        if self.tier is not None and self.backend:
+            raise Refusal(
+                "usage",
+                detail=f"a site hint names a tier only while it names no backend: "
+                f"{self.backend!r} already sits on its own tier (give --tier or --backend, "
+                "not both)",
+                verb="blocked",
+            )
+        if self.tier is not None and self.tier not in (1, 2, 3):
+            raise Refusal("usage", detail="--tier is 1, 2 or 3", verb="blocked")
+        if not self.host or self.host != self.host.strip().lower():
+            raise Refusal("usage", detail=f"{self.host!r} is not a host name", verb="blocked")
+
+
+@dataclass(frozen=True)
 class TransportRow:
     """A live-view transport: how frames of a target reach a human's page."""
 

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from browserbay.model import SiteHint
+
 #: Ordered migrations. Never edit a released one: append a new one.
 MIGRATIONS: Sequence[str] = (
     # 1: the foundation — sessions, the browsers the keeper started, keeper runs, audit.
@@ -123,6 +125,21 @@ MIGRATIONS: Sequence[str] = (
     """
     ALTER TABLE profiles ADD COLUMN options TEXT NOT NULL DEFAULT '{}';
     """,
+    # 5: site hints — claims that a host needs another tier or backend (never a detection).
+    # A tier only while no backend is named (a provider's tier is derived from its row).
+    """
+    CREATE TABLE site_hints (
+        id INTEGER PRIMARY KEY,
+        host TEXT NOT NULL,
+        tier INTEGER CHECK (tier IS NULL OR tier IN (1, 2, 3)),
+        backend TEXT,
+        by TEXT NOT NULL,
+        at REAL NOT NULL,
+        why TEXT NOT NULL,
+        CHECK (tier IS NULL OR backend IS NULL)
+    );
+    CREATE INDEX site_hints_host ON site_hints(host);
+    """,
 )
 
 
@@ -210,6 +227,8 @@ class Registry(Protocol):
     def audit_rows(self, profile_id: str | None, limit: int) -> list[dict[str, Any]]: ...
     # trigger intake (migration 3)
     def claim_trigger(self, uuid: str, action: str, session: str) -> str | None: ...
+    def add_site_hint(self, hint: SiteHint) -> None: ...
+    def site_hints(self, host: str) -> list[SiteHint]: ...
     def finish_trigger(self, uuid: str, result: str) -> None: ...
 
 
@@ -630,6 +649,21 @@ class SqliteRegistry:
 
     def finish_trigger(self, uuid: str, result: str) -> None:
         self.db.execute("UPDATE trigger_claims SET result=? WHERE uuid=?", (result, uuid))
+
+    # -- site hints -----------------------------------------------------------------------
+
+    def add_site_hint(self, hint: SiteHint) -> None:
+        self.db.execute(
+            "INSERT INTO site_hints(host, tier, backend, by, at, why) VALUES (?, ?, ?, ?, ?, ?)",
+            (hint.host, hint.tier, hint.backend or None, hint.by, hint.at, hint.why),
+        )
+
+    def site_hints(self, host: str) -> list[SiteHint]:
+        rows = self.db.execute(
+            "SELECT host, tier, backend, by, at, why FROM site_hints WHERE host=? ORDER BY id",
+            (host,),
+        ).fetchall()
+        return [SiteHint(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows]
 
     def audit_rows(self, profile_id: str | None, limit: int) -> list[dict[str, Any]]:
         sql = "SELECT at, session, profile, verb, ok, code FROM audit"

@@ -372,6 +372,19 @@ VERBS: tuple[Verb, ...] = (
     ),
     Verb("status", SESSION, "Your session, its profile, browser and tabs."),
     Verb(
+        "blocked",
+        SESSION,
+        "Say a page blocked you: your claim is recorded as a site hint for the user (never a "
+        "switch); answers what the hints say for that host.",
+        (
+            Arg("url", "value", "the page that blocked you"),
+            Arg("why", "value", "what you saw (a captcha, HTTP 403, 'access denied'…)"),
+            Arg("tier", "value", "the tier you suggest (2 or 3), when you name no backend"),
+            Arg("backend", "value", "the provider you suggest (cloak, cloud:steel…)"),
+        ),
+        example="bay blocked --url https://shop.example/cart --why 'captcha on every load'",
+    ),
+    Verb(
         "keeper",
         KEEPER,
         "The keeper daemon: status, stop, logs.",

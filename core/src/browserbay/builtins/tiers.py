@@ -39,6 +39,7 @@ def bay_tier_hint(failure: Failure) -> TierHint | None:
     what = f"HTTP {failure.status}" if blocked_status else f"a page titled {failure.title!r}"
     return TierHint(
         f"The site answered with {what}. This may be bot protection; a tier-2 profile "
-        "(a fingerprint browser or a hosted one) might fare better. Nothing was changed.",
+        "(a fingerprint browser or a hosted one) might fare better. Nothing was changed. "
+        "If it keeps you out, say so for the user: bay blocked --url <url> --why <what you saw>",
         suggest_tier=2,
     )

@@ -27,6 +27,7 @@ from browserbay.keeper.base import (  # noqa: F401 - re-exported for the keeper'
 from browserbay.keeper.browsers import BrowserPool
 from browserbay.keeper.controls import Controls, make_transports
 from browserbay.keeper.frames import ELEMENT_VERBS, PENDING, TRACED_VERBS, Recorder
+from browserbay.keeper.hints import blocked
 from browserbay.keeper.leases import Leases
 from browserbay.keeper.pageverbs import HANDLERS, Act, page_error
 from browserbay.keeper.profiles import ProfileBook
@@ -255,6 +256,11 @@ class Keeper(SessionVerbsMixin, AdminMixin):
         by_other = actor is not None and actor.id != session.ref.id
         if verb.name == "status":
             return await self._status(session, handle)
+        if verb.name == "blocked":  # a claim recorded for the user; no profile is touched
+            data, text = await blocked(
+                args, session.ref, self.registry, self.db, self.plugins.providers
+            )
+            return data, text, None
         if verb.name == "close":
             return await self._close(session, handle)
         if verb.name == "use":

@@ -145,6 +145,7 @@ async def _page_answer(act: Act, status: int | None = None) -> Answer:
         )
         if hint is not None:
             data["hint"] = hint.message
+            data["hint_tier"] = hint.suggest_tier
     return data, f"{title}\n{act.page.url}" if title else act.page.url
 
 

@@ -1,0 +1,95 @@
+"""``bay blocked``: an agent's claim that a page blocked it, recorded as a site hint
+``{host, tier, backend, by, at, why}`` and answered with what the hints now say for that
+host. A claim, never a detection, and never an escalation: no profile's provider changes.
+The tier of a hint that names a backend is derived from the provider's row, never stored."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from browserbay.model import ProviderRow, SessionRef, SiteHint
+from browserbay.refusals import Refusal
+from browserbay.store import Registry
+
+Db = Callable[..., Awaitable[Any]]
+
+
+def _host(url: str) -> str:
+    raw = url.strip()
+    host = urlsplit(raw if "://" in raw else f"https://{raw}").hostname
+    if not host:
+        raise Refusal("usage", detail=f"{url!r} names no host", verb="blocked")
+    return host.lower()
+
+
+def _tier(value: Any) -> int | None:
+    """The suggested tier as given; :class:`SiteHint` refuses one that is not 1-3."""
+    if value in (None, ""):
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise Refusal("usage", detail="--tier is 1, 2 or 3", verb="blocked") from None
+
+
+def hint_row(hint: SiteHint, providers: Mapping[str, ProviderRow]) -> dict[str, Any]:
+    row = providers.get(hint.backend or "")
+    return {
+        "host": hint.host,
+        "tier": hint.tier,
+        "backend": hint.backend,
+        "by": hint.by,
+        "at": hint.at,
+        "why": hint.why,
+        "suggests_tier": row.tier if row is not None else hint.tier,
+    }
+
+
+def _says(hint: dict[str, Any]) -> str:
+    what = (
+        f"backend {hint['backend']} (tier {hint['suggests_tier']})"
+        if hint["backend"]
+        else f"tier {hint['tier']}"
+        if hint["tier"]
+        else "no particular tier"
+    )
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(hint["at"]))
+    return f"  {when} session {hint['by']} says it is blocked ({hint['why']}); suggests {what}"
+
+
+async def blocked(
+    args: Mapping[str, Any],
+    session: SessionRef,
+    registry: Registry,
+    db: Db,
+    providers: Mapping[str, ProviderRow],
+) -> tuple[dict[str, Any], str]:
+    url = str(args.get("url") or "")
+    if not url:
+        raise Refusal(
+            "usage", detail="blocked needs --url (the page that blocked you)", verb="blocked"
+        )
+    why = str(args.get("why") or "").strip() or "(no reason given)"
+    backend = str(args.get("backend") or "").strip() or None
+    if backend is not None and backend not in providers:
+        raise Refusal(
+            "usage",
+            detail=f"no installed provider is called {backend!r} (bay plugins lists them)",
+            verb="blocked",
+        )
+    tier = _tier(args.get("tier"))
+    hint = SiteHint(_host(url), tier, backend, session.id, time.time(), why[:500])  # type: ignore[arg-type]
+    await db(registry.add_site_hint, hint)
+    rows = [hint_row(h, providers) for h in await db(registry.site_hints, hint.host)]
+    text = "\n".join(
+        [
+            f"recorded: you say {hint.host} blocked you. This is a claim for the user, not a "
+            "switch: nothing was changed, and no profile moves to another tier by itself.",
+            f"hints for {hint.host} ({len(rows)}):",
+            *(_says(r) for r in rows),
+        ]
+    )
+    return {"host": hint.host, "recorded": hint_row(hint, providers), "hints": rows}, text
