@@ -476,15 +476,15 @@ def test_keys_test_reaches_the_fake_vendor_named_by_the_row_and_records_its_verd
     assert key not in json.dumps(b.ok("keys", "list"))
 
 
-def test_the_key_needing_providers_are_listed_as_not_runnable_yet(home: Path) -> None:
+def test_the_key_needing_providers_are_listed_with_their_key_scope(home: Path) -> None:
     b = _bay(home, BAY_DEFAULT_PROVIDER="cloud:steel")
     providers = {p["id"]: p for p in b.ok("plugins")["providers"]}
     for pid in ("cloud:steel", "cloud:browser-use"):
-        assert providers[pid]["runnable"] is False
-        assert "bay keys set" in providers[pid]["problem"]
         assert providers[pid]["capabilities"]["key_scope"] == "user_or_cluster"
-    frame = assert_refused(b("open", "about:blank"), "backend_unavailable")
-    assert "not written yet" in frame["message"]
+    for pid in ("cloud:steel", "cloud:browser-use"):  # runnable: the key is asked at launch
+        assert providers[pid]["runnable"] is True
+    frame = assert_refused(b("open", "about:blank"), "backend_no_key")
+    assert frame["way_out"].startswith("bay keys set cloud:steel api_key")
 
 
 def test_keys_act_on_no_profile_even_with_two_attached(home: Path) -> None:

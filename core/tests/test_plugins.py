@@ -73,7 +73,7 @@ def test_builtins_and_the_installed_chromium_entry_point_load() -> None:
     assert "chromium" in plugins.providers
     assert names["keys"].builtin
     assert names["keys"].hooks == ("bay_verbs",)
-    # The default plugins declare the key-needing providers (not runnable yet) and keys.
+    # The default plugins declare the key-needing providers and keys.
     assert {"cloak", "cloud:steel"} <= set(plugins.providers)
     assert {"keyring", "file", "env"} <= set(plugins.key_sources)
 

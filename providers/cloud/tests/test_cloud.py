@@ -1,5 +1,6 @@
-"""The cloud:<vendor> rows: providers declared but not runnable yet, and one integration row
-per vendor whose key test is a credential exchange with the host inside its own URL field.
+"""The cloud:<vendor> rows: runnable providers whose session contract is data, and one
+integration row per vendor whose key test is a credential exchange with the host inside its
+own URL field.
 Each vendor's documented key check is exercised against browserbay.fakevendor — a local
 FAKE of that contract, not the vendor."""
 
@@ -28,16 +29,37 @@ IDS = {
 KEY = "bu_fake0123456789abcdefGHIJ"  # fits every vendor's pattern
 
 
-def test_every_vendor_has_a_provider_row_that_says_why_it_cannot_run() -> None:
+def test_every_vendor_has_a_runnable_provider_row() -> None:
     rows = {r.id: r for r in plugin.bay_providers()}
     assert set(rows) == IDS
     for row in rows.values():
         check_row(row)
         assert row.tier == 2
-        assert row.driver_factory is None
-        assert row.not_runnable
-        assert f"bay keys set {row.id} api_key" in row.not_runnable
+        assert row.driver_factory is not None
+        assert row.not_runnable is None
         assert row.capabilities.key_scope == "user_or_cluster"
+
+
+@pytest.mark.parametrize("vendor", VENDORS, ids=lambda v: v.id)
+def test_each_contract_is_complete_data(vendor: Vendor) -> None:
+    """Every row says where it was read, where the CDP URL and the session id are, and how
+    the session ends; every field a driver needs reaches it under a vendor variable name."""
+    c = vendor.contract
+    assert c.docs
+    assert all(d.startswith("https://") for d in c.docs)
+    if c.create is None:  # connecting starts it, disconnecting ends it
+        assert c.release is None
+        assert not c.cdp_field
+        assert c.connect_query, "a create-less vendor takes its key in the CDP URL"
+    else:
+        assert c.cdp_field
+        assert c.id_field
+        assert c.release is not None
+        assert "{session_id}" in c.release.path
+        assert "{session_id}" not in c.create.path
+    env = vendor.row().vendor_env
+    assert {"api_key", vendor.url_field} <= set(env)
+    assert vendor.fields_from_env({env["api_key"]: KEY, "UNRELATED": "x"}) == {"api_key": KEY}
 
 
 def test_every_integration_row_is_a_credential_exchange_with_a_derivable_default_host() -> None:

@@ -1,7 +1,7 @@
 """``cloud:<vendor>`` providers (tier 2: a vendor's hosted browser over CDP) and their
-integration rows. The driver is not written yet: every row says so (``not_runnable``), and
-the keys can be configured and tested first (``bay keys set cloud:steel api_key``,
-``bay keys test cloud:steel``).
+integration rows. A browser is a session created through the vendor's REST API, reached over
+CDP and released at stop (see :mod:`browserbay_cloud.driver`); keys are configured and tested
+with ``bay keys set cloud:steel api_key`` and ``bay keys test cloud:steel``.
 
 Each key test is a ``credential-exchange``: one read-only request to the host inside the
 row's own URL field (the vendor's documented default, or what the user set), nothing else.
@@ -9,9 +9,11 @@ row's own URL field (the vendor's documented default, or what the user set), not
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from browserbay.hookspecs import hookimpl
-from browserbay.model import Capabilities, IntegrationRow, ProviderRow
-from browserbay_cloud.vendors import VENDORS
+from browserbay.model import Capabilities, Driver, IntegrationRow, ProviderRow
+from browserbay_cloud.vendors import VENDORS, Vendor
 
 CAPABILITIES = Capabilities(
     has_cdp=True,
@@ -25,19 +27,28 @@ CAPABILITIES = Capabilities(
 )
 
 
+def driver_factory(vendor: Vendor) -> Callable[[], Driver]:
+    """The vendor's driver, imported at its first launch (httpx and Playwright stay out of
+    the keeper's start)."""
+
+    def make() -> Driver:
+        from browserbay_cloud.driver import CloudDriver
+
+        return CloudDriver(vendor)
+
+    return make
+
+
 @hookimpl
 def bay_providers() -> list[ProviderRow]:
     return [
         ProviderRow(
             id=v.id,
             tier=2,
-            summary=f"{v.title}: a hosted browser reached over CDP.",
+            summary=f"{v.title}: a hosted browser session, created through its API, reached "
+            "over CDP, released at stop.",
             capabilities=CAPABILITIES,
-            driver_factory=None,
-            not_runnable=(
-                f"the {v.title} driver is not written yet; its key can be configured and "
-                f"tested now (bay keys set {v.id} api_key; bay keys test {v.id})"
-            ),
+            driver_factory=driver_factory(v),
         )
         for v in VENDORS
     ]

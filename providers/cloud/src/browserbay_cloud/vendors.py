@@ -1,19 +1,67 @@
 """The hosted-browser vendors, as data: one row each, read from each vendor's public
 documentation (API base URL, the read-only endpoint a key check uses, how the key is sent,
-the vendor's own environment names). Not verified against the live services from here:
-``bay keys test cloud:<vendor>`` is that check, and a URL field lets a user point a row at
-another region or a self-hosted instance.
+the vendor's own environment names, and the session contract: how a session is created,
+where its CDP URL, id and live viewer are in the answer, how it is released). Not verified
+against the live services from here: ``bay keys test cloud:<vendor>`` is that check, and a URL
+field lets a user point a row at another region or a self-hosted instance. ``docs/cloud.md``
+lists, per vendor, what was read where.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 from browserbay.model import Exchange, IntegrationRow, KeyField
 
 URL_PATTERN = r"https?://[^\s/?#]+(/[^\s?#]*)?"
 KEY_PATTERN = r"[!-~]{8,}"  # printable, no spaces: the vendors publish no stricter shape
 BOOL_PATTERN = r"true|false"
+
+Method = Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
+
+
+@dataclass(frozen=True)
+class Call:
+    """One documented REST call: ``path`` may name ``{session_id}``; ``body`` is a JSON object
+    of templates filled from the key's fields (``{"projectId": "{project_id}"}``): an entry
+    whose field has no value is left out, ``true``/``false`` become JSON booleans, anything
+    else is sent as written. None: no body."""
+
+    method: Method
+    path: str
+    body: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class Contract:
+    """How a vendor's session lives, as its documentation describes it."""
+
+    docs: tuple[str, ...]
+    """Where this contract was read (the vendor's own pages)."""
+    create: Call | None
+    """The call that creates a session. None: the CDP URL is the API URL itself (its scheme
+    made ``ws``/``wss``) and connecting starts the browser."""
+    cdp_field: str = ""
+    """The field of the create answer holding the CDP URL (``ws(s)://``, or an ``http(s)://``
+    discovery endpoint Playwright resolves through ``/json/version``)."""
+    cdp_kind: Literal["ws", "http"] = "ws"
+    """What the documented CDP URL is: a WebSocket URL, or an ``http(s)://`` discovery
+    endpoint (``/json/version``). Playwright takes both; the fakes answer the documented one."""
+    id_field: str = ""
+    """The field of the create answer holding the session id (``{session_id}`` in paths)."""
+    view_field: str | None = None
+    """The field of the create answer holding the vendor's own live viewer URL."""
+    view: Call | None = None
+    """A second call that answers the viewer URL (when the create answer has none)."""
+    view_answer_field: str | None = None
+    """The field of ``view``'s answer holding the viewer URL."""
+    release: Call | None = None
+    """The call that ends the session. None: closing the CDP connection ends it."""
+    connect_query: Mapping[str, str] = field(default_factory=dict)
+    """Query parameters the vendor wants added to the CDP URL (templates: the key itself, for
+    vendors that take it there). Such a URL is a secret: never logged, shown or stored."""
 
 
 @dataclass(frozen=True)
@@ -33,10 +81,17 @@ class Vendor:
     key_help: str = ""
     extra: tuple[KeyField, ...] = ()
     extra_env: dict[str, str] = field(default_factory=dict)
+    contract: Contract = field(default_factory=lambda: Contract(docs=(), create=None))
 
     @property
     def id(self) -> str:
         return f"cloud:{self.name}"
+
+    def fields_from_env(self, env: Mapping[str, str]) -> dict[str, str]:
+        """The key's fields back from the launch environment the keeper resolved for this
+        provider (vendor variable name -> value): field name -> value."""
+        names = self.row().vendor_env
+        return {f: env[name] for f, name in names.items() if env.get(name)}
 
     def row(self) -> IntegrationRow:
         fields = (
@@ -84,6 +139,7 @@ VENDORS: tuple[Vendor, ...] = (
         "BROWSERBASE_API_KEY",
         "/v1/projects",
         headers={"X-BB-API-Key": "{api_key}"},
+        url_env="BROWSERBASE_BASE_URL",
         extra=(
             KeyField(
                 "project_id",
@@ -94,6 +150,23 @@ VENDORS: tuple[Vendor, ...] = (
             ),
         ),
         extra_env={"project_id": "BROWSERBASE_PROJECT_ID"},
+        contract=Contract(
+            docs=(
+                "https://docs.browserbase.com/reference/api/create-a-session",
+                "https://docs.browserbase.com/reference/api/session-live-urls",
+                "https://docs.browserbase.com/reference/api/update-session",
+            ),
+            create=Call("POST", "/v1/sessions", {"projectId": "{project_id}"}),
+            cdp_field="connectUrl",
+            id_field="id",
+            view=Call("GET", "/v1/sessions/{session_id}/debug"),
+            view_answer_field="debuggerFullscreenUrl",
+            release=Call(
+                "POST",
+                "/v1/sessions/{session_id}",
+                {"status": "REQUEST_RELEASE", "projectId": "{project_id}"},
+            ),
+        ),
     ),
     Vendor(
         "browserless",
@@ -106,6 +179,14 @@ VENDORS: tuple[Vendor, ...] = (
         url_env="BROWSERLESS_API_URL",
         extra=(_stealth(),),
         extra_env={"stealth": "BROWSERLESS_STEALTH"},
+        contract=Contract(
+            docs=(
+                "https://docs.browserless.io/baas/connection-url-patterns",
+                "https://docs.browserless.io/examples/playwright-connection",
+            ),
+            create=None,
+            connect_query={"token": "{api_key}"},
+        ),
     ),
     Vendor(
         "kernel",
@@ -115,8 +196,22 @@ VENDORS: tuple[Vendor, ...] = (
         "KERNEL_API_KEY",
         "/browsers",
         headers={"Authorization": "Bearer {api_key}"},
+        url_env="KERNEL_BASE_URL",
         extra=(_stealth(),),
         extra_env={"stealth": "KERNEL_STEALTH"},
+        contract=Contract(
+            docs=(
+                "https://kernel.sh/docs/browsers/create-a-browser",
+                "https://www.kernel.sh/docs/api-reference/browsers/update-browser-session",
+                "https://www.kernel.sh/docs/api-reference/browsers/"
+                "delete-a-browser-session-by-id-or-name",
+            ),
+            create=Call("POST", "/browsers", {"stealth": "{stealth}"}),
+            cdp_field="cdp_ws_url",
+            id_field="session_id",
+            view_field="browser_live_view_url",
+            release=Call("DELETE", "/browsers/{session_id}"),
+        ),
     ),
     Vendor(
         "steel",
@@ -126,6 +221,20 @@ VENDORS: tuple[Vendor, ...] = (
         "STEEL_API_KEY",
         "/v1/sessions",
         headers={"steel-api-key": "{api_key}"},
+        url_env="STEEL_BASE_URL",
+        contract=Contract(
+            docs=(
+                "https://docs.steel.dev/overview/reference",
+                "https://docs.steel.dev/integrations/playwright",
+                "https://docs.steel.dev/overview/sessions-api/session-lifecycle",
+            ),
+            create=Call("POST", "/v1/sessions", {}),
+            cdp_field="websocketUrl",
+            id_field="id",
+            view_field="sessionViewerUrl",
+            release=Call("POST", "/v1/sessions/{session_id}/release"),
+            connect_query={"apiKey": "{api_key}"},
+        ),
     ),
     Vendor(
         "hyperbrowser",
@@ -135,6 +244,19 @@ VENDORS: tuple[Vendor, ...] = (
         "HYPERBROWSER_API_KEY",
         "/api/sessions",
         headers={"x-api-key": "{api_key}"},
+        url_env="HYPERBROWSER_BASE_URL",
+        contract=Contract(
+            docs=(
+                "https://hyperbrowser.ai/docs/sessions/lifecycle",
+                "https://hyperbrowser.ai/docs/api-reference/stop-a-session",
+                "https://hyperbrowser.ai/docs/openapi.json",
+            ),
+            create=Call("POST", "/api/session", {}),
+            cdp_field="wsEndpoint",
+            id_field="id",
+            view_field="liveUrl",
+            release=Call("PUT", "/api/session/{session_id}/stop"),
+        ),
     ),
     Vendor(
         "browser-use",
@@ -144,7 +266,21 @@ VENDORS: tuple[Vendor, ...] = (
         "BROWSER_USE_API_KEY",
         "/api/v3/billing/account",
         headers={"X-Browser-Use-API-Key": "{api_key}"},
+        url_env="BROWSER_USE_BASE_URL",
         key_pattern=r"bu_[!-~]{8,}",
         key_help="a Browser Use API key, bu_…",
+        contract=Contract(
+            docs=(
+                "https://docs.browser-use.com/cloud/browser/quickstart",
+                "https://docs.browser-use.com/cloud/api-v3/browsers/create-browser-session",
+                "https://docs.browser-use.com/cloud/api-v3/browsers/update-browser-session",
+            ),
+            create=Call("POST", "/api/v3/browsers", {}),
+            cdp_field="cdpUrl",
+            cdp_kind="http",
+            id_field="id",
+            view_field="liveUrl",
+            release=Call("PATCH", "/api/v3/browsers/{session_id}", {"action": "stop"}),
+        ),
     ),
 )

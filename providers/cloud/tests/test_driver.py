@@ -1,0 +1,157 @@
+"""The cloud driver against FAKE vendors (``fakecloud.FakeCloud``: local servers playing each
+vendor's documented session API, with a real local Chromium behind each session). The real
+services are never reached from here.
+
+Chromium launches are kept few: the failure paths stop before any browser starts (a refused
+key, a create without a CDP URL) or reuse one fake per vendor.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from browserbay.model import LaunchSpec
+from browserbay.refusals import Refusal
+from browserbay_cloud.driver import CloudDriver
+from browserbay_cloud.sessions import VendorApi
+from browserbay_cloud.vendors import VENDORS, Vendor
+from providers.cloud.tests.fakecloud import FakeCloud
+from tests.helpers import assert_refused
+
+KEY = "bu_fakeKEY0123456789abcdefGHIJ"  # fits every vendor's pattern
+WRONG = "bu_wrongKEY0123456789abcdefXY"
+BY_NAME = {v.name: v for v in VENDORS}
+#: The create body each vendor's docs describe, with a project id set and stealth not set
+#: (an optional field without a value is left to the vendor's default).
+CREATE_BODY: dict[str, Any] = {
+    "browserbase": {"projectId": "proj-fake"},
+    "kernel": {},
+    "steel": {},
+    "hyperbrowser": {},
+    "browser-use": {},
+}
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+async def playwright() -> AsyncIterator[Any]:
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as p:
+        yield p
+
+
+def spec(vendor: Vendor, fake: FakeCloud, tmp_path: Path, key: str = KEY) -> LaunchSpec:
+    """What the keeper hands a driver: the key's fields under the vendor's own names."""
+    env = vendor.row().vendor_env
+    values = {"api_key": key, vendor.url_field: fake.url, "project_id": "proj-fake"}
+    return LaunchSpec(
+        browser_id="bb-test",
+        home=tmp_path,
+        env={env[f]: v for f, v in values.items() if f in env},
+    )
+
+
+@pytest.mark.parametrize("vendor", VENDORS, ids=lambda v: v.id)
+async def test_create_connect_open_and_release_at_stop(
+    vendor: Vendor, playwright: Any, tmp_path: Path, demo: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="browserbay")
+    with FakeCloud(vendor, KEY) as fake:
+        handle = await CloudDriver(vendor).launch(playwright, spec(vendor, fake, tmp_path))
+        assert fake.launches == 1
+        (sid,) = fake.sessions
+        assert handle.pid is None
+        assert handle.persistent_context is not None
+        page = await handle.persistent_context.new_page()
+        await page.goto(demo + "/shop.html")
+        assert await page.title() == "Shop"
+        assert fake.released == []  # nothing released while it is in use
+        if vendor.contract.view_field or vendor.contract.view:
+            assert handle.live_view_url == f"{fake.url}/live/{sid}"
+        else:
+            assert handle.live_view_url is None
+        await handle.close(10)
+        how = fake.wait_released(sid)
+        assert how == ("release" if vendor.contract.release else "disconnect")
+        assert fake.live() == []
+        assert all(s.authorized for s in fake.seen)
+        create = vendor.contract.create
+        bodies = [s.body for s in fake.seen if create and s.path == create.path]
+        assert bodies == ([CREATE_BODY[vendor.name]] if create else [])
+    logged = "\n".join(r.getMessage() for r in caplog.records if r.name.startswith("browserbay"))
+    assert f"session {sid if vendor.contract.release else '-'} released" in logged
+    assert KEY not in logged
+    assert "ws://" not in logged
+
+
+async def test_a_failed_connect_after_create_still_releases(
+    playwright: Any, tmp_path: Path
+) -> None:
+    vendor = BY_NAME["steel"]
+    with FakeCloud(vendor, KEY, refuse_connect=True) as fake:
+        with pytest.raises(Refusal) as caught:
+            await CloudDriver(vendor).launch(playwright, spec(vendor, fake, tmp_path))
+        frame = assert_refused(caught.value, "backend_unavailable")
+        (sid,) = fake.sessions
+        assert fake.wait_released(sid) == "release"
+        assert KEY not in str(frame)
+        assert "<a URL held back>" in frame["message"]
+        assert "/session/" not in frame["message"]
+
+
+@pytest.mark.parametrize("name", ["kernel", "browserless"])
+async def test_a_wrong_key_is_the_vendors_401_classified(
+    name: str, playwright: Any, tmp_path: Path
+) -> None:
+    """A header key (Kernel: refused at the create) and a key in the CDP URL (Browserless:
+    refused at the WebSocket handshake) end the same way, and nothing starts."""
+    vendor = BY_NAME[name]
+    with FakeCloud(vendor, KEY) as fake:
+        with pytest.raises(Refusal) as caught:
+            await CloudDriver(vendor).launch(playwright, spec(vendor, fake, tmp_path, WRONG))
+        frame = assert_refused(caught.value, "backend_key_invalid")
+        assert frame["data"]["status"] == 401
+        assert frame["way_out"].startswith(f"bay keys set {vendor.id} api_key")
+        assert WRONG not in str(frame)
+        assert fake.launches == 0
+
+
+async def test_a_create_answer_without_a_cdp_url_releases_what_it_created(
+    playwright: Any, tmp_path: Path
+) -> None:
+    """A vendor answer that lacks the documented field is refused by name, and the session it
+    did create is released (negative control for the field names in the rows)."""
+    from dataclasses import replace
+
+    vendor = BY_NAME["hyperbrowser"]
+    broken = replace(vendor, contract=replace(vendor.contract, cdp_field="noSuchField"))
+    with FakeCloud(vendor, KEY) as fake:
+        with pytest.raises(Refusal) as caught:
+            await CloudDriver(broken).launch(playwright, spec(broken, fake, tmp_path))
+        frame = assert_refused(caught.value, "backend_unavailable")
+        assert "noSuchField" in frame["message"]
+        (sid,) = fake.sessions
+        assert fake.wait_released(sid) == "release"
+
+
+def test_scrub_blots_the_key_and_urls_out_of_any_message() -> None:
+    vendor = BY_NAME["steel"]
+    api = VendorApi(vendor, {"api_key": KEY, "api_url": "http://127.0.0.1:9"})
+    url = api.connect_url("wss://connect.example/?sessionId=s1")
+    assert f"apiKey={KEY}" in url
+    text = api.scrub(f"Unexpected status 401 when connecting to {url}; key {KEY}")
+    assert KEY not in text
+    assert "connect.example" not in text
+    assert "401" in text
