@@ -227,3 +227,79 @@ def test_bay_provider_install_cloak_fetches_only_when_asked_and_checks_it(
     providers = {p["id"]: p for p in b.ok("plugins")["providers"]}
     assert providers["cloak"]["problem"] is None  # found in the vendor's cache now
     assert_refused(b("provider", "install", "chromium"), "usage")  # nothing to install
+
+
+def _licence_stand_in(home: Path) -> tuple[Path, Path]:
+    """A stand-in binary that answers like the Pro binary's licence check when ``deny`` holds
+    an exit code (76 seat limit, 77 invalid key), and is Debian's Chromium otherwise."""
+    deny = home / "deny"
+    script = home / "cloak-stand-in.sh"
+    script.write_text(
+        f'#!/bin/sh\nif [ -e {deny} ]; then exit "$(cat {deny})"; fi\nexec {STAND_IN} "$@"\n'
+    )
+    script.chmod(0o755)
+    return script, deny
+
+
+def _cloak_profiles(b: Bay, *labels: str) -> list[str]:
+    ids = []
+    for n, label in enumerate(labels):
+        pid = b.ok("new", label, "--provider", "cloak")["id"]
+        b.ok("use", pid, session=f"s{n}")
+        ids.append(pid)
+    return ids
+
+
+def test_licence_exit_codes_and_a_fresh_seat_total_refuse_by_name(home: Path, demo: str) -> None:
+    script, deny = _licence_stand_in(home)
+    b = _bay(home, CLOAKBROWSER_BINARY_PATH=str(script), BAY_INTEGRATION_CLOAK_LICENSE_KEY="")
+    key = "cb_users_own_licence_0123456789"
+    assert b.ok("keys", "set", "cloak", "license_key", stdin=key + "\n")["source"] == "user"
+    first, second = _cloak_profiles(b, "first", "second")
+
+    deny.write_text("77")
+    frame = assert_refused(b("open", f"{demo}/", session="s0"), "backend_key_invalid")
+    assert frame["data"]["source"] == "user"
+    assert key not in json.dumps(frame)
+    deny.unlink()
+    b.ok("open", f"{demo}/", session="s0")  # one seat in use, by `first`
+
+    deny.write_text("76")  # the binary: seat limit reached
+    frame = assert_refused(b("open", f"{demo}/", session="s1"), "backend_seat_taken")
+    assert frame["data"]["said_by"] == "the binary"
+    assert frame["data"]["holders"] == [first]
+    deny.unlink()
+    # The total (1) is now known and fresh: the keeper's own count refuses before launching,
+    # though the binary would start now.
+    frame = assert_refused(b("open", f"{demo}/", session="s1"), "backend_seat_taken")
+    assert frame["data"]["said_by"].startswith("the keeper's count")
+    assert "1 used / 1 total" in frame["message"]
+    assert first in frame["message"]
+    assert [x["profile"] for x in b.ok("keeper", "status")["browsers"]] == [first]
+    ledger = (home / "state" / "cloak" / "seats.json").read_text()
+    assert key not in ledger
+
+    b.ok("close", session="s0")  # frees the seat
+    _wait_stopped(b, first)
+    assert b.ok("open", f"{demo}/", session="s1")["status"] == 200  # under the total now
+    assert second in [x["profile"] for x in b.ok("keeper", "status")["browsers"]]
+
+
+def test_a_cluster_default_never_learns_a_total_so_never_refuses_by_count(
+    home: Path, demo: str
+) -> None:
+    """Negative control: the same refusal from the binary under a cluster default (seats shared
+    fleet-wide) leaves the total unknown, and an unknown total never refuses."""
+    script, deny = _licence_stand_in(home)
+    b = _bay(home, CLOAKBROWSER_BINARY_PATH=str(script))  # the cluster default key
+    first, second = _cloak_profiles(b, "first", "second")
+    b.ok("open", f"{demo}/", session="s0")
+    deny.write_text("76")
+    frame = assert_refused(b("open", f"{demo}/", session="s1"), "backend_seat_taken")
+    assert "cluster default" in frame["message"]
+    assert first not in frame["message"]  # it cannot know who holds the shared seats
+    assert frame["way_out"].startswith("bay keys set cloak license_key")
+    deny.unlink()
+    assert b.ok("open", f"{demo}/", session="s1")["status"] == 200  # no ceiling from unknown
+    running = {x["profile"] for x in b.ok("keeper", "status")["browsers"]}
+    assert running == {first, second}

@@ -17,7 +17,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from browserbay.hookspecs import hookimpl
-from browserbay.model import Capabilities, Installer, IntegrationRow, KeyField, ProviderRow
+from browserbay.model import (
+    Capabilities,
+    DoctorCheck,
+    Installer,
+    IntegrationRow,
+    KeyField,
+    ProviderRow,
+)
 from browserbay.refusals import Refusal
 from browserbay_cloak import contract
 from browserbay_cloak.driver import CloakDriver
@@ -57,6 +64,18 @@ def probe() -> str | None:
     except Refusal as exc:
         return f"{exc.fields.get('reason')}; {exc.fields.get('fix')}"
     return None
+
+
+@hookimpl
+def bay_doctor_checks() -> list[DoctorCheck]:
+    """Where the CloakBrowser binary is, or how to install it. Never runs the binary (a Pro
+    build checks its licence with the vendor at start)."""
+    try:
+        path = find_binary()
+    except Refusal as exc:
+        reason, fix = str(exc.fields.get("reason")), str(exc.fields.get("fix"))
+        return [DoctorCheck("browser", "cloak", "warn", f"tier 2 unavailable: {reason}", fix)]
+    return [DoctorCheck("browser", "cloak", "ok", str(path))]
 
 
 def install(installer: Installer) -> str:
