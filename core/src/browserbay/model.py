@@ -54,6 +54,10 @@ class Capabilities:
     """The keeper reaches its browsers at a CDP URL (somebody else's browser, a vendor's),
     not over a pipe: a session-scoped CDP endpoint (``bay cdp-url``, ``bay run``) can be
     served for a lease on it. Its handles carry that URL as ``cdp_url``."""
+    provider_view: bool = False
+    """Its browsers come with the vendor's own live viewer (a URL per session, a
+    ``provider-view`` live-view target): ``bay live`` starts the browser and answers that URL
+    (its handles carry it as ``live_view_url``) instead of a CDP-screencast link."""
 
     def cell(self, name: str) -> bool:
         value = getattr(self, name, None)
@@ -74,6 +78,7 @@ class Capabilities:
             "allowed_domains": self.allowed_domains,
             "remote_host": self.remote_host,
             "cdp_endpoint": self.cdp_endpoint,
+            "provider_view": self.provider_view,
         }
 
 
@@ -110,7 +115,9 @@ class BrowserHandle(Protocol):
     persistent_context: BrowserContext | None
     """The one context of a persistent user-data-dir, when there is one. A handle may also
     carry ``cdp_url`` (a ``ws://`` URL): the browser's own CDP endpoint, for providers with
-    the ``cdp_endpoint`` cell, and ``context_options`` (see :func:`context_options`)."""
+    the ``cdp_endpoint`` cell, ``context_options`` (see :func:`context_options`), and
+    ``live_view_url``: the vendor's own live viewer, for providers with the ``provider_view``
+    cell."""
 
     async def close(self, timeout: float) -> None:
         """Close gracefully (CDP ``Browser.close``) within ``timeout`` seconds. Never SIGKILL a
@@ -489,6 +496,10 @@ class VerbContext:
     ``profiles``…) as part of this one; answers its ``(data, text)``."""
     providers: Mapping[str, ProviderRow] = field(default_factory=dict)
     """The provider rows the keeper loaded, by id (read them, never change them)."""
+    live_view_url: Callable[[], str | None] = lambda: None
+    """``ctx.live_view_url()``: the vendor's own live viewer of the lease's browser once it
+    runs (``await ctx.page()`` first), for providers with the ``provider_view`` cell; None
+    otherwise."""
 
 
 VerbHandler = Callable[[VerbContext], Awaitable[tuple[dict[str, Any], str]]]

@@ -112,3 +112,14 @@ def test_a_url_field_accepts_a_region_or_self_hosted_base_and_refuses_junk() -> 
 
     with pytest.raises(Refusal):
         check_value(row, url, "production-lon.browserless.io")
+
+
+def test_the_vendors_own_viewer_is_a_provider_view_target_where_documented() -> None:
+    rows = {r.id: r for r in plugin.bay_providers()}
+    viewers = {v.id for v in VENDORS if v.has_viewer}
+    assert viewers == IDS - {"cloud:browserless"}  # Browserless documents no viewer URL
+    for pid, row in rows.items():
+        assert row.capabilities.provider_view is (pid in viewers)
+    (transport,) = plugin.bay_live_view_transports()
+    assert transport.target_kinds == ("provider-view",)
+    assert transport.factory is None  # the page is the vendor's

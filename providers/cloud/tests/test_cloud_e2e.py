@@ -73,6 +73,14 @@ def test_open_a_page_then_a_failing_verb_then_close_releases_the_session(
     assert opened["title"] == "Shop"
     (sid,) = fake.sessions
     assert fake.live() == [sid]
+    live = bay.ok("live", session=who)
+    if vendor.has_viewer:  # the vendor's own viewer, as its create (or view) call answered
+        assert live["transport"] == "provider-view"
+        assert live["url"] == f"{fake.url}/live/{sid}"
+    else:  # Browserless documents none: the CDP-screencast link of the web transport
+        assert live["transport"] == "web"
+        assert live["url"].startswith("http://127.0.0.1:")
+        assert fake.url not in live["url"]
     failed = bay("click", "#no-such-thing", "--timeout", "3", session=who)
     assert_refused(failed, "target_not_found")
     assert fake.released == []  # a failed verb leaves the session to its owner
@@ -97,8 +105,11 @@ def test_a_browser_the_vendor_drops_is_released_and_the_next_verb_gets_a_new_one
     profile = bay.ok("new", "c-dropped", "--provider", vendor.id)["id"]
     before = set(fake.sessions)
     bay.ok("use", profile, session="s-drop")
-    bay.ok("open", f"{demo}/shop.html", session="s-drop")
+    live = bay.ok("live", session="s-drop")  # before any page verb: it starts the browser
     (first,) = set(fake.sessions) - before
+    assert live["url"] == f"{fake.url}/live/{first}"
+    bay.ok("open", f"{demo}/shop.html", session="s-drop")
+    assert set(fake.sessions) - before == {first}
     fake.kill(first)  # the vendor's timeout or crash: not a release we asked for
     # The keeper saw the disconnect and made the documented release call anyway.
     assert fake.wait_released(first) == "release"
@@ -106,6 +117,7 @@ def test_a_browser_the_vendor_drops_is_released_and_the_next_verb_gets_a_new_one
     assert again["title"] == "Sign up"
     (second,) = set(fake.sessions) - before - {first}
     assert fake.live() == [second]
+    assert bay.ok("live", session="s-drop")["url"] == f"{fake.url}/live/{second}"
     bay.ok("close", session="s-drop")
     fake.wait_released(second)
 

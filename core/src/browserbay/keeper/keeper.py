@@ -327,6 +327,11 @@ class Keeper(SessionVerbsMixin, AdminMixin):
                 adopt=lambda page: self.leases.adopt(page, lease).id,
                 keeper_verb=lambda name, a: self._keeper_verb(name, a, None),
                 providers=self.plugins.providers,
+                live_view_url=lambda: (
+                    getattr(lease.browser.handle, "live_view_url", None)
+                    if lease.browser is not None
+                    else None
+                ),
             )
             data, text = await self.plugins.verbs[verb.name].handler(ctx)
             return data, text, lease.profile

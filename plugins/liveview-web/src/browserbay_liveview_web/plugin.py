@@ -60,10 +60,43 @@ def bay_live_view_transports() -> list[TransportRow]:
 # -- verbs ----------------------------------------------------------------------------------
 
 
+async def _provider_view(ctx: VerbContext) -> tuple[dict[str, Any], str] | None:
+    """The vendor's own viewer, for a provider whose row has the ``provider_view`` cell (a
+    ``provider-view`` target): its browser is started to have one. None otherwise."""
+    row = ctx.providers.get(ctx.profile.provider)
+    if row is None or not row.capabilities.provider_view:
+        return None
+    await ctx.page()
+    url = ctx.live_view_url()
+    if url is None:
+        return None  # this session came without one: the screencast link instead
+    data = {
+        "url": url,
+        "transport": "provider-view",
+        "provider": row.id,
+        "profile": ctx.profile.id,
+    }
+    text = (
+        f"{url}\n"
+        f"the {row.id} vendor's own live viewer of this browser: browserbay's Take over and "
+        "Hand back do not apply there (your verbs are not paused while a human acts in it)"
+    )
+    return data, text
+
+
 async def live(ctx: VerbContext) -> tuple[dict[str, Any], str]:
+    viewed = await _provider_view(ctx)
+    if viewed is not None:
+        return viewed
     mode: Mode = "watch" if ctx.args.get("watch") else "control"
     url = await _transport().link(ctx.session.id, ctx.profile.id, mode)
-    data = {"url": url, "mode": mode, "expires_in_s": 60, "profile": ctx.profile.id}
+    data = {
+        "url": url,
+        "transport": KIND,
+        "mode": mode,
+        "expires_in_s": 60,
+        "profile": ctx.profile.id,
+    }
     text = (
         f"{url}\n"
         f"one use, open it within 60 s ({mode}"

@@ -10,10 +10,13 @@ row's own URL field (the vendor's documented default, or what the user set), not
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from browserbay.hookspecs import hookimpl
-from browserbay.model import Capabilities, Driver, IntegrationRow, ProviderRow
+from browserbay.model import Capabilities, Driver, IntegrationRow, ProviderRow, TransportRow
 from browserbay_cloud.vendors import VENDORS, Vendor
+
+PROVIDER_VIEW = "provider-view"
 
 CAPABILITIES = Capabilities(
     has_cdp=True,
@@ -47,7 +50,7 @@ def bay_providers() -> list[ProviderRow]:
             tier=2,
             summary=f"{v.title}: a hosted browser session, created through its API, reached "
             "over CDP, released at stop.",
-            capabilities=CAPABILITIES,
+            capabilities=replace(CAPABILITIES, provider_view=v.has_viewer),
             driver_factory=driver_factory(v),
         )
         for v in VENDORS
@@ -57,3 +60,15 @@ def bay_providers() -> list[ProviderRow]:
 @hookimpl
 def bay_integrations() -> list[IntegrationRow]:
     return [v.row() for v in VENDORS]
+
+
+@hookimpl
+def bay_live_view_transports() -> list[TransportRow]:
+    return [
+        TransportRow(
+            PROVIDER_VIEW,
+            "the vendor's own live viewer of a cloud session (a URL it hosts; bay live answers "
+            "it for providers with the provider_view cell)",
+            (PROVIDER_VIEW,),
+        )
+    ]

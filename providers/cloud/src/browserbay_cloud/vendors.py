@@ -87,6 +87,11 @@ class Vendor:
     def id(self) -> str:
         return f"cloud:{self.name}"
 
+    @property
+    def has_viewer(self) -> bool:
+        """The vendor documents a live-viewer URL per session (a ``provider-view`` target)."""
+        return self.contract.view_field is not None or self.contract.view is not None
+
     def fields_from_env(self, env: Mapping[str, str]) -> dict[str, str]:
         """The key's fields back from the launch environment the keeper resolved for this
         provider (vendor variable name -> value): field name -> value."""
