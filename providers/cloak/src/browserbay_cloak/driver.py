@@ -52,10 +52,10 @@ class CloakHandle(ChromiumHandle):
     profile = "ephemeral"
 
     async def close(self, timeout: float) -> None:
-        try:
-            await super().close(timeout)
-        finally:
-            LIVE.pop(self.browser_id, None)
+        # The seat is given back as the close starts: the keeper stops listing the browser
+        # then, and a launch racing the exit is the binary's to refuse (76), not our count's.
+        LIVE.pop(self.browser_id, None)
+        await super().close(timeout)
 
 
 def ledger() -> Ledger:
