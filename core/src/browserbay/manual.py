@@ -28,6 +28,7 @@ SHIPPED_PLUGIN_VERBS: tuple[tuple[str, str], ...] = (
     ("live", "a link to watch or take over"),
     ("window", "native windows, tier 3"),
     ("keys", "provider keys: the human sets them"),
+    ("provider", "install a provider's browser: the human's call"),
     ("cdp-url", "CDP endpoint of your tabs"),
     ("run", "a Playwright script on your tab"),
     ("chrome", "your own Chrome as a cdp profile"),

@@ -149,3 +149,11 @@ def test_the_checks_themselves() -> None:
         verify_signature(manifest, sig, contract.SIGNING_KEYS)  # not the vendor's signature
     sums = parse_checksums(manifest.decode() + "\njunk line\nabc  short.tar.gz\n")
     assert list(sums) == ["cloakbrowser-linux-x64.tar.gz"]
+
+
+def test_a_mirror_must_be_http(cache: Path) -> None:
+    env = {contract.CACHE_ENV: str(cache), contract.DOWNLOAD_ENV: "file:///tmp/x"}
+    with pytest.raises(Refusal) as refused:
+        install(_installer([]), {**env, contract.VERSION_ENV: VERSION})
+    assert "http(s) URL" in assert_refused(refused.value, "install_failed")["message"]
+    assert _left(cache) == []

@@ -177,6 +177,11 @@ def install(installer: Installer, env: Mapping[str, str] | None = None) -> str:
     if binary.is_file() and os.access(binary, os.X_OK):
         return f"CloakBrowser {version} is already installed: {binary}"
     base, name = contract.release_base(version, env), contract.archive_name(tag)
+    if not base.startswith(("https://", "http://")):
+        raise _refuse(
+            f"{contract.DOWNLOAD_ENV} must be an http(s) URL, not {base.split('/chromium-v')[0]!r}",
+            f"set {contract.DOWNLOAD_ENV} to your mirror's https:// URL, or unset it",
+        )
     mirror = bool(env.get(contract.DOWNLOAD_ENV))
     mirror_keys = tuple(k.strip() for k in env.get(MIRROR_KEYS_ENV, "").split(",") if k.strip())
     keys = contract.SIGNING_KEYS + (mirror_keys if mirror else ())
