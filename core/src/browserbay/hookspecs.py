@@ -190,8 +190,10 @@ def bay_browser_started(browser: BrowserInfo) -> None:
 @hookspec
 def bay_browser_stopped(browser: BrowserInfo, reason: str) -> None:
     """A browser the keeper started has stopped. ``reason``: ``idle`` (no session used it
-    for the grace period), ``keeper_stop`` (the keeper is shutting down) or ``crashed`` (it
-    went away by itself; its sessions get a fresh browser at their next verb)."""
+    for the grace period), ``keeper_stop`` (the keeper is shutting down), ``crashed`` (it
+    went away by itself; its sessions get a fresh browser at their next verb), ``switch``
+    (a backend switch restarts the profile on another provider) or ``switch_failed`` (the
+    new backend's browser, stopped as a failed switch rolls back)."""
     raise NotImplementedError
 
 

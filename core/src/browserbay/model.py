@@ -40,7 +40,10 @@ class Capabilities:
     key_scope: KeyScope = "none"
     """Which key the provider needs, if any (see the key hooks)."""
     can_switch_to: tuple[str, ...] = ()
-    """Provider ids a live profile on this provider can switch its backend to."""
+    """Provider ids a profile on this provider can switch its backend to and from (``bay
+    backend <provider>``): the two open the same kind of user-data-dir. A pair can switch
+    when either row names the other, so a new provider declares the ones whose directories
+    it can open without their plugins knowing it."""
     lease_kind: LeaseKind = "tab"
     headed: bool = False
     """Runs with a visible window by default."""
@@ -165,7 +168,12 @@ class ProviderRow:
     to store, or raises a :class:`~browserbay.refusals.Refusal` (a missing or unreachable
     ``--cdp-url``). It may add options of its own that are minted once and kept (the cloak
     provider's fingerprint ``seed``); given options it answered before, it answers them
-    unchanged."""
+    unchanged. A backend switch to this provider calls it with the profile's stored options:
+    whatever the profile already holds is kept as it was (a switch never re-mints)."""
+    browser_major: Callable[[], int | None] | None = None
+    """The Chromium major of the browser this provider would launch now (its binary's
+    ``--version``; see :func:`browserbay.ladder.binary_major`), or None when it cannot tell.
+    Called in a worker thread by the version ladder of ``bay backend <provider>``."""
     install: Callable[[Installer], str] | None = None
     """What ``bay provider install <id>`` runs (in a worker thread): fetch and verify the
     provider's binary, reporting progress through the :class:`Installer`; answers a line
@@ -454,7 +462,8 @@ class LeaseInfo:
     tabs: tuple[str, ...]
     ended: str | None = None
     """At ``detached``: why the lease ended — ``closed`` (``bay close``/``bay detach``: the
-    session let it go), ``idle``, ``keeper_stop``, ``crashed`` or ``restart``. None otherwise."""
+    session let it go), ``idle``, ``keeper_stop``, ``crashed``, ``restart`` or ``switch`` (a
+    backend switch: the lease reattaches to the new browser at once). None otherwise."""
 
 
 @dataclass

@@ -61,6 +61,35 @@ _ROWS = (
         "wait for the handback, then run it again: {command}",
     ),
     Code(
+        "browser_restarting",
+        "The browser of profile {profile} is restarting on the {provider} backend (a backend "
+        "switch): your verb did not run",
+        "run it again in a moment: your tabs come back with the same ids at the same URLs "
+        "(bay status shows when the switch is done)",
+    ),
+    Code(
+        "backend_downgrade",
+        "Profile {profile} cannot switch to {provider}: {why}",
+        "{fix}",
+    ),
+    Code(
+        "backend_version_unknown",
+        "Profile {profile} cannot switch to {provider} safely: {why} ({evidence})",
+        "if you know no newer Chromium wrote it: bay backend {provider} --confirm-version",
+    ),
+    Code(
+        "no_proposal",
+        "Profile {profile} has no backend switch proposed",
+        "bay backend <provider> --profile {profile}   (switch or propose one)",
+    ),
+    Code(
+        "own_proposal",
+        "You proposed switching profile {profile} to {provider}: its owner accepts it, not "
+        "its proposer",
+        "wait for another holder of it or its user to run bay backend --accept --profile "
+        "{profile}; bay backend --decline --profile {profile} withdraws it",
+    ),
+    Code(
         "not_your_tab",
         "Tab {tab} belongs to another session; a session acts only on its own tabs",
         "bay tab list  (your tabs), or bay tab new <url>",

@@ -140,6 +140,25 @@ MIGRATIONS: Sequence[str] = (
     );
     CREATE INDEX site_hints_host ON site_hints(host);
     """,
+    # 6: backend switches — the highest Chromium major that has written each profile's
+    # directory (the version ladder's record), and switches proposed for a profile's owner.
+    """
+    CREATE TABLE profile_versions (
+        profile TEXT PRIMARY KEY,
+        major INTEGER NOT NULL,
+        backend TEXT NOT NULL,
+        at REAL NOT NULL
+    );
+    CREATE TABLE backend_proposals (
+        profile TEXT PRIMARY KEY,
+        provider TEXT NOT NULL,
+        by_session TEXT NOT NULL,
+        at REAL NOT NULL,
+        why TEXT NOT NULL,
+        affects TEXT NOT NULL DEFAULT '[]',
+        url TEXT
+    );
+    """,
 )
 
 
@@ -161,6 +180,34 @@ class ProfileRow:
     last_used: float | None
     options: Mapping[str, str] = field(default_factory=dict)
     """Provider options (migration 4): ``{"cdp_url": ...}`` for a ``cdp`` profile."""
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A backend switch proposed for a profile's owner (migration 6)."""
+
+    profile: str
+    provider: str
+    by: str
+    """The session that proposed it."""
+    at: float
+    why: str
+    """Why it is a proposal and not a switch (who else holds the profile, who drives it)."""
+    affects: tuple[str, ...]
+    """The sessions whose browser the switch would restart."""
+    url: str | None
+    """The proposer's current tab when it proposed (the page it wants another backend for)."""
+
+    def as_row(self) -> dict[str, Any]:
+        return {
+            "profile": self.profile,
+            "provider": self.provider,
+            "by": self.by,
+            "at": self.at,
+            "why": self.why,
+            "affects": list(self.affects),
+            "url": self.url,
+        }
 
 
 @dataclass(frozen=True)
@@ -230,6 +277,15 @@ class Registry(Protocol):
     def add_site_hint(self, hint: SiteHint) -> None: ...
     def site_hints(self, host: str) -> list[SiteHint]: ...
     def finish_trigger(self, uuid: str, result: str) -> None: ...
+    # backend switches (migration 6)
+    def record_major(self, profile_id: str, major: int, backend: str) -> None: ...
+    def recorded_major(self, profile_id: str) -> tuple[int, str] | None: ...
+    def profile_set_backend(
+        self, profile_id: str, provider: str, options: Mapping[str, str]
+    ) -> None: ...
+    def propose(self, proposal: Proposal) -> None: ...
+    def proposal(self, profile_id: str) -> Proposal | None: ...
+    def drop_proposal(self, profile_id: str) -> None: ...
 
 
 class SqliteRegistry:
@@ -389,6 +445,8 @@ class SqliteRegistry:
             ("DELETE FROM kept_tabs WHERE profile=?", (profile_id,)),
             ("DELETE FROM holds WHERE profile=?", (profile_id,)),
             ("DELETE FROM group_defaults WHERE profile=?", (profile_id,)),
+            ("DELETE FROM backend_proposals WHERE profile=?", (profile_id,)),
+            ("DELETE FROM profile_versions WHERE profile=?", (profile_id,)),
             ("DELETE FROM profiles WHERE id=?", (profile_id,)),
         )
 
@@ -664,6 +722,68 @@ class SqliteRegistry:
             (host,),
         ).fetchall()
         return [SiteHint(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows]
+
+    # -- backend switches (migration 6) ----------------------------------------------
+
+    def record_major(self, profile_id: str, major: int, backend: str) -> None:
+        """A browser of Chromium ``major`` started on the profile: the record keeps the
+        highest major that has written its directory (and the backend that ran it)."""
+        self.db.execute(
+            "INSERT INTO profile_versions(profile, major, backend, at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT(profile) DO UPDATE SET major=excluded.major, "
+            "backend=excluded.backend, at=excluded.at WHERE excluded.major >= major",
+            (profile_id, major, backend, time.time()),
+        )
+
+    def recorded_major(self, profile_id: str) -> tuple[int, str] | None:
+        row = self.db.execute(
+            "SELECT major, backend FROM profile_versions WHERE profile=?", (profile_id,)
+        ).fetchone()
+        return (int(row[0]), str(row[1])) if row else None
+
+    def profile_set_backend(
+        self, profile_id: str, provider: str, options: Mapping[str, str]
+    ) -> None:
+        """A switch: the profile's provider (its backend) and its options, in one write;
+        the proposal for it, if any, is settled by it."""
+        self._tx(
+            (
+                "UPDATE profiles SET provider=?, options=? WHERE id=?",
+                (provider, json.dumps(dict(options)), profile_id),
+            ),
+            ("DELETE FROM backend_proposals WHERE profile=?", (profile_id,)),
+        )
+
+    def propose(self, proposal: Proposal) -> None:
+        """Record a proposed switch (a newer proposal for the profile replaces the older)."""
+        self.db.execute(
+            "INSERT INTO backend_proposals(profile, provider, by_session, at, why, affects, url) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(profile) DO UPDATE SET "
+            "provider=excluded.provider, by_session=excluded.by_session, at=excluded.at, "
+            "why=excluded.why, affects=excluded.affects, url=excluded.url",
+            (
+                proposal.profile,
+                proposal.provider,
+                proposal.by,
+                proposal.at,
+                proposal.why,
+                json.dumps(list(proposal.affects)),
+                proposal.url,
+            ),
+        )
+
+    def proposal(self, profile_id: str) -> Proposal | None:
+        row = self.db.execute(
+            "SELECT profile, provider, by_session, at, why, affects, url "
+            "FROM backend_proposals WHERE profile=?",
+            (profile_id,),
+        ).fetchone()
+        if row is None:
+            return None
+        return Proposal(row[0], row[1], row[2], row[3], row[4], tuple(json.loads(row[5])), row[6])
+
+    def drop_proposal(self, profile_id: str) -> None:
+        self.db.execute("DELETE FROM backend_proposals WHERE profile=?", (profile_id,))
 
     def audit_rows(self, profile_id: str | None, limit: int) -> list[dict[str, Any]]:
         sql = "SELECT at, session, profile, verb, ok, code FROM audit"

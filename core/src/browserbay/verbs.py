@@ -370,6 +370,19 @@ VERBS: tuple[Verb, ...] = (
         "The audit trail: at, session, profile, verb, ok (never a typed value).",
         (Arg("last", "value", "how many rows (default 50)", type="int"),),
     ),
+    Verb(
+        "backend",
+        SESSION,
+        "Providers by tier (available?, key source, capabilities); with a provider, switch "
+        "this profile's backend to it (a proposal when others hold it).",
+        (
+            Arg("provider", "opt", "switch the profile to this provider (see the listing)"),
+            Arg("confirm_version", "flag", "switch although the Chromium version is unknown"),
+            Arg("accept", "flag", "accept the switch proposed for this profile"),
+            Arg("decline", "flag", "drop the switch proposed for this profile"),
+        ),
+        example="bay backend cloak --profile work",
+    ),
     Verb("status", SESSION, "Your session, its profile, browser and tabs."),
     Verb(
         "blocked",

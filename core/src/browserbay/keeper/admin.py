@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from browserbay._version import __version__
+from browserbay.keeper.backends import provider_row
 from browserbay.keeper.browsers import pss_kib
 
 if TYPE_CHECKING:
@@ -107,17 +108,7 @@ class AdminMixin(KeeperBase):
         return status, text
 
     def _plugins(self) -> Answer:
-        providers = [
-            {
-                "id": p.id,
-                "tier": p.tier,
-                "summary": p.summary,
-                "runnable": p.not_runnable is None and p.driver_factory is not None,
-                "problem": p.not_runnable or (p.probe() if p.probe else None),
-                "capabilities": p.capabilities.as_row(),
-            }
-            for p in self.plugins.providers.values()
-        ]
+        providers = [provider_row(p) for p in self.plugins.providers.values()]
         plugins = self.plugins.listing()
         lines = [
             f"{p['name']:<12} {p['distribution'] or '-':<22} {p['version'] or '-':<8} "

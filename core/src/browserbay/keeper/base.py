@@ -44,6 +44,17 @@ class KeeperBase:
     started: float
     swept: list[str]
     verb_table: dict[str, verbs.Verb]
+    restarting: dict[str, str]
+    """profile id -> the provider its browser is restarting on (a backend switch)."""
+
+    def check_restarting(self, profile_id: str, handle: str) -> None:
+        """Refuse a verb on a profile whose browser is restarting for a backend switch
+        (before anything of it runs)."""
+        target = self.restarting.get(profile_id)
+        if target is not None:
+            from browserbay.refusals import Refusal
+
+            raise Refusal("browser_restarting", profile=handle, provider=target)
 
     async def db(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a registry call in the one writer thread, off the event loop."""

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from browserbay.ladder import parse_major, read_dir_version
 from browserbay.model import BrowserHandle, BrowserInfo, LaunchSpec, ProviderRow, context_options
 from browserbay.paths import BayPaths
 from browserbay.refusals import Refusal
@@ -185,7 +186,22 @@ class BrowserPool:
             running = await self._launch(row, user_data_dir=user_data_dir, **launch)
             running.profile_id = profile_id
             running.ephemeral = False
-            return running
+        await self._record_major(running, profile_id, user_data_dir)
+        return running
+
+    async def _record_major(self, running: Running, profile_id: str, directory: Path) -> None:
+        """The version ladder's record: the Chromium major that just started on the
+        profile's directory (the browser's own version, else its ``Last Version``)."""
+        if not running.provider.capabilities.owns_dir:
+            return  # somebody else's browser: no directory of ours to guard
+        browser = running.handle.browser
+        major = None
+        with contextlib.suppress(Exception):
+            major = parse_major(browser.version) if browser is not None else None
+        if major is None:
+            major = (await anyio.to_thread.run_sync(read_dir_version, directory)).major
+        if major is not None:
+            await self.db(self.registry.record_major, profile_id, major, running.provider.id)
 
     async def _launch(
         self,

@@ -70,6 +70,8 @@ class Inflight:
     mutates: bool
     scope: anyio.CancelScope
     cut: bool = False
+    restart: str | None = None
+    """Cut by a backend switch to this provider (not by a human): browser_restarting."""
 
 
 def command_line(verb: verbs.Verb, args: Mapping[str, Any]) -> str:
@@ -150,7 +152,26 @@ class Controls:
                 raise
         finally:
             lease.inflight.pop(id(entry), None)
+        if entry.restart is not None:
+            raise Refusal(
+                "browser_restarting",
+                profile=lease.handle,
+                provider=entry.restart,
+                cut=entry.command,
+                may_have_reached_page=entry.mutates,
+            )
         raise self._interrupted(lease, entry)
+
+    @staticmethod
+    def cut_for_restart(lease: Lease, provider: str) -> int:
+        """Cut the verbs still running on the lease: its browser is about to be stopped
+        for a backend switch. Answers how many were cut."""
+        cut = 0
+        for entry in list(lease.inflight.values()):
+            entry.cut, entry.restart = True, provider
+            entry.scope.cancel()
+            cut += 1
+        return cut
 
     def _interrupted(self, lease: Lease, entry: Inflight) -> Refusal:
         pause = lease.pause

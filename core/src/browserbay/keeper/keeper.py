@@ -39,6 +39,7 @@ from browserbay.keeper.requests import (  # noqa: F401 - re-exported for tests
 )
 from browserbay.keeper.sessions import Lease, Session, TabBook, reserve_tab_ids
 from browserbay.keeper.sessionverbs import SessionVerbsMixin
+from browserbay.keeper.switch import BackendMixin
 from browserbay.model import (
     ProfileRef,
     ProviderRow,
@@ -58,7 +59,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("browserbay.keeper")
 
 
-class Keeper(SessionVerbsMixin, AdminMixin):
+class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
     def __init__(self, plugins: Plugins, registry: Registry, paths: BayPaths):
         self.plugins = plugins
         self.registry = registry
@@ -81,6 +82,7 @@ class Keeper(SessionVerbsMixin, AdminMixin):
         self.controls = Controls(plugins, self.sessions)
         self.live = make_transports(plugins, self.controls)
         self.stop_event = anyio.Event()
+        self.restarting: dict[str, str] = {}
         self.swept: list[str] = []
         self.verb_table = plugins.verb_table()
         self.inflight = 0
@@ -269,6 +271,8 @@ class Keeper(SessionVerbsMixin, AdminMixin):
             return await self._pin(session, args, by_other)
         if verb.name == "detach":
             return await self._detach(session, handle, by_other)
+        if verb.name == "backend":
+            return await self._backend(session, args, handle)
         plugin_verb = self.plugins.verbs.get(verb.name) if verb.scope == verbs.PLUGIN else None
         if plugin_verb is not None and plugin_verb.lease_free:
             # It acts on no profile (bay keys): no lease is chosen, so neither
@@ -281,6 +285,7 @@ class Keeper(SessionVerbsMixin, AdminMixin):
                 if fresh and lease.context is None:  # leave no lease behind it
                     session.leases.pop(lease.profile.id, None)
         lease = await self._choose(session, handle)
+        self.check_restarting(lease.profile.id, lease.handle)  # a backend switch's gap
         exempt = plugin_verb is not None and plugin_verb.while_paused
         self.controls.check(lease, exempt)  # browser_paused while a human holds the controls
         return await self.controls.run(
@@ -397,6 +402,8 @@ class Keeper(SessionVerbsMixin, AdminMixin):
         for session in list(self.sessions.values()):
             if session.lock.locked() or not self._idle(session):
                 continue
+            if any(pid in self.restarting for pid in session.leases):
+                continue  # its browser is being switched: the switch owns its leases now
             async with session.lock:
                 if not self._idle(session):  # a verb came in while we waited
                     continue

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -61,14 +62,19 @@ class Leases:
         self.plugins = plugins
         self.db = db
         self.sessions = sessions
-        self._watched: set[int] = set()
+        # The contexts already watched, held weakly: an id() could be reused by the context
+        # of a browser started later on the same profile (a crash, a backend switch).
+        self._watched: weakref.WeakSet[BrowserContext] = weakref.WeakSet()
         self._waiters: dict[str, deque[tuple[str, anyio.Event]]] = {}
 
     # -- starting ---------------------------------------------------------------------
 
-    async def ensure(self, session: Session, lease: Lease) -> None:
+    async def ensure(
+        self, session: Session, lease: Lease, reopen_ids: list[str] | None = None
+    ) -> None:
         """The lease's browser context, started (or joined) now; kept tabs of an automatic
-        stop are reopened and the answer says so."""
+        stop are reopened and the answer says so. ``reopen_ids``: the ids the kept tabs had
+        (a backend switch reopens them under the same ids)."""
         if lease.context is not None:
             return
         if lease.profile.ephemeral:
@@ -102,7 +108,7 @@ class Leases:
                     fix="bay plugins",
                 )
             context = shared
-            if id(context) not in self._watched:
+            if context not in self._watched:
                 await self._allowlist(context, row.allowed_domains, running)
                 self._watch(context, None)
             running.users.add(session.ref.id)
@@ -112,7 +118,7 @@ class Leases:
         self.plugins.notify("bay_lease_changed", lease=lease.info(), change="attached")
         state, kept = await self.db(self.registry.kept_tabs, session.ref.id, lease.profile.id)
         if kept and state in ("auto", "live"):
-            restored = await self.restore(lease, kept)
+            restored = await self.restore(lease, kept, reopen_ids)
             await self.persist(session, lease)  # they are live again: never restored twice
             session.notices.append(
                 f"restored {restored} tab(s) kept when your browser stopped (profile "
@@ -159,7 +165,7 @@ class Leases:
     def _watch(self, context: BrowserContext, only: Lease | None) -> None:
         """New pages of a context join the lease of the tab that opened them (popups,
         target=_blank, window.open); in an ephemeral context, every page is its lease's."""
-        self._watched.add(id(context))
+        self._watched.add(context)
 
         async def on_page(page: Page) -> None:
             if id(page) in self.tabs.by_page:
@@ -187,11 +193,11 @@ class Leases:
         session = self.sessions.get(tab.owner)
         return session.leases.get(tab.profile) if session is not None else None
 
-    def adopt(self, page: Page, lease: Lease) -> Tab:
+    def adopt(self, page: Page, lease: Lease, tab_id: str | None = None) -> Tab:
         existing = self.tabs.by_page.get(id(page))
         if existing is not None:
             return existing
-        tab = self.tabs.add(page, lease, None)
+        tab = self.tabs.add(page, lease, None, tab_id)
         self.plugins.notify("bay_lease_changed", lease=lease.info(), change="tabs")
 
         def on_close(_page: Page) -> None:
@@ -248,9 +254,12 @@ class Leases:
         await self.db(self.registry.keep_tabs, session.ref.id, lease.profile.id, kept, "live")
         lease.kept_signature = signature
 
-    async def restore(self, lease: Lease, kept: list[KeptTab]) -> int:
+    async def restore(self, lease: Lease, kept: list[KeptTab], ids: list[str] | None = None) -> int:
         """Reopen kept tabs, all at once, in their order; the one that was current is
-        current again."""
+        current again. ``ids`` (one per kept tab): the ids they get back (a backend switch);
+        otherwise fresh ones."""
+        if ids is not None and (len(ids) != len(kept) or any(i in self.tabs.tabs for i in ids)):
+            ids = None  # the list changed meanwhile: fresh ids, never a wrong one
         assert lease.context is not None
         context = lease.context
         pages: list[Any] = [None] * len(kept)
@@ -271,7 +280,10 @@ class Leases:
             lease.restoring = False
         if failed:
             raise failed[0]
-        opened = [(self.adopt(page, lease), k) for page, k in zip(pages, kept, strict=True)]
+        opened = [
+            (self.adopt(page, lease, ids[i] if ids is not None else None), k)
+            for i, (page, k) in enumerate(zip(pages, kept, strict=True))
+        ]
 
         async def load(tab: Tab, k: KeptTab) -> None:
             with contextlib.suppress(Exception):

@@ -320,6 +320,11 @@ class ProfileBook:
                     browser=live,
                     disk_bytes=size,
                     sessions=await self.db(self.registry.attachments_of_profile, r.id),
+                    proposal=(
+                        proposal.as_row()
+                        if (proposal := await self.db(self.registry.proposal, r.id))
+                        else None
+                    ),
                 )
             )
         data: dict[str, Any] = {"profiles": rows}
@@ -329,6 +334,12 @@ class ProfileBook:
             f"disk {_mib(p['disk_bytes'])}  "
             f"pss {_mib(_kib((p['browser'] or {}).get('pss_kib'))) if p['browser'] else '-'}"
             f"  last used {_ago(p['last_used'])}"
+            + (
+                f"\n  proposed: switch to {p['proposal']['provider']} by session "
+                f"{p['proposal']['by']}; accept: bay backend --accept --profile {p['id']}"
+                if p["proposal"]
+                else ""
+            )
             for p in rows
         ]
         if orphans:

@@ -166,11 +166,19 @@ class TabBook:
         self.by_page: dict[int, Tab] = {}
         self.gone: dict[str, str] = {}
 
-    def add(self, page: Page, lease: Lease, opener: str | None) -> Tab:
+    def add(self, page: Page, lease: Lease, opener: str | None, tab_id: str | None = None) -> Tab:
+        """Register a page as a tab of the lease: a fresh id, or ``tab_id`` — the lease's own
+        tab reopened by a backend switch, whose id stays valid (never another's: an id in
+        use is refused)."""
         existing = self.by_page.get(id(page))
         if existing is not None:
             return existing
-        tab = Tab(f"t{self._next_id()}", page, lease.session.id, lease.profile.id, opener)
+        if tab_id is not None and tab_id in self.tabs:
+            raise ValueError(f"tab id {tab_id} is in use")
+        if tab_id is not None:
+            self.gone.pop(tab_id, None)
+        new_id = tab_id if tab_id is not None else f"t{self._next_id()}"
+        tab = Tab(new_id, page, lease.session.id, lease.profile.id, opener)
         self.tabs[tab.id] = tab
         self.by_page[id(page)] = tab
         lease.tabs[tab.id] = tab

@@ -15,6 +15,7 @@ from browserbay.keeper.leases import check_url_allowed
 from browserbay.keeper.pageverbs import normalize_url
 from browserbay.keeper.profiles import parse_domains
 from browserbay.keeper.sessions import Lease, Session
+from browserbay.keeper.switch import proposal_line
 from browserbay.model import ProfileRef
 from browserbay.refusals import Refusal
 
@@ -194,6 +195,7 @@ class SessionVerbsMixin(ChoosingMixin):
             pid = match[0]
         lease = session.leases.get(pid)
         if lease is not None:
+            self.check_restarting(pid, lease.handle)
             await self.leases.end(session, lease, "closed")
             session.leases.pop(pid, None)
         await self.leases.release_hold(session, pid)
@@ -243,6 +245,9 @@ class SessionVerbsMixin(ChoosingMixin):
         if handle:
             lease = await self._choose(session, handle)
             leases = [lease] if lease.context is not None else []
+        # A lease in a backend switch's gap holds no browser but is not closed: refused.
+        for lease in leases if handle else list(session.leases.values()):
+            self.check_restarting(lease.profile.id, lease.handle)
         closed = 0
         for lease in leases:
             closed += await self.leases.end(session, lease, "closed")
@@ -287,6 +292,12 @@ class SessionVerbsMixin(ChoosingMixin):
                         dict(await t.row(), current=t.id == lease.current)
                         for t in list(lease.tabs.values())
                     ],
+                    "proposal": (
+                        proposal.as_row()
+                        if not lease.profile.ephemeral
+                        and (proposal := await self.db(self.registry.proposal, lease.profile.id))
+                        else None
+                    ),
                     "blocked_requests": lease.blocked
                     + (
                         lease.browser.blocked
@@ -320,4 +331,6 @@ class SessionVerbsMixin(ChoosingMixin):
                 f"\n  {item['handle']}: browser {item['browser'] or 'not running'}"
                 f" · {len(item['tabs'])} tab(s)"
             )
+            if item["proposal"]:
+                text += f"\n    {proposal_line(item['proposal'])}"
         return data, text, chosen.profile if chosen else None

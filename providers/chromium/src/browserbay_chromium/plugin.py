@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 from browserbay.hookspecs import hookimpl
+from browserbay.ladder import binary_major
 from browserbay.model import Capabilities, DoctorCheck, ProviderRow
 from browserbay_chromium.doctor import browser_checks
 from browserbay_chromium.driver import ChromiumDriver
 from browserbay_chromium.find import NotFound, find_chromium
+
+
+def browser_major() -> int | None:
+    """The Chromium major of the binary the driver would launch (``--version``, cached)."""
+    try:
+        return binary_major(str(find_chromium()))
+    except NotFound:
+        return None
 
 
 def probe() -> str | None:
@@ -30,12 +39,14 @@ def bay_providers() -> list[ProviderRow]:
                 ephemeral_contexts=True,
                 screenshots=True,
                 key_scope="none",
+                can_switch_to=("cloak",),
                 lease_kind="tab",
                 headed=False,
                 allowed_domains=True,
             ),
             driver_factory=ChromiumDriver,
             probe=probe,
+            browser_major=browser_major,
         )
     ]
 
