@@ -451,3 +451,81 @@ def test_a_profile_a_human_holds_is_never_restarted_by_an_accept(sbay: Bay, demo
     accepted = sbay.ok("backend", "--accept", session="c")  # the controls came back
     assert accepted["switched"] is True
     assert sbay.ok("get", "url", session="b")["value"] == f"{demo}/index.html"
+
+
+# -- the cloak provider (its binary a stand-in) -------------------------------------------
+
+STAND_IN = "/usr/lib/chromium/chromium"
+
+
+@pytest.mark.skipif(not Path(STAND_IN).exists(), reason="the stand-in Chromium is missing")
+def test_chromium_to_cloak_and_back_keeps_two_sessions_leases_tabs_and_cookie(demo: str) -> None:
+    """The real cloak provider, its binary a STAND-IN (Debian Chromium named by
+    CLOAKBROWSER_BINARY_PATH, which ignores the fingerprint switches): a chromium profile
+    held by two sessions goes to cloak and back; both leases survive with their tab ids at
+    their URLs, each session keeps acting on its own tabs, the cookie set before the first
+    switch is still there, and the seed minted at the first switch is the one on the argv
+    of every later cloak launch."""
+    home = Path(tempfile.mkdtemp(prefix="bay-swc-", dir="/tmp"))
+    b = Bay(
+        home,
+        CLOAKBROWSER_BINARY_PATH=STAND_IN,
+        CLOAKBROWSER_CACHE_DIR=str(home / "no-cloak-cache"),
+        DBUS_SESSION_BUS_ADDRESS=f"unix:path={home}/no-bus",
+    )
+    try:
+        listing = {r["id"]: r for r in b.ok("backend", session="a")["providers"]}
+        assert listing["cloak"]["available"] is True
+        assert "cloak" in listing["chromium"]["switch_partners"]
+        pid, before = _two_sessions_on(b, demo)
+        directory = _profile_dir(b, pid)
+
+        def fingerprint_seeds() -> set[str]:
+            seeds = set()
+            for entry in Path("/proc").iterdir():
+                try:
+                    argv = (entry / "cmdline").read_bytes().decode().split("\0")
+                except (OSError, UnicodeDecodeError):
+                    continue
+                if f"--user-data-dir={directory}" in argv and not any(
+                    a.startswith("--type=") for a in argv
+                ):
+                    seeds |= {a.split("=", 1)[1] for a in argv if a.startswith("--fingerprint=")}
+            return seeds
+
+        assert fingerprint_seeds() == set()
+        assert b.ok("backend", "cloak", session="a")["switched"] is False  # b holds it too
+        to_cloak = b.ok("backend", "--accept", session="b")
+        assert (to_cloak["from"], to_cloak["to"]) == ("chromium", "cloak")
+        assert to_cloak["ladder"]["target"] == to_cloak["ladder"]["written"]  # 156 both
+        seed = _options(b, pid)["seed"]
+        assert fingerprint_seeds() == {seed}
+        for s in ("a", "b"):
+            listed = b("tab", "list", session=s)
+            assert listed.frame["profile"]["provider"] == "cloak"
+            assert [(t["id"], t["url"]) for t in listed.data["tabs"]] == before[s]
+        assert b.ok("get", "url", session="a")["value"] == f"{demo}/form.html"
+        assert b.ok("get", "url", session="b")["value"] == f"{demo}/index.html"
+        assert_refused(b("tab", before["b"][0][0], session="a"), "not_your_tab")
+        b.ok("tab", before["a"][0][0], session="a")
+        b.ok("reload", session="a")
+        assert b.ok("get", "text", "#seen", session="a")["value"] == "demo=before-switch"
+
+        assert b.ok("backend", "chromium", session="b")["switched"] is False
+        to_chromium = b.ok("backend", "--accept", session="a")
+        assert (to_chromium["from"], to_chromium["to"]) == ("cloak", "chromium")
+        assert fingerprint_seeds() == set()
+        assert _options(b, pid)["seed"] == seed  # carried while on chromium
+        assert _tabs(b, "b") == before["b"]
+        assert [t[0] for t in _tabs(b, "a")] == [t[0] for t in before["a"]]
+        b.ok("reload", session="a")
+        assert b.ok("get", "text", "#seen", session="a")["value"] == "demo=before-switch"
+        b.ok("open", f"{demo}/form.html", session="b")  # b still acts, on its own tab
+        assert b.ok("get", "url", session="a")["value"] == f"{demo}/cookie?set=before-switch"
+
+        b.ok("backend", "cloak", session="a")
+        b.ok("backend", "--accept", session="b")
+        assert fingerprint_seeds() == {seed}  # never re-minted
+    finally:
+        b.stop()
+        shutil.rmtree(home, ignore_errors=True)

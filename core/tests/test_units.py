@@ -74,6 +74,7 @@ def test_every_code_renders_without_placeholders_given_its_fields() -> None:
         "line": 2,
         "said_by": "the binary",
         "whose": "your licence's seats are all in use",
+        "evidence": "its Last Version says 156; the registry recorded 156",
     }
     for code in CODES:
         r = Refusal(code, **fields)

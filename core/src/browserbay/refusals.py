@@ -358,7 +358,13 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     (
         "run it again as the way out says (a longer --timeout, after bay keeper logs)",
-        ("profile_changed", "deadline", "script_deadline", "keeper_unavailable"),
+        (
+            "profile_changed",
+            "deadline",
+            "script_deadline",
+            "keeper_unavailable",
+            "browser_restarting",
+        ),
     ),
     (
         "name the profile: --profile H or bay pin H (bay status, bay profiles list them)",
@@ -370,7 +376,15 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     (
         "fix the command (bay help <verb>); secrets go on stdin, never in argv",
-        ("usage", "too_large", "bad_frame", "secret_on_argv", "secret_required", "script_failed"),
+        (
+            "usage",
+            "too_large",
+            "bad_frame",
+            "secret_on_argv",
+            "secret_required",
+            "script_failed",
+            "no_proposal",
+        ),
     ),
     (
         "this provider or page cannot do it: take the other road the way out names",
@@ -393,6 +407,9 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "backend_no_key",
             "backend_seat_taken",
             "backend_key_invalid",
+            "backend_downgrade",
+            "backend_version_unknown",
+            "own_proposal",
             "provider_needs_local_key",
             "key_invalid",
             "key_store_unavailable",

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from browserbay.hookspecs import hookimpl
+from browserbay.ladder import binary_major, parse_major
 from browserbay.model import (
     Capabilities,
     DoctorCheck,
@@ -78,6 +79,19 @@ def bay_doctor_checks() -> list[DoctorCheck]:
     return [DoctorCheck("browser", "cloak", "ok", str(path))]
 
 
+def browser_major() -> int | None:
+    """The Chromium major of the binary a launch would use, for the version ladder of ``bay
+    backend cloak``: read from the vendor's cache directory name (``chromium-146.0.7680.177.5``)
+    without running anything; only a binary named by ``CLOAKBROWSER_BINARY_PATH`` outside that
+    layout is asked ``--version`` (with no licence key in its environment). None: no binary,
+    or it cannot tell."""
+    try:
+        path = find_binary()
+    except Refusal:
+        return None
+    return parse_major(path.parent.name) or binary_major(str(path))
+
+
 def install(installer: Installer) -> str:
     from browserbay_cloak.install import install as run
 
@@ -96,6 +110,7 @@ def bay_providers() -> list[ProviderRow]:
             probe=probe,
             check_options=check_options,
             install=install,
+            browser_major=browser_major,
         )
     ]
 
