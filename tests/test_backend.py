@@ -253,7 +253,7 @@ def test_switches_that_cannot_work_are_refused_before_anything_moves(sbay: Bay, 
     tabs = _tabs(sbay, "r")
     assert_refused(sbay("backend", "chromium", session="r"), "usage")  # already on it
     assert_refused(sbay("backend", "nosuch", session="r"), "backend_unavailable")
-    assert_refused(sbay("backend", "cloud:steel", session="r"), "backend_unavailable")
+    assert_refused(sbay("backend", "cloud:steel", session="r"), "capability_missing")
     missing = assert_refused(sbay("backend", "cdp", session="r"), "capability_missing")
     assert missing["data"]["capability"] == "can_switch_to"
     assert_refused(sbay("backend", "local-window", session="r"), "capability_missing")
