@@ -112,6 +112,8 @@ def test_the_matrix_has_negative_controls_for_every_outcome() -> None:
         ("156", None),
         ("1.2.3", None),
         ("v8 12.3.4.5.6.7", 12),
+        ("chromium-146.0.7680.177.5", 146),
+        ("chromium-146.0.7680.177.5-pro", 146),
     ],
 )
 def test_parse_major(text: str, major: int | None) -> None:

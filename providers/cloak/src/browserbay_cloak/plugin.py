@@ -89,7 +89,10 @@ def browser_major() -> int | None:
         path = find_binary()
     except Refusal:
         return None
-    return parse_major(path.parent.name) or binary_major(str(path))
+    for parent in path.parents[:4]:  # chromium-<version>[-pro]/chrome (or a macOS bundle)
+        if parent.name.startswith("chromium-") and (major := parse_major(parent.name)):
+            return major
+    return binary_major(str(path))
 
 
 def install(installer: Installer) -> str:
