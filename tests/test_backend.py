@@ -529,3 +529,36 @@ def test_chromium_to_cloak_and_back_keeps_two_sessions_leases_tabs_and_cookie(de
     finally:
         b.stop()
         shutil.rmtree(home, ignore_errors=True)
+
+
+def test_a_verb_still_running_after_the_drain_bound_is_cut_browser_restarting(
+    sbay: Bay, demo: str
+) -> None:
+    """A switch lets the verbs in flight on the profile finish, up to its bound (10 s); one
+    still running then is cut and answered browser_restarting, naming the command."""
+    _pid, before = _two_sessions_on(sbay, demo)
+    sbay.ok("backend", "standin", session="a")
+    answers: list[Result] = []
+    waiter = threading.Thread(
+        target=lambda: answers.append(sbay("wait", "25000", "--timeout", "60", session="a"))
+    )
+    waiter.start()
+    try:
+        assert _wait(lambda: "bay wait 25000" in _inflight(sbay, "a"))
+        switched = sbay.ok("backend", "--accept", session="b", timeout=120)
+    finally:
+        waiter.join(90)
+    assert switched["switched"] is True
+    (cut,) = answers
+    frame = assert_refused(cut, "browser_restarting")
+    assert frame["data"]["cut"] == "bay wait 25000"
+    assert frame["data"]["may_have_reached_page"] is False
+    assert _tabs(sbay, "a") == before["a"]
+
+
+def _inflight(b: Bay, session: str) -> list[str]:
+    """The verbs running on the session's leases now, as bay keeper status lists them."""
+    for s in b.ok("keeper", "status", session="probe")["sessions"]:
+        if s["session"]["id"] == session:
+            return [c for lease in s["leases"] for c in lease["inflight"]]
+    return []

@@ -127,6 +127,7 @@ class Session:
                     "browser": lease.browser.id if lease.browser else None,
                     "tabs": len(lease.tabs),
                     "current_tab": lease.current,
+                    "inflight": [e.command for e in lease.inflight.values()],
                 }
                 for lease in self.leases.values()
             ],
