@@ -8,15 +8,20 @@ more than a quarter of what is left of the verb's deadline); a frame that fails 
 the reason in ``missing``, and the action goes on. Every text field is masked in a frame
 (the pixels of a typed value are a typed value too).
 
-The recorder of a request travels to :meth:`Keeper.handle` (which knows the verb's outcome
-and calls the hook) in :data:`PENDING`, a per-request slot.
+The after-frame is taken off the answer's path: the keeper answers the agent while it is
+being taken, and the lease's next verb waits for it first (:func:`settle`), so it always shows
+the page as the action left it. The recorder of a request travels to :meth:`Keeper.handle`
+(which knows the verb's outcome) in :data:`PENDING`, a per-request slot; the hook is called
+once both the outcome and the after-frame are in.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
@@ -56,6 +61,16 @@ _SCROLL_JS = "(el) => el.scrollIntoView({block: 'nearest', inline: 'nearest'})"
 PENDING: contextvars.ContextVar[list[Recorder] | None] = contextvars.ContextVar(
     "bay_action_traces", default=None
 )
+#: After-frames being taken (a reference keeps each task alive until it is done).
+_AFTER: set[asyncio.Task[None]] = set()
+
+
+async def settle(lease: Any) -> None:
+    """Wait (bounded) for the after-frame of the lease's last action: its next verb must not
+    change the page before that frame is taken. Never cancels the frame."""
+    task = getattr(lease, "after_frame", None)
+    if task is not None and not task.done():
+        await asyncio.wait({task}, timeout=FRAME_TIMEOUT + 1)
 
 
 def bare_url(url: str) -> str:
@@ -112,6 +127,9 @@ class Recorder:
         self.after: Frame | None = None
         self.missing: list[str] = []
         self.started = False
+        self.after_pending = False
+        self.emit: Callable[[ActionTrace], None] | None = None
+        self.emitted = False
 
     async def take_before(self, act: Act, loc: Locator | None = None) -> None:
         """The frame just before acting (once). With ``loc``: scroll it into view (as the
@@ -138,17 +156,45 @@ class Recorder:
             self.missing.append("before: the action never started")
             return
         self.url_after = bare_url(act.page.url)
-        self.after = await self._frame(act.page, act, "after")
+        self.after = await self._frame(act.page, act, "after", FRAME_TIMEOUT)
+
+    def start_after(self, act: Act) -> asyncio.Task[None]:
+        """Take the after-frame in a task of its own (the answer goes out meanwhile)."""
+        self.after_pending = True
+
+        async def run() -> None:
+            try:
+                await self.take_after(act)
+            finally:
+                self.after_pending = False
+                self._maybe_emit()
+
+        task = asyncio.get_running_loop().create_task(run(), name=f"after-frame {self.tab}")
+        _AFTER.add(task)
+        task.add_done_callback(_AFTER.discard)
+        return task
+
+    def outcome_known(self, emit: Callable[[ActionTrace], None]) -> None:
+        """The verb's answer is out: ``emit`` the trace now, or once the after-frame is in."""
+        self.emit = emit
+        self._maybe_emit()
+
+    def _maybe_emit(self) -> None:
+        if self.emit is not None and not self.after_pending and not self.emitted:
+            self.emitted = True
+            self.emit(self.result())
 
     @staticmethod
     def _budget(act: Act) -> float:
         return max(0.05, min(FRAME_TIMEOUT, (act.deadline - time.monotonic()) / 4))
 
-    async def _frame(self, page: Page, act: Act, which: str) -> Frame | None:
+    async def _frame(
+        self, page: Page, act: Act, which: str, budget: float | None = None
+    ) -> Frame | None:
         if not self.screenshots:
             self.missing.append(f"{which}: the provider takes no screenshots")
             return None
-        budget = self._budget(act)
+        budget = self._budget(act) if budget is None else budget
         try:
             with anyio.fail_after(budget):
                 jpeg = await page.screenshot(

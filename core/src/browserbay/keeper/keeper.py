@@ -26,7 +26,7 @@ from browserbay.keeper.base import (  # noqa: F401 - re-exported for the keeper'
 )
 from browserbay.keeper.browsers import BrowserPool
 from browserbay.keeper.controls import Controls, make_transports
-from browserbay.keeper.frames import ELEMENT_VERBS, PENDING, TRACED_VERBS, Recorder
+from browserbay.keeper.frames import ELEMENT_VERBS, PENDING, TRACED_VERBS, Recorder, settle
 from browserbay.keeper.hints import blocked
 from browserbay.keeper.leases import Leases
 from browserbay.keeper.pageverbs import HANDLERS, Act, page_error
@@ -41,6 +41,7 @@ from browserbay.keeper.sessions import Lease, Session, TabBook, reserve_tab_ids
 from browserbay.keeper.sessionverbs import SessionVerbsMixin
 from browserbay.keeper.switch import BackendMixin
 from browserbay.model import (
+    ActionTrace,
     ProfileRef,
     ProviderRow,
     SessionRef,
@@ -211,12 +212,11 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
             elapsed = (time.monotonic() - started) * 1000
             outcome = VerbOutcome(ok, code, elapsed)
             self.plugins.notify("bay_after_verb", call=call, outcome=outcome)
-            for recorder in traces:
-                self.plugins.notify(
-                    "bay_action_traced",
-                    call=dataclasses.replace(call, profile=recorder.profile),
-                    outcome=outcome,
-                    trace=recorder.result(),
+            for recorder in traces:  # now, or once its after-frame is in
+                recorder.outcome_known(
+                    functools.partial(
+                        self._traced, dataclasses.replace(call, profile=recorder.profile), outcome
+                    )
                 )
             await self.db(
                 self.registry.audit,
@@ -306,6 +306,7 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
         timeout: float,
     ) -> tuple[dict[str, Any], str, ProfileRef | None]:
         """Run a verb on its lease (cut by a takeover: see browserbay.keeper.controls)."""
+        await settle(lease)  # the last action's after-frame is taken before anything else
         await self.leases.check_browser(session, lease)  # died since? restarted below
         row = self.plugins.providers.get(lease.profile.provider)
         for cell in verb.needs:
@@ -377,7 +378,7 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
                 with contextlib.suppress(Exception):
                     await self.leases.persist(session, lease)
                 if act.trace is not None:  # not reached when the verb was cut
-                    await act.trace.take_after(act)
+                    lease.after_frame = act.trace.start_after(act)
         await self.leases.persist(session, lease)
         return data, text, lease.profile
 
@@ -390,6 +391,9 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
         if pending is not None:
             pending.append(recorder)
         return recorder
+
+    def _traced(self, call: VerbCall, outcome: VerbOutcome, trace: ActionTrace) -> None:
+        self.plugins.notify("bay_action_traced", call=call, outcome=outcome, trace=trace)
 
     async def _page_of(self, session: Session, lease: Lease) -> Any:
         return (await self.leases.current_tab(session, lease)).page

@@ -76,6 +76,9 @@ class Lease:
     """The verbs running on the lease now, which a takeover cuts."""
     agent_point: tuple[str, float, float] | None = None
     """(tab, x, y): where the agent's last pointer verb acted, for the live view's cursor."""
+    after_frame: Any = None
+    """The task taking the after-frame of the last traced action (see keeper.frames): the
+    lease's next verb waits for it."""
 
     @property
     def handle(self) -> str:
