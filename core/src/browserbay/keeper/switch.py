@@ -274,8 +274,19 @@ class BackendMixin(ChoosingMixin):
     async def _switch(
         self, session: Session, lease: Lease, plan: Plan, accepted_from: str | None
     ) -> SwitchAnswer:
-        row, target = plan.row, plan.target
-        pid, was = row.id, row.provider
+        target, pid = plan.target, plan.row.id
+        # The checks awaited: another switch may have begun or ended on the profile since.
+        # From here to the flag nothing awaits, so two switches never run at once.
+        self.check_restarting(pid, lease.handle)
+        row = self.profiles.rows.get(pid)
+        if row is None or row.provider != plan.row.provider:
+            raise Refusal(
+                "usage",
+                detail=f"profile {plan.row.label} ({pid}) changed while this switch was checked "
+                f"(now on {row.provider if row else 'nothing: forgotten'}); see bay backend",
+                verb="backend",
+            )
+        was = row.provider
         self.restarting[pid] = target.id
         try:
             with anyio.CancelScope(shield=True):  # a deadline never cuts a switch half-way
@@ -297,7 +308,11 @@ class BackendMixin(ChoosingMixin):
                     raise
         finally:
             self.restarting.pop(pid, None)
-        who = f"accepting {accepted_from}'s proposal" if accepted_from else "its own verb"
+        who = (
+            f"{session.ref.id} accepting {accepted_from}'s proposal"
+            if accepted_from
+            else f"asked by {session.ref.id}"
+        )
         tiers = f"tier {self.profiles.ref(row, 'explicit').tier} → tier {target.tier}"
         seed_words = (
             "; a fingerprint change is a new machine to a site: it may ask you to log in again"
