@@ -509,6 +509,13 @@ class VerbContext:
     """``ctx.live_view_url()``: the vendor's own live viewer of the lease's browser once it
     runs (``await ctx.page()`` first), for providers with the ``provider_view`` cell; None
     otherwise."""
+    target: LiveLease | None = None
+    """The target lease the verb acts on, when its :attr:`PluginVerb.target` names one the
+    session holds (a native window): takeover, ``browser_paused`` and ``browser_interrupted``
+    apply to it instead of the browser's lease."""
+    targets: TargetLeases | None = None
+    """Leases on targets that are not browser profiles (``ctx.targets.hold(...)``): what a
+    plugin that owns such targets (the ``local-window`` provider) gives its holders."""
 
 
 VerbHandler = Callable[[VerbContext], Awaitable[tuple[dict[str, Any], str]]]
@@ -525,6 +532,11 @@ class PluginVerb:
     while_paused: bool = False
     """The verb never touches the page (it hands out a link, waits for a human): it runs
     while a human holds the controls, and a takeover does not cut it."""
+    target: Callable[[Mapping[str, Any]], str | None] | None = None
+    """Which target lease the verb acts on, from its arguments (``bay window click w1`` ->
+    ``w1``), or None. When the session holds that target lease the keeper checks and cuts the
+    verb on it (a human driving the window) instead of on the browser's lease, and skips the
+    verb's ``needs`` cells (they are the browser's); ``ctx.target`` is that lease."""
     lease_free: bool = False
     """The verb acts on no profile and no browser (``bay keys``): the keeper runs it without
     choosing a lease, so ``profile_required`` and a paused lease never apply to it. Its
@@ -570,9 +582,58 @@ class LiveLease(Protocol):
     def pages(self) -> dict[str, Page]:
         """Tab id -> Playwright page, in order; empty while its browser is not running."""
 
+    @property
+    def window(self) -> LiveWindow | None:
+        """The native window of a target lease (None for a browser's lease)."""
+
     def pause_info(self) -> PauseInfo | None: ...
 
     def info(self) -> LeaseInfo: ...
+
+
+class LiveWindow(Protocol):
+    """A native window a live view can show and a human can drive (``LiveLease.window``),
+    offered by the plugin that owns it. Every call is bounded and runs its X11 work off the
+    keeper's event loop."""
+
+    @property
+    def handle(self) -> str:
+        """The window's handle (``w1``)."""
+
+    @property
+    def title(self) -> str:
+        """Its title as last seen."""
+
+    @property
+    def where(self) -> str:
+        """What it is, in words for the page (``gtk_app.py on :5``)."""
+
+    async def frame(self, force: bool = False) -> bytes | None:
+        """The window's pixels as a JPEG of its own size, or None when they did not change
+        since the last frame (``force``: a frame anyway). Raises :class:`LookupError` when
+        the window is gone."""
+
+    async def send_input(self, event: Mapping[str, Any]) -> bool:
+        """One input event of the live page's protocol (``mouse`` with x, y as fractions
+        of the picture, ``wheel``, ``key``, ``text``), injected into the window; False when
+        it could not be."""
+
+
+class TargetLeases(Protocol):
+    """The keeper's leases on targets that are not browser profiles (``ctx.targets``). They
+    are the same :class:`LiveLease` objects as a browser's: a live view shows them, a human
+    takes them over (``bay_takeover``/``bay_handback``), the agent is refused
+    ``browser_paused`` on them meanwhile."""
+
+    def hold(
+        self, key: str, label: str, provider: str, window: LiveWindow | None = None
+    ) -> LiveLease:
+        """The calling session's lease on target ``key`` (made now if it has none:
+        ``bay_lease_changed`` ``attached``)."""
+
+    def end(self, session_id: str, key: str, reason: str = "closed") -> None:
+        """That session's lease on ``key`` ends (a human driving it is let go;
+        ``bay_lease_changed`` ``detached``, which revokes its live links)."""
 
 
 class LiveHost(Protocol):

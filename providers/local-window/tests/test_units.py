@@ -209,3 +209,49 @@ def test_a_walker_python_that_is_missing_is_unavailable(tmp_path: Path) -> None:
     err = anyio.run(go)
     assert err.kind == "unavailable"
     assert "is not there" in err.reason
+
+
+def test_the_xauthority_file_is_the_binary_format_with_one_cookie(tmp_path: Path) -> None:
+    import socket
+
+    from browserbay_local_window import xauth
+
+    cookie = xauth.new_cookie()
+    assert len(cookie) == 16
+    assert xauth.new_cookie() != cookie
+    path = tmp_path / "Xauthority"
+    xauth.write(path, cookie, ":7")
+    assert path.stat().st_mode & 0o777 == 0o600
+    entries = xauth.read(path)
+    assert entries == [
+        (xauth.FAMILY_LOCAL, socket.gethostname().encode(), b"7", b"MIT-MAGIC-COOKIE-1", cookie),
+        (xauth.FAMILY_WILD, b"", b"7", b"MIT-MAGIC-COOKIE-1", cookie),
+    ]
+    # python-xlib's own reader finds it for a unix-socket display 7 (and not for display 8).
+    from Xlib import error as xerror
+    from Xlib import xauth as xlib_xauth
+
+    found = xlib_xauth.Xauthority(str(path)).get_best_auth(
+        xlib_xauth.FamilyLocal, socket.gethostname().encode(), 7
+    )
+    assert found == (b"MIT-MAGIC-COOKIE-1", cookie)
+    with pytest.raises(xerror.XNoAuthError):
+        xlib_xauth.Xauthority(str(path)).get_best_auth(
+            xlib_xauth.FamilyLocal, socket.gethostname().encode(), 8
+        )
+
+
+def test_live_page_keys_map_to_x_keysyms() -> None:
+    from Xlib import XK
+
+    from browserbay_local_window.live import keysym_for
+
+    assert keysym_for("Enter") == XK.string_to_keysym("Return")
+    assert keysym_for("ArrowLeft") == XK.string_to_keysym("Left")
+    assert keysym_for("Shift") == XK.string_to_keysym("Shift_L")
+    assert keysym_for("F5") == XK.string_to_keysym("F5")
+    assert keysym_for("a") == ord("a")
+    assert keysym_for("G") == ord("G")
+    assert keysym_for("é") == 0xE9
+    assert keysym_for("✓") == 0x01000000 | ord("✓")
+    assert keysym_for("Unidentified") is None

@@ -195,12 +195,15 @@ class Controls:
     # -- the live view's side (browserbay.model.LiveHost) -------------------------------
 
     def lease(self, session_id: str, profile_id: str) -> Lease | None:
+        """The session's lease on a profile, or on a target (a window: ``w1``)."""
         session = self.sessions.get(session_id)
-        return session.leases.get(profile_id) if session is not None else None
+        if session is None:
+            return None
+        return session.leases.get(profile_id) or session.targets.get(profile_id)
 
     def _find(self, session_id: str, profile_id: str) -> tuple[Session, Lease]:
         session = self.sessions.get(session_id)
-        lease = session.leases.get(profile_id) if session is not None else None
+        lease = self.lease(session_id, profile_id)
         if session is None or lease is None:
             raise KeyError(f"session {session_id} holds no lease on {profile_id}")
         return session, lease
@@ -261,20 +264,27 @@ class Controls:
         lease.pause = None
         lease.input_holder = "agent"
         pause.released.set()
-        tab = lease.tabs.get(lease.current) if lease.current else None
-        where = (
-            f"your current tab {tab.id} is at {tab.page.url}"
-            if tab is not None
-            else "your browser has no tab open"
-        )
         words = _WHY.get(why, "the controls came back to you ({why})").format(
             idle=HANDBACK_IDLE, why=why
         )
-        notice = f"{words} (profile {lease.handle}, after {round(time.time() - pause.since)}s); "
-        notice += where
+        window = lease.window
+        if window is not None:
+            what = f"window {window.handle}"
+            where = f"your window {window.handle} is “{window.title}”"
+            fresh = f"bay window snapshot {window.handle} -i"
+        else:
+            tab = lease.tabs.get(lease.current) if lease.current else None
+            what = f"profile {lease.handle}"
+            where = (
+                f"your current tab {tab.id} is at {tab.page.url}"
+                if tab is not None
+                else "your browser has no tab open"
+            )
+            fresh = "bay snapshot -i"
+        notice = f"{words} ({what}, after {round(time.time() - pause.since)}s); {where}"
         if pause.interrupted:
             notice += "; run again what was cut: " + ", ".join(pause.interrupted)
-        notice += "; references from before the pause may be stale: bay snapshot -i first"
+        notice += f"; references from before the pause may be stale: {fresh} first"
         session.notices.append(notice)
         self.plugins.notify("bay_handback", lease=lease.info(), viewer=viewer)
         return True
@@ -287,7 +297,7 @@ class Controls:
     def expire_idle(self) -> None:
         now = time.monotonic()
         for session in list(self.sessions.values()):
-            for lease in list(session.leases.values()):
+            for lease in [*session.leases.values(), *session.targets.values()]:
                 pause = lease.pause
                 if pause is None or pause.claimed is None:
                     continue  # a handoff nobody has taken up yet waits for its --wait

@@ -40,6 +40,7 @@ from browserbay.keeper.requests import (  # noqa: F401 - re-exported for tests
 from browserbay.keeper.sessions import Lease, Session, TabBook, reserve_tab_ids
 from browserbay.keeper.sessionverbs import SessionVerbsMixin
 from browserbay.keeper.switch import BackendMixin
+from browserbay.keeper.targets import TargetBook
 from browserbay.model import (
     ActionTrace,
     ProfileRef,
@@ -287,13 +288,18 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
         lease = await self._choose(session, handle)
         self.check_restarting(lease.profile.id, lease.handle)  # a backend switch's gap
         exempt = plugin_verb is not None and plugin_verb.while_paused
-        self.controls.check(lease, exempt)  # browser_paused while a human holds the controls
+        # A verb on a target the session holds (a window) is paused and cut on that target's
+        # lease, not on the browser's.
+        key = plugin_verb.target(args) if plugin_verb and plugin_verb.target else None
+        target = session.targets.get(key) if key else None
+        guarded = target if target is not None else lease
+        self.controls.check(guarded, exempt)  # browser_paused while a human holds the controls
         return await self.controls.run(
-            lease,
+            guarded,
             verb,
             args,
             exempt,
-            lambda: self._on_lease(verb, args, session, lease, deadline, timeout),
+            lambda: self._on_lease(verb, args, session, lease, deadline, timeout, target),
         )
 
     async def _on_lease(
@@ -304,12 +310,13 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
         lease: Lease,
         deadline: float,
         timeout: float,
+        target: Lease | None = None,
     ) -> tuple[dict[str, Any], str, ProfileRef | None]:
         """Run a verb on its lease (cut by a takeover: see browserbay.keeper.controls)."""
         await settle(lease)  # the last action's after-frame is taken before anything else
         await self.leases.check_browser(session, lease)  # died since? restarted below
         row = self.plugins.providers.get(lease.profile.provider)
-        for cell in verb.needs:
+        for cell in verb.needs if target is None else ():  # a target's verb needs no browser
             if row is not None and not row.capabilities.cell(cell):
                 raise Refusal(
                     "capability_missing", provider=row.id, verb=verb.name, capability=cell
@@ -338,6 +345,8 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
                     if lease.browser is not None
                     else None
                 ),
+                target=target,
+                targets=TargetBook(self.plugins, self.sessions, session),
             )
             data, text = await self.plugins.verbs[verb.name].handler(ctx)
             return data, text, lease.profile
@@ -413,7 +422,8 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
                     continue
                 running = session.running_leases
                 if not running:
-                    self.sessions.pop(session.ref.id, None)  # it comes back at its next verb
+                    if not session.targets:  # a window it holds keeps its lease object
+                        self.sessions.pop(session.ref.id, None)  # back at its next verb
                     continue
                 log.info(
                     "session %s idle for %.0fs: closing its browser", session.ref.id, IDLE_TIMEOUT

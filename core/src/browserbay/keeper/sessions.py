@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
-from browserbay.model import LeaseInfo, PauseInfo, ProfileRef, SessionRef
+from browserbay.model import LeaseInfo, LiveWindow, PauseInfo, ProfileRef, SessionRef
 from browserbay.refusals import Refusal
 
 if TYPE_CHECKING:
@@ -79,6 +79,8 @@ class Lease:
     after_frame: Any = None
     """The task taking the after-frame of the last traced action (see keeper.frames): the
     lease's next verb waits for it."""
+    window: LiveWindow | None = None
+    """A target lease's native window (see browserbay.keeper.targets); None for a browser."""
 
     @property
     def handle(self) -> str:
@@ -114,6 +116,8 @@ class Session:
     last_used: float = field(default_factory=time.monotonic)
     notices: list[str] = field(default_factory=list)
     """Said once with the next answer (a restore, a browser that went away)."""
+    targets: dict[str, Lease] = field(default_factory=dict)
+    """Leases on targets that are not profiles (a window it holds), by key (``w1``)."""
 
     @property
     def running_leases(self) -> list[Lease]:

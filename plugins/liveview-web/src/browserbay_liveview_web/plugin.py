@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import weakref
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from browserbay.hookspecs import hookimpl
@@ -50,8 +51,9 @@ def bay_live_view_transports() -> list[TransportRow]:
     return [
         TransportRow(
             KIND,
-            "CDP screencast of a tab in a web page on 127.0.0.1 (watch, take over, hand back)",
-            ("tab",),
+            "A tab's CDP screencast or a native window's X11 frames in a web page on 127.0.0.1 "
+            "(watch, take over, hand back)",
+            ("tab", "window"),
             make_transport,
         )
     ]
@@ -84,12 +86,28 @@ async def _provider_view(ctx: VerbContext) -> tuple[dict[str, Any], str] | None:
     return data, text
 
 
+def live_target(args: Mapping[str, Any]) -> str | None:
+    """``bay live w1``: the window whose lease the link shows."""
+    target = args.get("target")
+    return str(target) if target else None
+
+
 async def live(ctx: VerbContext) -> tuple[dict[str, Any], str]:
-    viewed = await _provider_view(ctx)
-    if viewed is not None:
-        return viewed
+    wanted = live_target(ctx.args)
+    if wanted is not None and ctx.target is None:
+        raise Refusal(
+            "not_your_window",
+            window=wanted,
+            held="not held by this session",
+            holder=None,
+        )
+    if ctx.target is None:  # a window is always ours to show; a browser may be the vendor's
+        viewed = await _provider_view(ctx)
+        if viewed is not None:
+            return viewed
     mode: Mode = "watch" if ctx.args.get("watch") else "control"
-    url = await _transport().link(ctx.session.id, ctx.profile.id, mode)
+    key = ctx.target.profile.id if ctx.target is not None else ctx.profile.id
+    url = await _transport().link(ctx.session.id, key, mode)
     data = {
         "url": url,
         "transport": KIND,
@@ -97,6 +115,8 @@ async def live(ctx: VerbContext) -> tuple[dict[str, Any], str]:
         "expires_in_s": 60,
         "profile": ctx.profile.id,
     }
+    if ctx.target is not None:
+        data["target"] = key
     text = (
         f"{url}\n"
         f"one use, open it within 60 s ({mode}"
@@ -161,13 +181,18 @@ def bay_verbs() -> list[PluginVerb]:
             Verb(
                 "live",
                 PLUGIN,
-                "Print a one-use link (60 s) to watch your browser live and take it over.",
-                (Arg("watch", "flag", "a link that can only watch (no takeover)"),),
+                "Print a one-use link (60 s) to watch your browser (or a window you hold) live "
+                "and take it over.",
+                (
+                    Arg("target", "opt", "a window handle (w1) to show instead of the browser"),
+                    Arg("watch", "flag", "a link that can only watch (no takeover)"),
+                ),
                 needs=("has_cdp",),
                 example="bay live",
             ),
             live,
             while_paused=True,
+            target=live_target,
         ),
         PluginVerb(
             Verb(

@@ -28,16 +28,16 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from browserbay_liveview_web import keys
 from browserbay_liveview_web.stream import TabStream
 from browserbay_liveview_web.tickets import CREDENTIAL_TTL, Credential, Mode, Vault
-from browserbay_liveview_web.viewer import Viewer
+from browserbay_liveview_web.viewer import Stream, Viewer
+from browserbay_liveview_web.windowstream import WindowStream
 
 if TYPE_CHECKING:
     from websockets.asyncio.server import Server, ServerConnection
     from websockets.http11 import Request, Response
 
-    from browserbay.model import LiveHost, LiveLease
+    from browserbay.model import LiveHost, LiveLease, LiveWindow
 
 log = logging.getLogger("browserbay.liveview")
 COOKIE = "bay_live"
@@ -89,8 +89,13 @@ class Target:
             self.poke.clear()
 
     async def sync(self) -> None:
-        """Attach each viewer to the tab it shows, then tell every viewer the state."""
+        """Attach each viewer to the tab (or the window) it shows, then tell every viewer
+        the state."""
         lease = self.lease()
+        window = lease.window if lease is not None else None
+        if lease is not None and window is not None:
+            await self._sync_window(lease, window)
+            return
         pages = lease.pages() if lease is not None else {}
         for tab_id, page in pages.items():
             with contextlib.suppress(Exception):
@@ -111,8 +116,51 @@ class Target:
             await stream.read_viewport()
         self.push(lease, pages)
 
-    def push(self, lease: LiveLease | None, pages: dict[str, Any]) -> None:
+    async def _sync_window(self, lease: LiveLease, window: LiveWindow) -> None:
+        for viewer in list(self.viewers):
+            if viewer.stream is not None and viewer.stream.closed:
+                self.transport.detach(viewer)
+            if viewer.stream is None:
+                await self.transport.attach_window(viewer, window)
+        self.push(lease, {}, window)
+
+    @staticmethod
+    def _holder(pause: Any, viewer: Viewer) -> str:
+        if pause is None:
+            return "agent"
+        if pause.holder is None:
+            return "nobody"
+        return "you" if pause.holder == viewer.id else "other"
+
+    def push(
+        self, lease: LiveLease | None, pages: dict[str, Any], window: LiveWindow | None = None
+    ) -> None:
         pause = lease.pause_info() if lease is not None else None
+        if window is not None:
+            for viewer in list(self.viewers):
+                stream = viewer.stream
+                viewer.offer_state(
+                    {
+                        "t": "state",
+                        "kind": "window",
+                        "me": viewer.id,
+                        "mode": viewer.mode,
+                        "holder": self._holder(pause, viewer),
+                        "pause": None
+                        if pause is None
+                        else {"origin": pause.origin, "by": pause.by, "reason": pause.reason},
+                        "running": stream is not None and not stream.closed,
+                        "tab": window.handle,
+                        "tabs": [],
+                        "url": window.where,
+                        "title": window.title,
+                        "viewers": len(self.viewers),
+                        "cursor": None,
+                        "profile": lease.profile.label if lease is not None else "",
+                        "session": self.session_id,
+                    }
+                )
+            return
         tabs = [
             {"id": t, "title": self.titles.get(t, ""), "url": p.url, "agent": t == lease.current}
             for t, p in pages.items()
@@ -121,12 +169,7 @@ class Target:
         for viewer in list(self.viewers):
             stream = viewer.stream
             shown = stream.tab_id if stream is not None else None
-            if pause is None:
-                holder = "agent"
-            elif pause.holder is None:
-                holder = "nobody"
-            else:
-                holder = "you" if pause.holder == viewer.id else "other"
+            holder = self._holder(pause, viewer)
             cursor = None
             point = lease.agent_point if lease is not None else None
             if (
@@ -141,6 +184,7 @@ class Target:
             viewer.offer_state(
                 {
                     "t": "state",
+                    "kind": "tab",
                     "me": viewer.id,
                     "mode": viewer.mode,
                     "holder": holder,
@@ -167,7 +211,7 @@ class WebTransport:
         self.host = host
         self.vault = Vault()
         self.targets: dict[tuple[str, str], Target] = {}
-        self.streams: dict[str, TabStream] = {}
+        self.streams: dict[str, Stream] = {}
         self.port = 0
         self._server: Server | None = None
         self._start_lock: asyncio.Lock | None = None
@@ -384,35 +428,9 @@ class WebTransport:
         stream = viewer.stream
         if viewer.mode != "control" or pause is None or pause.holder != viewer.id:
             return
-        if stream is None or stream.viewport is None:
+        if stream is None:
             return
-        kind = event.get("t")
-        mods = _int(event.get("mods"))
-        sent = False
-        if kind == "mouse":
-            x, y = keys.to_css(_num(event.get("x")), _num(event.get("y")), stream.viewport)
-            params = keys.mouse_event(
-                str(event.get("type")),
-                x,
-                y,
-                str(event.get("button") or "left"),
-                _int(event.get("buttons")),
-                max(1, _int(event.get("clicks"))),
-                mods,
-            )
-            sent = await stream.send("Input.dispatchMouseEvent", params)
-        elif kind == "wheel":
-            x, y = keys.to_css(_num(event.get("x")), _num(event.get("y")), stream.viewport)
-            params = keys.wheel_event(x, y, _num(event.get("dx")), _num(event.get("dy")), mods)
-            sent = await stream.send("Input.dispatchMouseEvent", params)
-        elif kind == "key":
-            phase = "up" if event.get("type") == "up" else "down"
-            params = keys.key_event(phase, str(event.get("key")), str(event.get("code")), mods)
-            sent = await stream.send("Input.dispatchKeyEvent", params)
-        elif kind == "text":
-            text = str(event.get("text") or "")
-            if text:
-                sent = await stream.send("Input.insertText", {"text": text})
+        sent = await stream.deliver(event)
         if sent:
             self.host.note_input(grant.session_id, grant.profile_id)
             stream.flush_ack()  # the answer to the input shows without waiting for the pace
@@ -423,13 +441,30 @@ class WebTransport:
         stream = self.streams.get(tab_id)
         if stream is None or stream.closed:
             stream = TabStream(tab_id, page, self._stream_gone)
-            self.streams[tab_id] = stream
-            try:
-                await stream.start()
-            except Exception:  # the page closed while we attached: the next sync moves on
-                await stream.stop()
-                self.streams.pop(tab_id, None)
-                return
+            if not await self._start(stream):
+                return  # the page closed while we attached: the next sync moves on
+        self._join(viewer, stream)
+
+    async def attach_window(self, viewer: Viewer, window: LiveWindow) -> None:
+        stream = self.streams.get(window.handle)
+        if stream is None or stream.closed:
+            stream = WindowStream(window, self._stream_gone)
+            if not await self._start(stream):
+                return  # the window went while we attached: the page shows it stopped
+        self._join(viewer, stream)
+
+    async def _start(self, stream: Stream) -> bool:
+        self.streams[stream.tab_id] = stream
+        try:
+            await stream.start()
+        except Exception:
+            await stream.stop()
+            if self.streams.get(stream.tab_id) is stream:
+                del self.streams[stream.tab_id]
+            return False
+        return True
+
+    def _join(self, viewer: Viewer, stream: Stream) -> None:
         stream.viewers.add(viewer)
         viewer.stream = stream
         if stream.last is not None:
@@ -445,7 +480,7 @@ class WebTransport:
                 del self.streams[stream.tab_id]
             self._spawn(stream.stop())
 
-    def _stream_gone(self, stream: TabStream) -> None:
+    def _stream_gone(self, stream: Stream) -> None:
         if self.streams.get(stream.tab_id) is stream:
             del self.streams[stream.tab_id]
         self._spawn(stream.stop())
@@ -515,18 +550,6 @@ def _cookie(request: Request) -> str | None:
         return None
     morsel = jar.get(COOKIE)
     return morsel.value if morsel is not None else None
-
-
-def _num(value: Any) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return 0.0
-    return number if number == number and abs(number) < 1e7 else 0.0  # no NaN, no huge
-
-
-def _int(value: Any) -> int:
-    return int(_num(value))
 
 
 async def _say(viewer: Viewer, text: str) -> None:

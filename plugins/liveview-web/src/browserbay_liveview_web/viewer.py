@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from browserbay_liveview_web.stream import DEFAULT_FPS, TabStream
+from browserbay_liveview_web.windowstream import WindowStream
 
 if TYPE_CHECKING:
     from websockets.asyncio.server import ServerConnection
@@ -26,6 +27,9 @@ if TYPE_CHECKING:
     from browserbay_liveview_web.tickets import Credential
 
 log = logging.getLogger("browserbay.liveview")
+
+#: What a viewer watches: a tab's screencast or a native window's frames.
+Stream = TabStream | WindowStream
 
 #: Input events waiting for the page, per viewer; pointer moves are coalesced first.
 MAX_INPUT = 512
@@ -45,7 +49,7 @@ class Viewer:
         self.fps = DEFAULT_FPS
         self.chosen_tab: str | None = None
         """A tab the human picked in the strip (None: follow the agent's current tab)."""
-        self.stream: TabStream | None = None
+        self.stream: Stream | None = None
         self.sent = 0
         self.dropped = 0
         self.last_state = ""

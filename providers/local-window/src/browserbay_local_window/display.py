@@ -23,7 +23,7 @@ import anyio
 import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from browserbay_local_window import procs
+from browserbay_local_window import procs, xauth
 from browserbay_local_window.plugin import LAUNCHERS
 from browserbay_local_window.settings import Settings
 from browserbay_local_window.walkerclient import WalkerClient
@@ -73,6 +73,8 @@ class Display:
     async def stop(self) -> None:
         await self.walker.close()
         await anyio.to_thread.run_sync(self.x.close)
+        if not self.desktop:
+            xauth.forget(self.name)
         for what, proc in reversed(self.children):
             log.info("stopping %s (pid %d)", what, proc.pid)
             await procs.end(proc, grace=2.0)
@@ -148,13 +150,16 @@ async def start_own(settings: Settings, state_dir: Path) -> Display:
     for d in (home, runtime / "tmp", home / ".config", home / ".cache"):
         d.mkdir(mode=0o700, parents=True, exist_ok=True)
     children: list[tuple[str, anyio.abc.Process]] = []
+    authority = runtime / "Xauthority"
+    cookie = xauth.new_cookie()
+    xauth.write(authority, cookie)  # read by the server at its start
     # A local file, opened once per display start: handed to the children as their stderr.
     log_file = open(runtime / "display.log", "ab")  # noqa: SIM115, ASYNC230
     try:
         read_fd, write_fd = os.pipe()
         try:
             argv = [xvfb, "-displayfd", str(write_fd), "-screen", "0", settings.screen]
-            argv += ["-nolisten", "tcp", "-noreset"]
+            argv += ["-nolisten", "tcp", "-noreset", "-auth", str(authority)]
             if not settings.xtest:
                 argv.append("-tst")  # no XTEST: injection is refused, by the probe's finding
             base = {k: os.environ[k] for k in PASSED if k in os.environ}
@@ -169,8 +174,10 @@ async def start_own(settings: Settings, state_dir: Path) -> Display:
             os.close(read_fd)
             if write_fd >= 0:
                 os.close(write_fd)
+        xauth.write(authority, cookie, name)  # now with the display's number, for clients
         bus = f"unix:path={runtime}/bus"
         env = _app_env(name, bus, runtime, home)
+        env["XAUTHORITY"] = str(authority)
         proc = await procs.spawn(
             [dbus, "--session", "--nofork", "--nopidfile", f"--address={bus}", "--print-address=1"],
             env,
@@ -199,6 +206,7 @@ async def start_own(settings: Settings, state_dir: Path) -> Display:
             raise DisplayError(f"the display did not start: {exc!r}") from exc
         raise
     log_file.close()
+    xauth.remember(name, cookie)
     display = Display(
         name=name,
         env=env,

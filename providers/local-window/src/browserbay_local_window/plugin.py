@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Mapping
 from typing import Any
 
 from browserbay.hookspecs import hookimpl
@@ -126,9 +127,21 @@ def bay_providers() -> list[ProviderRow]:
     ]
 
 
+#: The actions that act on one window (their handle names the window's lease, so a human
+#: driving that window pauses them: browser_paused, browser_interrupted).
+ON_A_WINDOW = ("attach", "detach", "close", "snapshot", "click", "type", "key", "screenshot")
+
+
+def window_target(args: Mapping[str, Any]) -> str | None:
+    """The window a ``bay window`` call acts on (its lease), or None (open, list…)."""
+    if args.get("action") in ON_A_WINDOW and args.get("handle"):
+        return str(args["handle"])
+    return None
+
+
 @hookimpl
 def bay_verbs() -> list[PluginVerb]:
-    return [PluginVerb(WINDOW_VERB, handle)]
+    return [PluginVerb(WINDOW_VERB, handle, target=window_target)]
 
 
 async def handle(ctx: VerbContext) -> tuple[dict[str, Any], str]:

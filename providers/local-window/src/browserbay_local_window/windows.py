@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from browserbay.model import VerbContext
+from browserbay.model import LiveLease, TargetLeases, VerbContext
 from browserbay.refusals import Refusal
 from browserbay_local_window import chromium, procs
 from browserbay_local_window import display as displays
@@ -55,7 +55,8 @@ class Window:
     pid: int | None = None
     xid: int | None = None
     holder: str | None = None
-    input_holder: str = "agent"
+    lease: LiveLease | None = None
+    """The holder's core lease on this window (takeover, live view), while it is held."""
     started_at: float = field(default_factory=time.time)
     refs: dict[str, dict[str, Any]] = field(default_factory=dict)
     url: str | None = None
@@ -79,6 +80,9 @@ class Windows:
         self._ids = itertools.count(1)
         self._desk_ids = itertools.count(1)
         self._xtest: dict[str, tuple[bool, str]] = {}
+        self.targets: TargetLeases | None = None
+        """The keeper's target leases, as the last verb handed them (ending one works for
+        any session; holding one is for the verb's own session)."""
 
     @property
     def settings(self) -> Settings:
@@ -179,6 +183,26 @@ class Windows:
     def _drop(self, window: Window, reason: str) -> None:
         self.windows.pop(window.handle, None)
         self.gone[window.handle] = reason
+        self.let_go(window)
+
+    def hold(self, window: Window, ctx: VerbContext) -> None:
+        """The calling session holds the window: its lease on it (the same lease object as a
+        browser's: a live view shows it, a human takes it over)."""
+        from browserbay_local_window.live import WindowLive
+        from browserbay_local_window.plugin import PROVIDER
+
+        window.holder = ctx.session.id
+        if ctx.targets is not None:
+            label = f"window {window.handle}"
+            window.lease = ctx.targets.hold(
+                window.handle, label, PROVIDER, WindowLive(self, window)
+            )
+
+    def let_go(self, window: Window) -> None:
+        """Its holder's lease on it ends (a human driving it is let go, live links end)."""
+        if window.holder is not None and self.targets is not None:
+            self.targets.end(window.holder, window.handle, "closed")
+        window.lease = None
 
     def lookup(self, handle: str | None, ctx: VerbContext, *, held: bool = True) -> Window:
         if not handle:
@@ -297,9 +321,9 @@ async def _start(
         kind=kind,
         proc=proc,
         pid=proc.pid,
-        holder=ctx.session.id,
     )
     book.windows[window.handle] = window
+    book.hold(window, ctx)
     main: TopLevel | None = None
     end = time.monotonic() + left(ctx, WINDOW_WAIT)
     while time.monotonic() < end and proc.returncode is None:
@@ -333,7 +357,7 @@ def _row(window: Window, main: TopLevel | None, ctx: VerbContext) -> dict[str, A
         "geometry": [main.x, main.y, main.width, main.height] if main is not None else None,
         "holder": window.holder,
         "mine": window.holder == ctx.session.id,
-        "input": window.input_holder,
+        "input": "user" if window.lease is not None and window.lease.pause_info() else "agent",
         "url": window.url,
     }
 
@@ -402,12 +426,13 @@ async def act_attach(book: Windows, ctx: VerbContext) -> tuple[dict[str, Any], s
             held="held by another session",
             holder=window.holder,
         )
-    window.holder = ctx.session.id
+    book.hold(window, ctx)
     return _row(window, None, ctx), f"{window.handle} is yours"
 
 
 async def act_detach(book: Windows, ctx: VerbContext) -> tuple[dict[str, Any], str]:
     window = book.lookup(ctx.args.get("handle"), ctx)
+    book.let_go(window)
     window.holder = None
     window.refs.clear()
     return _row(
@@ -812,6 +837,7 @@ async def handle(ctx: VerbContext) -> tuple[dict[str, Any], str]:
             detail=f"unknown window action {action!r}; one of {', '.join(ACTIONS)}",
             verb="window",
         )
+    BOOK.targets = ctx.targets
     if action not in ("list", "doctor", "open", "browser", "attach", "close"):
         with contextlib.suppress(XError):
             await BOOK.reap(ctx)

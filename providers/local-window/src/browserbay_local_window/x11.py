@@ -309,7 +309,38 @@ class XConn:
         image = root.get_image(x0, y0, x1 - x0, y1 - y0, X.ZPixmap, 0xFFFFFFFF)
         return x1 - x0, y1 - y0, bytes(image.data)
 
+    def frame_of(self, xid: int) -> tuple[int, int, int, int, bytes]:
+        """The window's place on the screen and what the screen shows there, clipped:
+        (x, y, w, h, BGRX bytes) — menus and popups over it included, as a human sees it."""
+        win = self.d.create_resource_object("window", xid)
+        geo = win.get_geometry()
+        pos = self.d.screen().root.translate_coords(win, 0, 0)
+        x, y = int(pos.x), int(pos.y)
+        w, h, pixels = self.grab(x, y, int(geo.width), int(geo.height))
+        return max(0, x), max(0, y), w, h, pixels
+
     # -- XTEST ----------------------------------------------------------------------------
+
+    def pointer(self, x: int, y: int, press: int | None, button: int) -> None:
+        """Move the pointer to (x, y) on the screen, then press (1), release (0) or neither
+        (None) ``button``."""
+        root = self.d.screen().root
+        xtest.fake_input(self.d, X.MotionNotify, x=x, y=y, root=root)
+        if press is not None:
+            xtest.fake_input(self.d, X.ButtonPress if press else X.ButtonRelease, button)
+        self.d.sync()
+
+    def key_code(self, sym: int) -> tuple[int, bool]:
+        """The keycode that types ``sym`` (a spare one remapped when the map lacks it), and
+        whether it needs Shift."""
+        return self._keycode(sym)
+
+    def shift_code(self) -> int:
+        return int(self.d.keysym_to_keycode(XK.string_to_keysym("Shift_L")))
+
+    def key(self, code: int, down: bool) -> None:
+        xtest.fake_input(self.d, X.KeyPress if down else X.KeyRelease, code)
+        self.d.sync()
 
     def click(self, x: int, y: int, button: int = 1) -> None:
         root = self.d.screen().root
