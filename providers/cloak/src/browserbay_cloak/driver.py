@@ -73,8 +73,9 @@ def seed_of(spec: LaunchSpec) -> str:
         raise Refusal(
             "backend_unavailable",
             provider="cloak",
-            reason=f"profile {spec.user_data_dir.name} has no fingerprint seed (it was made "
-            "before cloak profiles minted one)",
+            reason=f"profile {spec.user_data_dir.name} has no fingerprint seed stored (a cloak "
+            "profile gets one, once, when it is made or switched to cloak; it is never minted "
+            "at launch)",
             fix="bay new <label> --provider cloak   (a new profile mints its seed once)",
         )
     return seed
