@@ -73,12 +73,14 @@ def check_provider(
     *,
     close_timeout: float = 10,
     options: Mapping[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> None:
     """Launch the provider's browser, check isolation between two contexts (where the row
     says it has them) made with the handle's ``context_options`` (and that those take: user
     agent, viewport, device scale, touch), navigate to ``url``, close it gracefully and check
     that no process is left. ``options`` are the profile's provider options (a ``cdp``
-    profile's ``cdp_url``).
+    profile's ``cdp_url``); ``env`` is what the keeper would resolve for a provider that needs
+    a key (``LaunchSpec.env``: the vendor's variable names; a cloud row pointed at a fake).
 
     A provider whose browsers are not ours (``owns_dir`` false: somebody else's browser
     reached over CDP) names no process of ours and closing it only disconnects: the caller
@@ -86,17 +88,24 @@ def check_provider(
     check_row(row)
     if row.driver_factory is None:
         return
-    anyio.run(_check_running, row, tmp_path, url, close_timeout, dict(options or {}))
+    anyio.run(
+        _check_running, row, tmp_path, url, close_timeout, dict(options or {}), dict(env or {})
+    )
 
 
 async def _check_running(
-    row: ProviderRow, tmp_path: Path, url: str, close_timeout: float, options: dict[str, str]
+    row: ProviderRow,
+    tmp_path: Path,
+    url: str,
+    close_timeout: float,
+    options: dict[str, str],
+    env: dict[str, str],
 ) -> None:
     from playwright.async_api import async_playwright
 
     home = tmp_path / "home"
     home.mkdir(mode=0o700)
-    spec = LaunchSpec(browser_id="bb-c0nf0rm5", home=home, options=options)
+    spec = LaunchSpec(browser_id="bb-c0nf0rm5", home=home, options=options, env=env)
     assert row.driver_factory is not None
     ours = row.capabilities.owns_dir
     async with async_playwright() as pw:

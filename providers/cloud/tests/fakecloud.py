@@ -98,6 +98,9 @@ class FakeCloud:
     key: str
     refuse_connect: bool = False
     """Every CDP handshake fails (502): the vendor created a session we cannot reach."""
+    hold_create: threading.Event | None = None
+    """Set: a create call waits for this event before it starts the browser and answers (a
+    test cuts the caller meanwhile)."""
     sessions: dict[str, FakeSession] = field(default_factory=dict)
     seen: list[Seen] = field(default_factory=list)
     launches: int = 0
@@ -210,6 +213,8 @@ class FakeCloud:
             return
         c = self.vendor.contract
         if self._matches(c.create, h.command, parts.path) is not None:
+            if self.hold_create is not None:
+                self.hold_create.wait(60)
             self._answer(h, 201 if h.command == "POST" else 200, self._create())
             return
         sid = self._matches(c.view, h.command, parts.path)

@@ -81,8 +81,9 @@ def test_open_a_page_then_a_failing_verb_then_close_releases_the_session(
         assert live["transport"] == "web"
         assert live["url"].startswith("http://127.0.0.1:")
         assert fake.url not in live["url"]
-    failed = bay("click", "#no-such-thing", "--timeout", "3", session=who)
-    assert_refused(failed, "target_not_found")
+    # A verb that fails in the vendor's page (at once: nothing waits on a clock).
+    failed = bay("eval", "(() => { throw new Error('on purpose') })()", session=who)
+    assert "on purpose" in assert_refused(failed, "action_failed")["message"]
     assert fake.released == []  # a failed verb leaves the session to its owner
     bay.ok("close", session=who)
     assert fake.wait_released(sid) == ("release" if vendor.contract.release else "disconnect")
@@ -124,9 +125,12 @@ def test_a_browser_the_vendor_drops_is_released_and_the_next_verb_gets_a_new_one
 
 @pytest.fixture(scope="module")
 def misconfigured(place: Path, fakes: dict[str, FakeCloud]) -> Iterator[Bay]:
-    """A keeper whose Steel row has no key at all and whose Kernel key is wrong."""
+    """A keeper whose Steel row has no key at all and whose Kernel key is wrong; sessions that
+    ask for nothing get an ephemeral Browser Use browser (its key is right)."""
     env = keys_for(BY_NAME["kernel"], fakes["kernel"], WRONG)
+    env.update(keys_for(BY_NAME["browser-use"], fakes["browser-use"], KEY))
     env[env_name("cloud:steel", "api_url")] = fakes["steel"].url
+    env.update(BAY_DEFAULT_PROVIDER="cloud:browser-use", BAY_BROWSER_GRACE="1", BAY_TICK="0.5")
     b = Bay(place / "bay-misconfigured", **env)
     yield b
     b.stop()
@@ -158,3 +162,19 @@ def test_a_wrong_key_is_the_vendors_401_as_backend_key_invalid(
     assert WRONG not in r.stdout + r.stderr
     (seen,) = fake.seen[before:]
     assert (seen.method, seen.path, seen.authorized) == ("POST", "/browsers", False)
+
+
+def test_an_ephemeral_session_on_a_cloud_default_provider_is_released_at_close(
+    misconfigured: Bay, fakes: dict[str, FakeCloud], demo: str
+) -> None:
+    """BAY_DEFAULT_PROVIDER=cloud:browser-use: a session that asks for nothing gets its own
+    context in a vendor session of its own, released when the session closes."""
+    fake = fakes["browser-use"]
+    before = set(fake.sessions)
+    opened = misconfigured("open", f"{demo}/shop.html", session="eph").frame
+    assert opened["data"]["title"] == "Shop"
+    assert opened["profile"]["ephemeral"] is True
+    assert opened["profile"]["provider"] == "cloud:browser-use"
+    (sid,) = set(fake.sessions) - before
+    misconfigured.ok("close", session="eph")
+    assert fake.wait_released(sid) == "release"

@@ -9,14 +9,17 @@ key, a create without a CDP URL) or reuse one fake per vendor.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from browserbay.model import LaunchSpec
 from browserbay.refusals import Refusal
+from browserbay.testing import check_provider
 from browserbay_cloud.driver import CloudDriver
 from browserbay_cloud.sessions import VendorApi
 from browserbay_cloud.vendors import VENDORS, Vendor
@@ -59,6 +62,7 @@ def spec(vendor: Vendor, fake: FakeCloud, tmp_path: Path, key: str = KEY) -> Lau
     return LaunchSpec(
         browser_id="bb-test",
         home=tmp_path,
+        user_data_dir=tmp_path / "profile",  # a persistent profile (the directory is unused)
         env={env[f]: v for f, v in values.items() if f in env},
     )
 
@@ -155,3 +159,60 @@ def test_scrub_blots_the_key_and_urls_out_of_any_message() -> None:
     assert KEY not in text
     assert "connect.example" not in text
     assert "401" in text
+
+
+async def test_a_launch_cut_while_the_vendor_creates_still_releases_the_session(
+    playwright: Any, tmp_path: Path
+) -> None:
+    """A deadline that cuts the launch while the create is in flight: the create completes
+    (so the session id is known), then the session is released and the cut goes on."""
+    vendor = BY_NAME["kernel"]
+    with FakeCloud(vendor, KEY, hold_create=threading.Event()) as fake:
+        assert fake.hold_create is not None
+        scopes: list[anyio.CancelScope] = []
+        handles: list[Any] = []
+
+        async def launch() -> None:
+            with anyio.CancelScope() as scope:
+                scopes.append(scope)
+                handles.append(
+                    await CloudDriver(vendor).launch(playwright, spec(vendor, fake, tmp_path))
+                )
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(launch)
+            while not fake.seen:  # the create request reached the vendor
+                await anyio.sleep(0.02)
+            scopes[0].cancel()
+            fake.hold_create.set()
+        assert handles == []
+        (sid,) = fake.sessions
+        assert fake.wait_released(sid) == "release"
+        assert fake.live() == []
+
+
+async def test_a_driver_handed_no_key_asks_the_vendor_nothing(
+    playwright: Any, tmp_path: Path
+) -> None:
+    vendor = BY_NAME["hyperbrowser"]
+    with FakeCloud(vendor, KEY) as fake:
+        bare = LaunchSpec(browser_id="bb-test", home=tmp_path, env={})
+        with pytest.raises(Refusal) as caught:
+            await CloudDriver(vendor).launch(playwright, bare)
+        assert_refused(caught.value, "backend_no_key")
+        assert fake.seen == []
+
+
+def test_conformance_suite_against_the_fake(tmp_path: Path, demo: str) -> None:
+    """The core's provider conformance suite (browserbay.testing) on one cloud row, pointed
+    at its FAKE; then the session it made was released."""
+    from browserbay_cloud import plugin
+
+    vendor = BY_NAME["steel"]
+    (row,) = [r for r in plugin.bay_providers() if r.id == vendor.id]
+    with FakeCloud(vendor, KEY) as fake:
+        check_provider(
+            row, tmp_path, f"{demo}/form.html", env=dict(spec(vendor, fake, tmp_path).env)
+        )
+        (sid,) = fake.sessions
+        assert fake.wait_released(sid) == "release"

@@ -14,6 +14,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 
 from browserbay.model import LaunchSpec
 from browserbay.refusals import Refusal
@@ -71,11 +72,19 @@ class CloudHandle:
     """A vendor's browser we reached over CDP. ``pid`` is None: it is not a process here."""
 
     def __init__(
-        self, browser_id: str, browser: Browser, releaser: Releaser, live_view_url: str | None
+        self,
+        browser_id: str,
+        browser: Browser,
+        releaser: Releaser,
+        live_view_url: str | None,
+        persistent: bool,
     ):
         self.browser_id = browser_id
         self.browser: Browser | None = browser
-        self.persistent_context: BrowserContext | None = browser.contexts[0]
+        self.persistent_context: BrowserContext | None = browser.contexts[0] if persistent else None
+        """A persistent profile's leases share the vendor browser's default context; an
+        ephemeral browser has none (each session gets a context of its own in it, and the
+        browser goes idle, and is released, when the last one closes)."""
         self.pid: int | None = None
         self.live_view_url = live_view_url
         """The vendor's own live viewer of this session (a ``provider-view`` target)."""
@@ -110,9 +119,28 @@ class CloudDriver:
         self.vendor = vendor
 
     async def launch(self, playwright: Playwright, spec: LaunchSpec) -> CloudHandle:
-        api = VendorApi(self.vendor, self.vendor.fields_from_env(spec.env))
-        created = await api.create()
+        fields = self.vendor.fields_from_env(spec.env)
+        if not fields.get("api_key"):  # the keeper refuses first; never ask a vendor keyless
+            raise Refusal(
+                "backend_no_key",
+                provider=self.vendor.id,
+                integration=self.vendor.id,
+                field="api_key",
+                missing=["api_key"],
+                source="none",
+                reason="the driver was handed no key",
+            )
+        api = VendorApi(self.vendor, fields)
+        # Shielded: a session the vendor creates is never left behind by a deadline that
+        # cuts the create half-way (its id would be lost); the cut comes right after.
+        with anyio.CancelScope(shield=True):
+            created = await api.create()
         releaser = Releaser(api, created)
+        try:
+            await anyio.lowlevel.checkpoint()
+        except BaseException:
+            await releaser.release("cut after create")
+            raise
         try:
             browser = await playwright.chromium.connect_over_cdp(
                 created.cdp_url, timeout=CONNECT_TIMEOUT_MS
@@ -131,4 +159,5 @@ class CloudDriver:
                 reason="the vendor's browser has no default context to use",
                 fix=f"bay keys test {self.vendor.id}",
             )
-        return CloudHandle(spec.browser_id, browser, releaser, created.view_url)
+        persistent = spec.user_data_dir is not None  # a profile (its dir is the vendor's)
+        return CloudHandle(spec.browser_id, browser, releaser, created.view_url, persistent)
