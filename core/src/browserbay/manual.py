@@ -25,7 +25,7 @@ TOKEN_BUDGET = 1500
 #: are installed here (a test checks the list against the workspace's plugins).
 SHIPPED_PLUGIN_VERBS: tuple[tuple[str, str], ...] = (
     ("handoff", "hand your browser to the human: a live link"),
-    ("live", "a link to watch or take over"),
+    ("live", "a link to watch or take over; live w1: a window"),
     ("window", "native windows, tier 3"),
     ("keys", "provider keys: the human sets them"),
     ("provider", "install a provider's browser: the human's call"),

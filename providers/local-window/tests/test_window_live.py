@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import Bay, assert_refused
+from tests.helpers import BAY, Bay, Result, assert_refused
 
 from .conftest import DEBIAN_PYTHON, GTK_APP, finish, have_gtk, new_home, node, snapshot, wopen
 
@@ -298,3 +298,65 @@ def test_our_display_refuses_a_client_without_its_cookie(lwbay: Bay, app: dict[s
     # The app we started has the cookie in its environment.
     environ = Path(f"/proc/{app['pid']}/environ").read_bytes().split(b"\0")
     assert f"XAUTHORITY={authority}".encode() in environ
+
+
+def test_closing_the_window_ends_its_live_view(lwbay: Bay, viewer: Any) -> None:
+    handle = wopen(lwbay, DEBIAN_PYTHON, GTK_APP, session=S)["handle"]
+    open_live(lwbay, handle, viewer)
+    lwbay.ok("window", "close", handle, session=S)
+    wait_for(lambda: stats(viewer).get("ended"), what="the page to say the live view ended")
+    assert viewer.locator("#badge").inner_text() == "Live view ended"
+    answer = viewer.reload()
+    assert answer is not None
+    assert answer.status == 401
+    assert_refused(lwbay("live", handle, session=S), "not_your_window")
+    hooks = [
+        r
+        for r in lwbay.recorded()
+        if r["hook"] == "bay_lease_changed" and r["lease"]["profile"]["id"] == handle
+    ]
+    assert [(r["change"], r["lease"]["ended"]) for r in hooks][-1] == ("detached", "closed")
+
+
+def inflight(bay: Bay, session: str) -> list[str]:
+    status = bay.ok("keeper", "status", session=None)
+    for row in status.get("sessions") or []:
+        if row["session"]["id"] == session:
+            return [c for lease in row["leases"] for c in lease.get("inflight") or []]
+    return []
+
+
+def test_a_window_verb_in_flight_is_cut_by_the_takeover_and_named_at_the_handback(
+    lwbay: Bay, app: dict[str, Any], viewer: Any
+) -> None:
+    handle = app["handle"]
+    button = node(snapshot(lwbay, handle, session=S), "push button", "Greet")["ref"]
+    open_live(lwbay, handle, viewer)
+    # A button has no EditableText: the text goes in as XTEST keys, long enough to be cut.
+    proc = subprocess.Popen(
+        [BAY, "window", "type", handle, "@" + button, "-", "--json"],
+        env=dict(lwbay.env, BAY_SESSION=S),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None
+    proc.stdin.write("x" * 20000)
+    proc.stdin.close()
+    wait_for(
+        lambda: any(c.startswith("bay window type") for c in inflight(lwbay, S)),
+        what="the type verb in flight",
+    )
+    take_over(viewer)
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    out, err = proc.stdout.read(), proc.stderr.read()
+    proc.wait(timeout=60)
+    frame = assert_refused(Result(proc.returncode, out, err), "browser_interrupted")
+    assert frame["data"]["command"] == f"bay window type {handle} @{button} <text>"
+    assert frame["data"]["may_have_reached_page"] is True
+    assert "x" * 20 not in out  # typed text is never echoed
+    hand_back(viewer)
+    notice = lwbay("window", "list", session=S).frame["notice"]
+    assert f"run again what was cut: bay window type {handle} @{button} <text>" in notice

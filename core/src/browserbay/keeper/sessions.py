@@ -136,7 +136,7 @@ class Session:
                     "current_tab": lease.current,
                     "inflight": [e.command for e in lease.inflight.values()],
                 }
-                for lease in self.leases.values()
+                for lease in [*self.leases.values(), *self.targets.values()]
             ],
             "idle_s": round(time.monotonic() - self.last_used, 1),
         }

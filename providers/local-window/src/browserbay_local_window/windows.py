@@ -39,6 +39,8 @@ log = logging.getLogger("browserbay.local_window")
 WINDOW_WAIT = 10.0
 X_TIMEOUT = 5.0
 CLOSE_GRACE = 5.0
+#: Characters typed through XTEST per X call (a cut verb stops within one run).
+TYPE_RUN = 16
 _REF = re.compile(r"^@?(e\d+)$")
 _AT = re.compile(r"^\s*(-?\d+)\s*,\s*(-?\d+)\s*$")
 #: Action names a click by reference prefers, in order; else the first that is not a menu.
@@ -751,7 +753,10 @@ async def act_type(book: Windows, ctx: VerbContext) -> tuple[dict[str, Any], str
             except WalkerError as exc:
                 raise _unreadable(window, exc) from None
             await anyio.sleep(0.05)
-        await window.display.x.run(left(ctx, 60.0), _type, text)
+        # In short runs, each its own X call: a takeover (or the deadline) that cuts the verb
+        # stops the typing within one run, instead of a worker thread typing on unseen.
+        for at in range(0, len(text), TYPE_RUN):
+            await window.display.x.run(left(ctx, 60.0), _type, text[at : at + TYPE_RUN])
         via = "focus+xtest"
     data = {"handle": window.handle, "ref": "@" + ref, "chars": len(text), "via": via}
     how = "AT-SPI EditableText" if via == "editable_text" else "focus + XTEST keys"
