@@ -303,3 +303,16 @@ def test_a_cluster_default_never_learns_a_total_so_never_refuses_by_count(
     assert b.ok("open", f"{demo}/", session="s1")["status"] == 200  # no ceiling from unknown
     running = {x["profile"] for x in b.ok("keeper", "status")["browsers"]}
     assert running == {first, second}
+
+
+def test_an_ephemeral_session_on_cloak_gets_a_seed_for_its_one_launch(
+    home: Path, demo: str
+) -> None:
+    b = _bay(home, BAY_DEFAULT_PROVIDER="cloak")
+    assert b.ok("open", f"{demo}/form.html")["status"] == 200
+    (browser,) = b.ok("keeper", "status")["browsers"]
+    assert browser["provider"] == "cloak"
+    assert browser["ephemeral"] is True
+    argv = _argv(int(browser["pid"]))
+    assert 10000 <= int(_seed_in(argv)) <= 99999
+    assert "--enable-unsafe-swiftshader" not in argv
