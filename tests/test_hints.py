@@ -135,6 +135,11 @@ def test_hints_and_claims_never_move_a_profile(bay: Bay, demo: str, challenge: s
     after = bay.ok("blocked", "--url", challenge, "--why", "count", session=s)
     assert len(after["hints"]) == 4  # the refused claims recorded nothing
 
+    listed = bay.ok("hints", session="user")["hints"]
+    assert [h["host"] for h in listed].count(host) == 4
+    assert bay.ok("hints", "nowhere.example", session="user")["hints"] == []
+    assert_refused(bay("hints", "--forget", session="user"), "usage")  # which host?
+
     # Nothing escalated by itself: the profile, its provider and its tier are as they were,
     # and the page verbs still run on chromium.
     assert _provider_of(bay, work["id"]) == ("chromium", 1)
@@ -142,3 +147,8 @@ def test_hints_and_claims_never_move_a_profile(bay: Bay, demo: str, challenge: s
     status = bay.ok("status", session=s)
     assert {lease["profile"]["provider"] for lease in status["leases"]} == {"chromium"}
     bay.ok("close", session=s)
+
+    # The user drops them: forgetting changes no profile either.
+    assert bay.ok("hints", host, "--forget", session="user")["forgotten"] == 4
+    assert bay.ok("hints", host, session="user")["hints"] == []
+    assert _provider_of(bay, work["id"]) == ("chromium", 1)

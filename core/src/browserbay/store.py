@@ -275,7 +275,8 @@ class Registry(Protocol):
     # trigger intake (migration 3)
     def claim_trigger(self, uuid: str, action: str, session: str) -> str | None: ...
     def add_site_hint(self, hint: SiteHint) -> None: ...
-    def site_hints(self, host: str) -> list[SiteHint]: ...
+    def site_hints(self, host: str | None = None) -> list[SiteHint]: ...
+    def forget_site_hints(self, host: str) -> int: ...
     def finish_trigger(self, uuid: str, result: str) -> None: ...
     # backend switches (migration 6)
     def record_major(self, profile_id: str, major: int, backend: str) -> None: ...
@@ -716,12 +717,17 @@ class SqliteRegistry:
             (hint.host, hint.tier, hint.backend or None, hint.by, hint.at, hint.why),
         )
 
-    def site_hints(self, host: str) -> list[SiteHint]:
-        rows = self.db.execute(
-            "SELECT host, tier, backend, by, at, why FROM site_hints WHERE host=? ORDER BY id",
-            (host,),
-        ).fetchall()
+    def site_hints(self, host: str | None = None) -> list[SiteHint]:
+        """A host's hints in the order they were recorded (every host's, by host, if None)."""
+        sql = "SELECT host, tier, backend, by, at, why FROM site_hints"
+        if host is None:
+            rows = self.db.execute(sql + " ORDER BY host, id").fetchall()
+        else:
+            rows = self.db.execute(sql + " WHERE host=? ORDER BY id", (host,)).fetchall()
         return [SiteHint(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows]
+
+    def forget_site_hints(self, host: str) -> int:
+        return self.db.execute("DELETE FROM site_hints WHERE host=?", (host,)).rowcount
 
     # -- backend switches (migration 6) ----------------------------------------------
 

@@ -398,6 +398,17 @@ VERBS: tuple[Verb, ...] = (
         example="bay blocked --url https://shop.example/cart --why 'captcha on every load'",
     ),
     Verb(
+        "hints",
+        KEEPER,
+        "The site hints agents recorded with `bay blocked`, per host; --forget drops a host's.",
+        (
+            Arg("host", "opt", "one exact host (default: every host)"),
+            Arg("forget", "flag", "drop that host's hints (the user's call)"),
+        ),
+        mutates=True,
+        example="bay hints shop.example",
+    ),
+    Verb(
         "keeper",
         KEEPER,
         "The keeper daemon: status, stop, logs.",

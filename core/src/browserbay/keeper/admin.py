@@ -13,6 +13,7 @@ import anyio
 from browserbay._version import __version__
 from browserbay.keeper.backends import provider_row
 from browserbay.keeper.browsers import pss_kib
+from browserbay.keeper.hints import listing as hints_listing
 
 if TYPE_CHECKING:
     pass
@@ -59,6 +60,8 @@ class AdminMixin(KeeperBase):
             return {"verbs": table}, listing
         if name == "plugins":
             return self._plugins()
+        if name == "hints":
+            return await hints_listing(args, self.registry, self.db, self.plugins.providers)
         if name == "new":
             return await self.profiles.new(args)
         if name == "adopt":

@@ -17,11 +17,11 @@ from browserbay.store import Registry
 Db = Callable[..., Awaitable[Any]]
 
 
-def _host(url: str) -> str:
+def _host(url: str, verb: str = "blocked") -> str:
     raw = url.strip()
     host = urlsplit(raw if "://" in raw else f"https://{raw}").hostname
     if not host:
-        raise Refusal("usage", detail=f"{url!r} names no host", verb="blocked")
+        raise Refusal("usage", detail=f"{url!r} names no host", verb=verb)
     return host.lower()
 
 
@@ -58,6 +58,33 @@ def _says(hint: dict[str, Any]) -> str:
     )
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(hint["at"]))
     return f"  {when} session {hint['by']} says it is blocked ({hint['why']}); suggests {what}"
+
+
+async def listing(
+    args: Mapping[str, Any],
+    registry: Registry,
+    db: Db,
+    providers: Mapping[str, ProviderRow],
+) -> tuple[dict[str, Any], str]:
+    """``bay hints [HOST] [--forget]``: what the hints say, or drop one host's."""
+    given = str(args.get("host") or "").strip()
+    host = _host(given, "hints") if given else None
+    if args.get("forget"):
+        if host is None:
+            raise Refusal(
+                "usage", detail="hints --forget needs the host whose hints go", verb="hints"
+            )
+        dropped = await db(registry.forget_site_hints, host)
+        return {"host": host, "forgotten": dropped}, f"forgot {dropped} hint(s) for {host}"
+    rows = [hint_row(h, providers) for h in await db(registry.site_hints, host)]
+    if not rows:
+        return {"hints": []}, f"no site hints{f' for {host}' if host else ''}"
+    lines: list[str] = []
+    for n, row in enumerate(rows):  # ordered by host: a header where the host changes
+        if n == 0 or rows[n - 1]["host"] != row["host"]:
+            lines.append(f"{row['host']}:")
+        lines.append(_says(row))
+    return {"hints": rows}, "\n".join(lines)
 
 
 async def blocked(
