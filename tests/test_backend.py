@@ -32,6 +32,25 @@ def _wait(predicate, timeout: float = 30.0) -> bool:  # type: ignore[no-untyped-
     return bool(predicate())
 
 
+def _stop_and_remove(b: Bay, timeout: float = 60) -> None:
+    """Stop the keeper, wait until no keeper holds the home's lock (it writes its last lines
+    as it exits), then remove the home: nothing is left in /tmp."""
+    import fcntl
+
+    b.stop()
+    lock = bay_paths({"BAY_HOME": str(b.home)}).runtime / "keeper.lock"
+    if lock.exists():
+        end = time.monotonic() + timeout
+        with open(lock, "a") as f:
+            while time.monotonic() < end:
+                try:
+                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    time.sleep(0.05)
+    shutil.rmtree(b.home, ignore_errors=True)
+
+
 @pytest.fixture
 def sbay() -> Iterator[Bay]:
     """A keeper of its own with the stand-in provider, its launch gate and fail switch."""
@@ -44,8 +63,7 @@ def sbay() -> Iterator[Bay]:
         BAY_TEST_STANDIN_FAIL=str(home / "gate"),
     )
     yield b
-    b.stop()
-    shutil.rmtree(home, ignore_errors=True)
+    _stop_and_remove(b)
 
 
 def _seeds_running(profile_dir: str) -> set[str]:
@@ -307,8 +325,7 @@ def test_the_registry_record_refuses_a_downgrade_the_directory_no_longer_shows(
         assert refused["data"]["target"] == 146
         assert "registry recorded 156" in refused["data"]["evidence"]
     finally:
-        b.stop()
-        shutil.rmtree(home, ignore_errors=True)
+        _stop_and_remove(b)
 
 
 def test_an_unknown_version_is_refused_until_confirmed(sbay: Bay, tmp_path: Path) -> None:
@@ -527,8 +544,7 @@ def test_chromium_to_cloak_and_back_keeps_two_sessions_leases_tabs_and_cookie(de
         b.ok("backend", "--accept", session="b")
         assert fingerprint_seeds() == {seed}  # never re-minted
     finally:
-        b.stop()
-        shutil.rmtree(home, ignore_errors=True)
+        _stop_and_remove(b)
 
 
 def test_a_verb_still_running_after_the_drain_bound_is_cut_browser_restarting(
