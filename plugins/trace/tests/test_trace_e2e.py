@@ -291,3 +291,30 @@ def test_a_frame_that_cannot_be_taken_is_none_with_its_reason() -> None:
     assert broken.after is None
     assert len(broken.missing) == 1
     assert broken.missing[0].startswith("after: ")
+
+
+def test_the_next_verb_waits_briefly_for_an_after_frame_then_gives_it_up() -> None:
+    """settle(): an after-frame still being taken when the lease's next verb comes is waited
+    for at most a tenth of that verb's time; then it is given up, with the reason, rather
+    than taken of a page the next verb may be changing. One already in costs nothing."""
+    from browserbay.keeper import frames
+
+    async def go() -> tuple[list[str], bool, list[str]]:
+        never = asyncio.Event()
+
+        async def stuck() -> None:
+            await never.wait()
+
+        slow: Any = SimpleNamespace(after_task=asyncio.create_task(stuck()), missing=[])
+        # A 2 s verb: it waits 0.2 s, then gives the frame up (a frame that never comes would
+        # otherwise hold it, and this test, for ever).
+        await frames.settle(SimpleNamespace(after_frame=slow), time.monotonic() + 2.0)
+        done: Any = SimpleNamespace(after_task=asyncio.create_task(asyncio.sleep(0)), missing=[])
+        await done.after_task
+        await frames.settle(SimpleNamespace(after_frame=done), time.monotonic() + 30)
+        return slow.missing, slow.after_task.cancelled(), done.missing
+
+    missing, cancelled, done_missing = asyncio.run(go())
+    assert missing == ["after: given up, the next verb came before it was taken"]
+    assert cancelled
+    assert done_missing == []

@@ -65,12 +65,25 @@ PENDING: contextvars.ContextVar[list[Recorder] | None] = contextvars.ContextVar(
 _AFTER: set[asyncio.Task[None]] = set()
 
 
-async def settle(lease: Any) -> None:
-    """Wait (bounded) for the after-frame of the lease's last action: its next verb must not
-    change the page before that frame is taken. Never cancels the frame."""
-    task = getattr(lease, "after_frame", None)
-    if task is not None and not task.done():
-        await asyncio.wait({task}, timeout=FRAME_TIMEOUT + 1)
+#: The most a verb waits for the last action's after-frame (seconds; and never more than a
+#: tenth of its own time): the wait is on the next verb's clock.
+SETTLE_MAX = 1.0
+
+
+async def settle(lease: Any, deadline: float) -> None:
+    """Wait, briefly, for the after-frame of the lease's last action: the next verb must not
+    change the page before that frame is taken. A frame not in by then is given up (the
+    trace says so) rather than taken of a page the next verb may be changing."""
+    recorder: Recorder | None = getattr(lease, "after_frame", None)
+    if recorder is None or recorder.after_task is None or recorder.after_task.done():
+        return
+    task = recorder.after_task
+    wait = min(SETTLE_MAX, max(0.0, (deadline - time.monotonic()) / 10))
+    done, _ = await asyncio.wait({task}, timeout=wait)
+    if not done:
+        recorder.missing.append("after: given up, the next verb came before it was taken")
+        task.cancel()
+        await asyncio.wait({task}, timeout=1)
 
 
 def bare_url(url: str) -> str:
@@ -128,6 +141,7 @@ class Recorder:
         self.missing: list[str] = []
         self.started = False
         self.after_pending = False
+        self.after_task: asyncio.Task[None] | None = None
         self.emit: Callable[[ActionTrace], None] | None = None
         self.emitted = False
 
@@ -158,7 +172,7 @@ class Recorder:
         self.url_after = bare_url(act.page.url)
         self.after = await self._frame(act.page, act, "after", FRAME_TIMEOUT)
 
-    def start_after(self, act: Act) -> asyncio.Task[None]:
+    def start_after(self, act: Act) -> Recorder:
         """Take the after-frame in a task of its own (the answer goes out meanwhile)."""
         self.after_pending = True
 
@@ -172,7 +186,8 @@ class Recorder:
         task = asyncio.get_running_loop().create_task(run(), name=f"after-frame {self.tab}")
         _AFTER.add(task)
         task.add_done_callback(_AFTER.discard)
-        return task
+        self.after_task = task
+        return self
 
     def outcome_known(self, emit: Callable[[ActionTrace], None]) -> None:
         """The verb's answer is out: ``emit`` the trace now, or once the after-frame is in."""
@@ -218,7 +233,7 @@ class Recorder:
 
     def result(self) -> ActionTrace:
         noted = {m.split(":", 1)[0] for m in self.missing}
-        if self.started and self.after is None and "after" not in noted:
+        if self.started and self.after is None and "after" not in noted:  # cut mid-verb
             self.missing.append("after: the verb was cut (its deadline, or a human took over)")
         return ActionTrace(
             verb=self.verb,

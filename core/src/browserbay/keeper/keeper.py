@@ -313,7 +313,7 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
         target: Lease | None = None,
     ) -> tuple[dict[str, Any], str, ProfileRef | None]:
         """Run a verb on its lease (cut by a takeover: see browserbay.keeper.controls)."""
-        await settle(lease)  # the last action's after-frame is taken before anything else
+        await settle(lease, deadline)  # the last action's after-frame is taken first
         await self.leases.check_browser(session, lease)  # died since? restarted below
         row = self.plugins.providers.get(lease.profile.provider)
         for cell in verb.needs if target is None else ():  # a target's verb needs no browser

@@ -77,8 +77,8 @@ class Lease:
     agent_point: tuple[str, float, float] | None = None
     """(tab, x, y): where the agent's last pointer verb acted, for the live view's cursor."""
     after_frame: Any = None
-    """The task taking the after-frame of the last traced action (see keeper.frames): the
-    lease's next verb waits for it."""
+    """The recorder of the last traced action while its after-frame is taken (see
+    keeper.frames.settle): the lease's next verb waits for it, briefly."""
     window: LiveWindow | None = None
     """A target lease's native window (see browserbay.keeper.targets); None for a browser."""
 
