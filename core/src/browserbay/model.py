@@ -618,6 +618,10 @@ class LiveWindow(Protocol):
         of the picture, ``wheel``, ``key``, ``text``), injected into the window; False when
         it could not be."""
 
+    async def release(self) -> None:
+        """Let go of every key and button the human's input still holds down (the human
+        stopped driving: handback, idle handback, the page closed). Cheap when none is."""
+
 
 class TargetLeases(Protocol):
     """The keeper's leases on targets that are not browser profiles (``ctx.targets``). They

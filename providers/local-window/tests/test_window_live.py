@@ -360,3 +360,40 @@ def test_a_window_verb_in_flight_is_cut_by_the_takeover_and_named_at_the_handbac
     hand_back(viewer)
     notice = lwbay("window", "list", session=S).frame["notice"]
     assert f"run again what was cut: bay window type {handle} @{button} <text>" in notice
+
+
+def test_keys_the_human_still_holds_are_let_go_at_the_handback(
+    lwbay: Bay, app: dict[str, Any], viewer: Any
+) -> None:
+    handle = app["handle"]
+    open_live(lwbay, handle, viewer)
+    # A socket of the page's origin drives: Control goes down and is never let go.
+    viewer.evaluate(
+        """() => new Promise((done) => {
+          const ws = new WebSocket("ws://" + location.host + location.pathname + "ws");
+          ws.onopen = () => {
+            const send = (m) => ws.send(JSON.stringify(m));
+            send({t: "takeover"});
+            send({t: "mouse", type: "down", x: 0.5, y: 0.05, button: "left"});
+            send({t: "mouse", type: "up", x: 0.5, y: 0.05, button: "left"});
+            send({t: "key", type: "down", key: "Control", code: "ControlLeft", mods: 2});
+            send({t: "key", type: "down", key: "s", code: "KeyS", mods: 2});
+            send({t: "key", type: "up", key: "s", code: "KeyS", mods: 2});
+            send({t: "handback"});
+            done();
+          };
+        })"""
+    )
+
+    def saved() -> dict[str, Any] | None:
+        r = lwbay("window", "snapshot", handle, session=S)  # refused while paused
+        ok = r.code == 0 and node(r.data, "label")["name"] == "Saved"
+        return r.data if ok else None
+
+    snap = wait_for(saved, what="the handback, with Saved: Control was held when s came")
+    lwbay.ok("window", "type", handle, "@" + node(snap, "text")["ref"], "Ada", session=S)
+    lwbay.ok("window", "click", handle, "@" + node(snap, "push button")["ref"], session=S)
+    assert node(snapshot(lwbay, handle, session=S), "label")["name"] == "Hello, Ada!"
+    # The agent's plain s is not a ctrl+s: the human's Control was let go at the handback.
+    lwbay.ok("window", "key", handle, "s", session=S)
+    assert node(snapshot(lwbay, handle, session=S), "label")["name"] == "Hello, Ada!"

@@ -122,6 +122,10 @@ class Target:
                 self.transport.detach(viewer)
             if viewer.stream is None:
                 await self.transport.attach_window(viewer, window)
+        pause = lease.pause_info()
+        if pause is None or pause.holder is None:  # nobody drives: no key stays held down
+            with contextlib.suppress(Exception):
+                await window.release()
         self.push(lease, {}, window)
 
     @staticmethod

@@ -126,6 +126,10 @@ def _key(x: Any, sym: int, down: bool, code: int | None, focus: int | None, shif
     return int(keycode)
 
 
+def _release_button(x: Any, button: int) -> None:
+    x.button_up(button)
+
+
 def _text(x: Any, text: str, focus: int | None) -> None:
     x.type_text(text, focus)
 
@@ -144,6 +148,8 @@ class WindowLive:
         self._size = (0, 0)
         self._pressed: dict[str, int] = {}
         """The keycode each physical key (``KeyboardEvent.code``) went down with."""
+        self._buttons: set[int] = set()
+        """The pointer buttons our input pressed and has not released."""
         self._focused: int | None = None
         """The window our input last focused (keys go to the X focus)."""
 
@@ -216,6 +222,10 @@ class WindowLive:
                 press = 1 if phase == "down" else 0 if phase == "up" else None
                 focus = xid if phase == "down" else None  # a click focuses, as a WM would
                 await x.run(X_DEADLINE, _pointer, sx, sy, press, button, focus)
+                if press == 1:
+                    self._buttons.add(button)
+                elif press == 0:
+                    self._buttons.discard(button)
                 if focus is not None:
                     self._focused = xid
             elif kind == "wheel":
@@ -239,6 +249,20 @@ class WindowLive:
         except XError:
             return False
         return True
+
+    async def release(self) -> None:
+        keys, self._pressed = list(self._pressed.values()), {}
+        buttons, self._buttons = sorted(self._buttons), set()
+        if not keys and not buttons:
+            return
+        x = self._window.display.x
+        try:
+            for code in reversed(keys):
+                await x.run(X_DEADLINE, _key, 0, False, code, None, False)
+            for button in buttons:
+                await x.run(X_DEADLINE, _release_button, button)
+        except XError:
+            return  # the display is gone: nothing is held any more
 
     def _focus_once(self, xid: int) -> int | None:
         """``xid`` when our input has not focused it yet (then it has)."""

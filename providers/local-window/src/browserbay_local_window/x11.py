@@ -330,6 +330,10 @@ class XConn:
             xtest.fake_input(self.d, X.ButtonPress if press else X.ButtonRelease, button)
         self.d.sync()
 
+    def button_up(self, button: int) -> None:
+        xtest.fake_input(self.d, X.ButtonRelease, button)
+        self.d.sync()
+
     def key_code(self, sym: int) -> tuple[int, bool]:
         """The keycode that types ``sym`` (a spare one remapped when the map lacks it), and
         whether it needs Shift."""
