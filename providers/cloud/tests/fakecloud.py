@@ -98,6 +98,8 @@ class FakeCloud:
     key: str
     refuse_connect: bool = False
     """Every CDP handshake fails (502): the vendor created a session we cannot reach."""
+    create_status: int | None = None
+    """Set: the create call answers this HTTP status with an error body (and starts nothing)."""
     hold_create: threading.Event | None = None
     """Set: a create call waits for this event before it starts the browser and answers (a
     test cuts the caller meanwhile)."""
@@ -215,6 +217,9 @@ class FakeCloud:
         if self._matches(c.create, h.command, parts.path) is not None:
             if self.hold_create is not None:
                 self.hold_create.wait(60)
+            if self.create_status is not None:
+                self._answer(h, self.create_status, {"error": "capacity exhausted, try later"})
+                return
             self._answer(h, 201 if h.command == "POST" else 200, self._create())
             return
         sid = self._matches(c.view, h.command, parts.path)

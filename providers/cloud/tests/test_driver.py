@@ -216,3 +216,21 @@ def test_conformance_suite_against_the_fake(tmp_path: Path, demo: str) -> None:
         )
         (sid,) = fake.sessions
         assert fake.wait_released(sid) == "release"
+
+
+async def test_a_vendor_error_at_create_is_backend_unavailable_naming_the_call(
+    playwright: Any, tmp_path: Path
+) -> None:
+    """Not a key problem (a 503): refused backend_unavailable with the vendor's words and the
+    call, the way out is the key test; nothing was created, so nothing is released."""
+    vendor = BY_NAME["browser-use"]
+    with FakeCloud(vendor, KEY, create_status=503) as fake:
+        with pytest.raises(Refusal) as caught:
+            await CloudDriver(vendor).launch(playwright, spec(vendor, fake, tmp_path))
+        frame = assert_refused(caught.value, "backend_unavailable")
+        assert "POST /api/v3/browsers" in frame["message"]
+        assert "HTTP 503" in frame["message"]
+        assert "capacity exhausted" in frame["message"]
+        assert frame["way_out"].startswith("bay keys test cloud:browser-use")
+        assert fake.sessions == {}
+        assert [s.method for s in fake.seen] == ["POST"]  # no release of what never existed

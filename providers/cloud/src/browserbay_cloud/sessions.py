@@ -88,7 +88,7 @@ class VendorApi:
                 reason=f"{self.vendor.title} answered HTTP {status} to {what}",
                 status=status,
             )
-        detail = self.scrub(text)[:300] or "no detail"
+        detail = self.scrub(text)[:300].translate(str.maketrans("{}", "()")) or "no detail"
         return Refusal(
             "backend_unavailable",
             provider=self.vendor.id,
@@ -131,7 +131,7 @@ class VendorApi:
         except httpx.HTTPError as exc:
             raise self._fail(what, exc) from None
         if answer.status_code >= 400:
-            reason = f"HTTP {answer.status_code}: {answer.text[:200]}"
+            reason = f"HTTP {answer.status_code}: {_vendor_words(answer)}"
             raise self._fail(what, RuntimeError(reason), answer.status_code)
         if not answer.content:
             return {}
@@ -214,3 +214,24 @@ def _field(answer: Any, name: str) -> str | None:
             return None
         value = value.get(part)
     return value if isinstance(value, str) and value else None
+
+
+def _vendor_words(answer: httpx.Response) -> str:
+    """What the vendor said in an error answer: its JSON ``error``/``message``/``detail`` when
+    it has one, else the text; short, one line, without braces (a refusal message is filled
+    from templates and must not look like one)."""
+    text = answer.text
+    try:
+        body = answer.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        for key in ("error", "message", "detail"):
+            value = body.get(key)
+            if isinstance(value, dict):
+                value = value.get("message")
+            if isinstance(value, str) and value.strip():
+                text = value
+                break
+    words = " ".join(text.split())[:200]
+    return words.translate(str.maketrans("{}", "()")) or "no detail"
