@@ -3,19 +3,37 @@ the census in test_refusal_census.py reads these calls."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from browserbay.paths import bay_paths
 from browserbay.refusals import CODES, Refusal, exit_code
 
 REPO = Path(__file__).resolve().parents[1]
 BAY = str(Path(sys.executable).with_name("bay"))
 TEST_PLUGINS = str(Path(__file__).with_name("plugins"))
+
+
+def wait_for_no_keeper(home: Path, timeout: float = 60) -> None:
+    """Until no keeper holds this home's lock (a keeper holds it for its whole life)."""
+    lock = bay_paths({"BAY_HOME": str(home)}).runtime / "keeper.lock"
+    if not lock.exists():
+        return
+    end = time.monotonic() + timeout
+    with open(lock, "a") as f:
+        while time.monotonic() < end:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                time.sleep(0.05)
 
 
 @dataclass
@@ -106,7 +124,10 @@ class Bay:
         return r.data
 
     def stop(self) -> None:
+        """Stop the keeper and wait until it has exited: it writes its last lines into the
+        home as it goes, so only then may a test remove the home."""
         subprocess.run([BAY, "keeper", "stop"], env=self.env, capture_output=True, timeout=60)
+        wait_for_no_keeper(self.home)
 
     def recorded(self) -> list[dict[str, Any]]:
         path = self.home / "recorder.jsonl"

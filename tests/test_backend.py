@@ -32,22 +32,9 @@ def _wait(predicate, timeout: float = 30.0) -> bool:  # type: ignore[no-untyped-
     return bool(predicate())
 
 
-def _stop_and_remove(b: Bay, timeout: float = 60) -> None:
-    """Stop the keeper, wait until no keeper holds the home's lock (it writes its last lines
-    as it exits), then remove the home: nothing is left in /tmp."""
-    import fcntl
-
+def _stop_and_remove(b: Bay) -> None:
+    """Stop the keeper (``Bay.stop`` waits until it has exited), then remove its home."""
     b.stop()
-    lock = bay_paths({"BAY_HOME": str(b.home)}).runtime / "keeper.lock"
-    if lock.exists():
-        end = time.monotonic() + timeout
-        with open(lock, "a") as f:
-            while time.monotonic() < end:
-                try:
-                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    time.sleep(0.05)
     shutil.rmtree(b.home, ignore_errors=True)
 
 

@@ -6,21 +6,18 @@ pages that see a phone. Real Chromium; no workspace plugin is in that venv."""
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from browserbay.paths import bay_paths
-from tests.helpers import REPO
+from tests.helpers import REPO, wait_for_no_keeper
 
 EXAMPLE = REPO / "examples" / "provider-phone"
 UV = shutil.which("uv")
@@ -168,23 +165,8 @@ def test_bay_plugins_lists_it_and_a_profile_on_it_is_a_phone(venv: Path, demo: s
         subprocess.run(
             [str(venv / "bin" / "bay"), "keeper", "stop"], env=env, capture_output=True, timeout=60
         )
-        _wait_for_no_keeper(home)  # its browsers write into the home until it has exited
+        wait_for_no_keeper(home)  # its browsers write into the home until it has exited
         shutil.rmtree(home, ignore_errors=True)
-
-
-def _wait_for_no_keeper(home: Path, timeout: float = 60) -> None:
-    """Until no keeper holds this home's lock (a keeper holds it for its whole life)."""
-    lock = bay_paths({"BAY_HOME": str(home)}).runtime / "keeper.lock"
-    if not lock.exists():
-        return
-    end = time.monotonic() + timeout
-    with open(lock, "a") as f:
-        while time.monotonic() < end:
-            try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                time.sleep(0.05)
 
 
 def test_its_own_tests_pass_in_the_fresh_venv(venv: Path, tmp_path: Path) -> None:

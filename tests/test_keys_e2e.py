@@ -25,7 +25,7 @@ import pytest
 from browserbay.fakevendor import FakeVendor
 from browserbay.paths import bay_paths
 from browserbay_keys_keyring.testing import private_secret_service
-from tests.helpers import BAY, Bay, Result, assert_refused
+from tests.helpers import BAY, Bay, Result, assert_refused, wait_for_no_keeper
 
 VENDOR_ENV = "KEYED_VENDOR_API_KEY"
 
@@ -60,25 +60,8 @@ def home() -> Iterator[Path]:
         timeout=60,
     )
     assert stop.returncode == 0, stop
-    _wait_for_no_keeper(path)  # it writes its last lines as it exits: then remove its home
+    wait_for_no_keeper(path)  # it writes its last lines as it exits: then remove its home
     shutil.rmtree(path, ignore_errors=True)
-
-
-def _wait_for_no_keeper(home: Path, timeout: float = 60) -> None:
-    """Until no keeper holds this home's lock (a keeper holds it for its whole life)."""
-    import fcntl
-
-    lock = bay_paths({"BAY_HOME": str(home)}).runtime / "keeper.lock"
-    if not lock.exists():
-        return
-    end = time.monotonic() + timeout
-    with open(lock, "a") as f:
-        while time.monotonic() < end:
-            try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                time.sleep(0.05)
 
 
 def _view(b: Bay, integration: str = "keyed") -> dict[str, Any]:
