@@ -318,3 +318,44 @@ def test_the_next_verb_waits_briefly_for_an_after_frame_then_gives_it_up() -> No
     assert missing == ["after: given up, the next verb came before it was taken"]
     assert cancelled
     assert done_missing == []
+
+
+def test_traces_are_kept_per_profile_and_picked_with_profile_or_session(
+    bay: Bay, demo: str, run: dict[str, Any]
+) -> None:
+    """A persistent profile's actions are kept under its id and shown with --profile; a
+    session's own browser under its key, shown with --session; each shows only its own."""
+    s = "withprofile"
+    profile_id = bay.ok("new", "trace-work", session=s)["id"]
+    bay.ok("use", "trace-work", session=s)
+    bay.ok("open", f"{demo}/live.html?still", session=s)
+    bay.ok("click", "#cell-0-0", session=s)
+    shown = bay.ok("trace", "show", "--profile", "trace-work", session=s)
+    assert shown["key"] == profile_id
+    assert [a["verb"] for a in shown["actions"]] == ["open", "click"]
+    assert shown["actions"][-1]["profile"]["label"] == "trace-work"
+    assert (bay.home / "data" / "traces" / profile_id).is_dir()
+    # Another session sees the "five" session's trace by acting as it (--session) ...
+    five = bay.ok("--session", "five", "trace", "show", "--last", "5", session="nobody")
+    assert five["key"] == run["report"]["key"]
+    assert [a["verb"] for a in five["actions"]] == ["open", "fill", "click", "press", "click"]
+    # ... but not a profile it has not attached (the same rule as every verb).
+    assert_refused(
+        bay("trace", "show", "--profile", "trace-work", session="nobody"), "profile_unknown"
+    )
+
+
+def test_a_bad_retention_setting_is_said_and_never_stops_an_action(demo: str) -> None:
+    home = Path(tempfile.mkdtemp(prefix="bay-trb-", dir="/tmp"))
+    b = Bay(home, BAY_TRACE_MB="lots")
+    try:
+        b.ok("open", f"{demo}/live.html?still", session="bad")
+        b.ok("click", "#cell-0-0", session="bad")  # the action goes on
+        shown = b.ok("trace", "show", session="bad")
+        assert "BAY_TRACE_MB must be a number" in shown["warning"]
+        assert shown["actions"] == []  # nothing was written without a retention bound
+        log = (home / "logs" / "keeper.log").read_text()
+        assert "BAY_TRACE_MB must be a number, not 'lots'" in log
+    finally:
+        b.stop()
+        shutil.rmtree(home, ignore_errors=True)

@@ -123,19 +123,27 @@ def _report(ctx: VerbContext, last: int) -> tuple[dict[str, Any], str]:
     if _writer is not None:
         _writer.flush()
     store = TraceStore(traces_root())
-    prune(store.root, Retention.from_env())
+    warning = None
+    try:
+        prune(store.root, Retention.from_env())
+    except ValueError as exc:  # a bad BAY_TRACE_DAYS or BAY_TRACE_MB: show, not prune
+        warning = f"traces were not pruned: {exc}"
     records = store.actions(key, last)
     who = (
-        f"{ctx.profile.label} ({ctx.profile.id})"
-        if not ctx.profile.ephemeral
-        else (f"session {ctx.session.id} (ephemeral)")
+        f"session {ctx.session.id} (ephemeral)"
+        if ctx.profile.ephemeral
+        else f"{ctx.profile.label} ({ctx.profile.id})"
     )
     path = _out_path(ctx, key)
     write_private(path, render(f"browserbay trace · {who}", records).encode())
-    rows = [
-        {k: v for k, v in r.items() if k != "frames"} | {"frames": r["frames"]} for r in records
-    ]
-    data = {"path": str(path), "key": key, "profile": ctx.profile.as_row(), "actions": rows}
+    data: dict[str, Any] = {
+        "path": str(path),
+        "key": key,
+        "profile": ctx.profile.as_row(),
+        "actions": records,
+    }
+    if warning:
+        data["warning"] = warning
     return data, str(path)
 
 

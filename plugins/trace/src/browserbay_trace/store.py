@@ -29,6 +29,8 @@ DEFAULT_DAYS = 7.0
 DEFAULT_MB = 200.0
 _PROFILE_ID = re.compile(r"bp-[0-9a-f]{8}")
 _ID = re.compile(r"\d{13}-\d{6}")
+#: An empty profile directory younger than this (seconds) is left alone by pruning.
+EMPTY_DIR_GRACE = 60.0
 
 
 def trace_key(profile_id: str) -> str:
@@ -136,9 +138,12 @@ def _units(root: Path) -> list[tuple[float, int, list[Path]]]:
     """Everything under the traces root as (newest mtime, bytes, files) per action or report."""
     groups: dict[tuple[Path, str], list[Path]] = {}
     for d in (p for p in root.iterdir() if p.is_dir() and not p.is_symlink()):
-        for f in d.iterdir():
-            if f.is_file() and not f.is_symlink():
-                groups.setdefault((d, f.name.split(".", 1)[0] or f.name), []).append(f)
+        try:
+            files = [f for f in d.iterdir() if f.is_file() and not f.is_symlink()]
+        except OSError:  # removed meanwhile (another prune)
+            continue
+        for f in files:
+            groups.setdefault((d, f.name.split(".", 1)[0] or f.name), []).append(f)
     units = []
     for files in groups.values():
         newest, size = 0.0, 0
@@ -173,9 +178,10 @@ def prune(root: Path, retention: Retention, now: float | None = None) -> dict[st
         removed, removed_bytes = removed + len(oldest[2]), removed_bytes + oldest[1]
         _remove(oldest[2])
     for d in root.iterdir():
-        if d.is_dir() and not d.is_symlink():
-            with contextlib.suppress(OSError):
-                d.rmdir()  # only when empty
+        with contextlib.suppress(OSError):
+            # Only when empty, and not just made (the writer makes a directory, then fills it).
+            if d.is_dir() and not d.is_symlink() and now - d.stat().st_mtime > EMPTY_DIR_GRACE:
+                d.rmdir()
     kept = sum(len(u[2]) for u in keep)
     return {"removed": removed, "removed_bytes": removed_bytes, "kept": kept, "kept_bytes": total}
 
