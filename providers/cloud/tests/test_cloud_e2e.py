@@ -96,6 +96,10 @@ def test_open_a_page_then_a_failing_verb_then_close_releases_the_session(
         assert KEY not in text, path
         assert "apiKey=" not in text, path
         assert "token=" not in text, path
+    for path in bay.home.rglob("*"):  # the registry, its WAL, kept tabs, traces: no key
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path
+    assert KEY not in bay("status", session=who).stdout
 
 
 def test_a_browser_the_vendor_drops_is_released_and_the_next_verb_gets_a_new_one(
@@ -178,3 +182,17 @@ def test_an_ephemeral_session_on_a_cloud_default_provider_is_released_at_close(
     (sid,) = set(fake.sessions) - before
     misconfigured.ok("close", session="eph")
     assert fake.wait_released(sid) == "release"
+
+
+def test_keeper_stop_releases_a_running_session(
+    misconfigured: Bay, fakes: dict[str, FakeCloud], demo: str
+) -> None:
+    """No close, no idle: the keeper stopping (bay keeper stop) releases what still runs."""
+    fake = fakes["browser-use"]
+    before = set(fake.sessions)
+    assert misconfigured.ok("open", f"{demo}/shop.html", session="stop")["title"] == "Shop"
+    (sid,) = set(fake.sessions) - before
+    assert fake.sessions[sid].released is None
+    misconfigured.stop()
+    assert fake.wait_released(sid) == "release"
+    assert fake.live() == []
