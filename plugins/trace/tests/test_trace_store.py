@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import time
 from pathlib import Path
@@ -207,3 +208,18 @@ def test_report_escapes_what_it_shows_and_draws_box_and_point_in_frame_pixels(
     assert "the action never started" in page
     assert "data:image/jpeg" not in page
     json.dumps(store.actions("bp-0000000e", 2))  # what --json prints is JSON
+
+
+def test_docs_name_exactly_the_traced_verbs() -> None:
+    from browserbay.keeper.frames import TRACED_VERBS
+
+    docs = Path(__file__).resolve().parents[3] / "docs"
+    for page, lead in (
+        ("trace.md", "One record per action of the verbs"),
+        ("hooks.md", "The traced verbs are the page verbs that act:"),
+    ):
+        text = (docs / page).read_text()
+        start = text.index(lead)
+        sentence = text[start : text.index(" —" if page == "trace.md" else "(not", start)]
+        named = set(re.findall(r"`([a-z-]+)`", sentence))
+        assert named == set(TRACED_VERBS), (page, sorted(named ^ set(TRACED_VERBS)))
