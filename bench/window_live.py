@@ -82,6 +82,15 @@ async def connect(link: tuple[str, str, str]) -> Any:
     )
 
 
+async def recv(ws: Any, until: float) -> Any:
+    """The next message, or None once ``until`` (monotonic) has passed: a still window
+    sends nothing, and the benchmark must end anyway."""
+    try:
+        return await asyncio.wait_for(ws.recv(), max(0.01, until - time.monotonic()))
+    except TimeoutError:
+        return None
+
+
 async def frame_rate(keeper: Keeper, handle: str, seconds: float, fps: float) -> dict[str, Any]:
     pid = int(keeper("keeper", "status")["pid"])
     ws = await connect(credential(keeper("live", handle)["url"]))
@@ -89,13 +98,13 @@ async def frame_rate(keeper: Keeper, handle: str, seconds: float, fps: float) ->
         await ws.send(json.dumps({"t": "fps", "n": fps}))
         end = time.monotonic() + 1.5  # warm up
         while time.monotonic() < end:
-            await ws.recv()
+            await recv(ws, end)
         frames, size = 0, 0
         cpu = cpu_seconds(pid)
         wall = time.monotonic()
         end = wall + seconds
         while time.monotonic() < end:
-            message = await ws.recv()
+            message = await recv(ws, end)
             if isinstance(message, bytes):
                 frames += 1
                 size += len(message)
