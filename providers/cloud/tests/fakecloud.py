@@ -254,7 +254,10 @@ class FakeCloud:
         h.wfile.write(data)
 
     def _create(self) -> dict[str, Any]:
-        session = self._launch()
+        # A session whose browser cannot be reached needs no browser behind it.
+        session = (
+            self._record(FakeSession(self._new_id())) if self.refuse_connect else self._launch()
+        )
         c = self.vendor.contract
         answer: dict[str, Any] = {c.id_field: session.id, "status": "RUNNING"}
         if c.cdp_field:
@@ -294,7 +297,7 @@ class FakeCloud:
             [*argv, "about:blank"], stdout=log, stderr=log, env=env, start_new_session=True
         )
         log.close()
-        session = FakeSession(sid or f"fake-{os.urandom(6).hex()}", proc, directory)
+        session = FakeSession(sid or self._new_id(), proc, directory)
         port_file = directory / "profile" / "DevToolsActivePort"
         end = time.monotonic() + 30
         while time.monotonic() < end and not session.upstream:
@@ -308,8 +311,16 @@ class FakeCloud:
             session.stop()
             raise AssertionError(f"the FAKE's Chromium did not open its port ({directory})")
         with self._lock:
-            self.sessions[session.id] = session
             self.launches += 1
+        return self._record(session)
+
+    @staticmethod
+    def _new_id() -> str:
+        return f"fake-{os.urandom(6).hex()}"
+
+    def _record(self, session: FakeSession) -> FakeSession:
+        with self._lock:
+            self.sessions[session.id] = session
         return session
 
     def _release(self, sid: str, how: str) -> None:

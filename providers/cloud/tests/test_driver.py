@@ -100,28 +100,37 @@ async def test_create_connect_open_and_release_at_stop(
     assert "ws://" not in logged
 
 
+@pytest.mark.parametrize("vendor", VENDORS, ids=lambda v: v.id)
 async def test_a_failed_connect_after_create_still_releases(
-    playwright: Any, tmp_path: Path
+    vendor: Vendor, playwright: Any, tmp_path: Path
 ) -> None:
-    vendor = BY_NAME["steel"]
+    """The vendor created a session whose browser cannot be reached (502 at the handshake):
+    refused, and the session released the documented way (Browserless: never created)."""
     with FakeCloud(vendor, KEY, refuse_connect=True) as fake:
         with pytest.raises(Refusal) as caught:
             await CloudDriver(vendor).launch(playwright, spec(vendor, fake, tmp_path))
         frame = assert_refused(caught.value, "backend_unavailable")
-        (sid,) = fake.sessions
-        assert fake.wait_released(sid) == "release"
         assert KEY not in str(frame)
         assert "<a URL held back>" in frame["message"]
         assert "/session/" not in frame["message"]
+        assert fake.launches == 0
+        if vendor.contract.create is None:
+            assert fake.sessions == {}
+            return
+        (sid,) = fake.sessions
+        assert fake.wait_released(sid) == "release"
+        release = vendor.contract.release
+        assert release is not None
+        released = [x for x in fake.seen if x.method == release.method and sid in x.path]
+        assert len(released) == 1  # exactly once
 
 
-@pytest.mark.parametrize("name", ["kernel", "browserless"])
+@pytest.mark.parametrize("vendor", VENDORS, ids=lambda v: v.id)
 async def test_a_wrong_key_is_the_vendors_401_classified(
-    name: str, playwright: Any, tmp_path: Path
+    vendor: Vendor, playwright: Any, tmp_path: Path
 ) -> None:
-    """A header key (Kernel: refused at the create) and a key in the CDP URL (Browserless:
-    refused at the WebSocket handshake) end the same way, and nothing starts."""
-    vendor = BY_NAME[name]
+    """A header key (refused at the create) and a key in the CDP URL (Browserless: refused at
+    the WebSocket handshake) end the same way, and nothing starts."""
     with FakeCloud(vendor, KEY) as fake:
         with pytest.raises(Refusal) as caught:
             await CloudDriver(vendor).launch(playwright, spec(vendor, fake, tmp_path, WRONG))
@@ -191,10 +200,10 @@ async def test_a_launch_cut_while_the_vendor_creates_still_releases_the_session(
         assert fake.live() == []
 
 
+@pytest.mark.parametrize("vendor", VENDORS, ids=lambda v: v.id)
 async def test_a_driver_handed_no_key_asks_the_vendor_nothing(
-    playwright: Any, tmp_path: Path
+    vendor: Vendor, playwright: Any, tmp_path: Path
 ) -> None:
-    vendor = BY_NAME["hyperbrowser"]
     with FakeCloud(vendor, KEY) as fake:
         bare = LaunchSpec(browser_id="bb-test", home=tmp_path, env={})
         with pytest.raises(Refusal) as caught:
