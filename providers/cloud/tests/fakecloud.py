@@ -107,6 +107,7 @@ class FakeCloud:
     seen: list[Seen] = field(default_factory=list)
     launches: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _closed: bool = False
     _http: ThreadingHTTPServer | None = None
     _ws: Server | None = None
 
@@ -139,12 +140,14 @@ class FakeCloud:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._closed = True  # a create still in flight stops its own browser
         if self._ws is not None:
             self._ws.shutdown()
         if self._http is not None:
             self._http.shutdown()
             self._http.server_close()
-        for s in self.sessions.values():
+        for s in list(self.sessions.values()):
             s.stop()
 
     @property
@@ -321,6 +324,9 @@ class FakeCloud:
     def _record(self, session: FakeSession) -> FakeSession:
         with self._lock:
             self.sessions[session.id] = session
+            closed = self._closed
+        if closed:  # the fake was closed while this create ran: nothing may outlive it
+            session.stop()
         return session
 
     def _release(self, sid: str, how: str) -> None:
