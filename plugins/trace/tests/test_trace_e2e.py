@@ -82,6 +82,7 @@ def test_the_report_holds_five_before_and_five_after_frames_of_the_right_size(
     printed = Path(run["text"].stdout.strip())  # without --json: the report's path, alone
     assert printed.is_file()
     assert printed.parent == path.parent
+    assert printed != path  # a second report a moment later does not overwrite the first
     assert [a["verb"] for a in data["actions"]] == ["open", "fill", "click", "press", "click"]
     assert all(a["ok"] and a["missing"] == [] for a in data["actions"]), data["actions"]
     html = path.read_text()

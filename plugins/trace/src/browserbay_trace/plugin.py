@@ -10,7 +10,7 @@ recorded: typed text, keys pressed, ``eval`` source, query strings. See docs/tra
 from __future__ import annotations
 
 import itertools
-import os
+import secrets
 import time
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,14 @@ from typing import Any
 import anyio
 
 from browserbay.hookspecs import hookimpl
-from browserbay.model import ActionTrace, PluginVerb, VerbCall, VerbContext, VerbOutcome
+from browserbay.model import (
+    ActionTrace,
+    Frame,
+    PluginVerb,
+    VerbCall,
+    VerbContext,
+    VerbOutcome,
+)
 from browserbay.paths import bay_paths
 from browserbay.refusals import Refusal
 from browserbay.verbs import PLUGIN, Arg, Verb
@@ -45,7 +52,7 @@ def writer() -> Writer:
     return _writer
 
 
-def _frame_row(frame: Any) -> dict[str, int] | None:
+def _frame_row(frame: Frame | None) -> dict[str, int] | None:
     if frame is None:
         return None
     return {"width": frame.width, "height": frame.height, "bytes": len(frame.jpeg)}
@@ -114,7 +121,7 @@ def _out_path(ctx: VerbContext, key: str) -> Path:
         return path
     store = TraceStore(traces_root())
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-    return store.ensure(store.reports) / f"{key}-{stamp}-{os.getpid() % 100000}.html"
+    return store.ensure(store.reports) / f"{key}-{stamp}-{secrets.token_hex(3)}.html"
 
 
 def _report(ctx: VerbContext, last: int) -> tuple[dict[str, Any], str]:
