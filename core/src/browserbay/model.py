@@ -538,9 +538,11 @@ class PluginVerb:
     verb on it (a human driving the window) instead of on the browser's lease, and skips the
     verb's ``needs`` cells (they are the browser's); ``ctx.target`` is that lease."""
     lease_free: bool = False
-    """The verb acts on no profile and no browser (``bay keys``): the keeper runs it without
-    choosing a lease, so ``profile_required`` and a paused lease never apply to it. Its
-    ``ctx.profile`` is the session's ephemeral profile; it must not call ``ctx.page()``."""
+    """The verb acts on no profile and no browser (``bay keys``, ``bay window``): the keeper
+    runs it without choosing a lease, so ``profile_required``, a paused browser and a backend
+    switch's gap never apply to it; a ``target`` it names is still paused and cut on that
+    target's own lease. Its ``ctx.profile`` is the session's ephemeral profile; it must not
+    call ``ctx.page()``."""
 
 
 # -- live view ----------------------------------------------------------------------------

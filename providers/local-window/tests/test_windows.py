@@ -122,6 +122,26 @@ def test_key_and_click_at_inject_with_xtest(wbay: Bay, app: str) -> None:
     assert_refused(wbay("window", "click", app, "--at", "ten,20"), "usage")
 
 
+def test_window_verbs_need_no_profile_even_with_two_attached(wbay: Bay) -> None:
+    """A window belongs to no browser profile: with two profiles attached a page verb must
+    name one (the negative control), `bay window` never has to, and starts no browser."""
+    for handle in ("win-x", "win-y"):
+        wbay.ok("new", handle, session="two")
+        wbay.ok("use", handle, session="two")
+    assert_refused(wbay("get", "title", session="two"), "profile_required")
+    data = wopen(wbay, DEBIAN_PYTHON, GTK_APP, session="two")
+    window = str(data["handle"])
+    try:
+        snap = snapshot(wbay, window, session="two")
+        button = node(snap, "push button", "Greet")["ref"]
+        assert wbay.ok("window", "click", window, f"@{button}", session="two")["via"] == "action"
+        assert label_text(wbay, window, session="two") == "Hello, !"
+        status = wbay.ok("status", session="two")
+        assert not [x for x in status["leases"] if x.get("browser")], status
+    finally:
+        wbay.ok("window", "close", window, session="two")
+
+
 def test_screenshot_is_a_jpeg_of_the_window(wbay: Bay, app: str) -> None:
     from PIL import Image
 

@@ -275,23 +275,33 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
         if verb.name == "backend":
             return await self._backend(session, args, handle)
         plugin_verb = self.plugins.verbs.get(verb.name) if verb.scope == verbs.PLUGIN else None
-        if plugin_verb is not None and plugin_verb.lease_free:
-            # It acts on no profile (bay keys): no lease is chosen, so neither
-            # profile_required nor a paused lease applies; nothing of a browser starts.
-            fresh = f"ep-{session.ref.id}" not in session.leases
-            lease = self._ephemeral(session, "ephemeral", [])
-            try:
-                return await self._on_lease(verb, args, session, lease, deadline, timeout)
-            finally:
-                if fresh and lease.context is None:  # leave no lease behind it
-                    session.leases.pop(lease.profile.id, None)
-        lease = await self._choose(session, handle)
-        self.check_restarting(lease.profile.id, lease.handle)  # a backend switch's gap
         exempt = plugin_verb is not None and plugin_verb.while_paused
         # A verb on a target the session holds (a window) is paused and cut on that target's
         # lease, not on the browser's.
         key = plugin_verb.target(args) if plugin_verb and plugin_verb.target else None
         target = session.targets.get(key) if key else None
+        if plugin_verb is not None and plugin_verb.lease_free:
+            # It acts on no profile (bay keys, bay window): no lease is chosen, so neither
+            # profile_required nor a browser's pause or restart applies; nothing of a browser
+            # starts. A target it names is still guarded by its own lease.
+            fresh = f"ep-{session.ref.id}" not in session.leases
+            lease = self._ephemeral(session, "ephemeral", [])
+            try:
+                if target is None:
+                    return await self._on_lease(verb, args, session, lease, deadline, timeout)
+                self.controls.check(target, exempt)
+                return await self.controls.run(
+                    target,
+                    verb,
+                    args,
+                    exempt,
+                    lambda: self._on_lease(verb, args, session, lease, deadline, timeout, target),
+                )
+            finally:
+                if fresh and lease.context is None:  # leave no lease behind it
+                    session.leases.pop(lease.profile.id, None)
+        lease = await self._choose(session, handle)
+        self.check_restarting(lease.profile.id, lease.handle)  # a backend switch's gap
         guarded = target if target is not None else lease
         self.controls.check(guarded, exempt)  # browser_paused while a human holds the controls
         return await self.controls.run(

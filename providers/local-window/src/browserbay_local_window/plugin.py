@@ -141,7 +141,7 @@ def window_target(args: Mapping[str, Any]) -> str | None:
 
 @hookimpl
 def bay_verbs() -> list[PluginVerb]:
-    return [PluginVerb(WINDOW_VERB, handle, target=window_target)]
+    return [PluginVerb(WINDOW_VERB, handle, target=window_target, lease_free=True)]
 
 
 async def handle(ctx: VerbContext) -> tuple[dict[str, Any], str]:
