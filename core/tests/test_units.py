@@ -62,6 +62,7 @@ def test_every_code_renders_without_placeholders_given_its_fields() -> None:
         "example": "https://api.example.com",
         "kind": "shape-only",
         "window": "w1",
+        "of": "profile work",
         "held": "held by another session",
         "role": "label",
         "name": "Hello",

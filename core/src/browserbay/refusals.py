@@ -50,14 +50,13 @@ _ROWS = (
     Code("tab_gone", "Tab {tab} is gone: {reason}", "bay tab list"),
     Code(
         "browser_paused",
-        "A human holds the controls of profile {profile} ({by}, since {since}): your page "
-        "verbs are paused",
+        "A human holds the controls of {of} ({by}, since {since}): your verbs on it are paused",
         "wait, then run it again (the first answer after the handback carries a notice: the "
         "current URL and what to re-run), or ask the human to press Hand back in the live view",
     ),
     Code(
         "browser_interrupted",
-        "'{verb}' was cut: a human took the controls of profile {profile} ({by}); {reached}",
+        "'{verb}' was cut: a human took the controls of {of} ({by}); {reached}",
         "wait for the handback, then run it again: {command}",
     ),
     Code(

@@ -124,6 +124,7 @@ class Controls:
         raise Refusal(
             "browser_paused",
             profile=lease.handle,
+            of=lease.controls_of,
             by=pause.by,
             since=time.strftime("%H:%M:%S", time.localtime(pause.since)),
             seconds=round(time.time() - pause.since),
@@ -186,6 +187,7 @@ class Controls:
             "browser_interrupted",
             verb=entry.verb,
             profile=lease.handle,
+            of=lease.controls_of,
             by=pause.by if pause is not None else "a human in the live view",
             reached=reached,
             may_have_reached_page=entry.mutates,
@@ -221,6 +223,7 @@ class Controls:
                 raise Refusal(
                     "browser_paused",
                     profile=lease.handle,
+                    of=lease.controls_of,
                     by=pause.by,
                     since=time.strftime("%H:%M:%S", time.localtime(pause.since)),
                     holder=pause.holder,
@@ -257,6 +260,7 @@ class Controls:
             raise Refusal(
                 "browser_paused",
                 profile=lease.handle,
+                of=lease.controls_of,
                 by=pause.by,
                 since=time.strftime("%H:%M:%S", time.localtime(pause.since)),
                 holder=pause.holder,

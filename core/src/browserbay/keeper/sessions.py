@@ -86,6 +86,12 @@ class Lease:
     def handle(self) -> str:
         return self.alias or self.profile.label
 
+    @property
+    def controls_of(self) -> str:
+        """What a human holds the controls of, as refusals name it: ``profile work`` for a
+        browser's lease, ``window w1`` for a target's (its label already says what it is)."""
+        return self.profile.label if self.profile.chosen == "target" else f"profile {self.handle}"
+
     def info(self, ended: str | None = None) -> LeaseInfo:
         holder: Literal["agent", "user"] = "user" if self.input_holder == "user" else "agent"
         return LeaseInfo(self.profile, self.session, holder, tuple(self.tabs), ended)

@@ -140,6 +140,7 @@ def interrupted(method: str, handle: str, by: str, sent: bool) -> Refusal:
         "browser_interrupted",
         verb=method,
         profile=handle,
+        of=f"profile {handle}",
         by=by,
         reached=reached,
         may_have_reached_page=sent,
