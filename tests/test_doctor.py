@@ -37,6 +37,13 @@ def test_doctor_on_this_machine(tmp_path: Path) -> None:
     assert "chromium" in loaded["detail"]
     assert "local-window" in loaded["detail"]
     assert rows[("providers", "chromium (tier 1)")]["status"] == "ok"
+    # a cloud row without its key: the same judgement as bay backend, the fix sets the key
+    steel = rows[("providers", "cloud:steel (tier 2)")]
+    assert steel["status"] == "warn", steel
+    assert steel["fix"] == "bay keys set cloud:steel api_key", steel
+    # ... and with the cluster's key in the keeper's environment (keys-env), it can run
+    _, keyed = _doctor(bay, BAY_INTEGRATION_CLOUD_STEEL_API_KEY="sk-doctor-0123456789")
+    assert _rows(keyed)[("providers", "cloud:steel (tier 2)")]["status"] == "ok"
     assert rows[("keeper", "keeper")]["detail"].startswith("not running")
     assert rows[("disk", "data dir")]["status"] in ("ok", "warn")
     # a plugin's own row, with its fix

@@ -127,30 +127,26 @@ def plugin_rows(plugins: Plugins) -> list[DoctorCheck]:
 
 
 def provider_rows(plugins: Plugins) -> list[DoctorCheck]:
+    """One row per provider, as ``bay backend`` judges it (one place: runnable, its probe,
+    and a required key nobody configured)."""
+    from browserbay.keeper.backends import backend_listing
+
     rows = []
-    for pid, row in sorted(plugins.providers.items()):
-        reason = row.not_runnable
-        if reason is None and row.driver_factory is None:
-            reason = "declared, but it has no driver"
-        if reason is None and row.probe is not None:
-            try:
-                reason = row.probe()
-            except Exception as exc:
-                reason = f"its probe failed: {exc!r}"
-        label = f"{pid} (tier {row.tier})"
-        if reason is None:
-            rows.append(DoctorCheck("providers", label, "ok", row.summary))
+    for p in sorted(backend_listing(plugins)["providers"], key=lambda r: str(r["id"])):
+        label = f"{p['id']} (tier {p['tier']})"
+        if p["available"]:
+            rows.append(DoctorCheck("providers", label, "ok", p["summary"]))
+            continue
+        key = p["key"]
+        if p["runnable"] and p["problem"] is None and key is not None and key["missing"]:
+            what = f"{key['integration'] or p['id']} {key['missing'][0]}"
+            detail = f"cannot run here: no key ({what} is not set)"
+            fix = f"bay keys set {what}"
         else:
-            rows.append(
-                DoctorCheck(
-                    "providers",
-                    label,
-                    "warn",
-                    f"cannot run here: {reason}",
-                    "bay plugins   (the other providers; a profile on this one is refused "
-                    "backend_unavailable)",
-                )
-            )
+            detail = f"cannot run here: {p['reason']}"
+            fix = "bay backend   (the other providers; a profile on this one is refused "
+            fix += "backend_unavailable)"
+        rows.append(DoctorCheck("providers", label, "warn", detail, fix))
     return rows
 
 
