@@ -360,3 +360,51 @@ def test_a_bad_retention_setting_is_said_and_never_stops_an_action(demo: str) ->
     finally:
         b.stop()
         shutil.rmtree(home, ignore_errors=True)
+
+
+def test_text_fields_in_iframes_and_shadow_roots_are_masked_too() -> None:
+    """A typed value shows in a frame nowhere: not in the page, not in an iframe (a login
+    form often lives in one), not inside a web component's open shadow root."""
+    from playwright.async_api import async_playwright
+
+    field = "position:absolute;width:200px;height:30px;font-size:20px"
+    html = (
+        f'<body style="margin:0"><input value="top-secret" style="{field};left:10px;top:10px">'
+        '<iframe style="position:absolute;left:10px;top:100px;width:400px;height:100px;'
+        f'border:0" srcdoc=\'<body style="margin:0"><input value="frame-secret" '
+        f'style="{field};left:20px;top:20px"></body>\'></iframe>'
+        '<div id="host" style="position:absolute;left:10px;top:250px"></div>'
+        "<script>document.getElementById('host').attachShadow({mode: 'open'}).innerHTML ="
+        f' \'<input value="shadow-secret" style="{field};left:0;top:0">\';</script>'
+        '<p style="position:absolute;left:500px;top:10px;font-size:20px">page text</p></body>'
+    )
+
+    async def go() -> bytes | None:
+        async with async_playwright() as p:
+            browser = await p.chromium.launch(executable_path=CHROMIUM)
+            page = await browser.new_page()
+            await page.set_content(html)
+            await page.frames[1].wait_for_selector("input")
+            act: Any = SimpleNamespace(
+                verb="press",
+                args={},
+                lease=SimpleNamespace(profile=None),
+                tab=SimpleNamespace(id="t1"),
+                page=page,
+                deadline=time.monotonic() + 30,
+            )
+            recorder = Recorder(act)
+            await recorder.take_before(act)
+            await browser.close()
+            return recorder.before.jpeg if recorder.before else None
+
+    jpeg = asyncio.run(go())
+    assert jpeg is not None
+    im = Image.open(io.BytesIO(jpeg)).convert("RGB")
+    for name, (x, y) in {"page": (10, 10), "iframe": (30, 120), "shadow root": (10, 250)}.items():
+        inside = ImageStat.Stat(im.crop((x + 3, y + 3, x + 197, y + 27)))
+        assert max(inside.stddev) < 8, (name, inside.stddev)  # one flat box: no letters
+        assert all(abs(m - c) < 12 for m, c in zip(inside.mean, (0x6B, 0x72, 0x80), strict=True))
+    # The negative control: the page's own text is drawn (letters make contrast).
+    text = ImageStat.Stat(im.crop((500, 10, 620, 40)))
+    assert max(text.stddev) > 20

@@ -49,7 +49,8 @@ POINTER_VERBS = frozenset({"click", "check", "uncheck", "hover"})
 #: The most one frame may take (seconds).
 FRAME_TIMEOUT = 2.0
 JPEG_QUALITY = 60
-#: Fields whose pixels show what was typed: masked in every frame.
+#: Fields whose pixels show what was typed: masked in every frame (the page's iframes and
+#: open shadow roots too).
 TEXT_FIELDS = (
     "input:not([type=checkbox]):not([type=radio]):not([type=button]):not([type=submit])"
     ":not([type=reset]):not([type=image]):not([type=range]):not([type=color])"
@@ -218,7 +219,7 @@ class Recorder:
                     scale="css",
                     animations="allow",
                     caret="initial",
-                    mask=[page.locator(TEXT_FIELDS)],
+                    mask=[frame.locator(TEXT_FIELDS) for frame in page.frames],
                     mask_color=MASK_COLOR,
                     timeout=budget * 1000,
                 )
