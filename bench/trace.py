@@ -44,7 +44,9 @@ def _keeper(base: str, traced: bool, n: int, pause: float) -> dict[str, tuple[fl
     for key in [k for k in os.environ if k.startswith("BAY_")]:
         del os.environ[key]
     os.environ["BAY_HOME"] = home
-    if not traced:
+    if traced:
+        os.environ["BAY_TRACE"] = "1"
+    else:
         os.environ["BAY_DISABLE_PLUGINS"] = "trace"
     paths = bay_paths({"BAY_HOME": home})
 

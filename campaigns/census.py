@@ -326,6 +326,7 @@ def run() -> dict[str, Any]:
             PYTHONPATH=str(ROOT / "tests" / "plugins"),
             BAY_PLUGIN_MODULES="recorder",
             BAY_RECORDER_FILE=str(h.root / "trace.jsonl"),
+            BAY_TRACE="1",  # the action trace is searched too
         )
 
         def bay(*argv: str, stdin: str | None = None, session: str = "census") -> None:

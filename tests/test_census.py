@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from browserbay.keeper.pageverbs import mask_passwords
 from tests.helpers import Bay
+
+
+@pytest.fixture(scope="module")
+def bay() -> Iterator[Bay]:
+    """This module's keeper traces actions (BAY_TRACE=1): the census searches the trace too."""
+    home = Path(tempfile.mkdtemp(prefix="bay-cs-", dir="/tmp"))
+    b = Bay(home, BAY_TRACE="1")
+    yield b
+    b.stop()
+    shutil.rmtree(home, ignore_errors=True)
 
 
 def test_a_typed_password_never_shows_in_a_snapshot(bay: Bay, demo: str) -> None:

@@ -44,7 +44,7 @@ def demo() -> Iterator[str]:
 @pytest.fixture(scope="module")
 def bay() -> Iterator[Bay]:
     home = Path(tempfile.mkdtemp(prefix="bay-tr-", dir="/tmp"))
-    b = Bay(home)
+    b = Bay(home, BAY_TRACE="1")
     yield b
     b.stop()
     shutil.rmtree(home, ignore_errors=True)
@@ -348,7 +348,7 @@ def test_traces_are_kept_per_profile_and_picked_with_profile_or_session(
 
 def test_a_bad_retention_setting_is_said_and_never_stops_an_action(demo: str) -> None:
     home = Path(tempfile.mkdtemp(prefix="bay-trb-", dir="/tmp"))
-    b = Bay(home, BAY_TRACE_MB="lots")
+    b = Bay(home, BAY_TRACE="1", BAY_TRACE_MB="lots")
     try:
         b.ok("open", f"{demo}/live.html?still", session="bad")
         b.ok("click", "#cell-0-0", session="bad")  # the action goes on
@@ -408,3 +408,27 @@ def test_text_fields_in_iframes_and_shadow_roots_are_masked_too() -> None:
     # The negative control: the page's own text is drawn (letters make contrast).
     text = ImageStat.Stat(im.crop((500, 10, 620, 40)))
     assert max(text.stddev) > 20
+
+
+def test_tracing_is_off_unless_the_keeper_starts_with_bay_trace(demo: str) -> None:
+    """Off by default (frames of every page kept for days, two screenshots per action): no
+    frames are taken, nothing is written, and the report says how to turn it on."""
+    home = Path(tempfile.mkdtemp(prefix="bay-tro-", dir="/tmp"))
+    b = Bay(home)
+    try:
+        b.ok("open", f"{demo}/live.html?still", session="off")
+        b.ok("click", "#cell-0-0", session="off")
+        shown = b.ok("trace", "show", session="off")
+        assert shown["tracing"] is False
+        assert shown["actions"] == []
+        plain = b("trace", "show", session="off", json_=False)
+        assert plain.code == 0
+        assert plain.stdout.strip().endswith(".html")
+        assert "hint: tracing is off" in plain.stderr
+        assert "BAY_TRACE=1" in plain.stderr
+        traces = home / "data" / "traces"
+        written = [p for p in traces.rglob("*") if p.is_file() and "reports" not in p.parts]
+        assert written == []
+    finally:
+        b.stop()
+        shutil.rmtree(home, ignore_errors=True)

@@ -5,13 +5,20 @@ Recorded: the verb, the target as the agent gave it, the tab, when, how long, th
 (ok or the refusal code), the page's address without query and fragment, the target's box
 and the pointer's point, two JPEG frames (every text field masked by the keeper). Never
 recorded: typed text, keys pressed, ``eval`` source, query strings. See docs/trace.md.
+
+Off unless the keeper starts with ``BAY_TRACE=1``: frames of every page an agent acts on are
+kept on disk for days, and each traced action pays for two screenshots (~35 ms each). The
+hook is defined only then, and the keeper takes frames only when some plugin implements it;
+``bay trace show`` works either way and says when tracing is off.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 import secrets
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +42,17 @@ from browserbay_trace.writer import Job, Writer
 
 DEFAULT_LAST = 20
 MAX_LAST = 500
+TRACE_ENV = "BAY_TRACE"
+TRACE_OFF = (
+    "tracing is off in this keeper: bay keeper stop, then run your next command with BAY_TRACE=1 "
+    "in its environment (the keeper it starts traces every page action)"
+)
+
+
+def tracing_on(env: Mapping[str, str] = os.environ) -> bool:
+    """``BAY_TRACE=1`` (or ``on``/``true``/``yes``) in the keeper's environment."""
+    return env.get(TRACE_ENV, "").strip().lower() in ("1", "on", "true", "yes")
+
 
 _writer: Writer | None = None
 _ids = itertools.count()
@@ -58,8 +76,8 @@ def _frame_row(frame: Frame | None) -> dict[str, int] | None:
     return {"width": frame.width, "height": frame.height, "bytes": len(frame.jpeg)}
 
 
-@hookimpl
-def bay_action_traced(call: VerbCall, outcome: VerbOutcome, trace: ActionTrace) -> None:
+def record_action(call: VerbCall, outcome: VerbOutcome, trace: ActionTrace) -> None:
+    """Queue one action's record and frames for the writer (off the keeper's loop)."""
     profile = call.profile
     profile_id = profile.id if profile is not None else f"ep-{call.session.id}"
     action_id = f"{int(trace.at * 1000):013d}-{next(_ids) % 1_000_000:06d}"
@@ -88,6 +106,13 @@ def bay_action_traced(call: VerbCall, outcome: VerbOutcome, trace: ActionTrace) 
     }
     frames = {w: f.jpeg for w, f in (("before", trace.before), ("after", trace.after)) if f}
     writer().put(Job(trace_key(profile_id), action_id, record, frames))
+
+
+if tracing_on():  # read once, as the keeper loads its plugins
+
+    @hookimpl
+    def bay_action_traced(call: VerbCall, outcome: VerbOutcome, trace: ActionTrace) -> None:
+        record_action(call, outcome, trace)
 
 
 # -- bay trace show ---------------------------------------------------------------------------
@@ -149,6 +174,9 @@ def _report(ctx: VerbContext, last: int) -> tuple[dict[str, Any], str]:
         "profile": ctx.profile.as_row(),
         "actions": records,
     }
+    data["tracing"] = tracing_on()
+    if not data["tracing"]:
+        data["hint"] = TRACE_OFF  # on stderr, after the path
     if warning:
         data["warning"] = warning
     return data, str(path)
