@@ -1,0 +1,149 @@
+"""``click`` through the page's own CDP session, when one round trip shows the element ready.
+
+Playwright's ``click(force=True)`` resolves the element again, scrolls, measures its quads,
+and moves the mouse before pressing it (Chromium acks a ``mouseMoved`` only with the next
+frame). Here the readiness check (:data:`CLICK_READY_JS`: in view, sized, enabled, visible,
+the topmost element at its centre, in the main frame) returns the point, and the keeper sends
+``Input.dispatchMouseEvent`` ``mousePressed`` + ``mouseReleased`` there (Blink sends the
+pointer's over/enter events with the press).
+
+What Playwright does after a click is kept: a navigation of the main frame that the click
+requested (``Page.frameRequestedNavigation``, current tab) is waited for until it commits
+(or stops without committing), so the answer shows the new page.
+
+Where this does not apply — not Chromium, an element in a frame, an element not ready or
+not there yet — :func:`click_fast` returns False and the caller takes Playwright's path.
+One CDP session per page, made on its first click and dropped when the page closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from playwright.async_api import CDPSession, Frame, Page
+
+#: The element's readiness (as READY_JS in pageverbs) and whether it is in the main frame.
+CLICK_READY_JS = """(el) => {
+  if (window.top !== window) return 'frame';
+  el.scrollIntoView({block: 'nearest', inline: 'nearest'});
+  const r = el.getBoundingClientRect();
+  if (r.width < 1 || r.height < 1) return false;
+  if (el.disabled || el.getAttribute('aria-disabled') === 'true') return false;
+  const s = getComputedStyle(el);
+  if (s.visibility !== 'visible' || s.pointerEvents === 'none') return false;
+  const hit = el.ownerDocument.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+  const ok = !!hit && (hit === el || el.contains(hit));
+  return ok ? [r.left + r.width / 2, r.top + r.height / 2] : false;
+}"""
+
+
+class PagePointer:
+    """A page's CDP session, and the navigations of its main frame that input requested."""
+
+    def __init__(self, cdp: CDPSession, main_frame_id: str) -> None:
+        self.cdp = cdp
+        self.main_frame_id = main_frame_id
+        self.requested = False
+        self.stopped = asyncio.Event()
+        cdp.on("Page.frameRequestedNavigation", self._on_requested)
+        cdp.on("Page.frameStoppedLoading", self._on_stopped)
+
+    def _on_requested(self, params: dict[str, Any]) -> None:
+        main = params.get("frameId") == self.main_frame_id
+        if main and params.get("disposition", "currentTab") == "currentTab":
+            self.requested = True
+
+    def _on_stopped(self, params: dict[str, Any]) -> None:
+        if params.get("frameId") == self.main_frame_id:
+            self.stopped.set()
+
+    async def click(self, page: Page, x: float, y: float, timeout: float) -> None:
+        """Press and release the left button at (x, y); wait (at most ``timeout`` seconds)
+        for a main-frame navigation the click requested to commit, as Playwright does."""
+        committed = asyncio.Event()
+
+        def on_navigated(frame: Frame) -> None:
+            if frame == page.main_frame:
+                committed.set()
+
+        def on_close(_: Page) -> None:
+            committed.set()
+
+        self.requested = False
+        self.stopped.clear()
+        page.on("framenavigated", on_navigated)
+        page.on("close", on_close)
+        try:
+            event = {"x": x, "y": y, "button": "left", "clickCount": 1, "pointerType": "mouse"}
+            await self.cdp.send("Input.dispatchMouseEvent", {**event, "type": "mousePressed"})
+            await self.cdp.send("Input.dispatchMouseEvent", {**event, "type": "mouseReleased"})
+            # A round trip after the input, as Playwright's: the events it caused are in.
+            await self.cdp.send("Page.enable")
+            if self.requested and not committed.is_set():
+                waits = {
+                    asyncio.ensure_future(committed.wait()),
+                    asyncio.ensure_future(self.stopped.wait()),
+                }
+                try:
+                    done, _ = await asyncio.wait(
+                        waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+                    )
+                finally:
+                    for w in waits:
+                        w.cancel()
+                if not done:
+                    raise TimeoutError("the navigation the click started did not commit in time")
+        finally:
+            page.remove_listener("framenavigated", on_navigated)
+            page.remove_listener("close", on_close)
+
+
+_POINTERS: weakref.WeakKeyDictionary[Page, PagePointer | None] = weakref.WeakKeyDictionary()
+
+
+async def pointer_of(page: Page) -> PagePointer | None:
+    """The page's :class:`PagePointer`, made on first use; None where CDP is not available
+    (not Chromium), remembered so that the next click does not ask again."""
+    if page in _POINTERS:
+        return _POINTERS[page]
+    pointer: PagePointer | None = None
+    try:
+        cdp = await page.context.new_cdp_session(page)
+        await cdp.send("Page.enable")
+        tree = await cdp.send("Page.getFrameTree")
+        pointer = PagePointer(cdp, str(tree["frameTree"]["frame"]["id"]))
+    except Exception:
+        pointer = None
+    if page.is_closed():
+        return None
+    _POINTERS[page] = pointer
+
+    def forget(closed: Page) -> None:
+        _POINTERS.pop(closed, None)
+
+    page.once("close", forget)
+    return pointer
+
+
+async def ready_point(page: Page, selector: str) -> tuple[float, float] | None:
+    """The click point of the first element ``selector`` matches when it is ready for the
+    pointer now, in the main frame; None otherwise (not there yet, covered, in a frame…)."""
+    try:
+        point = await page.eval_on_selector(selector, CLICK_READY_JS)
+    except Exception:
+        return None
+    if isinstance(point, list) and len(point) == 2:
+        return float(point[0]), float(point[1])
+    return None
+
+
+async def click_fast(page: Page, point: tuple[float, float], timeout: float) -> bool:
+    """Click at ``point`` through the page's CDP session; False when there is none."""
+    pointer = await pointer_of(page)
+    if pointer is None:
+        return False
+    await pointer.click(page, point[0], point[1], timeout)
+    return True

@@ -1,0 +1,87 @@
+"""The click fast path itself (browserbay.keeper.fastclick), on a real Chromium page: when it
+applies (a ready element in the main frame) and when it steps aside for Playwright's click."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from browserbay.keeper import fastclick
+
+CHROMIUM = "/usr/lib/chromium/chromium"
+
+PAGE = """<!doctype html><title>fast</title>
+<button id=b onclick="document.getElementById('out').textContent = 'pressed'">Press</button>
+<p id=out>not yet</p>
+<button id=off disabled>Off</button>
+<button id=under>Under</button>
+<div style="position:absolute;left:0;top:0;width:100%;height:100%;pointer-events:none"></div>
+<div id=cover style="position:fixed;left:0;bottom:0;width:200px;height:60px;z-index:9"></div>
+<div style="height:3000px"></div>
+<a id=go href="#later" style="margin-left:500px">Go</a>
+<iframe srcdoc="<button id=inner>Inside</button>"></iframe>"""
+
+
+def _run(check: Any) -> Any:
+    from playwright.async_api import async_playwright
+
+    async def go() -> Any:
+        async with async_playwright() as p:
+            browser = await p.chromium.launch(executable_path=CHROMIUM)
+            try:
+                page = await browser.new_page(viewport={"width": 800, "height": 600})
+                await page.set_content(PAGE)
+                await page.frames[1].wait_for_selector("#inner")
+                # Put #under beneath the cover at the bottom of the viewport.
+                await page.evaluate(
+                    "() => { const u = document.getElementById('under');"
+                    " u.style = 'position:fixed;left:10px;bottom:10px'; }"
+                )
+                return await check(page)
+            finally:
+                await browser.close()
+
+    return asyncio.run(go())
+
+
+def test_ready_point_only_for_an_element_ready_in_the_main_frame() -> None:
+    async def check(page: Any) -> dict[str, Any]:
+        return {
+            name: await fastclick.ready_point(page, sel)
+            for name, sel in [
+                ("ready", "#b"),
+                ("disabled", "#off"),
+                ("covered", "#under"),
+                ("missing", "#nope"),
+                ("frame", "iframe >> internal:control=enter-frame >> #inner"),
+                ("below the fold", "#go"),
+            ]
+        }
+
+    points = _run(check)
+    assert points["ready"] is not None, points
+    assert points["ready"][0] > 0, points
+    assert points["below the fold"] is not None, points  # scrolled into view first
+    assert 0 < points["below the fold"][1] < 600, points
+    for name in ("disabled", "covered", "missing", "frame"):
+        assert points[name] is None, (name, points)
+
+
+def test_click_fast_presses_the_element_and_waits_for_its_navigation() -> None:
+    async def check(page: Any) -> tuple[str, str, bool, str]:
+        before = await page.inner_text("#out")
+        point = await fastclick.ready_point(page, "#b")
+        assert point is not None
+        assert await fastclick.click_fast(page, point, 10.0)
+        after = await page.inner_text("#out")
+        link = await fastclick.ready_point(page, "#go")
+        assert link is not None
+        await fastclick.click_fast(page, link, 10.0)
+        # The same session serves the next click (one per page).
+        cached = fastclick._POINTERS.get(page) is await fastclick.pointer_of(page)
+        return before, after, cached, page.url
+
+    before, after, cached, url = _run(check)
+    assert (before, after) == ("not yet", "pressed")
+    assert cached
+    assert url.endswith("#later"), url
