@@ -319,16 +319,28 @@ async def pointer_on(act: Act, loc: Locator, run: Callable[[Locator, bool], Awai
 
 async def verb_click(act: Act) -> Answer:
     """One round trip finds the element ready and its point, then the press and release go
-    straight to the page (:mod:`fastclick`); otherwise Playwright's click, as before."""
+    straight to the page (:mod:`fastclick`); otherwise Playwright's click, as before. With no
+    gate and no trace to see the element first, that round trip is the only look up."""
     target = str(act.args["target"])
     selector = selector_of(act, target) or target
 
-    async def go(loc: Locator) -> None:
+    async def fast() -> bool:
         point = await fastclick.ready_point(act.page, selector)
-        if point is not None:
-            act.lease.agent_point = (act.tab.id, point[0], point[1])
-            if await fastclick.click_fast(act.page, point, act.ms_left() / 1000):
-                return
+        if point is None:
+            return False
+        act.lease.agent_point = (act.tab.id, point[0], point[1])
+        try:
+            return await fastclick.click_fast(act.page, point, act.ms_left() / 1000)
+        except Exception as exc:
+            raise Refusal("action_failed", verb=act.verb, reason=_first_line(exc)) from None
+
+    watched = act.trace is not None or act.plugins.hook.bay_before_action.get_hookimpls()
+    if not watched and await fast():
+        return _acted(act, "clicked")
+
+    async def go(loc: Locator) -> None:
+        if watched and await fast():
+            return
         await pointer_on(act, loc, lambda loc, ready: loc.click(force=ready, timeout=act.ms_left()))
 
     await act_on(act, target, go)
