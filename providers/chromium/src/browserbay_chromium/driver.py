@@ -66,6 +66,46 @@ def launch_args(spec: LaunchSpec) -> list[str]:
     return args
 
 
+def prepare_home(spec: LaunchSpec) -> None:
+    """The private HOME/XDG directories :func:`browser_env` points the browser at."""
+    for sub in (".config", ".cache", ".local/share", "tmp"):
+        (spec.home / sub).mkdir(parents=True, exist_ok=True, mode=0o700)
+
+
+def launch_options(
+    spec: LaunchSpec, executable: Path, args: list[str], env: dict[str, str], **extra: Any
+) -> dict[str, Any]:
+    """Playwright's launch keywords for a Chromium-family browser of ours: the binary, the
+    switches, the environment, the proxy, and none of Playwright's signal handlers (the
+    keeper decides when a browser stops)."""
+    options: dict[str, Any] = {
+        "executable_path": str(executable),
+        "headless": spec.headless,
+        "args": args,
+        "env": env,
+        "handle_sigint": False,
+        "handle_sigterm": False,
+        "handle_sighup": False,
+        **extra,
+    }
+    if spec.proxy:
+        options["proxy"] = {"server": spec.proxy}
+    return options
+
+
+async def start(
+    playwright: Playwright, spec: LaunchSpec, options: dict[str, Any]
+) -> tuple[Browser | None, BrowserContext | None]:
+    """Launch: the persistent context of the profile's directory, or (no directory) a
+    browser whose contexts are isolated sessions."""
+    if spec.user_data_dir is not None:
+        ctx = await playwright.chromium.launch_persistent_context(
+            str(spec.user_data_dir), **options
+        )
+        return ctx.browser, ctx
+    return await playwright.chromium.launch(**options), None
+
+
 def find_pid(browser_id: str) -> int | None:
     """The pid of the browser's main process, found by its marker switch in /proc."""
     needle = marker(browser_id).encode()
@@ -121,27 +161,10 @@ class ChromiumDriver:
             raise Refusal(
                 "backend_unavailable", provider="chromium", reason=exc.reason, fix=exc.fix
             ) from None
-        for sub in (".config", ".cache", ".local/share", "tmp"):
-            (spec.home / sub).mkdir(parents=True, exist_ok=True, mode=0o700)
-        common: dict[str, Any] = {
-            "executable_path": str(executable),
-            "headless": spec.headless,
-            "args": launch_args(spec),
-            "env": browser_env(spec),
-            "handle_sigint": False,
-            "handle_sigterm": False,
-            "handle_sighup": False,
-        }
-        if spec.proxy:
-            common["proxy"] = {"server": spec.proxy}
+        prepare_home(spec)
+        options = launch_options(spec, executable, launch_args(spec), browser_env(spec))
         try:
-            if spec.user_data_dir is not None:
-                ctx = await playwright.chromium.launch_persistent_context(
-                    str(spec.user_data_dir), **common
-                )
-                browser, context = ctx.browser, ctx
-            else:
-                browser, context = await playwright.chromium.launch(**common), None
+            browser, context = await start(playwright, spec, options)
         except Exception as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
             raise Refusal(

@@ -10,14 +10,22 @@ vendor's ``CLOAKBROWSER_LICENSE_KEY``): never argv, never a log line.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 
 from browserbay.model import LaunchSpec
 from browserbay.paths import bay_paths
 from browserbay.refusals import Refusal
-from browserbay_chromium.driver import ChromiumHandle, browser_env, find_pid, launch_args
+from browserbay_chromium.driver import (
+    ChromiumHandle,
+    browser_env,
+    find_pid,
+    launch_args,
+    launch_options,
+    prepare_home,
+    start,
+)
 from browserbay_cloak import contract, licence
 from browserbay_cloak.find import find_binary
 from browserbay_cloak.seats import Ledger
@@ -97,32 +105,17 @@ class CloakDriver:
                 holders=sorted(set(holders.values())),
                 why=f"the keeper's count, {seats.describe()}",
             )
-        for sub in (".config", ".cache", ".local/share", "tmp"):
-            (spec.home / sub).mkdir(parents=True, exist_ok=True, mode=0o700)
+        prepare_home(spec)
         env = browser_env(spec)
         status_file = spec.home / "licence-status.json"
         if key:
             env[contract.STATUS_FILE_ENV] = str(status_file)
-        common: dict[str, Any] = {
-            "executable_path": str(executable),
-            "headless": spec.headless,
-            "args": [*launch_args(spec), *contract.fingerprint_args(seed, fingerprint_platform)],
-            "ignore_default_args": list(contract.IGNORE_DEFAULT_ARGS),
-            "env": env,
-            "handle_sigint": False,
-            "handle_sigterm": False,
-            "handle_sighup": False,
-        }
-        if spec.proxy:
-            common["proxy"] = {"server": spec.proxy}
+        args = [*launch_args(spec), *contract.fingerprint_args(seed, fingerprint_platform)]
+        options = launch_options(
+            spec, executable, args, env, ignore_default_args=list(contract.IGNORE_DEFAULT_ARGS)
+        )
         try:
-            if spec.user_data_dir is not None:
-                ctx = await playwright.chromium.launch_persistent_context(
-                    str(spec.user_data_dir), **common
-                )
-                browser, context = ctx.browser, ctx
-            else:
-                browser, context = await playwright.chromium.launch(**common), None
+            browser, context = await start(playwright, spec, options)
         except Exception as exc:
             raise await self._failed(exc, executable, spec, status_file, key, holders) from None
         pid = await anyio.to_thread.run_sync(find_pid, spec.browser_id)
