@@ -16,6 +16,7 @@ import datetime as dt
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -26,6 +27,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run  # bench/run.py: the process bookkeeping and peer setup
 
 OUT = run.BENCH / "RESULTS-click.md"
+HEADER = """# Warm click, side by side (bench/click.py)
+
+Each block is one run: this checkout's keeper, the baseline checkout's keeper (when given) and
+agent-browser, interleaved rep by rep (the order rotates), the form's checkbox clicked by ref.
+browserbay is timed in the keeper (one connection, no process start); agent-browser is its
+whole CLI process with its daemon warm. loadavg is read before, every 10 reps and after.
+
+"""
 
 
 class Keeper:
@@ -59,6 +68,14 @@ class Keeper:
 def loadavg() -> str:
     with open("/proc/loadavg") as f:
         return " ".join(f.read().split()[:3])
+
+
+def commit(root: Path) -> str:
+    """The checkout's commit (``+dirty`` when it has changes), for the record."""
+    git = ["git", "-C", str(root)]
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run([*git, "status", "--porcelain", "-uno"], capture_output=True, text=True)
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
 def main() -> int:
@@ -111,9 +128,12 @@ def main() -> int:
     med = {n: statistics.median(v) * 1000 for n, v in samples.items()}
     p90 = {n: sorted(v)[int(len(v) * 0.9)] * 1000 for n, v in samples.items()}
     peer = med["agent-browser"]
+    checkouts = f"bay = {commit(run.ROOT)}" + (
+        f", bay baseline = {commit(opts.baseline)}" if opts.baseline else ""
+    )
     lines = [
         f"- {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {opts.reps} reps after {opts.warmup}"
-        f" warm-up, loadavg {' → '.join(loads)}",
+        f" warm-up, {checkouts}, loadavg {' → '.join(loads)}",
     ]
     for n in samples:
         lines.append(
@@ -123,6 +143,8 @@ def main() -> int:
     text = "\n".join(lines)
     print(text)
     if os.environ.get("BENCH_WRITE", "1") != "0":
+        if not OUT.exists():
+            OUT.write_text(HEADER)
         with OUT.open("a") as f:
             f.write(text + "\n")
     return 0

@@ -1132,6 +1132,10 @@ def write_results(rows: list[Row], facts: dict[str, str], notes: list[str]) -> N
     lines += [f"- {k}: {v}" for k, v in facts.items() if k != "date"]
     lines += ["", "## Results", "", render_table(rows, markdown=True), "", "## Notes", ""]
     lines += [f"- {x}" for x in notes]
+    lines += [
+        "- The click row alone, with a baseline checkout in the same run: `bench/click.py`"
+        " (runs in bench/RESULTS-click.md).",
+    ]
     RESULTS.write_text("\n".join(lines) + "\n")
 
 
