@@ -98,8 +98,10 @@ class SessionVerbsMixin(ChoosingMixin):
             return {"closed": tab.id, "current": owner.current}, f"closed {tab.id}"
         tab = self.tabs.lookup(action, session)
         owner = self.leases.lease_of(tab) or lease
-        owner.current = tab.id
+        # Current only once it is in front: a switch refused because its browser died under
+        # it changes nothing (the crash path keeps the current tab as it was).
         await tab.page.bring_to_front()
+        owner.current = tab.id
         row = await tab.row()
         return dict(row, current=True), f"{tab.id}  {row['title']}  {row['url']}"
 
