@@ -258,3 +258,58 @@ def test_tab_ids_never_repeat_across_keepers_even_after_a_kill(fresh_bay: Bay, d
     r = fresh_bay("tab", "close", old)
     assert r.frame["code"] == "tab_gone", r.frame
     assert len(fresh_bay.ok("tab", "list")["tabs"]) == 2
+
+
+class _DyingPage:
+    """A page whose browser dies as it is brought to front (Playwright raises then)."""
+
+    def __init__(self, url: str, dies: bool):
+        self.url = url
+        self.dies = dies
+
+    async def bring_to_front(self) -> None:
+        if self.dies:
+            raise RuntimeError("Target page, context or browser has been closed")
+
+    async def title(self) -> str:
+        return "t"
+
+
+def test_a_switch_whose_browser_dies_leaves_the_current_tab_as_it_was() -> None:
+    """`tab <id>` made the tab current before bringing it to front: when the browser died
+    right then, the switch was refused but the current tab had moved (and the crash path
+    kept it: faults campaign, browser kills on a shared profile). Negative control: the same
+    switch on a live page does move it."""
+    import anyio
+
+    from browserbay.keeper.sessions import Lease, Session, TabBook
+    from browserbay.keeper.sessionverbs import SessionVerbsMixin
+    from browserbay.model import ProfileRef, SessionRef
+
+    async def switch(dies: bool) -> tuple[str | None, bool]:
+        ref = SessionRef("s", "flag")
+        session = Session(ref, "g")
+        lease = Lease(ref, ProfileRef("bp-1", "work", "chromium", 1, False))
+        session.leases["bp-1"] = lease
+        book = TabBook()
+        first = book.add(_DyingPage("http://a/", False), lease, None)  # type: ignore[arg-type]
+        second = book.add(_DyingPage("http://b/", dies), lease, None)  # type: ignore[arg-type]
+        lease.current = first.id
+
+        class Keeper:
+            tabs = book
+
+            class leases:
+                @staticmethod
+                def lease_of(tab: Any) -> Lease:
+                    return lease
+
+        refused = False
+        try:
+            await SessionVerbsMixin._tab_verb(Keeper(), session, lease, {"action": second.id})  # type: ignore[arg-type]
+        except RuntimeError:
+            refused = True
+        return lease.current, refused
+
+    assert anyio.run(switch, True) == ("t1", True)  # refused: still the tab it was
+    assert anyio.run(switch, False) == ("t2", False)  # the control: a live switch moves it
