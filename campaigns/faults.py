@@ -85,9 +85,12 @@ class Model:
                 self.current = tab
             elif action == "close":
                 self.tabs = [t for t in self.tabs if t[0] != arg]
-                if data:
-                    self.current = data.get("current")
+                if data and data.get("current"):
+                    self.current = data["current"]
                 elif self.current == arg:
+                    # No current tab in the answer: the browser died as the tab closed (the
+                    # crash cleared the lease; its tabs are kept for the restore, the current
+                    # one as it was). The model keeps its own unless it was the closed tab.
                     self.current = self.tabs[-1][0] if self.tabs else None
             elif action not in (None, "list"):
                 self.current = action
