@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -57,7 +58,13 @@ def test_a_typed_password_is_in_no_action_trace_nor_its_report(bay: Bay, demo: s
     bay.ok("fill", "input[name=user]", "-", stdin=secret + "-user", session=s)
     bay.ok("fill", "input[name=password]", "-", stdin=secret, session=s)
     bay.ok("click", "button", session=s)
-    assert bay.ok("get", "url", session=s)["value"].endswith("/account")
+    # The click answers once /do-login commits (as Playwright's click does); its page then
+    # sends the browser on to /account by script: wait for that.
+    end = time.monotonic() + 15
+    url = ""
+    while time.monotonic() < end and not url.endswith("/account"):
+        url = bay.ok("get", "url", session=s)["value"]
+    assert url.endswith("/account"), url
     r = bay("trace", "show", "--last", "10", session=s)
     assert r.code == 0
     report = r.frame["data"]
