@@ -313,3 +313,72 @@ def test_a_switch_whose_browser_dies_leaves_the_current_tab_as_it_was() -> None:
 
     assert anyio.run(switch, True) == ("t1", True)  # refused: still the tab it was
     assert anyio.run(switch, False) == ("t2", False)  # the control: a live switch moves it
+
+
+class _LoadingPage:
+    """A new tab's page; ``crash`` (if set) runs while it loads, as a browser dying then."""
+
+    def __init__(self, crash: Any = None):
+        self.url = "about:blank"
+        self.crash = crash
+
+    async def goto(self, url: str, wait_until: str = "load") -> None:
+        if self.crash is not None:
+            self.crash()
+        self.url = url
+
+    async def title(self) -> str:
+        return "t"
+
+    async def close(self) -> None:
+        return None
+
+
+def test_a_tab_new_whose_browser_dies_as_it_loads_is_not_answered_ok() -> None:
+    """`tab new <url>` answered ok although its browser died while the tab loaded: the crash
+    had kept the tabs with the previous current one, so after the restore the current tab was
+    not the one the answer had opened (faults campaign, browser kills on a shared profile).
+    Negative control: the same `tab new` without a crash is ok and makes the tab current."""
+    import anyio
+
+    from browserbay.keeper.sessions import Lease, Session, TabBook
+    from browserbay.keeper.sessionverbs import SessionVerbsMixin
+    from browserbay.model import ProfileRef, SessionRef
+    from browserbay.refusals import Refusal
+
+    async def tab_new(crashes: bool) -> tuple[str | None, str]:
+        ref = SessionRef("s", "flag")
+        session = Session(ref, "g")
+        lease = Lease(ref, ProfileRef("bp-1", "work", "chromium", 1, False))
+        book = TabBook()
+        first = book.add(_LoadingPage(), lease, None)  # type: ignore[arg-type]
+        lease.current = first.id
+
+        def crash() -> None:  # what the keeper's crash path does to the lease
+            for tab in list(lease.tabs.values()):
+                book.drop(tab, lease, "its browser stopped unexpectedly")
+            lease.current = None
+
+        class Leases:
+            async def ensure(self, session: Any, lease: Any) -> None:
+                return None
+
+            async def new_tab(self, lease: Lease) -> Any:
+                tab = book.add(_LoadingPage(crash if crashes else None), lease, None)  # type: ignore[arg-type]
+                lease.current = tab.id
+                return tab
+
+        class Keeper:
+            tabs = book
+            leases = Leases()
+
+        try:
+            await SessionVerbsMixin._tab_verb(  # type: ignore[arg-type]
+                Keeper(), session, lease, {"action": "new", "arg": "http://b/"}
+            )
+        except Refusal as r:
+            return lease.current, r.code
+        return lease.current, "ok"
+
+    assert anyio.run(tab_new, True) == (None, "action_failed")
+    assert anyio.run(tab_new, False) == ("t2", "ok")

@@ -73,8 +73,16 @@ class SessionVerbsMixin(ChoosingMixin):
                 try:
                     await tab.page.goto(url, wait_until="load")
                     data.update(url=tab.page.url, title=await tab.page.title())
-                    if tab.id in lease.tabs:
-                        lease.current = tab.id
+                    if tab.id not in lease.tabs:
+                        # Its browser died as it loaded: the crash kept the tabs as they were
+                        # (this one not current), so the answer may not say it opened.
+                        raise Refusal(
+                            "action_failed",
+                            verb="tab",
+                            reason="its browser stopped as the new tab loaded (your tabs come "
+                            "back with your next verb)",
+                        )
+                    lease.current = tab.id
                 except BaseException:
                     # A refused `tab new` leaves no blank tab behind, and the current tab
                     # is the one it was.
