@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from browserbay import client
+from browserbay.keeper.browsers import process_tree
 from browserbay.paths import BayPaths, bay_paths
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -269,23 +270,8 @@ def _addr(hexaddr: str) -> str:
     return f"{ip}:{int(port, 16)}"
 
 
-def descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo.extend(children.get(p, ()))
-    return out
+#: The process and its descendants: the keeper's own /proc walk.
+descendants = process_tree
 
 
 # -- the registry ---------------------------------------------------------------------------

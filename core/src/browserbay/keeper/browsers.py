@@ -399,11 +399,8 @@ def _is_ours(pid: int, browser_id: str) -> bool:
     return f"--bay-browser={browser_id}".encode() in cmdline.split(b"\0")
 
 
-def pss_kib(pid: int | None) -> int | None:
-    """Proportional set size of a process and all its descendants, in KiB (reported, never
-    used to decide anything). Runs in a worker thread: it reads /proc."""
-    if pid is None:
-        return None
+def process_tree(pid: int) -> list[int]:
+    """The process and all its descendants, read from /proc (blocking: a worker thread)."""
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -414,10 +411,21 @@ def pss_kib(pid: int | None) -> int | None:
             continue
         ppid = int(stat.rsplit(")", 1)[1].split()[1])
         children.setdefault(ppid, []).append(int(entry.name))
-    total, todo = 0, [pid]
+    out, todo = [], [pid]
     while todo:
         p = todo.pop()
+        out.append(p)
         todo.extend(children.get(p, ()))
+    return out
+
+
+def pss_kib(pid: int | None) -> int | None:
+    """Proportional set size of a process and all its descendants, in KiB (reported, never
+    used to decide anything). Runs in a worker thread: it reads /proc."""
+    if pid is None:
+        return None
+    total = 0
+    for p in process_tree(pid):
         try:
             for line in Path(f"/proc/{p}/smaps_rollup").read_text().splitlines():
                 if line.startswith("Pss:"):

@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from playwright.async_api import CDPSession, Frame, Page
 
-#: The element's readiness (as READY_JS in pageverbs) and whether it is in the main frame.
-CLICK_READY_JS = """(el) => {
-  if (window.top !== window) return 'frame';
+#: Is the element ready for a pointer, right now? In view (scrolled if needed), sized,
+#: enabled, visible, and the topmost element at its centre (or inside that element): its
+#: centre, else false. One check for both click paths.
+READY_BODY = """
   el.scrollIntoView({block: 'nearest', inline: 'nearest'});
   const r = el.getBoundingClientRect();
   if (r.width < 1 || r.height < 1) return false;
@@ -37,7 +38,11 @@ CLICK_READY_JS = """(el) => {
   const hit = el.ownerDocument.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
   const ok = !!hit && (hit === el || el.contains(hit));
   return ok ? [r.left + r.width / 2, r.top + r.height / 2] : false;
-}"""
+"""
+READY_JS = "(el) => {" + READY_BODY + "}"
+#: The same, and 'frame' for an element outside the main frame (the fast path's point
+#: would be in the wrong coordinates there).
+CLICK_READY_JS = "(el) => {\n  if (window.top !== window) return 'frame';" + READY_BODY + "}"
 
 
 class PagePointer:

@@ -283,19 +283,7 @@ async def verb_screenshot(act: Act) -> Answer:
 # -- acting -----------------------------------------------------------------------------
 
 
-#: Is the element ready for a pointer, right now? In view (scrolled if needed), sized,
-#: enabled, visible, and the topmost element at its centre (or inside that element).
-READY_JS = """(el) => {
-  el.scrollIntoView({block: 'nearest', inline: 'nearest'});
-  const r = el.getBoundingClientRect();
-  if (r.width < 1 || r.height < 1) return false;
-  if (el.disabled || el.getAttribute('aria-disabled') === 'true') return false;
-  const s = getComputedStyle(el);
-  if (s.visibility !== 'visible' || s.pointerEvents === 'none') return false;
-  const hit = el.ownerDocument.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
-  const ok = !!hit && (hit === el || el.contains(hit));
-  return ok ? [r.left + r.width / 2, r.top + r.height / 2] : false;
-}"""
+READY_JS = fastclick.READY_JS
 
 
 async def pointer(act: Act, run: Callable[[Locator, bool], Awaitable[Any]]) -> None:
