@@ -33,30 +33,22 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 from websockets.sync.client import connect
 from websockets.sync.server import Server, ServerConnection, serve
 
+from browserbay_chromium.driver import CLOSED_NETWORK_FLAGS
+from browserbay_chromium.find import find_chromium
 from browserbay_cloud.vendors import Call, Vendor
 
-CHROMIUM = "/usr/lib/chromium/chromium"
-FLAGS = (
-    "--headless=new",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-breakpad",
-    "--disable-crash-reporter",
-)
+#: The vendor's browser: the Chromium the chromium provider would launch, headless, with the
+#: same closed-network switches.
+FLAGS = ("--headless=new", *CLOSED_NETWORK_FLAGS)
 
 
 def chromium() -> str:
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is not installed (apt-get install -y chromium)")
-    return CHROMIUM
+    return str(find_chromium())
 
 
 @dataclass
