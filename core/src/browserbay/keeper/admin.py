@@ -59,7 +59,7 @@ class AdminMixin(KeeperBase):
             )
             return {"verbs": table}, listing
         if name == "plugins":
-            return self._plugins()
+            return await self._plugins()
         if name == "hints":
             return await hints_listing(args, self.registry, self.db, self.plugins.providers)
         if name == "new":
@@ -110,8 +110,10 @@ class AdminMixin(KeeperBase):
         )
         return status, text
 
-    def _plugins(self) -> Answer:
-        providers = [provider_row(p) for p in self.plugins.providers.values()]
+    async def _plugins(self) -> Answer:
+        # Providers' probes look at the disk (a binary, a cache): off the loop.
+        rows = list(self.plugins.providers.values())
+        providers = await anyio.to_thread.run_sync(lambda: [provider_row(p) for p in rows])
         plugins = self.plugins.listing()
         lines = [
             f"{p['name']:<12} {p['distribution'] or '-':<22} {p['version'] or '-':<8} "
