@@ -227,7 +227,9 @@ def _local(verb: str, args: dict[str, Any], as_json: bool) -> int | None:
     if verb == "keeper" and args.get("action") == "stop":
         try:
             conn = client.connect(autostart=False)
-        except Refusal:
+        except Refusal as r:
+            if r.code != "keeper_unavailable":
+                raise
             # Nothing to stop; never start a keeper just to stop it.
             data = {"stopping": False, "pid": None, "socket": str(bay_paths().socket)}
             if as_json:

@@ -15,7 +15,7 @@ import time
 
 from browserbay import protocol
 from browserbay.refusals import Refusal
-from browserbay.sockpath import socket_path
+from browserbay.sockpath import distrust, socket_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -113,13 +113,59 @@ class Connection:
 
 
 def _connect(path: str) -> socket.socket | None:
+    """A socket to the keeper at ``path``, or None when none listens there. Nothing is sent
+    to a socket another user could control (``socket_untrusted``): its directory must be
+    this user's own, 0700 and no symlink, the socket file this user's, and the process
+    listening on it running as this user (``SO_PEERCRED``)."""
+    _trust_path(path)
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         s.connect(path)
     except (FileNotFoundError, ConnectionRefusedError):
         s.close()
         return None
+    try:
+        _trust_peer(s, path)
+    except Refusal:
+        s.close()
+        raise
     return s
+
+
+def _trust_path(path: str) -> None:
+    directory = os.path.dirname(path)
+    try:
+        why = distrust(directory, directory=True, mode=False)
+        loose = None if why else distrust(directory, directory=True)
+        if loose:  # ours, but others can reach into it
+            fix = f"chmod 700 {directory}   (or set BAY_HOME to a private directory of yours)"
+            raise Refusal("socket_untrusted", socket=path, reason=loose, fix=fix)
+        why = why or distrust(path, directory=False)
+    except FileNotFoundError:
+        return  # no keeper yet: the one we start creates it private, or refuses to
+    if why is not None:
+        fix = (
+            f"remove {directory} (another user may have planted it: as its owner, or root), "
+            "or set BAY_HOME to a private directory of yours (or XDG_RUNTIME_DIR to your own "
+            "runtime directory)"
+        )
+        raise Refusal("socket_untrusted", socket=path, reason=why, fix=fix)
+
+
+def _trust_peer(sock: socket.socket, path: str) -> None:
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:  # pragma: no cover - macOS: the directory and file checks only
+        return
+    raw = sock.getsockopt(socket.SOL_SOCKET, option, 12)  # struct ucred: pid, uid, gid
+    uid = int.from_bytes(raw[4:8], sys.byteorder)
+    if uid != os.getuid():
+        raise Refusal(
+            "socket_untrusted",
+            socket=path,
+            reason=f"the peer listening on it runs as uid {uid}, not as you (uid {os.getuid()})",
+            fix=f"find who listens on {path} (ss -xlp), remove it, or set BAY_HOME to a private "
+            "directory of yours",
+        )
 
 
 def _handshake(sock: socket.socket) -> Connection:
@@ -193,7 +239,6 @@ def _spawn_and_connect(paths: BayPaths) -> Connection:
     import subprocess
 
     paths.ensure()
-    paths.socket.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     with open(paths.spawn_lock, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         # Somebody else may have started it while we waited for the lock.

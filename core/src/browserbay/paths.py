@@ -7,12 +7,13 @@ how tests and scripts run side by side. Without it the XDG base directories are 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from browserbay.sockpath import APP, runtime_dir, socket_for
+from browserbay.sockpath import APP, distrust, runtime_dir, socket_for
 
 
 class BayPaths:
@@ -63,14 +64,21 @@ class BayPaths:
         return self
 
 
+class NotYours(PermissionError):
+    """A directory browserbay would use is somebody else's (or a symlink, or no directory)."""
+
+
 def ensure_private(d: Path) -> None:
-    d.mkdir(parents=True, exist_ok=True, mode=0o700)
-    st = d.lstat()
-    if st.st_uid != os.getuid() or not os.path.isdir(d) or os.path.islink(d):
-        raise PermissionError(
-            f"{d} is not a directory of yours; remove it, or set BAY_HOME to a private place"
+    """``d`` exists, is a directory of this user's (never a symlink: it is not followed) and
+    has mode 0700; one of another owner is refused, never reused (:class:`NotYours`)."""
+    with contextlib.suppress(FileExistsError):  # a file or a dangling symlink: said below
+        d.mkdir(parents=True, exist_ok=True, mode=0o700)
+    why = distrust(str(d), directory=True, mode=False)
+    if why is not None:
+        raise NotYours(
+            f"{why}: it is not a directory of yours; remove it, or set BAY_HOME to a private place"
         )
-    if st.st_mode & 0o777 != 0o700:
+    if d.lstat().st_mode & 0o777 != 0o700:
         os.chmod(d, 0o700)
 
 

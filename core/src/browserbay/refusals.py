@@ -126,6 +126,11 @@ _ROWS = (
         "bay keeper logs   (then run the command again; the keeper starts by itself)",
     ),
     Code(
+        "socket_untrusted",
+        "The keeper's socket {socket} is not safe to talk to: {reason}; nothing was sent",
+        "{fix}",
+    ),
+    Code(
         "profile_unknown",
         "{handle} is not {why}",
         "{fix}",
@@ -417,6 +422,7 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "display_unavailable",
             "install_failed",
             "internal_error",
+            "socket_untrusted",
         ),
     ),
 )

@@ -39,5 +39,24 @@ def socket_for(runtime: str) -> str:
     return f"/tmp/bay-{os.getuid()}-{tag}/keeper.sock"  # noqa: S108 - checked private
 
 
+def distrust(path: str, *, directory: bool, mode: bool = True) -> str | None:
+    """Why ``path`` is not this user's own private directory (``directory``; ``mode``: with
+    no group or other bits) or file (the socket: of any kind, the keeper says itself when
+    it cannot bind there), or None when it is. Raises FileNotFoundError when nothing is
+    there. ``lstat``: a symlink is never followed (another user in /tmp may have planted it)."""
+    import stat  # already loaded by os: free
+
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        return f"{path} is a symlink"
+    if directory and not stat.S_ISDIR(st.st_mode):
+        return f"{path} is not a directory"
+    if st.st_uid != os.getuid():
+        return f"{path} is owned by uid {st.st_uid}, not by you (uid {os.getuid()})"
+    if directory and mode and st.st_mode & 0o077:
+        return f"{path} has mode {stat.S_IMODE(st.st_mode):04o}, not 0700"
+    return None
+
+
 def socket_path(env: Mapping[str, str] | None = None) -> str:
     return socket_for(runtime_dir(os.environ if env is None else env))

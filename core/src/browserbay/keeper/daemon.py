@@ -19,7 +19,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from browserbay import progress, protocol, verbs
 from browserbay._version import __version__
-from browserbay.paths import BayPaths, bay_paths
+from browserbay.paths import BayPaths, NotYours, bay_paths
 from browserbay.refusals import Refusal
 
 log = logging.getLogger("browserbay.keeper")
@@ -34,10 +34,8 @@ class AlreadyRunning(Exception):
 def bind_first(paths: BayPaths) -> tuple[socket.socket, IO[str]]:
     """Take the keeper lock and bind the socket before anything slow happens, so a client
     that spawned us can connect while we load. Another live keeper: :class:`AlreadyRunning`."""
-    paths.ensure()
+    paths.ensure()  # the socket's directory too: ours, 0700, no symlink (or NotYours)
     sock_path = paths.socket
-    sock_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    os.chmod(sock_path.parent, 0o700)
     lock = open(paths.runtime / "keeper.lock", "a")  # noqa: SIM115 - held for the process's life
     end = time.monotonic() + 30.0
     while True:
@@ -311,6 +309,9 @@ def main() -> None:
     except AlreadyRunning:
         print("another keeper holds the lock; leaving it be", file=sys.stderr)
         sys.exit(0)
+    except NotYours as exc:  # a directory another user planted: never bind there
+        print(f"keeper: {exc}", file=sys.stderr)
+        sys.exit(1)
     _setup_logging(paths)
     _private_tmp(paths)
     try:

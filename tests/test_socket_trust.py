@@ -1,0 +1,319 @@
+"""Issue 15 item 6: the client trusts a socket another user controls.
+
+Another local user (here ``nobody``, a real other uid) pre-creates the directory the
+keeper's socket lives in — ``/tmp/bay-<uid>-<crc>/`` for a deep ``BAY_HOME``, or
+``/tmp/browserbay-<uid>/`` when ``XDG_RUNTIME_DIR`` is unset — and listens there as a fake
+keeper that records every byte it receives. The victim (root, or a second unprivileged user)
+then types a password with ``bay fill @e1 -``. The client must check the directory, the
+socket and the listening peer before it sends anything: the fake keeper receives zero bytes
+and the victim gets ``socket_untrusted`` with a way out. The keeper itself must not bind in
+(or through) such a directory either.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from browserbay import protocol
+from browserbay.sockpath import runtime_dir, socket_for
+from tests.helpers import BAY, REPO, Bay, Result, assert_refused
+
+pytestmark = pytest.mark.skipif(os.getuid() != 0, reason="needs root to act as two users")
+
+SECRET = "hunter2-correct-horse"
+VICTIM = "bay-victim"
+#: The thin client is standard library only, so a user who cannot read root's venv runs it
+#: with the system Python straight from the source tree.
+SYSTEM_PYTHON = "/usr/bin/python3"
+SOURCE_PATH = f"{REPO}/core/src:{REPO}/cli/src"
+
+
+def _ids(name: str) -> tuple[int, int]:
+    try:
+        row = pwd.getpwnam(name)
+    except KeyError:
+        if shutil.which("useradd") is None:
+            pytest.skip("no useradd to create a second user")
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
+            check=True,
+            capture_output=True,
+        )
+        row = pwd.getpwnam(name)
+    return row.pw_uid, row.pw_gid
+
+
+ATTACKER = _ids("nobody") if os.getuid() == 0 else (65534, 65534)
+
+
+def _become(uid: int, gid: int) -> None:
+    os.setgroups([])
+    os.setgid(gid)
+    os.setuid(uid)
+
+
+def _serve_fake(sock_path: str, record: str) -> None:
+    """The fake keeper: answers a compatible hello and ``ok`` to every verb, and writes down
+    every byte it receives."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(sock_path)
+    os.chmod(sock_path, 0o777)
+    listener.listen(8)
+    with open(record, "ab") as out:
+        while True:
+            conn, _ = listener.accept()
+            conn.settimeout(5)
+            buf = b""
+            try:
+                while True:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    out.write(chunk)
+                    out.flush()
+                    buf += chunk
+                    while b"\n" in buf:
+                        line, buf = buf.split(b"\n", 1)
+                        frame = json.loads(line)
+                        if "hello" in frame:
+                            reply = protocol.hello("keeper")
+                        else:
+                            reply = {
+                                "id": frame.get("id"),
+                                "ok": True,
+                                "verb": frame.get("verb"),
+                                "session": frame.get("session"),
+                                "profile": None,
+                                "data": {},
+                                "text": "filled",
+                            }
+                        conn.sendall(protocol.encode(reply))
+            except OSError:
+                pass
+            conn.close()
+
+
+@contextmanager
+def fake_keeper(directory: str, *, mode: int = 0o777, link: bool = False) -> Iterator[Path]:
+    """As the attacker: create ``directory`` (or a symlink there to a directory of the
+    attacker's) and serve a fake keeper in it. Yields the file the fake keeper records to."""
+    real = directory + ".real" if link else directory
+    record = Path(real + ".record")
+    ready_r, ready_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the attacker's process
+        try:
+            _become(*ATTACKER)
+            os.mkdir(real)
+            os.chmod(real, mode)
+            if link:
+                os.symlink(real, directory)
+            open(record, "wb").close()
+            os.chmod(record, 0o644)
+            os.write(ready_w, b"1")
+            _serve_fake(os.path.join(real, "keeper.sock"), str(record))
+        finally:
+            os._exit(0)
+    os.close(ready_w)
+    try:
+        ready, _, _ = select.select([ready_r], [], [], 10)
+        assert ready, "the fake keeper did not start"
+        assert os.read(ready_r, 1) == b"1", "the fake keeper did not start"
+        end = time.monotonic() + 10
+        while not os.path.exists(os.path.join(real, "keeper.sock")):
+            assert time.monotonic() < end
+            time.sleep(0.01)
+        assert os.lstat(real).st_uid == ATTACKER[0]
+        yield record
+    finally:
+        os.close(ready_r)
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        for p in (directory, real):
+            if os.path.islink(p):
+                os.unlink(p)
+            else:
+                shutil.rmtree(p, ignore_errors=True)
+        record.unlink(missing_ok=True)
+
+
+def _victim_env(home: str | None, victim: tuple[int, int] | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BAY_", "XDG_"))}
+    env["BAY_SESSION"] = "victim"
+    if home is not None:
+        env["BAY_HOME"] = home
+    if victim is not None:
+        env["PYTHONPATH"] = SOURCE_PATH
+        env["HOME"] = "/nonexistent"
+    return env
+
+
+def _fill(env: dict[str, str], victim: tuple[int, int] | None) -> Result:
+    """``bay fill @e1 - --json`` with the password on stdin, as the victim."""
+    if victim is None:
+        argv = [BAY]
+        who: dict[str, object] = {}
+    else:
+        argv = [SYSTEM_PYTHON, "-c", "from browserbay_cli.main import main; main()"]
+        who = {"user": victim[0], "group": victim[1], "extra_groups": []}
+    p = subprocess.run(
+        [*argv, "fill", "@e1", "-", "--json"],
+        input=SECRET + "\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        cwd="/",
+        **who,  # type: ignore[arg-type]
+    )
+    return Result(p.returncode, p.stdout, p.stderr)
+
+
+@pytest.fixture
+def victim_home() -> Iterator[tuple[str, tuple[int, int]]]:
+    """A deep BAY_HOME of an unprivileged victim (its socket moves under /tmp)."""
+    ids = _ids(VICTIM)
+    base = tempfile.mkdtemp(prefix="bay-v-", dir="/tmp")
+    os.chown(base, *ids)
+    yield os.path.join(base, "d" * 100), ids
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def root_home() -> Iterator[str]:
+    base = tempfile.mkdtemp(prefix="bay-r-", dir="/tmp")
+    yield os.path.join(base, "d" * 100)
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def _socket_dir(env: dict[str, str], uid: int) -> str:
+    path = socket_for(runtime_dir(env))
+    assert path.startswith("/tmp/"), path
+    # The path names the victim's uid, not ours.
+    return os.path.dirname(path).replace(f"-{os.getuid()}", f"-{uid}", 1)
+
+
+def _assert_nothing_sent(result: Result, record: Path) -> None:
+    received = record.read_bytes()
+    assert received == b"", f"the fake keeper received {received[:300]!r}"
+    frame = assert_refused(result, "socket_untrusted")
+    assert "BAY_HOME" in frame["way_out"], frame
+
+
+def test_fill_to_a_deep_home_socket_planted_by_another_user_sends_nothing(
+    root_home: str,
+) -> None:
+    env = _victim_env(root_home, None)
+    directory = os.path.dirname(socket_for(runtime_dir(env)))
+    with fake_keeper(directory) as record:
+        result = _fill(env, None)
+        _assert_nothing_sent(result, record)
+        assert directory in result.frame["message"]
+        assert f"uid {ATTACKER[0]}" in result.frame["message"]
+
+
+def test_unprivileged_victim_deep_home_planted_directory(
+    victim_home: tuple[str, tuple[int, int]],
+) -> None:
+    home, victim = victim_home
+    env = _victim_env(home, victim)
+    with fake_keeper(_socket_dir(env, victim[0])) as record:
+        _assert_nothing_sent(_fill(env, victim), record)
+
+
+def test_unprivileged_victim_without_xdg_runtime_dir_planted_directory() -> None:
+    victim = _ids(VICTIM)
+    env = _victim_env(None, victim)
+    directory = f"/tmp/browserbay-{victim[0]}"
+    shutil.rmtree(directory, ignore_errors=True)
+    with fake_keeper(directory) as record:
+        _assert_nothing_sent(_fill(env, victim), record)
+
+
+def test_planted_symlink_to_the_attackers_directory(root_home: str) -> None:
+    env = _victim_env(root_home, None)
+    directory = os.path.dirname(socket_for(runtime_dir(env)))
+    with fake_keeper(directory, link=True) as record:
+        result = _fill(env, None)
+        _assert_nothing_sent(result, record)
+        assert "symlink" in result.frame["message"]
+
+
+def test_a_socket_of_ours_served_by_another_uid_is_refused_by_its_peer_credentials(
+    victim_home: tuple[str, tuple[int, int]],
+) -> None:
+    """The directory (0700) and the socket file are the victim's own; only the process
+    listening on it is the attacker's: SO_PEERCRED is what catches it."""
+    home, victim = victim_home
+    env = _victim_env(home, victim)
+    directory = _socket_dir(env, victim[0])
+    staging = directory + ".attacker"
+    with fake_keeper(staging, mode=0o755) as record:
+        os.mkdir(directory, 0o700)
+        try:
+            os.rename(os.path.join(staging, "keeper.sock"), os.path.join(directory, "keeper.sock"))
+            os.chown(os.path.join(directory, "keeper.sock"), *victim)
+            os.chown(directory, *victim)
+            result = _fill(env, victim)
+            _assert_nothing_sent(result, record)
+            assert "peer" in result.frame["message"], result.frame
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.mark.parametrize("link", [False, True], ids=["directory", "symlink"])
+@pytest.mark.parametrize("mode", [0o700, 0o777])
+def test_the_keeper_never_binds_in_a_directory_another_user_planted(
+    root_home: str, link: bool, mode: int
+) -> None:
+    """The keeper side: a pre-created directory of another owner (or a symlink to one) is
+    neither reused nor followed; the keeper says why and exits."""
+    env = _victim_env(root_home, None)
+    directory = os.path.dirname(socket_for(runtime_dir(env)))
+    real = directory + ".real" if link else directory
+    with fake_keeper(directory, mode=mode, link=link):
+        os.unlink(os.path.join(real, "keeper.sock"))  # the attacker waits for one of ours
+        before = os.lstat(real)
+        p = subprocess.run(
+            [sys.executable, "-m", "browserbay.keeper"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+        assert p.returncode != 0, p
+        assert "not a directory of yours" in p.stderr, p.stderr
+        assert "Traceback" not in p.stderr, p.stderr
+        assert os.listdir(real) == [], "the keeper wrote into the attacker's directory"
+        after = os.lstat(real)
+        assert (after.st_mode, after.st_uid) == (before.st_mode, before.st_uid)
+
+
+def test_a_deep_home_of_ones_own_still_works(root_home: str) -> None:
+    """The checks let the real thing through: a deep BAY_HOME's keeper makes its /tmp
+    directory 0700 and answers, with the peer check passing."""
+    bay = Bay(Path(root_home))
+    directory = os.path.dirname(socket_for(runtime_dir({"BAY_HOME": root_home})))
+    try:
+        status = bay.ok("keeper", "status")
+        assert status["socket"] == os.path.join(directory, "keeper.sock")
+        assert os.lstat(directory).st_mode & 0o777 == 0o700
+    finally:
+        bay.stop()
+        shutil.rmtree(directory, ignore_errors=True)
