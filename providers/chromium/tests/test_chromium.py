@@ -12,7 +12,12 @@ import pytest
 from browserbay.model import LaunchSpec
 from browserbay.testing import check_provider
 from browserbay_chromium import plugin
-from browserbay_chromium.driver import CLOSED_NETWORK_FLAGS, browser_env, launch_args
+from browserbay_chromium.driver import (
+    CLOSED_NETWORK_FLAGS,
+    browser_env,
+    launch_args,
+    launch_options,
+)
 from browserbay_chromium.find import CANDIDATE_PATHS, NotFound, find_chromium
 
 
@@ -58,7 +63,12 @@ def test_flags_and_environment_of_the_browser(
     for flag in CLOSED_NETWORK_FLAGS:
         assert flag in args
     assert "--bay-browser=bb-12345678" in args
+    # The renderer sandbox: off only as root (Chromium refuses it there), and Playwright is
+    # told chromium_sandbox=True so that it adds no --no-sandbox of its own for anyone
+    # (tests/test_sandbox.py reads the real argv of a non-root user's browser).
     assert ("--no-sandbox" in args) == (os.geteuid() == 0)
+    options = launch_options(spec, tmp_path / "chromium", args, {})
+    assert options["chromium_sandbox"] is True
     assert not any("remote-debugging" in a for a in args)
     env = browser_env(spec)
     assert env["HOME"] == str(tmp_path)

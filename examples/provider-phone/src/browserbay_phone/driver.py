@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from browserbay import sandbox
 from browserbay.model import LaunchSpec
 from browserbay.refusals import Refusal
 from browserbay_phone import find
@@ -115,9 +116,9 @@ class PhoneDriver:
         env = {k: os.environ[k] for k in PASSTHROUGH_ENV if k in os.environ}
         env.update(HOME=str(spec.home), XDG_CONFIG_HOME=str(spec.home / ".config"))
         env.update(XDG_CACHE_HOME=str(spec.home / ".cache"), **spec.env)
-        args = [*FLAGS, marker(spec.browser_id)]
-        if os.geteuid() == 0:
-            args.append("--no-sandbox")  # Chromium refuses to run as root with its sandbox
+        # --no-sandbox only as root; a non-root launch the OS gives no sandbox is refused.
+        await anyio.to_thread.run_sync(sandbox.state)  # the probe runs once, off the loop
+        args = [*FLAGS, marker(spec.browser_id), *sandbox.flags("phone")]
         common: dict[str, Any] = {
             "executable_path": executable,
             "headless": spec.headless,
@@ -126,6 +127,7 @@ class PhoneDriver:
             "handle_sigint": False,
             "handle_sigterm": False,
             "handle_sighup": False,
+            **sandbox.PLAYWRIGHT_OPTIONS,  # else Playwright adds --no-sandbox for every user
         }
         if spec.proxy:
             common["proxy"] = {"server": spec.proxy}

@@ -15,7 +15,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 
 import anyio
 
+from browserbay import sandbox
 from browserbay.model import VerbContext
 from browserbay.paths import ensure_private
 from browserbay.refusals import Refusal
@@ -101,8 +101,7 @@ def start(executable: str, directory: Path, log: Path, headless: bool, extra: li
     ]
     if headless:
         argv.append("--headless=new")
-    if hasattr(os, "geteuid") and os.geteuid() == 0 and sys.platform != "darwin":
-        argv.append("--no-sandbox")
+    argv += sandbox.flags("cdp")  # --no-sandbox only as root
     argv += [*extra, "about:blank"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("BAY_")}
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)

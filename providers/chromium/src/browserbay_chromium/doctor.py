@@ -1,11 +1,12 @@
-"""``bay doctor`` rows of the chromium provider: which browser it would launch, and that the
-binary runs (``--version``, bounded)."""
+"""``bay doctor`` rows of the chromium provider: which browser it would launch, that the
+binary runs (``--version``, bounded), and whether its renderer sandbox is on."""
 
 from __future__ import annotations
 
 import subprocess
 from collections.abc import Mapping
 
+from browserbay import sandbox
 from browserbay.model import DoctorCheck
 from browserbay_chromium.find import NotFound, find_chromium
 
@@ -14,6 +15,10 @@ VERSION_TIMEOUT_S = 15.0
 
 
 def browser_checks(env: Mapping[str, str] | None = None) -> list[DoctorCheck]:
+    return [*_binary_checks(env), sandbox.doctor_check()]
+
+
+def _binary_checks(env: Mapping[str, str] | None) -> list[DoctorCheck]:
     try:
         path = find_chromium(env)
     except NotFound as exc:

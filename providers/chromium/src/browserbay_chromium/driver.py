@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from browserbay import sandbox
 from browserbay.model import LaunchSpec
 from browserbay.refusals import Refusal
 from browserbay_chromium.find import NotFound, find_chromium
@@ -59,11 +60,10 @@ def browser_env(spec: LaunchSpec) -> dict[str, str]:
     return env
 
 
-def launch_args(spec: LaunchSpec) -> list[str]:
-    args = [*CLOSED_NETWORK_FLAGS, marker(spec.browser_id)]
-    if os.geteuid() == 0:
-        args.append("--no-sandbox")
-    return args
+def launch_args(spec: LaunchSpec, provider: str = "chromium") -> list[str]:
+    """The switches of a launch; ``--no-sandbox`` only as root (:mod:`browserbay.sandbox`
+    decides, and refuses a non-root launch the OS gives no sandbox)."""
+    return [*CLOSED_NETWORK_FLAGS, marker(spec.browser_id), *sandbox.flags(provider)]
 
 
 def prepare_home(spec: LaunchSpec) -> None:
@@ -86,6 +86,7 @@ def launch_options(
         "handle_sigint": False,
         "handle_sigterm": False,
         "handle_sighup": False,
+        **sandbox.PLAYWRIGHT_OPTIONS,  # else Playwright adds --no-sandbox for every user
         **extra,
     }
     if spec.proxy:
@@ -162,6 +163,7 @@ class ChromiumDriver:
                 "backend_unavailable", provider="chromium", reason=exc.reason, fix=exc.fix
             ) from None
         prepare_home(spec)
+        await anyio.to_thread.run_sync(sandbox.state)  # the probe runs once, off the loop
         options = launch_options(spec, executable, launch_args(spec), browser_env(spec))
         try:
             browser, context = await start(playwright, spec, options)

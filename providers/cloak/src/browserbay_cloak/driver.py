@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from browserbay import sandbox
 from browserbay.model import LaunchSpec
 from browserbay.paths import bay_paths
 from browserbay.refusals import Refusal
@@ -106,11 +107,12 @@ class CloakDriver:
                 why=f"the keeper's count, {seats.describe()}",
             )
         prepare_home(spec)
+        await anyio.to_thread.run_sync(sandbox.state)  # the probe runs once, off the loop
         env = browser_env(spec)
         status_file = spec.home / "licence-status.json"
         if key:
             env[contract.STATUS_FILE_ENV] = str(status_file)
-        args = [*launch_args(spec), *contract.fingerprint_args(seed, fingerprint_platform)]
+        args = [*launch_args(spec, "cloak"), *contract.fingerprint_args(seed, fingerprint_platform)]
         options = launch_options(
             spec, executable, args, env, ignore_default_args=list(contract.IGNORE_DEFAULT_ARGS)
         )

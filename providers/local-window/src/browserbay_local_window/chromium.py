@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from browserbay import sandbox
 from browserbay.refusals import Refusal
 
 CANDIDATES = ("/usr/lib/chromium/chromium", "/usr/lib/chromium-browser/chromium-browser")
@@ -77,8 +78,7 @@ def argv(binary: str, user_data_dir: Path, url: str, size: tuple[int, int]) -> l
         f"--window-size={size[0]},{size[1]}",
         *QUIET,
     ]
-    if os.geteuid() == 0:
-        args.append("--no-sandbox")  # Chromium refuses to run as root with its sandbox
+    args += sandbox.flags("local-window")  # --no-sandbox only as root
     args.append(url)
     bad = [a for a in args if a.startswith(FORBIDDEN)]
     assert not bad, f"automation flags must never reach a tier-3 browser: {bad}"

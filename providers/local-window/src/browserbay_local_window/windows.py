@@ -23,6 +23,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
+from browserbay import sandbox
 from browserbay.model import LiveLease, TargetLeases, VerbContext
 from browserbay.refusals import Refusal
 from browserbay_local_window import chromium, procs
@@ -299,6 +300,7 @@ async def act_browser(book: Windows, ctx: VerbContext) -> tuple[dict[str, Any], 
     profile = display.home / f"chromium-{secrets.token_hex(4)}"
     profile.mkdir(mode=0o700)
     width, height = (int(v) for v in book.settings.screen.split("x")[:2])
+    await anyio.to_thread.run_sync(sandbox.state)  # the probe runs once, off the loop
     argv = chromium.argv(binary, profile, url, (width, height))
     data, text = await _start(book, ctx, display, argv, "browser", chromium.env(display.env))
     book.windows[data["handle"]].url = url

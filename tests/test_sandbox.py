@@ -1,0 +1,268 @@
+"""Issue 15 item 3: Chromium's renderer sandbox was off for every user, not only root.
+
+Playwright adds ``--no-sandbox`` to every launch unless it is told ``chromium_sandbox=True``,
+so a hostile page that exploited a renderer bug ran outside any sandbox even for a non-root
+keeper. These tests start a real keeper as an unprivileged user (``nobody``, with a private
+HOME), open a page on each launch path, and read the real browser's argv and its renderers'
+``/proc/<pid>/status`` and namespaces: no ``--no-sandbox`` anywhere, and each renderer runs
+under seccomp-bpf in user and PID namespaces of its own. Where the OS gives a non-root user no
+sandbox (user namespaces off), a launch is refused loudly, never retried without it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import BAY, TEST_PLUGINS, Result, assert_refused
+
+pytestmark = pytest.mark.skipif(os.getuid() != 0, reason="needs root to act as another user")
+
+CHROMIUM = "/usr/lib/chromium/chromium"
+#: Another user cannot run the venv's interpreter (it lives under root's 0700 home), so the
+#: CLI, and the keeper it spawns, run on Debian's Python (the same 3.11 ABI) with the venv's
+#: packages and the workspace sources on PYTHONPATH.
+SYSTEM_PYTHON = "/usr/bin/python3"
+CLI = "import sys; sys.argv[0] = 'bay'; from browserbay_cli.main import main; main()"
+SITE = Path(BAY).parent.parent / "lib" / "python3.11" / "site-packages"
+
+
+def _pythonpath() -> str:
+    paths = [str(SITE)]
+    for pth in sorted(SITE.glob("_editable_impl_*.pth")):
+        paths += [line for line in pth.read_text().splitlines() if line.startswith("/")]
+    return ":".join([*paths, TEST_PLUGINS])
+
+
+CLONE_NEWUSER = 0x10000000
+
+
+def _nobody() -> tuple[int, int]:
+    row = pwd.getpwnam("nobody")
+    return row.pw_uid, row.pw_gid
+
+
+class AsUser:
+    """The real ``bay`` CLI (and so a real keeper it starts) run as an unprivileged user with
+    a private BAY_HOME and HOME."""
+
+    def __init__(self, home: Path, uid: int, gid: int, **env: str):
+        self.home, self.uid, self.gid = home, uid, gid
+        self.env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "BAY_HOME": str(home / "bay"),
+            "HOME": str(home / "user"),
+            "BAY_SESSION": "sandbox",
+            "BAY_BROWSER_GRACE": "0",
+            "PYTHONPATH": _pythonpath(),
+            "DBUS_SESSION_BUS_ADDRESS": f"unix:path={home}/no-bus",
+            **env,
+        }
+        (home / "user").mkdir(mode=0o700)
+        for path in (home, home / "user"):
+            os.chown(path, uid, gid)
+
+    def run(self, argv: list[str], prefix: tuple[str, ...] = (), timeout: float = 120) -> Result:
+        """``argv`` as the user (after ``prefix``, which runs as root)."""
+        who = ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups"]
+        p = subprocess.run(
+            [*prefix, *who, *argv],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=timeout,
+            cwd="/",
+            stdin=subprocess.DEVNULL,
+        )
+        return Result(p.returncode, p.stdout, p.stderr)
+
+    def __call__(self, *args: str, prefix: tuple[str, ...] = (), timeout: float = 120) -> Result:
+        return self.run([SYSTEM_PYTHON, "-c", CLI, *args, "--json"], prefix, timeout)
+
+    def ok(self, *args: str) -> dict[str, object]:
+        r = self(*args)
+        assert r.code == 0, (args, r)
+        data = r.data
+        assert isinstance(data, dict)
+        return data
+
+    def stop(self) -> None:
+        self("keeper", "stop", timeout=60)
+
+
+@pytest.fixture
+def nobody() -> Iterator[AsUser]:
+    home = Path(tempfile.mkdtemp(prefix="bay-sb-", dir="/tmp"))
+    user = AsUser(home, *_nobody())
+    yield user
+    user.stop()
+    for pid in _browser_processes(user.uid, str(home)):  # bay chrome's outlives the keeper
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    _wait_gone(user.uid, str(home))
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def _argv(pid: int) -> list[str]:
+    """The process's switches; Chromium's children rewrite theirs into one space-joined
+    string, so every element is split on spaces too."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return []
+    return [word for arg in raw.split("\0") for word in arg.split(" ") if word]
+
+
+def _browser_processes(uid: int, needle: str) -> list[int]:
+    """Every live process of ``uid`` whose argv holds ``needle`` (a browser of this test)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if entry.stat().st_uid != uid:
+                continue
+        except OSError:
+            continue
+        if any(needle in a for a in _argv(int(entry.name))):
+            found.append(int(entry.name))
+    return found
+
+
+def _wait_gone(uid: int, needle: str) -> None:
+    end = time.monotonic() + 30
+    while _browser_processes(uid, needle) and time.monotonic() < end:
+        time.sleep(0.1)
+
+
+def _status(pid: int) -> dict[str, str]:
+    rows = Path(f"/proc/{pid}/status").read_text().splitlines()
+    return dict(r.split(":\t", 1) for r in rows if ":\t" in r)
+
+
+def _ns(pid: int, kind: str) -> str:
+    return os.readlink(f"/proc/{pid}/ns/{kind}")
+
+
+def _descendants(root: int) -> list[int]:
+    """``root`` and every process below it (renderers are the zygote's children)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, KeyError, ValueError):
+                parents[int(entry.name)] = int(_status(int(entry.name))["PPid"])
+    found, frontier = [root], [root]
+    while frontier:
+        frontier = [p for p, parent in parents.items() if parent in frontier]
+        found += frontier
+    return found
+
+
+def _assert_sandboxed(user: AsUser, marker: str) -> tuple[list[str], list[int]]:
+    """The browser of ``marker`` (run by ``user``) has no --no-sandbox in its argv or its
+    children's, and its renderers run in namespaces of their own under seccomp-bpf."""
+    marked = _browser_processes(user.uid, marker)
+    main = [p for p in marked if not any(x.startswith("--type=") for x in _argv(p))]
+    assert main, f"no browser process of uid {user.uid} carries {marker}"
+    browser = min(main)
+    argvs = {pid: _argv(pid) for pid in _descendants(browser)}
+    renderers = [p for p, a in argvs.items() if "--type=renderer" in a]
+    assert renderers, f"no renderer process among {argvs}"
+    for pid, argv in argvs.items():
+        assert "--no-sandbox" not in argv, (pid, argv)
+    for pid in renderers:
+        status = _status(pid)
+        assert status["Seccomp"].strip() == "2", (pid, status["Seccomp"])  # seccomp-bpf filter
+        assert _ns(pid, "user") != _ns(browser, "user"), "the renderer shares the browser's userns"
+        assert _ns(pid, "pid") != _ns(browser, "pid"), "the renderer shares the browser's pid ns"
+        assert _ns(pid, "net") != _ns(browser, "net"), "the renderer shares the browser's network"
+    return argvs[browser], renderers
+
+
+def test_a_non_root_keepers_chromium_runs_its_renderers_sandboxed(
+    nobody: AsUser, demo: str
+) -> None:
+    page = nobody.ok("open", f"{demo}/form.html")
+    assert page["status"] == 200
+    status = nobody.ok("keeper", "status")
+    assert int(str(status["pid"])) > 0
+    keeper = int(str(status["pid"]))
+    assert Path(f"/proc/{keeper}").stat().st_uid == nobody.uid  # the keeper really is nobody's
+    (browser,) = status["browsers"]  # type: ignore[misc]
+    argv, _ = _assert_sandboxed(nobody, f"--bay-browser={browser['id']}")
+    assert argv[0] == CHROMIUM
+
+
+def test_a_non_root_keepers_cloak_browser_runs_sandboxed(nobody: AsUser, demo: str) -> None:
+    nobody.env.update(
+        CLOAKBROWSER_BINARY_PATH=CHROMIUM,  # the stand-in for CloakBrowser's binary
+        CLOAKBROWSER_CACHE_DIR=str(nobody.home / "no-cloak-cache"),
+    )
+    work = nobody.ok("new", "work", "--provider", "cloak")
+    nobody.ok("use", str(work["id"]))
+    assert nobody.ok("open", f"{demo}/form.html")["status"] == 200
+    browsers = nobody.ok("keeper", "status")["browsers"]
+    (browser,) = [b for b in browsers if b["profile"] == work["id"]]  # type: ignore[attr-defined]
+    argv, _ = _assert_sandboxed(nobody, f"--bay-browser={browser['id']}")
+    assert any(a.startswith("--fingerprint=") for a in argv)  # it is the cloak launch path
+
+
+def test_bay_chrome_of_a_non_root_user_runs_sandboxed(nobody: AsUser) -> None:
+    """The cdp provider's own Chrome (``bay chrome``), started outside Playwright."""
+    made = nobody.ok("chrome", "--profile", "mine", "--headless")
+    directory = str(nobody.home / "bay")
+    _assert_sandboxed(nobody, f"--user-data-dir={directory}")
+    assert made
+
+
+def _without_user_namespaces() -> tuple[str, ...]:
+    """A prefix that runs the command in a user namespace (identity-mapped, made by root)
+    whose ``user.max_user_namespaces`` is 0: there, like on a kernel with unprivileged user
+    namespaces switched off, nobody can make the namespaces Chromium's sandbox needs."""
+    script = (
+        "import ctypes,os,sys\n"
+        "libc=ctypes.CDLL(None,use_errno=True)\n"
+        "r,w=os.pipe(); g,h=os.pipe()\n"
+        "pid=os.fork()\n"
+        "if pid==0:\n"
+        "    os.close(w); os.read(r,1)\n"  # wait for the maps
+        "    for f,v in (('uid_map','0 0 65536'),('gid_map','0 0 65536')):\n"
+        "        open(f'/proc/{os.getppid()}/'+f,'w').write(v)\n"
+        "    os.write(h,b'1'); os._exit(0)\n"
+        f"assert libc.unshare({CLONE_NEWUSER})==0, os.strerror(ctypes.get_errno())\n"
+        "os.write(w,b'1'); os.read(g,1); os.waitpid(pid,0)\n"
+        "open('/proc/sys/user/max_user_namespaces','w').write('0')\n"
+        "os.execvp(sys.argv[1], sys.argv[1:])\n"
+    )
+    return ("/usr/bin/python3", "-c", script)
+
+
+def test_no_sandbox_possible_is_a_loud_refusal_never_a_silent_no_sandbox(
+    nobody: AsUser, demo: str
+) -> None:
+    prefix = _without_user_namespaces()
+    probe = nobody.run(["unshare", "--user", "true"], prefix)
+    assert probe.code != 0, "user namespaces are still available inside the prefix"
+    r = nobody("open", f"{demo}/form.html", prefix=prefix)
+    frame = assert_refused(r, "backend_unavailable")
+    assert "sandbox" in frame["message"], frame
+    assert "max_user_namespaces is 0" in frame["message"], frame
+    assert "user namespaces" in frame["way_out"], frame
+    # Nothing was started without a sandbox.
+    assert not _browser_processes(nobody.uid, "--bay-browser="), "a browser was started"
+    nobody("keeper", "stop", prefix=prefix, timeout=60)
+    doctor = nobody("doctor", prefix=prefix)
+    rows = {(x["area"], x["name"]): x for x in doctor.frame["data"]["checks"]}
+    row = rows[("browser", "renderer sandbox")]
+    assert row["status"] == "fail", row
+    assert "max_user_namespaces is 0" in row["detail"], row
