@@ -3,6 +3,7 @@ concerned."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from websockets.sync.client import ClientConnection, connect
 
 CHROMIUM = "/usr/lib/chromium/chromium"
 FLAGS = (
@@ -61,8 +63,6 @@ class DebugBrowser:
 
     def close(self) -> None:
         """``Browser.close`` over CDP (never a signal: it would leave its lock behind)."""
-        from websockets.sync.client import connect
-
         if self.proc.poll() is None:
             try:
                 with connect(self.get("/json/version")["webSocketDebuggerUrl"]) as ws:
@@ -103,3 +103,48 @@ def start_debug_browser(user_data_dir: Path) -> DebugBrowser:
         time.sleep(0.05)
     proc.terminate()
     raise AssertionError(f"Chromium did not open its debugging port: {port_file}")
+
+
+class Raw:
+    """A bare CDP client (no Playwright): one call at a time, or one left in flight."""
+
+    def __init__(self, url: str):
+        self._stack = contextlib.ExitStack()
+        self.ws: ClientConnection = self._stack.enter_context(connect(url, max_size=None))
+        self.n = 0
+        self.answers: dict[int, dict[str, Any]] = {}
+
+    def send(self, method: str, params: dict[str, Any] | None = None, sid: str = "") -> int:
+        self.n += 1
+        msg: dict[str, Any] = {"id": self.n, "method": method, "params": params or {}}
+        if sid:
+            msg["sessionId"] = sid
+        self.ws.send(json.dumps(msg))
+        return self.n
+
+    def wait(self, n: int, timeout: float = 20) -> dict[str, Any]:
+        end = time.monotonic() + timeout
+        while n not in self.answers:
+            msg = json.loads(self.ws.recv(timeout=max(0.01, end - time.monotonic())))
+            if "id" in msg:
+                self.answers[msg["id"]] = msg
+        return self.answers.pop(n)
+
+    def call(self, method: str, params: dict[str, Any] | None = None, sid: str = "") -> Any:
+        return self.wait(self.send(method, params, sid))
+
+    def close(self) -> None:
+        self._stack.close()
+
+
+def refusal(answer: dict[str, Any]) -> dict[str, Any]:
+    """The typed refusal a CDP error carries (its ``data``)."""
+    assert "error" in answer, answer
+    frame = json.loads(answer["error"]["data"])
+    assert isinstance(frame, dict)
+    return frame
+
+
+def attach(raw: Raw, target: str) -> str:
+    answer = raw.call("Target.attachToTarget", {"targetId": target, "flatten": True})
+    return str(answer["result"]["sessionId"])

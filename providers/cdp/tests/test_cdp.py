@@ -16,56 +16,10 @@ from typing import Any
 
 import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
-from websockets.sync.client import ClientConnection, connect
+from websockets.sync.client import connect
 
-from providers.cdp.tests.cdp_helpers import FLAGS, DebugBrowser, chromium
+from providers.cdp.tests.cdp_helpers import FLAGS, DebugBrowser, Raw, attach, chromium, refusal
 from tests.helpers import Bay, Result, assert_refused
-
-
-class Raw:
-    """A bare CDP client (no Playwright): one call at a time, or one left in flight."""
-
-    def __init__(self, url: str):
-        self._stack = contextlib.ExitStack()
-        self.ws: ClientConnection = self._stack.enter_context(connect(url, max_size=None))
-        self.n = 0
-        self.answers: dict[int, dict[str, Any]] = {}
-
-    def send(self, method: str, params: dict[str, Any] | None = None, sid: str = "") -> int:
-        self.n += 1
-        msg: dict[str, Any] = {"id": self.n, "method": method, "params": params or {}}
-        if sid:
-            msg["sessionId"] = sid
-        self.ws.send(json.dumps(msg))
-        return self.n
-
-    def wait(self, n: int, timeout: float = 20) -> dict[str, Any]:
-        end = time.monotonic() + timeout
-        while n not in self.answers:
-            msg = json.loads(self.ws.recv(timeout=max(0.01, end - time.monotonic())))
-            if "id" in msg:
-                self.answers[msg["id"]] = msg
-        return self.answers.pop(n)
-
-    def call(self, method: str, params: dict[str, Any] | None = None, sid: str = "") -> Any:
-        return self.wait(self.send(method, params, sid))
-
-    def close(self) -> None:
-        self._stack.close()
-
-
-def refusal(answer: dict[str, Any]) -> dict[str, Any]:
-    """The typed refusal a CDP error carries (its ``data``)."""
-    assert "error" in answer, answer
-    frame = json.loads(answer["error"]["data"])
-    assert isinstance(frame, dict)
-    return frame
-
-
-def attach(raw: Raw, target: str) -> str:
-    answer = raw.call("Target.attachToTarget", {"targetId": target, "flatten": True})
-    return str(answer["result"]["sessionId"])
-
 
 # -- somebody else's browser, two sessions ------------------------------------------------
 
