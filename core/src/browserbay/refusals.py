@@ -274,6 +274,14 @@ _ROWS = (
         "'bay {verb}' of {what} failed: {reason}",
         "{fix}",
     ),
+    Code(
+        "open_port_refused",
+        "bay chrome would open a DevTools port on 127.0.0.1 that every local user and every "
+        "process can drive without a credential: every tab, cookie and file of that browser "
+        "({why})",
+        "bay chrome --allow-open-port, only on a machine where no other user and no program you "
+        "do not trust runs; otherwise use a chromium profile (bay new NAME), driven over a pipe",
+    ),
 )
 
 #: code name -> row. Closed: :func:`refusal` refuses a name that is not here.
@@ -423,6 +431,7 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "install_failed",
             "internal_error",
             "socket_untrusted",
+            "open_port_refused",
         ),
     ),
 )

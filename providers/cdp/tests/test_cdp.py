@@ -355,7 +355,8 @@ def test_bay_chrome_starts_a_browser_of_the_users_registers_it_and_it_outlives_t
     pid, endpoint = None, ""
     try:
         # --json before `--`: every word after it is a Chrome switch.
-        argv = ("chrome", "--profile", "mine", "--headless", "--json", "--", *FLAGS)
+        argv = ("chrome", "--profile", "mine", "--headless", "--allow-open-port", "--json")
+        argv = (*argv, "--", *FLAGS)
         r = b(*argv, json_=False, timeout=60)
         assert r.code == 0, r
         got = r.data
@@ -402,7 +403,7 @@ def test_bay_chrome_that_does_not_answer_prints_the_tail_of_its_log(place: Path)
     fake.chmod(0o755)
     b = Bay(place / "bay3", BAY_CHROME_PATH=str(fake))
     try:
-        r = b("chrome", "--profile", "broken", "--headless", timeout=60)
+        r = b("chrome", "--profile", "broken", "--headless", "--allow-open-port", timeout=60)
         frame = assert_refused(r, "backend_unavailable")
         assert "boom: this Chrome cannot start here" in frame["message"]
         assert frame["data"]["log"] in frame["message"]

@@ -11,7 +11,7 @@ import pytest
 
 from browserbay.testing import check_provider
 from browserbay_cdp import plugin
-from browserbay_cdp.census import CLASSES, FENCED, load, parse, protocol_methods
+from browserbay_cdp.census import CLASSES, FENCED, ON_BROWSER, RULES, load, parse, protocol_methods
 from browserbay_cdp.proxy import fence
 from providers.cdp.tests.cdp_helpers import DebugBrowser, start_debug_browser
 from tests.helpers import assert_refused
@@ -25,9 +25,61 @@ def test_the_table_is_one_row_per_method_each_in_a_closed_class() -> None:
     assert set(counts) == set(CLASSES), "every class has rows"
     assert len(census.rows) > 600
     with pytest.raises(ValueError, match="two rows"):
-        parse("A.b\tread\nA.b\tview\n")
+        parse("A.b\tread\t-\nA.b\tview\t-\n")
     with pytest.raises(ValueError, match="is not"):
-        parse("A.b\tsometimes\n")
+        parse("A.b\tsometimes\t-\n")
+    with pytest.raises(ValueError, match="is not"):
+        parse("A.b\tread\n")  # every row has its rule
+    with pytest.raises(ValueError, match="is not"):
+        parse("A.b\tread\tmaybe\n")
+    with pytest.raises(ValueError, match="no rule"):
+        parse("A.b\trefused\turl\n")
+
+
+def test_every_method_that_carries_a_url_or_a_file_has_its_rule() -> None:
+    """The census of parameters (``/json/protocol``, Chrome 156): the methods that make the
+    browser load a URL, and those that hand a page files; browser-wide ones are refused."""
+    census = load()
+    rules = {m: census.rule(m) for m in census.rows}
+    assert set(rules.values()) == set(RULES)
+    assert {m for m, r in rules.items() if r == "url"} == {
+        "Page.navigate",
+        "Target.createTarget",
+        "Network.loadNetworkResource",
+        "Fetch.continueRequest",
+    }
+    assert {m for m, r in rules.items() if r == "files"} == {
+        "DOM.setFileInputFiles",
+        "Input.dispatchDragEvent",
+    }
+    assert {m for m, r in rules.items() if r in ON_BROWSER} == {
+        "Browser.getVersion",
+        "Browser.getWindowForTarget",
+        "Browser.grantPermissions",
+        "Browser.resetPermissions",
+        "Browser.setPermission",
+        "Browser.setDownloadBehavior",
+        "Schema.getDomains",
+        "Storage.getCookies",
+        "Storage.setCookies",
+        "Storage.clearCookies",
+        "SystemInfo.getFeatureState",
+    }
+    for method in census.rows:
+        if method.startswith("Tracing."):
+            assert census.klass(method) == "refused", method
+    for method in (
+        "Page.setDownloadBehavior",
+        "Browser.getBrowserCommandLine",
+        "Browser.setWindowBounds",
+        "SystemInfo.getInfo",
+        "SystemInfo.getProcessInfo",
+        "Target.setRemoteLocations",
+        "Target.exposeDevToolsProtocol",
+        "Extensions.loadUnpacked",
+        "PWA.launchFilesInApp",
+    ):
+        assert census.klass(method) == "refused", method
 
 
 def test_the_census_covers_every_method_of_the_installed_chromium(tmp_path: Path) -> None:

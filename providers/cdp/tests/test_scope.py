@@ -187,8 +187,8 @@ def test_chromium_itself_refuses_a_pages_own_navigation_to_local_schemes(
         evaluate(raw, sid, f"window.open({json.dumps(url)}); 1")
         time.sleep(0.4)
         assert evaluate(raw, sid, "location.href") == f"{demo}/", url
-        for seen in target_urls(raw):
-            assert seen.startswith(("http:", "about:blank")), (url, seen)
+        for seen in target_urls(raw):  # a refused window.open leaves an empty popup
+            assert seen == "" or seen.startswith(("http:", "about:blank")), (url, seen)
 
 
 def test_tracing_is_refused_on_every_session(own: dict[str, Any]) -> None:
@@ -223,7 +223,6 @@ def test_browser_wide_methods_are_refused_whatever_session_they_arrive_on(
         ("Memory.getBrowserSamplingProfile", {}),
         ("Target.setRemoteLocations", {"locations": [{"host": "127.0.0.1", "port": 1}]}),
         ("Target.exposeDevToolsProtocol", {"targetId": own["target"]}),
-        ("Storage.setAttributionReportingLocalTestingMode", {"enabled": True}),
     ):
         for on in (sid, ""):
             frame = assert_refused(refusal(raw.call(method, params, on)), "method_refused")
@@ -246,7 +245,6 @@ def test_browser_wide_methods_are_refused_whatever_session_they_arrive_on(
     # What stays: the few browser-session methods that reach nothing but the lease's own.
     assert "result" in raw.call("Browser.getVersion")
     assert "result" in raw.call("Browser.getVersion", {}, sid)
-    assert "result" in raw.call("Schema.getDomains")
     assert "result" in raw.call("Storage.getCookies")
     assert debug_browser.answers()
 
@@ -345,7 +343,8 @@ def test_bay_chrome_opens_no_debugging_port_unasked(place: Path) -> None:
     exe = chromium()
     b = Bay(place / "bay-open-port", BAY_CHROME_PATH=exe)
     try:
-        r = b("chrome", "--profile", "mine", "--headless", "--", *FLAGS, timeout=60)
+        argv = ("chrome", "--profile", "mine", "--headless", "--json", "--", *FLAGS)
+        r = b(*argv, json_=False, timeout=60)
         frame = assert_refused(r, "open_port_refused")
         assert "--allow-open-port" in frame["way_out"]
         assert "every local user" in frame["message"]

@@ -130,10 +130,21 @@ def normalize_url(url: str) -> str:
         host = raw.split("/", 1)[0].rsplit(":", 1)[0]
         local = host in ("localhost", "127.0.0.1", "[::1]")
         raw = ("http://" if local else "https://") + raw
-    scheme = urlsplit(raw).scheme.lower()
-    if scheme not in ALLOWED_SCHEMES:
-        raise Refusal("local_scheme_refused", scheme=scheme or raw.split(":", 1)[0], url=url)
+    check_scheme(raw, url)
     return raw
+
+
+def check_scheme(url: str, given: str | None = None) -> None:
+    """The scheme rule of every navigation, whatever road it comes by (``bay open``, the
+    scoped CDP endpoint's URL-bearing methods): http, https and the exact ``about:blank``.
+    The scheme is read as a browser reads it (leading blanks and controls stripped, tabs and
+    newlines dropped anywhere, any case). ``given``: the URL as the caller wrote it."""
+    if url == "about:blank":
+        return
+    scheme = urlsplit(url).scheme.lower()
+    if scheme not in ALLOWED_SCHEMES:
+        word = scheme or url.split(":", 1)[0]
+        raise Refusal("local_scheme_refused", scheme=word[:40], url=url if given is None else given)
 
 
 async def _page_answer(act: Act, status: int | None = None) -> Answer:

@@ -19,6 +19,21 @@ refused        refused ``method_refused`` on every lease: the whole browser (clo
                deaf-page switch, desktop mirroring, extensions, browser-wide settings
 ============== ================================================================================
 
+Each row also has ONE rule (its parameters; the same whatever session the call arrives on):
+
+======= =======================================================================================
+-       nothing more (on the browser session itself only ``Target.*`` scoping calls answer)
+url     its ``url`` passes the scheme rule of ``bay open`` and is not the browser's own
+        DevTools port (:mod:`browserbay_cdp.policy`)
+files   every path is a file inside the lease's upload directory (links resolved, no ``..``)
+context a ``browserContextId`` must be the lease's (one is filled in on the browser session);
+        answered on the browser session
+browser answered on the browser session too: it reaches nothing but the lease's own
+local    answered ``{}`` here on every session, never forwarded (downloads are the keeper's)
+======= =======================================================================================
+
+A ``refused`` row's rule is ``-``.
+
 A new Chromium: start it with ``--remote-debugging-port=9222`` and run ``python -m
 browserbay_cdp.census http://127.0.0.1:9222`` (it prints every method with no row), class each
 in ``census.tsv``, bump the ``# censused:`` line.
@@ -45,6 +60,9 @@ CLASSES: tuple[str, ...] = (
 )
 #: Refused ``browser_interrupted`` while a human holds the controls.
 FENCED = frozenset({"input", "view", "page-mutation"})
+RULES: tuple[str, ...] = ("-", "url", "files", "context", "browser", "local")
+#: Rules under which a call is answered on the browser session itself.
+ON_BROWSER = frozenset({"context", "browser", "local"})
 TABLE = "census.tsv"
 
 
@@ -52,10 +70,15 @@ TABLE = "census.tsv"
 class Census:
     rows: Mapping[str, str]
     chrome: str
-    """The Chromium whose protocol was censused (``Chrome/156.0.8078.108``)."""
+    """The Chromium whose protocol was censused (``Chrome/156.0.8078.114``)."""
+    rules: Mapping[str, str]
 
     def klass(self, method: str) -> str | None:
         return self.rows.get(method)
+
+    def rule(self, method: str) -> str:
+        """The method's parameter rule (``-`` for a method with no row)."""
+        return self.rules.get(method, "-")
 
     def compare(self, methods: Iterable[str]) -> tuple[list[str], list[str]]:
         """``(missing, stale)``: methods of a protocol with no row, rows it does not list."""
@@ -65,6 +88,7 @@ class Census:
 
 def parse(text: str) -> Census:
     rows: dict[str, str] = {}
+    rules: dict[str, str] = {}
     chrome = "unknown"
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
@@ -72,13 +96,18 @@ def parse(text: str) -> Census:
             chrome = line.split(":", 1)[1].strip()
         if not line or line.startswith("#"):
             continue
-        method, _, klass = line.partition("\t")
-        if klass not in CLASSES or "." not in method:
-            raise ValueError(f"{TABLE} line {n}: {raw!r} is not '<Domain.method>\\t<class>'")
+        method, klass, rule = [*line.split("\t"), "", ""][:3]
+        if klass not in CLASSES or rule not in RULES or "." not in method:
+            raise ValueError(
+                f"{TABLE} line {n}: {raw!r} is not '<Domain.method>\\t<class>\\t<rule>'"
+            )
+        if klass == "refused" and rule != "-":
+            raise ValueError(f"{TABLE} line {n}: a refused method has no rule")
         if method in rows:
             raise ValueError(f"{TABLE} line {n}: {method} has two rows")
         rows[method] = klass
-    return Census(rows, chrome)
+        rules[method] = rule
+    return Census(rows, chrome, rules)
 
 
 @cache

@@ -5,6 +5,12 @@ Chrome 136+ ignores ``--remote-debugging-port`` on its default user-data-dir, so
 gets a dedicated one under the data dir, named by a hash of the profile label (the label
 itself never reaches a path). The browser is started in a session of its own and is not the
 keeper's: it outlives the keeper, and nothing of bay ever closes it.
+
+That port has no credential: every local user and every process can drive the browser through
+it. ``--remote-debugging-pipe`` would not do here (the pipe belongs to the process that holds
+it, and the browser dies with it, while this browser is meant to outlive the keeper), so the
+port is opened only when asked for by name (``--allow-open-port``), else refused
+``open_port_refused``.
 """
 
 from __future__ import annotations
@@ -150,6 +156,11 @@ async def chrome_verb(ctx: VerbContext) -> tuple[dict[str, Any], str]:
     started = False
     pid: int | None = None
     ws = await anyio.to_thread.run_sync(from_dir, directory)
+    if ws is None and not ctx.args.get("allow_open_port"):
+        raise Refusal(
+            "open_port_refused",
+            why="a pipe would end it with the keeper; pass --allow-open-port to accept the port",
+        )
     if ws is None:  # not running yet on that directory: start it
         executable = find_chrome()
         extra = [str(a) for a in ctx.args.get("args") or []]

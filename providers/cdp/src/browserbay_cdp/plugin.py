@@ -77,6 +77,7 @@ async def cdp_url(ctx: VerbContext) -> tuple[dict[str, Any], str]:
         "http_url": SERVER.http_url(grant),
         "tab": ctx.lease.current,
         "target": target,
+        "upload_dir": str(grant.upload),
         "valid": "for this session's lease on this profile: until bay close, bay detach or "
         "the idle timeout ends it",
     }
@@ -115,9 +116,14 @@ def bay_verbs() -> list[PluginVerb]:
                 (
                     Arg("profile", "value", "the profile's label (default chrome)"),
                     Arg("headless", "flag", "no window (servers, tests)"),
+                    Arg(
+                        "allow_open_port",
+                        "flag",
+                        "accept a DevTools port every local user can drive (refused without)",
+                    ),
                     Arg("args", "tail", "more Chrome switches, after --"),
                 ),
-                example="bay chrome --profile work",
+                example="bay chrome --profile work --allow-open-port",
             ),
             chrome_verb,
             lease_free=True,

@@ -8,9 +8,13 @@ auto-attach and discovery settings are its own), and every message is judged on 
   tabs (plus what they open: popups, their frames and workers, and tabs this grant created,
   which join the lease); a ``targetId``/``sessionId``/``browserContextId`` that is not the
   lease's is refused ``not_your_tab``; a method on the browser session itself reaches every
-  session's tabs and is refused ``method_refused`` unless it is one of the few that do not
-  (:data:`BROWSER_OK`); a target auto-attached for somebody else is resumed and detached
-  unseen.
+  session's tabs and is refused ``method_refused`` unless its rule says it reaches nothing
+  but the lease's own (:data:`~browserbay_cdp.census.ON_BROWSER`); a target auto-attached
+  for somebody else is resumed and detached unseen.
+- **the rule** of the method's row, whatever session the call arrives on
+  (:mod:`browserbay_cdp.policy`): URLs pass the scheme rule of ``bay open`` and never reach
+  the browser's own DevTools port, files come only from the lease's upload directory, a
+  ``browserContextId`` is the lease's, downloads stay the keeper's.
 - **the census** (:mod:`browserbay_cdp.census`): a ``refused`` method is refused on every
   lease; while a human holds the controls of the lease, ``input``/``view``/``page-mutation``
   calls are refused ``browser_interrupted`` (calls of those classes still waiting on the
@@ -30,10 +34,12 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from http import HTTPStatus
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -41,7 +47,15 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 from browserbay.refusals import Refusal
-from browserbay_cdp.census import FENCED, TABLE, Census, load
+from browserbay_cdp.census import FENCED, ON_BROWSER, TABLE, Census, load
+from browserbay_cdp.policy import (
+    check_files,
+    check_url,
+    files_of,
+    make_upload_dir,
+    remove_upload_dir,
+    upload_dir_for,
+)
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page
@@ -50,25 +64,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("browserbay.cdp")
 
-#: Methods a client may send on the browser session itself (no ``sessionId``): they reach
-#: no tab but its own (``browserContextId`` and ``targetId`` parameters are checked).
-BROWSER_OK = frozenset(
-    {
-        "Browser.getVersion",
-        "Browser.getWindowForTarget",
-        "Browser.grantPermissions",
-        "Browser.resetPermissions",
-        "Browser.setPermission",
-        "Schema.getDomains",
-        "Storage.getCookies",
-        "Storage.setCookies",
-        "Storage.clearCookies",
-        "SystemInfo.getInfo",
-        "SystemInfo.getFeatureState",
-    }
-)
-#: Browser-session methods answered here, never forwarded: downloads are the keeper's.
-BROWSER_LOCAL: dict[str, dict[str, Any]] = {"Browser.setDownloadBehavior": {}}
 #: Calls that run page script: cut by a takeover, they are terminated in the page too.
 SCRIPT_CALLS = frozenset({"Runtime.evaluate", "Runtime.callFunctionOn", "Runtime.runScript"})
 #: How often a connection looks whether its lease was paused (a handoff has no hook).
@@ -201,6 +196,11 @@ class Grant:
         self.kick = asyncio.Event()
         self._ids: dict[int, tuple[Page, str, str]] = {}
         self.revoked = False
+        self.upload: Path = upload_dir_for(self.session_id, self.profile_id)
+        """The lease's upload directory: the only files a page may be handed."""
+        port = urlsplit(upstream).port
+        self.devtools_ports: frozenset[int] = frozenset({port} if port else ())
+        """The browser's own DevTools port(s) as the keeper reaches it: no URL may load it."""
 
     @property
     def handle(self) -> str:
@@ -237,7 +237,7 @@ class Grant:
 
     async def take(self, target_id: str) -> None:
         """A tab created through the grant becomes one of the lease's tabs (the keeper's
-        Playwright sees it a moment later)."""
+        Playwright sees it a moment later; the ``Target.createTarget`` answer waits for it)."""
         end = time.monotonic() + ADOPT_WAIT
         while time.monotonic() < end and not self.revoked:
             for page in list(self.context.pages):
@@ -246,7 +246,7 @@ class Grant:
                     if tid == target_id:
                         self.adopt(page)
                         return
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.02)
         log.info("a tab made through the scoped endpoint (%s) was not adopted", target_id)
 
 
@@ -270,6 +270,7 @@ class Conn:
         self.creating = 0
         self.holding: list[dict[str, Any]] | None = None
         self.warned: set[str] = set()
+        self.tasks: set[asyncio.Task[None]] = set()
 
     # -- scope ------------------------------------------------------------------------
 
@@ -286,7 +287,9 @@ class Conn:
         self.known = await self.grant.targets()
         return {c for c in self.known.values() if c}
 
-    async def check_scope(self, method: str, params: dict[str, Any], sid: str | None) -> None:
+    async def check_scope(
+        self, method: str, params: dict[str, Any], sid: str | None, rule: str
+    ) -> None:
         """Raise the refusal when the call reaches outside the lease."""
         target = params.get("targetId")
         if target is not None and not await self.ours(str(target)):
@@ -304,8 +307,32 @@ class Conn:
             raise not_yours(f"browser context {context}")
         if method.startswith("Target.") or sid is not None:
             return
-        if method not in BROWSER_OK:
+        if rule not in ON_BROWSER:
             raise browser_wide(method)
+
+    async def check_params(
+        self, method: str, params: dict[str, Any], sid: str | None, rule: str
+    ) -> dict[str, Any]:
+        """Raise the refusal when the method's rule refuses its parameters; answers the
+        parameters to send (a ``context`` call on the browser session gets the lease's own
+        ``browserContextId`` when it named none: the default one may be somebody else's)."""
+        if rule == "url" and (method != "Fetch.continueRequest" or "url" in params):
+            check_url(method, params.get("url", ""), self.grant.devtools_ports)
+        elif rule == "files":
+            files = files_of(method, params)
+            await asyncio.to_thread(check_files, method, files, self.grant.upload)
+        elif rule == "context" and sid is None and "browserContextId" not in params:
+            mine = sorted(await self.contexts())
+            if len(mine) != 1:
+                raise Refusal(
+                    "method_refused",
+                    method=method,
+                    why="on the browser session without a browserContextId: the lease has "
+                    f"{len(mine)} browser contexts",
+                    fix="name one of yours (Target.getBrowserContexts lists them)",
+                )
+            params = dict(params, browserContextId=mine[0])
+        return params
 
     # -- client -> browser ------------------------------------------------------------
 
@@ -320,6 +347,9 @@ class Conn:
                 continue
             params = msg.get("params") or {}
             sid = msg.get("sessionId")
+            if not isinstance(params, dict):
+                await self.send({"id": cid, "error": {"code": -32602, "message": "params"}})
+                continue
             try:
                 known = sid in self.sessions or sid in self.browser_sessions
                 if sid is not None and not known:
@@ -329,11 +359,13 @@ class Conn:
                 refusal = fence(self.grant.census, method, by, self.grant.handle)
                 if refusal is not None:
                     raise refusal
-                if level is None and method in BROWSER_LOCAL:
-                    answer = {"id": cid, "result": BROWSER_LOCAL[method]}
+                rule = self.grant.census.rule(method)
+                if rule == "local":
+                    answer = {"id": cid, "result": {}}
                     await self.send(dict(answer, sessionId=sid) if sid else answer)
                     continue
-                await self.check_scope(method, params, level)
+                await self.check_scope(method, params, level, rule)
+                params = await self.check_params(method, params, level, rule)
             except Refusal as r:
                 await self.send(_error(cid, sid, r))
                 continue
@@ -345,7 +377,7 @@ class Conn:
                 self.creating += 1
             uid = next(self.ids)
             self.pending[uid] = Pending(cid, method, sid, klass, params)
-            out = dict(msg, id=uid)
+            out = dict(msg, id=uid, params=params)
             await self.up.send(json.dumps(out))
 
     async def internal(self, method: str, params: dict[str, Any], sid: str | None) -> None:
@@ -474,13 +506,23 @@ class Conn:
             target = (msg.get("result") or {}).get("targetId")
             if target:
                 self.grant.own.add(str(target))
-                asyncio.get_running_loop().create_task(self.grant.take(str(target)))
+                task = asyncio.get_running_loop().create_task(self.adopted(p, msg, str(target)))
+                self.tasks.add(task)
+                task.add_done_callback(self.tasks.discard)
+                return
         if p.cut:
             return  # answered browser_interrupted at the takeover
         result = msg.get("result")
         if isinstance(result, dict):
             await self.filter_result(p, result)
         await self.send(dict(msg, id=p.cid))
+
+    async def adopted(self, p: Pending, msg: dict[str, Any], target: str) -> None:
+        """Answer a ``Target.createTarget`` once its tab is one of the lease's (``bay tab
+        list`` shows it by then); the connection's other traffic goes on meanwhile."""
+        await self.grant.take(target)
+        if not p.cut:
+            await self.send(dict(msg, id=p.cid))
 
     async def filter_result(self, p: Pending, result: dict[str, Any]) -> None:
         if p.method == "Target.getTargets":
@@ -538,7 +580,7 @@ class Conn:
         try:
             await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for t in tasks:
+            for t in [*tasks, *self.tasks]:
                 t.cancel()
             for t in tasks:
                 with contextlib.suppress(BaseException):
@@ -562,6 +604,7 @@ class ScopedServer:
     server: Server | None = None
     port: int = 0
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
     async def start(self) -> None:
         async with self._lock:
@@ -598,20 +641,28 @@ class ScopedServer:
         if old is not None and old.upstream == upstream and old.context is context:
             return old
         if old is not None:
-            self.revoke(*key)
+            self.revoke(*key, keep_uploads=True)  # the same lease: the same directory
         grant = Grant(secrets.token_urlsafe(24), lease, upstream, context, adopt, load())
+        await asyncio.to_thread(make_upload_dir, grant.upload)
         self.grants[grant.token] = grant
         self.by_lease[key] = grant
         return grant
 
-    def revoke(self, session_id: str, profile_id: str) -> None:
+    def revoke(self, session_id: str, profile_id: str, keep_uploads: bool = False) -> None:
         grant = self.by_lease.pop((session_id, profile_id), None)
         if grant is None:
             return
         grant.revoked = True
         self.grants.pop(grant.token, None)
         for conn in list(grant.conns):
-            asyncio.get_running_loop().create_task(conn.close("the lease ended"))
+            self._spawn(conn.close("the lease ended"))
+        if not keep_uploads:
+            self._spawn(asyncio.to_thread(remove_upload_dir, grant.upload))
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def kick(self, session_id: str, profile_id: str) -> None:
         grant = self.by_lease.get((session_id, profile_id))

@@ -150,8 +150,6 @@ async def run_script(ctx: VerbContext, grant: Grant, target: str, timeout: float
         sys.executable,
         "-m",
         "browserbay_cdp.runner",
-        "--endpoint",
-        SERVER.url(grant),
         "--target",
         target,
         "--deadline-at",
@@ -162,11 +160,17 @@ async def run_script(ctx: VerbContext, grant: Grant, target: str, timeout: float
     ]
     output = Output(ctx)
     started = time.monotonic()
+    # The endpoint carries the lease's credential: on the child's stdin (one line, then
+    # EOF), never on its argv (every local user reads /proc/<pid>/cmdline) or environment.
     process: Process = await anyio.open_process(
-        argv, stdin=None, stdout=-1, stderr=-2, cwd=str(script.parent), env=_child_env()
+        argv, stdin=-1, stdout=-1, stderr=-2, cwd=str(script.parent), env=_child_env()
     )
     try:
+        assert process.stdin is not None
         assert process.stdout is not None
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await process.stdin.send(SERVER.url(grant).encode() + b"\n")
+        await process.stdin.aclose()
         with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError):
             while True:
                 await output.feed(await process.stdout.receive(65536))

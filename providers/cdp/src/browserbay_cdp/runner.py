@@ -1,4 +1,5 @@
-"""The child process of ``bay run``: connects to the session-scoped endpoint, binds ``page``
+"""The child process of ``bay run``: connects to the session-scoped endpoint (its URL, which
+carries the lease's credential, is the first line of stdin: never on argv), binds ``page``
 (the session's current tab), ``context`` and ``browser``, and runs the script with top-level
 ``await`` (Playwright's async API) under one deadline.
 
@@ -202,12 +203,14 @@ async def run(args: argparse.Namespace) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m browserbay_cdp.runner")
-    parser.add_argument("--endpoint", required=True)
     parser.add_argument("--target", required=True)
     parser.add_argument("--deadline-at", type=float, required=True, help="time.time() to end by")
     parser.add_argument("--status", required=True)
     parser.add_argument("script")
     args = parser.parse_args()
+    args.endpoint = sys.stdin.readline().strip()
+    if not args.endpoint.startswith("ws://"):
+        parser.error("the endpoint is the first line of stdin")
     # Line-buffered (never unbuffered: a raw pipe write may be partial and lose output).
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):

@@ -1,0 +1,132 @@
+"""The parameter rules of the session-scoped CDP endpoint (the ``rule`` column of the census):
+what a URL-bearing method may load, which files a file-taking method may hand to a page, and
+the upload directory of a lease.
+
+- ``url`` (``Page.navigate``, ``Target.createTarget``, ``Network.loadNetworkResource``,
+  ``Fetch.continueRequest``): the scheme rule of ``bay open``
+  (:func:`browserbay.keeper.pageverbs.check_scheme`: http, https, the exact about:blank),
+  and never the browser's own DevTools port (its ``/json/list`` names every tab's WebSocket
+  URL), whatever host spelling reaches it.
+- ``files`` (``DOM.setFileInputFiles``, ``Input.dispatchDragEvent``): every path is an
+  existing regular file inside the lease's upload directory, symbolic links resolved, no
+  ``..``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from browserbay.keeper.pageverbs import check_scheme
+from browserbay.refusals import Refusal
+
+#: Default ports of the schemes whose URLs a browser reads as host:port (WHATWG "special").
+DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+_DROPPED = re.compile(r"[\t\n\r]")
+_BLANKS = "".join(chr(c) for c in range(0x21))
+
+
+def url_port(url: str) -> int | None:
+    """The port a browser connects to for ``url`` (http/https/ws/wss), read as the URL
+    standard reads a special URL: tabs and newlines dropped, leading and trailing blanks and
+    controls stripped, ``\\`` as ``/``, any number of slashes after the scheme, userinfo
+    skipped, leading zeros of the port ignored. None for another scheme or no host."""
+    text = _DROPPED.sub("", url).strip(_BLANKS)
+    scheme, colon, rest = text.partition(":")
+    scheme = scheme.lower()
+    if not colon or scheme not in DEFAULT_PORTS:
+        return None
+    rest = rest.replace("\\", "/").lstrip("/")
+    authority = re.split(r"[/?#]", rest, maxsplit=1)[0].rsplit("@", 1)[-1]
+    if authority.startswith("["):
+        _host, _, tail = authority.partition("]")
+        port = tail[1:] if tail.startswith(":") else ""
+    else:
+        port = authority.rpartition(":")[2] if ":" in authority else ""
+    if not port:
+        return DEFAULT_PORTS[scheme]
+    return int(port) if port.isdigit() else None
+
+
+def check_url(method: str, url: object, devtools_ports: Iterable[int]) -> None:
+    """Raise the refusal when a URL-bearing call would load what ``bay open`` never would,
+    or the browser's own DevTools endpoint."""
+    text = url if isinstance(url, str) else str(url)
+    shown = text if len(text) <= 120 else text[:120] + "…"
+    check_scheme(text, shown)
+    port = url_port(text)
+    if port is not None and port in set(devtools_ports):
+        raise Refusal(
+            "method_refused",
+            method=method,
+            why=f"to port {port}: it is the browser's own DevTools endpoint, which reaches "
+            "every session's tabs without a credential",
+            fix="open your page on another port; your own tabs are the ones Target.getTargets "
+            "lists here",
+        )
+
+
+def upload_dir_for(session_id: str, profile_id: str) -> Path:
+    """The lease's upload directory (under the keeper's run dir; the ids never reach the
+    path as such)."""
+    from browserbay.paths import bay_paths
+
+    key = hashlib.sha256(f"{session_id}\0{profile_id}".encode()).hexdigest()[:16]
+    return bay_paths().runtime / "uploads" / key
+
+
+def make_upload_dir(path: Path) -> None:
+    """Create it 0700 (and its parent), refusing one somebody else owns. Blocks: a worker
+    thread's."""
+    from browserbay.paths import ensure_private
+
+    ensure_private(path.parent)
+    ensure_private(path)
+
+
+def remove_upload_dir(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _outside(method: str, upload: Path, why: str) -> Refusal:
+    return Refusal(
+        "method_refused",
+        method=method,
+        why=f"for that file ({why}): a page gets only files inside the session's upload "
+        f"directory {upload}",
+        fix=f"copy the file into {upload} (bay cdp-url names it as upload_dir), then pass "
+        "its absolute path",
+    )
+
+
+def check_files(method: str, files: Any, upload: Path) -> None:
+    """Every path an existing regular file under ``upload`` once links are resolved. Blocks
+    (it reads the disk): a worker thread's."""
+    if files is None:
+        return
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        raise _outside(method, upload, "not a list of paths")
+    root = os.path.realpath(upload)
+    for given in files:
+        if not os.path.isabs(given):
+            raise _outside(method, upload, "a relative path")
+        if ".." in Path(given).parts:
+            raise _outside(method, upload, "a path with '..'")
+        real = os.path.realpath(given)
+        if os.path.commonpath([root, real]) != root or real == root:
+            raise _outside(method, upload, "outside it, links resolved")
+        if not os.path.isfile(real):
+            raise _outside(method, upload, "not an existing regular file")
+
+
+def files_of(method: str, params: dict[str, Any]) -> Any:
+    """The paths a ``files`` call hands to the page."""
+    if method == "Input.dispatchDragEvent":
+        data = params.get("data")
+        return data.get("files") if isinstance(data, dict) else None
+    return params.get("files", [])
