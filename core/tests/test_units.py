@@ -76,6 +76,7 @@ def test_every_code_renders_without_placeholders_given_its_fields() -> None:
         "said_by": "the binary",
         "whose": "your licence's seats are all in use",
         "evidence": "its Last Version says 156; the registry recorded 156",
+        "socket": "/tmp/bay-1000-1ae9ad88/keeper.sock",
     }
     for code in CODES:
         r = Refusal(code, **fields)

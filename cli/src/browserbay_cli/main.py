@@ -14,7 +14,7 @@ import time
 
 from browserbay import client, protocol
 from browserbay._version import __version__
-from browserbay.refusals import EXIT_OK, EXIT_USAGE, Refusal, exit_code
+from browserbay.refusals import EXIT_OK, EXIT_USAGE, Refusal, exit_code, json_safe, printable
 from browserbay.verbs import DEFAULT_TIMEOUT, KEEPER, LOCAL, Verb
 from browserbay_cli.parse import UsageError, help_text, parse
 
@@ -74,7 +74,13 @@ def _emit_json(frame: dict[str, Any], verb: str) -> None:
             if isinstance(value, str) and len(value) > MAX_OUTPUT:
                 data[key], cut = _cut(value, verb)
                 data.setdefault("cut", {})[key] = cut
-    sys.stdout.write(json.dumps(frame, ensure_ascii=False) + "\n")
+    sys.stdout.write(json_safe(json.dumps(frame, ensure_ascii=False)) + "\n")
+
+
+def _say(stream: Any, text: str) -> None:
+    """One line of text output: a page's (or an agent's) control characters never reach the
+    terminal raw (``--json`` keeps them as JSON escapes instead)."""
+    stream.write(printable(text) + "\n")
 
 
 def _refuse(refusal: Refusal | dict[str, Any], as_json: bool, verb: str = "") -> int:
@@ -82,9 +88,9 @@ def _refuse(refusal: Refusal | dict[str, Any], as_json: bool, verb: str = "") ->
     if as_json:
         _emit_json(frame, verb)
     else:
-        sys.stderr.write(f"refused [{frame['code']}]: {frame['message']}\n")
+        _say(sys.stderr, f"refused [{frame['code']}]: {frame['message']}")
         if frame.get("way_out"):
-            sys.stderr.write(f"  way out: {frame['way_out']}\n")
+            _say(sys.stderr, f"  way out: {frame['way_out']}")
     return exit_code(str(frame["code"]))
 
 
@@ -222,7 +228,7 @@ def _local(verb: str, args: dict[str, Any], as_json: bool) -> int | None:
         if as_json:
             _emit_json(_local_frame(verb, {"log": str(paths.keeper_log), "tail": tail}), verb)
         else:
-            print(tail if tail else f"(no log yet at {paths.keeper_log})")
+            _say(sys.stdout, tail if tail else f"(no log yet at {paths.keeper_log})")
         return EXIT_OK
     if verb == "keeper" and args.get("action") == "stop":
         try:
@@ -350,14 +356,14 @@ def run(argv: list[str]) -> int:
         return EXIT_OK
     text, _ = _cut(str(frame.get("text", "")), verb.name)
     if text:
-        sys.stdout.write(text + "\n")
+        _say(sys.stdout, text)
     if frame.get("notice"):
-        sys.stderr.write(f"notice: {frame['notice']}\n")
+        _say(sys.stderr, f"notice: {frame['notice']}")
     hint = (frame.get("data") or {}).get("hint") if isinstance(frame.get("data"), dict) else None
     if hint:
-        sys.stderr.write(f"hint: {hint}\n")
+        _say(sys.stderr, f"hint: {hint}")
     if verb.scope != KEEPER:
-        sys.stderr.write(_footer(frame) + "\n")
+        _say(sys.stderr, _footer(frame))
     return EXIT_OK
 
 

@@ -14,7 +14,7 @@ import sys
 import time
 
 from browserbay import protocol
-from browserbay.refusals import Refusal
+from browserbay.refusals import Refusal, printable
 from browserbay.sockpath import distrust, socket_path
 
 TYPE_CHECKING = False
@@ -101,7 +101,7 @@ class Connection:
             while True:
                 answer = self.read(time.monotonic() + timeout + 5.0)
                 if "progress" in answer and answer.get("id") == rid and "ok" not in answer:
-                    sys.stderr.write(f"{answer['progress']}\n")
+                    sys.stderr.write(printable(f"{answer['progress']}") + "\n")
                     sys.stderr.flush()
                     continue
                 return answer

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from browserbay.refusals import CODES
+from browserbay.refusals import CODES, printable
 
 
 class BayRefusal(Exception):
@@ -46,7 +46,9 @@ class BayRefusal(Exception):
         self.message = message
         self.way_out = way_out
         self.data: dict[str, Any] = dict(data or {})
-        super().__init__(f"{self.code}: {message}" + (f" (way out: {way_out})" if way_out else ""))
+        # str() is what a traceback prints: a page's control characters stay escaped there.
+        text = f"{self.code}: {message}" + (f" (way out: {way_out})" if way_out else "")
+        super().__init__(printable(text))
 
     @classmethod
     def from_frame(cls, frame: dict[str, Any]) -> BayRefusal:

@@ -288,6 +288,51 @@ _ROWS = (
 CODES: dict[str, Code] = {row.name: row for row in _ROWS}
 
 
+#: The most characters of one refusal field (and of a given way out) that are kept: a field
+#: may carry an agent's input or a page's text (a 120 KB URL, a 5 MB error), which is never
+#: echoed whole. The rest is said as ``…(+N)``, N the characters left out.
+CLIP = 300
+
+
+def clip(value: Any, limit: int = CLIP) -> Any:
+    """``value`` with every string in it (inside lists and dicts too) cut to ``limit``
+    characters plus ``…(+N)``; anything else unchanged. Clipping a clipped value changes
+    nothing."""
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return value
+        tail = value[limit:]
+        if tail.startswith("…(+") and tail.endswith(")") and tail[3:-1].isdigit():
+            return value  # clipped already
+        return f"{value[:limit]}…(+{len(value) - limit})"
+    if isinstance(value, list):
+        return [clip(v, limit) for v in value]
+    if isinstance(value, tuple):
+        return tuple(clip(v, limit) for v in value)
+    if isinstance(value, dict):
+        return {k: clip(v, limit) for k, v in value.items()}
+    return value
+
+
+#: Characters no text output may carry to a terminal, and their visible escape: the C0
+#: controls but newline and tab (ESC starts a sequence that sets the window title or clears
+#: the screen, BEL ends one), DEL, and the C1 controls (U+009B is a CSI on its own).
+_TERMINAL = {c: f"\\x{c:02x}" for c in (*range(0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0))}
+#: In JSON, C0 controls are escaped by ``json.dumps`` itself; DEL and C1 are not.
+_JSON = {c: f"\\u{c:04x}" for c in range(0x7F, 0xA0)}
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print to a terminal: its control characters as ``\\x1b`` etc."""
+    return text.translate(_TERMINAL)
+
+
+def json_safe(line: str) -> str:
+    """A line of JSON (``ensure_ascii=False``) with DEL and C1 as ``\\u009b`` escapes too:
+    outside strings JSON holds none of them, so the line stays the same JSON."""
+    return line.translate(_JSON)
+
+
 class _Blank(dict):  # type: ignore[type-arg]
     """Format mapping that leaves an unknown placeholder visible instead of raising."""
 
@@ -318,13 +363,17 @@ def exit_code(code: str) -> int:
 class Refusal(Exception):
     """A typed refusal: raised anywhere in the keeper, answered to the agent as a frame.
 
-    ``fields`` fill the message and way-out templates of the code's row and become ``data``.
-    A plugin may pass ``way_out=`` to say a more specific next step.
+    ``fields`` fill the message and way-out templates of the code's row and become ``data``,
+    each string in them clipped to :data:`CLIP` characters (so is ``way_out``). A plugin may
+    pass ``way_out=`` to say a more specific next step.
     """
 
     def __init__(self, code: str, *, way_out: str | None = None, **fields: Any):
         if code not in CODES:
             raise ValueError(f"unknown refusal code {code!r}; add it to browserbay.refusals")
+        # Every code, every field: the one place refusals are built clips what they echo.
+        fields = clip(fields)
+        way_out = clip(way_out)
         self.code = code
         self.fields = fields
         self.explicit_way_out = way_out

@@ -52,8 +52,19 @@ def _parse(text: str) -> list[tuple[int, str]]:
                 depth, body = out[-1]
                 out[-1] = (depth, body + " " + raw.strip())
             continue
-        out.append((len(m.group("indent")) // 2, m.group("body")))
+        out.append((len(m.group("indent")) // 2, _unquote(m.group("body"))))
     return out
+
+
+def _unquote(body: str) -> str:
+    """A node line YAML had to single-quote (its name holds control characters or other
+    characters YAML cannot leave bare): ``'button "B \\u001b…" [ref=e4]'`` (``:`` after it
+    when it has children) reads as the node it is, not as text."""
+    colon = body.endswith("':")
+    inner = body[:-1] if colon else body
+    if len(inner) < 2 or inner[0] != "'" or inner[-1] != "'":
+        return body
+    return inner[1:-1].replace("''", "'") + (":" if colon else "")
 
 
 def _is_wrapper(body: str) -> bool:

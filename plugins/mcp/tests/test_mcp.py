@@ -170,3 +170,37 @@ def test_bay_mcp_without_the_plugin_is_a_usage_refusal_naming_the_install() -> N
     assert out.returncode == 2
     assert '"code": "usage"' in out.stdout
     assert "bay install browserbay-mcp" in out.stdout
+
+
+#: C0 controls but newline and tab, DEL and C1: never raw in a tool result's text.
+CONTROLS = {chr(c) for c in (*range(0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0))}
+
+
+def test_page_escapes_are_escaped_and_refusals_clipped(env: dict[str, str], demo: str) -> None:
+    """Issue 15 item 8 through MCP: a page's terminal escapes (escapes.html) reach the text of
+    a result as visible escapes, the structured content keeps them; a 120 KB URL and a
+    5 MB-ish page text in a refusal come back clipped."""
+
+    async def body(session: ClientSession) -> None:
+        opened = await session.call_tool("navigate", {"url": f"{demo}/escapes.html"})
+        assert not opened.is_error, text(opened)
+        for what in ("title", "text", "html"):
+            read = await session.call_tool("read", {"what": what})
+            assert not read.is_error, text(read)
+            raw = sorted(repr(c) for c in set(text(read)) & CONTROLS)
+            assert raw == [], (what, raw)
+            assert "\\x9b" in text(read), (what, text(read)[:300])
+        value = (await session.call_tool("read", {"what": "text", "ref": "#p"})).structured_content
+        assert "\x1b]0;pwned\x07" in str(value["data"]["value"])  # the data is unchanged
+        snap = await session.call_tool("snapshot", {"interactive": False})
+        assert set(text(snap)) & CONTROLS == set(), text(snap)
+        assert "[ref=e4]" in text(await session.call_tool("snapshot", {"interactive": True}))
+
+        big = await session.call_tool("navigate", {"url": "http://127.0.0.1:1/" + "a" * 120_000})
+        assert big.is_error
+        assert big.structured_content["code"] == "action_failed"
+        assert len(text(big)) < 4_000, len(text(big))
+        assert len(str(big.structured_content)) < 4_000
+        assert "…(+" in big.structured_content["message"]
+
+    anyio.run(_session_run, env, body)

@@ -5,6 +5,7 @@ sent), ``/list.html?n=300`` (a long list), ``/popup.html`` (opens a tab), ``/sho
 "Buy now" button for approval gates), ``/cookie`` (sets and shows a cookie), ``/status/403``
 (answers with that status), ``/live.html`` (an animation, buttons at known places and a
 form, for the live view), ``/markup-title.html`` (a title with markup in it),
+``/escapes.html`` (title, text and a button holding terminal escape sequences),
 ``/account`` (the account page when logged in, else a script sends you to ``/login.html``;
 ``/do-login`` logs in).
 """

@@ -24,7 +24,7 @@ import anyio
 
 from browserbay import verbs
 from browserbay.model import LiveTransport, PauseInfo
-from browserbay.refusals import Refusal
+from browserbay.refusals import Refusal, clip
 
 if TYPE_CHECKING:
     from browserbay.keeper.sessions import Lease, Session
@@ -274,13 +274,13 @@ class Controls:
         window = lease.window
         if window is not None:
             what = f"window {window.handle}"
-            where = f"your window {window.handle} is “{window.title}”"
+            where = f"your window {window.handle} is “{clip(window.title)}”"
             fresh = f"bay window snapshot {window.handle} -i"
         else:
             tab = lease.tabs.get(lease.current) if lease.current else None
             what = f"profile {lease.handle}"
             where = (
-                f"your current tab {tab.id} is at {tab.page.url}"
+                f"your current tab {tab.id} is at {clip(tab.page.url)}"
                 if tab is not None
                 else "your browser has no tab open"
             )

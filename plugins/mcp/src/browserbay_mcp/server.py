@@ -24,7 +24,7 @@ from pydantic import Field
 from browserbay import __version__
 from browserbay.api import Answer, Client
 from browserbay.errors import BayRefusal
-from browserbay.refusals import Refusal
+from browserbay.refusals import Refusal, printable
 
 INSTRUCTIONS = """\
 A browser of your own, isolated from other sessions (browserbay). Work in this loop:
@@ -50,9 +50,10 @@ def footer(answer: Answer) -> str:
 
 def result(answer: Answer, text: str | None = None) -> CallToolResult:
     body = answer.text if text is None else text
-    content: list[ContentBlock] = [TextContent(text=f"{body}\n\n{footer(answer)}".lstrip())]
+    shown = printable(f"{body}\n\n{footer(answer)}".lstrip())
+    content: list[ContentBlock] = [TextContent(text=shown)]
     if answer.notice:
-        content.append(TextContent(text=f"notice: {answer.notice}"))
+        content.append(TextContent(text=printable(f"notice: {answer.notice}")))
     structured = {
         "ok": True,
         "verb": answer.verb,
@@ -68,7 +69,7 @@ def refused(r: BayRefusal) -> CallToolResult:
     if r.way_out:
         text += f"\nway out: {r.way_out}"
     return CallToolResult(
-        content=[TextContent(text=text)], structured_content=r.frame(), is_error=True
+        content=[TextContent(text=printable(text))], structured_content=r.frame(), is_error=True
     )
 
 
