@@ -184,9 +184,15 @@ def _fill(env: dict[str, str], victim: tuple[int, int] | None) -> Result:
     return Result(p.returncode, p.stdout, p.stderr)
 
 
+def _system_python() -> None:
+    if not os.access(SYSTEM_PYTHON, os.X_OK):
+        pytest.skip(f"no {SYSTEM_PYTHON} for the unprivileged victim")
+
+
 @pytest.fixture
 def victim_home() -> Iterator[tuple[str, tuple[int, int]]]:
     """A deep BAY_HOME of an unprivileged victim (its socket moves under /tmp)."""
+    _system_python()
     ids = _ids(VICTIM)
     base = tempfile.mkdtemp(prefix="bay-v-", dir="/tmp")
     os.chown(base, *ids)
@@ -237,6 +243,7 @@ def test_unprivileged_victim_deep_home_planted_directory(
 
 
 def test_unprivileged_victim_without_xdg_runtime_dir_planted_directory() -> None:
+    _system_python()
     victim = _ids(VICTIM)
     env = _victim_env(None, victim)
     directory = f"/tmp/browserbay-{victim[0]}"
@@ -303,6 +310,21 @@ def test_the_keeper_never_binds_in_a_directory_another_user_planted(
         assert os.listdir(real) == [], "the keeper wrote into the attacker's directory"
         after = os.lstat(real)
         assert (after.st_mode, after.st_uid) == (before.st_mode, before.st_uid)
+
+
+def test_a_socket_directory_of_ones_own_that_others_can_enter_is_refused(root_home: str) -> None:
+    """Ours, but mode 0755: refused too (the way out says chmod 700), nothing started."""
+    env = _victim_env(root_home, None)
+    directory = os.path.dirname(socket_for(runtime_dir(env)))
+    os.mkdir(directory, 0o755)
+    os.chmod(directory, 0o755)
+    try:
+        frame = assert_refused(_fill(env, None), "socket_untrusted")
+        assert "0755" in frame["message"], frame
+        assert f"chmod 700 {directory}" in frame["way_out"], frame
+        assert os.listdir(directory) == []
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def test_a_deep_home_of_ones_own_still_works(root_home: str) -> None:
