@@ -8,6 +8,8 @@ otherwise) and a line in ``docs/refusals.md``.
 
 from __future__ import annotations
 
+import re
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -314,23 +316,28 @@ def clip(value: Any, limit: int = CLIP) -> Any:
     return value
 
 
-#: Characters no text output may carry to a terminal, and their visible escape: the C0
-#: controls but newline and tab (ESC starts a sequence that sets the window title or clears
-#: the screen, BEL ends one), DEL, and the C1 controls (U+009B is a CSI on its own).
-_TERMINAL = {c: f"\\x{c:02x}" for c in (*range(0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0))}
+#: Characters no text output may carry to a terminal: the C0 controls but newline and tab
+#: (ESC starts a sequence that sets the window title or clears the screen, BEL ends one),
+#: DEL, and the C1 controls (U+009B is a CSI on its own). ``re`` is loaded by ``json``
+#: already; a search that finds none costs microseconds, also on non-ASCII text.
+_TERMINAL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 #: In JSON, C0 controls are escaped by ``json.dumps`` itself; DEL and C1 are not.
-_JSON = {c: f"\\u{c:04x}" for c in range(0x7F, 0xA0)}
+_JSON = re.compile("[\x7f-\x9f]")
 
 
 def printable(text: str) -> str:
     """``text`` safe to print to a terminal: its control characters as ``\\x1b`` etc."""
-    return text.translate(_TERMINAL)
+    if _TERMINAL.search(text) is None:
+        return text
+    return _TERMINAL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def json_safe(line: str) -> str:
     """A line of JSON (``ensure_ascii=False``) with DEL and C1 as ``\\u009b`` escapes too:
     outside strings JSON holds none of them, so the line stays the same JSON."""
-    return line.translate(_JSON)
+    if _JSON.search(line) is None:
+        return line
+    return _JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
 
 
 class _Blank(dict):  # type: ignore[type-arg]
