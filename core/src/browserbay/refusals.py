@@ -284,6 +284,12 @@ _ROWS = (
         "bay chrome --allow-open-port, only on a machine where no other user and no program you "
         "do not trust runs; otherwise use a chromium profile (bay new NAME), driven over a pipe",
     ),
+    Code(
+        "disk_full",
+        "'{verb}' could not write: the disk under {where} is full ({free} free; {reason})",
+        "free space on that disk (or bay profiles, then bay forget <unused profile>), then run "
+        "it again; the home is {where}",
+    ),
 )
 
 #: code name -> row. Closed: :func:`refusal` refuses a name that is not here.
@@ -488,6 +494,9 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "internal_error",
             "socket_untrusted",
             "open_port_refused",
+    ),
+    Code(
+            "disk_full",
         ),
     ),
 )

@@ -40,6 +40,7 @@ class AdminMixin(KeeperBase):
             "browsers": [r.as_row() for r in self.pool.running.values()],
             "sessions": [s.summary() for s in self.sessions.values()],
             "swept_at_start": self.swept,
+            "audit_failures": self.audit_failures,
         }
 
     def plugin_verb_rows(self) -> list[dict[str, Any]]:

@@ -43,6 +43,9 @@ class KeeperBase:
     leases: Leases
     started: float
     swept: list[str]
+    audit_failures: int
+    """Audit rows that could not be written (a full disk): logged, counted, never a verb's
+    failure."""
     verb_table: dict[str, verbs.Verb]
     restarting: dict[str, str]
     """profile id -> the provider its browser is restarting on (a backend switch)."""

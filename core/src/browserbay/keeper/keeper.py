@@ -10,6 +10,7 @@ import importlib
 import logging
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -26,6 +27,7 @@ from browserbay.keeper.base import (  # noqa: F401 - re-exported for the keeper'
 )
 from browserbay.keeper.browsers import BrowserPool
 from browserbay.keeper.controls import Controls, make_transports
+from browserbay.keeper.faults import disk_full, is_disk_full
 from browserbay.keeper.frames import ELEMENT_VERBS, PENDING, TRACED_VERBS, Recorder, settle
 from browserbay.keeper.hints import blocked
 from browserbay.keeper.leases import Leases
@@ -89,6 +91,7 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
         self.verb_table = plugins.verb_table()
         self.inflight = 0
         self.last_request = time.monotonic()
+        self.audit_failures = 0
 
     async def start(self) -> None:
         """Load what the registry knows. Tabs that were live when the last keeper died are
@@ -201,10 +204,13 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
         except Refusal as r:
             answer = r.frame()
         except Exception as exc:
-            log.exception("verb failed")
-            answer = Refusal(
-                "internal_error", verb=str(frame.get("verb")), reason=type(exc).__name__
-            ).frame()
+            if is_disk_full(exc):
+                answer = disk_full(str(frame.get("verb")), self.home_dir(), exc).frame()
+            else:
+                log.exception("verb failed")
+                answer = Refusal(
+                    "internal_error", verb=str(frame.get("verb")), reason=type(exc).__name__
+                ).frame()
         if rid is not None:
             answer["id"] = rid
         if call is not None:
@@ -219,15 +225,28 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
                         self._traced, dataclasses.replace(call, profile=recorder.profile), outcome
                     )
                 )
-            await self.db(
-                self.registry.audit,
-                call.session.id,
-                call.profile.id if call.profile else None,
-                call.verb,
-                ok,
-                code,
-            )
+            await self._audit(call, ok, code)
         return answer
+
+    async def _audit(self, call: VerbCall, ok: bool, code: str | None) -> None:
+        """The verb's audit row. A row that cannot be written (a full disk, a broken
+        registry) is logged and counted (``audit_failures`` in ``bay keeper status``); it
+        never changes the verb's answer, which is already decided."""
+        profile = call.profile.id if call.profile else None
+        try:
+            await self.db(self.registry.audit, call.session.id, profile, call.verb, ok, code)
+        except Exception as exc:
+            self.audit_failures += 1
+            log.warning(
+                "audit row of %s not written (%d so far): %s",
+                call.verb,
+                self.audit_failures,
+                "disk full" if is_disk_full(exc) else type(exc).__name__,
+            )
+
+    def home_dir(self) -> Path:
+        """Where this keeper's files live, as a refusal names it."""
+        return self.paths.home if self.paths.home is not None else self.paths.state
 
     def _session(self, ref: SessionRef, group: str | None) -> Session:
         session = self.sessions.get(ref.id)

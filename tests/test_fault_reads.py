@@ -1,0 +1,88 @@
+"""Issue 15 item 10: faults that read as something else, each performed on the real keeper.
+
+* A full disk made every verb ``keeper_unavailable``: the audit insert failed inside the
+  handler and took the connection down. The home here is a real, tiny tmpfs, really filled.
+* Downloads were accepted silently, landed anywhere and were never capped.
+* Spill files in ``run/outputs`` were never pruned.
+* A directory at ``keeper.sock`` ended the keeper.
+* Screenshots were written 0644.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+import pytest
+
+from tests.helpers import Bay, assert_refused
+
+root_only = pytest.mark.skipif(os.getuid() != 0, reason="mounts a tmpfs (needs root)")
+
+
+def _write_until_full(f: BinaryIO, size: int) -> int:
+    """Write ``size``-byte blocks until the file system refuses one; its errno."""
+    while True:
+        try:
+            f.write(b"\0" * size)
+        except OSError as exc:
+            return exc.errno or 0
+
+
+def _fill(path: Path) -> None:
+    """Write zeros into ``path`` until the file system says ENOSPC (then the last bytes)."""
+    with open(path, "wb", buffering=0) as f:
+        for size in (1 << 20, 4096):
+            assert _write_until_full(f, size) == errno.ENOSPC
+    assert shutil.disk_usage(path.parent).free < 64 << 10
+
+
+@pytest.fixture
+def tiny_home() -> Iterator[Path]:
+    """A BAY_HOME on a 96 MiB tmpfs of its own."""
+    home = Path(tempfile.mkdtemp(prefix="bay-df-", dir="/tmp"))
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96m,mode=0700", "tmpfs", str(home)])
+    try:
+        yield home
+    finally:
+        with contextlib.suppress(OSError):
+            (home / "filler").unlink()
+        Bay(home).stop()
+        subprocess.run(["umount", "-l", str(home)], capture_output=True)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@root_only
+def test_a_full_disk_leaves_verbs_working_and_names_itself(tiny_home: Path, demo: str) -> None:
+    b = Bay(tiny_home)
+    assert b.ok("open", f"{demo}/form.html")["status"] == 200
+    _fill(tiny_home / "filler")
+
+    # A verb that needs no disk answers as before: its audit row cannot be written, which is
+    # logged and counted, never the verb's failure.
+    for _ in range(3):
+        assert b.ok("get", "title")["value"] == "Sign up"
+    status = b.ok("keeper", "status")
+    assert status["audit_failures"] >= 3, status
+
+    # A verb that must write is refused disk_full, naming where and the way out.
+    frame = assert_refused(b("screenshot"), "disk_full")
+    assert str(tiny_home) in frame["message"], frame
+    assert "free space" in frame["way_out"], frame
+    # So is a new session, whose first sight and browser need the disk.
+    frame = assert_refused(b("open", f"{demo}/form.html", session="newcomer"), "disk_full")
+    assert "the registry (SQLite) could not write" in frame["message"], frame
+
+    # Space again: everything works, and the audit writes again.
+    (tiny_home / "filler").unlink()
+    shot = b.ok("screenshot")
+    assert Path(shot["path"]).stat().st_size > 0
+    rows = b.ok("audit", "--last", "5")["audit"]
+    assert any(r["verb"] == "screenshot" and r["ok"] for r in rows), rows
