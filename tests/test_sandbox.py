@@ -175,8 +175,13 @@ def _assert_sandboxed(user: AsUser, marker: str) -> tuple[list[str], list[int]]:
     main = [p for p in marked if not any(x.startswith("--type=") for x in _argv(p))]
     assert main, f"no browser process of uid {user.uid} carries {marker}"
     browser = min(main)
-    argvs = {pid: _argv(pid) for pid in _descendants(browser)}
-    renderers = [p for p, a in argvs.items() if "--type=renderer" in a]
+    end = time.monotonic() + 15  # the first renderer may still be starting
+    while True:
+        argvs = {pid: _argv(pid) for pid in _descendants(browser)}
+        renderers = [p for p, a in argvs.items() if "--type=renderer" in a]
+        if renderers or time.monotonic() > end:
+            break
+        time.sleep(0.1)
     assert renderers, f"no renderer process among {argvs}"
     for pid, argv in argvs.items():
         assert "--no-sandbox" not in argv, (pid, argv)
@@ -219,7 +224,7 @@ def test_a_non_root_keepers_cloak_browser_runs_sandboxed(nobody: AsUser, demo: s
 
 def test_bay_chrome_of_a_non_root_user_runs_sandboxed(nobody: AsUser) -> None:
     """The cdp provider's own Chrome (``bay chrome``), started outside Playwright."""
-    made = nobody.ok("chrome", "--profile", "mine", "--headless")
+    made = nobody.ok("chrome", "--profile", "mine", "--headless", "--allow-open-port")
     directory = str(nobody.home / "bay")
     _assert_sandboxed(nobody, f"--user-data-dir={directory}")
     assert made

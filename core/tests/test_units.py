@@ -77,6 +77,8 @@ def test_every_code_renders_without_placeholders_given_its_fields() -> None:
         "whose": "your licence's seats are all in use",
         "evidence": "its Last Version says 156; the registry recorded 156",
         "socket": "/tmp/bay-1000-1ae9ad88/keeper.sock",
+        "where": "/home/u/.local/state/browserbay",
+        "free": "0 bytes",
     }
     for code in CODES:
         r = Refusal(code, **fields)

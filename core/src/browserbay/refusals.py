@@ -494,8 +494,6 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "internal_error",
             "socket_untrusted",
             "open_port_refused",
-    ),
-    Code(
             "disk_full",
         ),
     ),
