@@ -113,6 +113,7 @@ class Raw:
         self.ws: ClientConnection = self._stack.enter_context(connect(url, max_size=None))
         self.n = 0
         self.answers: dict[int, dict[str, Any]] = {}
+        self.events: list[dict[str, Any]] = []
 
     def send(self, method: str, params: dict[str, Any] | None = None, sid: str = "") -> int:
         self.n += 1
@@ -125,10 +126,23 @@ class Raw:
     def wait(self, n: int, timeout: float = 20) -> dict[str, Any]:
         end = time.monotonic() + timeout
         while n not in self.answers:
-            msg = json.loads(self.ws.recv(timeout=max(0.01, end - time.monotonic())))
-            if "id" in msg:
-                self.answers[msg["id"]] = msg
+            self._keep(json.loads(self.ws.recv(timeout=max(0.01, end - time.monotonic()))))
         return self.answers.pop(n)
+
+    def _keep(self, msg: dict[str, Any]) -> None:
+        if "id" in msg:
+            self.answers[msg["id"]] = msg
+        else:
+            self.events.append(msg)
+
+    def event(self, method: str, timeout: float = 20) -> dict[str, Any]:
+        """The first event of that name received (the answers meanwhile are kept)."""
+        end = time.monotonic() + timeout
+        while True:
+            for i, msg in enumerate(self.events):
+                if msg.get("method") == method:
+                    return self.events.pop(i)
+            self._keep(json.loads(self.ws.recv(timeout=max(0.01, end - time.monotonic()))))
 
     def call(self, method: str, params: dict[str, Any] | None = None, sid: str = "") -> Any:
         return self.wait(self.send(method, params, sid))

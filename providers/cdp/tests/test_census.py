@@ -47,6 +47,8 @@ def test_every_method_that_carries_a_url_or_a_file_has_its_rule() -> None:
         "Target.createTarget",
         "Network.loadNetworkResource",
         "Fetch.continueRequest",
+        "Fetch.fulfillRequest",
+        "Fetch.continueResponse",
     }
     assert {m for m, r in rules.items() if r == "files"} == {
         "DOM.setFileInputFiles",

@@ -10,6 +10,7 @@ down."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import time
@@ -166,6 +167,55 @@ def test_the_browsers_own_devtools_endpoint_is_out_of_reach(
     assert own["other"]["target"] not in body
     assert evaluate(raw, sid, "location.href") == f"{demo}/"
     assert own["other"]["target"] not in json.dumps(raw.call("Target.getTargets"))
+
+
+def test_a_redirect_the_client_forges_cannot_reach_the_devtools_endpoint(
+    own: dict[str, Any], debug_browser: DebugBrowser, demo: str
+) -> None:
+    """``Fetch.fulfillRequest`` answering a request of its own tab with a 302: Chromium refuses
+    a redirect to file:// or chrome:// (``ERR_UNSAFE_REDIRECT``) but follows one to the
+    DevTools port's ``/json/list`` (the old code let it through)."""
+    raw, sid = own["raw"], own["sid"]
+    port = debug_browser.port
+    assert "result" in raw.call("Fetch.enable", {"patterns": [{"urlPattern": "*form.html*"}]}, sid)
+    for forged in (
+        {"responseHeaders": [{"name": "Location", "value": f"http://127.0.0.1:{port}/json/list"}]},
+        {"responseHeaders": [{"name": "location", "value": f"//localhost:{port}/json"}]},
+        {"responseHeaders": [{"name": "Refresh", "value": f"0; url=http://[::1]:{port}/json"}]},
+        {"responseHeaders": [{"name": "Location", "value": "file:///etc/passwd"}]},
+        {
+            "binaryResponseHeaders": base64.b64encode(
+                f"Content-Type: text/html\0Location: http://127.1:{port}/json/list".encode()
+            ).decode()
+        },
+    ):
+        nav = raw.send("Page.navigate", {"url": f"{demo}/form.html"}, sid)
+        paused = raw.event("Fetch.requestPaused")["params"]
+        answer = raw.call(
+            "Fetch.fulfillRequest",
+            {"requestId": paused["requestId"], "responseCode": 302, **forged},
+            sid,
+        )
+        assert refusal(answer)["code"] in ("method_refused", "local_scheme_refused"), forged
+        stop = {"requestId": paused["requestId"], "errorReason": "Aborted"}
+        raw.call("Fetch.failRequest", stop, sid)
+        raw.wait(nav)
+        assert not evaluate(raw, sid, "location.href").startswith(f"http://127.0.0.1:{port}")
+    raw.call("Fetch.disable", {}, sid)
+    assert own["other"]["target"] not in (evaluate(raw, sid, "document.body.innerText") or "")
+    # A redirect of its own elsewhere is the client's to forge.
+    raw.call("Fetch.enable", {"patterns": [{"urlPattern": "*form.html*"}]}, sid)
+    nav = raw.send("Page.navigate", {"url": f"{demo}/form.html"}, sid)
+    paused = raw.event("Fetch.requestPaused")["params"]
+    moved = [{"name": "Location", "value": "/popup.html"}]
+    answer = raw.call(
+        "Fetch.fulfillRequest",
+        {"requestId": paused["requestId"], "responseCode": 302, "responseHeaders": moved},
+        sid,
+    )
+    assert "result" in answer, answer
+    raw.wait(nav)
+    raw.call("Fetch.disable", {}, sid)
 
 
 def test_chromium_itself_refuses_a_pages_own_navigation_to_local_schemes(

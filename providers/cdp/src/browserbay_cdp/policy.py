@@ -3,7 +3,8 @@ what a URL-bearing method may load, which files a file-taking method may hand to
 the upload directory of a lease.
 
 - ``url`` (``Page.navigate``, ``Target.createTarget``, ``Network.loadNetworkResource``,
-  ``Fetch.continueRequest``): the scheme rule of ``bay open``
+  ``Fetch.continueRequest``; the redirect a ``Fetch.fulfillRequest``/``continueResponse``
+  forges with a ``Location`` or ``Refresh`` header): the scheme rule of ``bay open``
   (:func:`browserbay.keeper.pageverbs.check_scheme`: http, https, the exact about:blank),
   and never the browser's own DevTools port (its ``/json/list`` names every tab's WebSocket
   URL), whatever host spelling reaches it.
@@ -14,6 +15,8 @@ the upload directory of a lease.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import os
 import re
@@ -21,6 +24,7 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin
 
 from browserbay.keeper.pageverbs import check_scheme
 from browserbay.refusals import Refusal
@@ -69,6 +73,50 @@ def check_url(method: str, url: object, devtools_ports: Iterable[int]) -> None:
             fix="open your page on another port; your own tabs are the ones Target.getTargets "
             "lists here",
         )
+
+
+#: What a relative redirect is resolved against (its scheme is the request's: http or https).
+RELATIVE_BASE = "http://relative.invalid/"
+_REFRESH_URL = re.compile(r"url\s*=\s*['\"]?([^'\"]*)", re.IGNORECASE)
+
+
+def forged_redirects(params: dict[str, Any]) -> list[str]:
+    """The URLs a ``Fetch.fulfillRequest``/``continueResponse`` would send the tab to: its
+    ``Location`` headers and the URL of a ``Refresh`` header, plain or base64-encoded."""
+    pairs: list[tuple[str, str]] = []
+    for header in params.get("responseHeaders") or []:
+        if isinstance(header, dict):
+            pairs.append((str(header.get("name", "")), str(header.get("value", ""))))
+    raw = params.get("binaryResponseHeaders")
+    if isinstance(raw, str):
+        try:
+            text = base64.b64decode(raw).decode("utf-8", "replace")
+        except (binascii.Error, ValueError):
+            text = ""
+        for line in text.split("\0"):
+            name, _, value = line.partition(":")
+            pairs.append((name, value.strip()))
+    out: list[str] = []
+    for name, value in pairs:
+        key = name.strip().lower()
+        if key == "location":
+            out.append(value)
+        elif key == "refresh":
+            found = _REFRESH_URL.search(value)
+            if found:
+                out.append(found.group(1))
+    return out
+
+
+def check_redirects(method: str, params: dict[str, Any], devtools_ports: Iterable[int]) -> None:
+    """A forged redirect passes the same rule as a URL (a relative one keeps the request's
+    scheme; its port is judged both as written and resolved)."""
+    ports = set(devtools_ports)
+    for target in forged_redirects(params):
+        check_url(method, urljoin(RELATIVE_BASE, target.strip()), ports)
+        port = url_port(target)
+        if port is not None and port in ports:
+            check_url(method, target, ports)
 
 
 def upload_dir_for(session_id: str, profile_id: str) -> Path:

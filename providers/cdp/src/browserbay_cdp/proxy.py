@@ -50,6 +50,7 @@ from browserbay.refusals import Refusal
 from browserbay_cdp.census import FENCED, ON_BROWSER, TABLE, Census, load
 from browserbay_cdp.policy import (
     check_files,
+    check_redirects,
     check_url,
     files_of,
     make_upload_dir,
@@ -316,7 +317,9 @@ class Conn:
         """Raise the refusal when the method's rule refuses its parameters; answers the
         parameters to send (a ``context`` call on the browser session gets the lease's own
         ``browserContextId`` when it named none: the default one may be somebody else's)."""
-        if rule == "url" and (method != "Fetch.continueRequest" or "url" in params):
+        if rule == "url" and method in ("Fetch.fulfillRequest", "Fetch.continueResponse"):
+            check_redirects(method, params, self.grant.devtools_ports)
+        elif rule == "url" and (method != "Fetch.continueRequest" or "url" in params):
             check_url(method, params.get("url", ""), self.grant.devtools_ports)
         elif rule == "files":
             files = files_of(method, params)
