@@ -262,6 +262,7 @@ def test_browser_wide_methods_are_refused_whatever_session_they_arrive_on(
     raw, sid = own["raw"], own["sid"]
     elsewhere = place / "elsewhere"
     elsewhere.mkdir(exist_ok=True)
+    browser_sid = raw.call("Target.attachToBrowserTarget")["result"]["sessionId"]
     for method, params in (
         ("Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(elsewhere)}),
         ("Browser.getBrowserCommandLine", {}),
@@ -274,7 +275,7 @@ def test_browser_wide_methods_are_refused_whatever_session_they_arrive_on(
         ("Target.setRemoteLocations", {"locations": [{"host": "127.0.0.1", "port": 1}]}),
         ("Target.exposeDevToolsProtocol", {"targetId": own["target"]}),
     ):
-        for on in (sid, ""):
+        for on in (sid, "", browser_sid):
             frame = assert_refused(refusal(raw.call(method, params, on)), "method_refused")
             assert method in frame["message"], frame
     # Downloads are the keeper's: Browser.setDownloadBehavior is answered here on every
@@ -296,6 +297,10 @@ def test_browser_wide_methods_are_refused_whatever_session_they_arrive_on(
     assert "result" in raw.call("Browser.getVersion")
     assert "result" in raw.call("Browser.getVersion", {}, sid)
     assert "result" in raw.call("Storage.getCookies")
+    assert "result" in raw.call("Storage.getCookies", {}, browser_sid)
+    foreign = {"browserContextId": "0123456789ABCDEF0123456789ABCDEF"}
+    for on in (sid, "", browser_sid):
+        assert_refused(refusal(raw.call("Storage.getCookies", foreign, on)), "not_your_tab")
     assert debug_browser.answers()
 
 
