@@ -26,10 +26,12 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from browserbay import protocol
+from browserbay._version import __version__
 from browserbay.sockpath import runtime_dir, socket_for
 from tests.helpers import BAY, REPO, Bay, Result, assert_refused
 
@@ -250,6 +252,33 @@ def test_unprivileged_victim_without_xdg_runtime_dir_planted_directory() -> None
     shutil.rmtree(directory, ignore_errors=True)
     with fake_keeper(directory) as record:
         _assert_nothing_sent(_fill(env, victim), record)
+
+
+def test_a_verb_table_planted_in_the_runtime_dir_is_not_read() -> None:
+    """Without XDG_RUNTIME_DIR the runtime dir is the socket's, /tmp/browserbay-<uid>/: the
+    thin client reads the plugins' verb table from there. One another user planted (a verb
+    "pwn" with a terminal escape in its help) is never read: `bay pwn` is refused
+    socket_untrusted, `bay help pwn` does not know it."""
+    _system_python()
+    victim = _ids(VICTIM)
+    env = _victim_env(None, victim)
+    directory = f"/tmp/browserbay-{victim[0]}"
+    shutil.rmtree(directory, ignore_errors=True)
+    row = {"name": "pwn", "summary": "\x1b]0;pwned\x07", "args": [], "scope": "profile"}
+    with fake_keeper(directory) as record:
+        table = os.path.join(directory, "plugin-verbs.json")
+        Path(table).write_text(json.dumps({"version": __version__, "verbs": [row]}))
+        os.chown(table, *ATTACKER)
+        argv = [SYSTEM_PYTHON, "-c", "from browserbay_cli.main import main; main()"]
+        who: dict[str, Any] = {"user": victim[0], "group": victim[1], "extra_groups": []}
+        p = subprocess.run(
+            [*argv, "pwn", "--json"], capture_output=True, text=True, env=env, cwd="/", **who
+        )
+        _assert_nothing_sent(Result(p.returncode, p.stdout, p.stderr), record)
+        h = subprocess.run(
+            [*argv, "help", "pwn"], capture_output=True, text=True, env=env, cwd="/", **who
+        )
+        assert "pwned" not in h.stdout + h.stderr, h
 
 
 def test_planted_symlink_to_the_attackers_directory(root_home: str) -> None:

@@ -15,6 +15,7 @@ import time
 from browserbay import client, protocol
 from browserbay._version import __version__
 from browserbay.refusals import EXIT_OK, EXIT_USAGE, Refusal, exit_code, json_safe, printable
+from browserbay.sockpath import distrust
 from browserbay.verbs import DEFAULT_TIMEOUT, KEEPER, LOCAL, Verb
 from browserbay_cli.parse import UsageError, help_text, parse
 
@@ -260,6 +261,10 @@ def plugin_verbs(*, start: bool) -> dict[str, Any]:
     path = paths.runtime / PLUGIN_VERBS_FILE
     for attempt in (0, 1):
         try:
+            # Only from a runtime dir of our own (one another user planted in /tmp could
+            # hold any verb table); the keeper's socket check says why, below.
+            if distrust(str(paths.runtime), directory=True) is not None:
+                raise PermissionError
             with open(path) as f:
                 rows = json.load(f)
             if rows.get("version") == __version__:
@@ -270,7 +275,9 @@ def plugin_verbs(*, start: bool) -> dict[str, Any]:
         if attempt == 0 and start:
             try:
                 client.connect().close()
-            except Refusal:
+            except Refusal as r:
+                if r.code == "socket_untrusted":
+                    raise
                 break
     return dict(BY_NAME)
 
@@ -299,7 +306,10 @@ def run(argv: list[str]) -> int:
         except UsageError as exc:
             if exc.unknown_verb is None:
                 raise
-            table = plugin_verbs(start=True)
+            try:
+                table = plugin_verbs(start=True)
+            except Refusal as r:
+                return _refuse(r, as_json)
             verb, args, options = parse(argv, table)
     except UsageError as exc:
         return _refuse(
