@@ -99,3 +99,61 @@ class FakeVendor:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class Listener:
+    """An attacker's loopback listener for tests: accepts any connection on 127.0.0.1,
+    records every byte of what it is sent (``received``), and answers HTTP 401. A test
+    points an integration's URL field at ``url`` and asserts nothing carrying a key came."""
+
+    def __init__(self) -> None:
+        import socket
+
+        self.received: list[bytes] = []
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(16)
+        self._sock.settimeout(0.2)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+
+    def got(self, needle: str) -> bool:
+        """Whether any connection carried ``needle`` (raw, or URL-quoted)."""
+        quoted = urllib.parse.quote(needle, safe="").encode()
+        return any(needle.encode() in r or quoted in r for r in self.received)
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(1.0)
+                data = b""
+                try:
+                    while b"\r\n\r\n" not in data and len(data) < 65536:
+                        chunk = conn.recv(4096)
+                        if not chunk:
+                            break
+                        data += chunk
+                    self.received.append(data)
+                    conn.sendall(
+                        b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n"
+                        b"Connection: close\r\n\r\n"
+                    )
+                except OSError:
+                    self.received.append(data)
+
+    def __enter__(self) -> Listener:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self._sock.close()

@@ -95,6 +95,9 @@ class FakeCloud:
     hold_create: threading.Event | None = None
     """Set: a create call waits for this event before it starts the browser and answers (a
     test cuts the caller meanwhile)."""
+    viewer_query: str | None = None
+    """Set: the live-viewer URL carries the key in this query parameter (``?apiKey=<key>``),
+    as a vendor whose viewer authenticates by its URL would answer."""
     sessions: dict[str, FakeSession] = field(default_factory=dict)
     seen: list[Seen] = field(default_factory=list)
     launches: int = 0
@@ -219,7 +222,7 @@ class FakeCloud:
             return
         sid = self._matches(c.view, h.command, parts.path)
         if sid is not None and sid in self.sessions and c.view_answer_field:
-            self._answer(h, 200, {c.view_answer_field: f"{self.url}/live/{sid}", "pages": []})
+            self._answer(h, 200, {c.view_answer_field: self.viewer_url(sid), "pages": []})
             return
         sid = self._matches(c.release, h.command, parts.path)
         if sid is not None and sid in self.sessions:
@@ -258,8 +261,15 @@ class FakeCloud:
         if c.cdp_field:
             answer[c.cdp_field] = self._cdp_url_for(session.id)
         if c.view_field:
-            answer[c.view_field] = f"{self.url}/live/{session.id}"
+            answer[c.view_field] = self.viewer_url(session.id)
         return answer
+
+    def viewer_url(self, sid: str) -> str:
+        """The session's live-viewer URL (with the key in its query when ``viewer_query``)."""
+        url = f"{self.url}/live/{sid}"
+        if self.viewer_query:
+            url += "?" + urllib.parse.urlencode({self.viewer_query: self.key})
+        return url
 
     def _cdp_url_for(self, sid: str) -> str:
         """The CDP URL in the shape the vendor documents: an http discovery endpoint when its

@@ -1,0 +1,157 @@
+"""Issue 15, items 2 and 7 (keys): the attacks a prompt-injected agent can try on the keys,
+performed through the real `bay` CLI and keeper.
+
+- a key goes only to the host it was stored for: an agent that points the integration's URL
+  field at its own loopback listener gets nothing from `bay keys test` (the key is cleared
+  by the URL change; a key stored without a pin goes only to the documented host);
+- cluster keys and BAY_KEYS_PASSPHRASE are not readable in /proc/<pid>/environ of the keeper
+  or of anything it started, and still work;
+- `bay keys list` says which protection the file store gives.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from pathlib import Path
+
+from browserbay.fakevendor import FakeVendor, Listener
+from browserbay.paths import bay_paths
+from browserbay_keys_file.store import FileStore
+from tests.helpers import assert_refused
+from tests.test_keys_e2e import (  # noqa: F401 - home is a fixture
+    VENDOR_ENV,
+    _bay,
+    _children,
+    _in_tree,
+    _key,
+    _proc,
+    _set,
+    _view,
+    home,
+)
+
+
+def _steel_key() -> str:
+    return "sk_" + secrets.token_hex(12)
+
+
+def _store(home: Path) -> FileStore:
+    return FileStore(bay_paths({"BAY_HOME": str(home)}).data / "keys")
+
+
+# -- attack 1: the key follows a changed URL -------------------------------------------------
+
+
+def test_a_url_changed_after_the_key_never_receives_it(home: Path) -> None:
+    key = _steel_key()
+    b = _bay(home)
+    with (
+        FakeVendor("/v1/sessions", headers={"steel-api-key": key}) as vendor,
+        Listener() as listener,
+    ):
+        _set(b, "cloud:steel", "api_url", vendor.url)
+        stored = _set(b, "cloud:steel", "api_key", key)
+        assert stored["pinned"] == vendor.url  # the answer names the host it is bound to
+        # The negative control: the host it was stored for gets it, and a path change on that
+        # same host keeps it.
+        assert b.ok("keys", "test", "cloud:steel")["host"] == vendor.host
+        kept = _set(b, "cloud:steel", "api_url", vendor.url + "/")
+        assert kept["cleared"] == []
+        assert b.ok("keys", "test", "cloud:steel")["ok"] is True
+        assert len(vendor.requests) == 2
+
+        # The attack: the URL field pointed at the agent's own listener, then a key test.
+        moved = _set(b, "cloud:steel", "api_url", listener.url)
+        b("keys", "test", "cloud:steel")
+        assert not listener.got(key), "the listener received the stored key"
+        assert listener.received == []  # not even a request without it
+        assert moved["cleared"] == ["api_key"]
+        view = _view(b, "cloud:steel")
+        assert view["missing"] == ["api_key"]
+        assert len(vendor.requests) == 2
+        # The user gives the key again for the new host: it is pinned there, and sent there.
+        again = _set(b, "cloud:steel", "api_key", key)
+        assert again["pinned"] == listener.url
+        assert key not in json.dumps(again)
+
+
+def test_a_key_without_a_pin_goes_only_to_the_documented_host(home: Path) -> None:
+    """A key stored before pins (or by another tool) next to a URL off the documented host
+    is not sent there: the test and the launch are refused by name."""
+    key = _steel_key()
+    b = _bay(home, BAY_KEYS_STORE="file")
+    with Listener() as listener:
+        store = _store(home)
+        store.set("cloud:steel", "api_key", key)
+        store.set("cloud:steel", "api_url", listener.url)
+        frame = assert_refused(b("keys", "test", "cloud:steel"), "key_host_mismatch")
+        assert frame["data"]["pinned"] == "https://api.steel.dev"
+        assert not listener.got(key), "the listener received a key with no pin"
+        assert listener.received == []
+
+
+# -- attack 3: the keeper's environment ------------------------------------------------------
+
+
+def test_cluster_keys_and_the_passphrase_are_in_no_proc_environ_and_still_work(
+    home: Path,
+) -> None:
+    cluster_key, user_key = _key(), _key()
+    phrase = "pp-" + secrets.token_hex(16)
+    b = _bay(home, BAY_TEST_KEY_SCOPE="user_or_cluster")
+    started = {"BAY_INTEGRATION_KEYED_API_KEY": cluster_key, "BAY_KEYS_PASSPHRASE": phrase}
+    b.ok("keeper", "start", env=started)
+    assert _view(b)["source"] == "cluster"
+    b.ok("open", "about:blank")
+    status = b.ok("keeper", "status")
+    keeper = status["pid"]
+    (browser,) = status["browsers"]
+    tree = _children(keeper)
+    assert browser["pid"] in tree
+    for pid in [keeper, *tree]:
+        environ = _proc(pid, "environ")
+        assert environ, f"/proc/{pid}/environ unreadable"
+        assert phrase.encode() not in environ, f"the passphrase is in /proc/{pid}/environ"
+        assert b"BAY_KEYS_PASSPHRASE=" not in environ, pid
+        assert b"BAY_INTEGRATION_" not in environ, pid
+        if pid == keeper or not _in_tree(pid, browser["pid"], tree):
+            assert cluster_key.encode() not in environ, f"the key is in /proc/{pid}/environ"
+    # The cluster key still works: it reached the one child that needs it.
+    wanted = VENDOR_ENV.encode() + b"=" + cluster_key.encode()
+    assert wanted in _proc(browser["pid"], "environ").split(b"\0")
+
+    # The passphrase still works: a user key is sealed with it (no key file beside it) ...
+    _set(b, "keyed", "api_key", user_key)
+    keys_dir = bay_paths({"BAY_HOME": str(home)}).data / "keys"
+    assert json.loads((keys_dir / "keys.json").read_text())["kdf"]["name"] == "scrypt"
+    assert not (keys_dir / "keys.key").exists()
+    (file_row,) = [s for s in b.ok("keys", "list")["sources"] if s["name"] == "file"]
+    assert file_row["protection"].startswith("passphrase")
+    b.stop()
+    # ... and opens again in a keeper started with it, not in one started without it.
+    b.ok("keeper", "start", env=started)
+    assert _view(b)["source"] == "user"
+    b.stop()
+    b.ok("keeper", "start")
+    view = _view(b)
+    assert view["source"] == "none"
+    assert any("BAY_KEYS_PASSPHRASE" in p for p in view["problems"])
+
+
+# -- attack 4: what the file store protects ---------------------------------------------------
+
+
+def test_keys_list_and_doctor_say_the_file_store_without_a_passphrase_is_not_agent_proof(
+    home: Path,
+) -> None:
+    b = _bay(home)
+    _set(b, "keyed", "api_key", _key())
+    (row,) = [s for s in b.ok("keys", "list")["sources"] if s["name"] == "file"]
+    assert row["protection"].startswith("key file")
+    assert "BAY_KEYS_PASSPHRASE" in row["protection"]
+    assert "key file beside it" in b("keys", "list", json_=False).stdout
+    checks = [c for c in b.ok("doctor")["checks"] if c["name"] == "file store"]
+    assert checks
+    assert checks[0]["status"] == "warn"
+    assert "BAY_KEYS_PASSPHRASE" in checks[0]["fix"]
