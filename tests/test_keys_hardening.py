@@ -18,8 +18,9 @@ from pathlib import Path
 from browserbay.fakevendor import FakeVendor, Listener
 from browserbay.paths import bay_paths
 from browserbay_keys_file.store import FileStore
+from tests import test_keys_e2e
 from tests.helpers import assert_refused
-from tests.test_keys_e2e import (  # noqa: F401 - home is a fixture
+from tests.test_keys_e2e import (
     VENDOR_ENV,
     _bay,
     _children,
@@ -28,8 +29,9 @@ from tests.test_keys_e2e import (  # noqa: F401 - home is a fixture
     _proc,
     _set,
     _view,
-    home,
 )
+
+home = test_keys_e2e.home  # the fixture: a private BAY_HOME, its keeper stopped after
 
 
 def _steel_key() -> str:

@@ -12,16 +12,21 @@ plaintext leaves a Secret in exactly two places: :meth:`KeyBook.child_env` (the 
 of the one provider child that needs it, under the vendor's own variable name) and a key
 test's one request (:mod:`browserbay.keytest`).
 
-The keeper calls :func:`seal_environment` first thing: ``BAY_INTEGRATION_*``,
-``BAY_INTEGRATIONS`` and ``BAY_KEYS_PASSPHRASE`` leave its process environment, so no child it
-starts (the Playwright driver, a browser) inherits them; sources read them from
-:func:`key_environ`.
+The keeper calls :func:`exec_without_keys` first thing: when ``BAY_INTEGRATION_*``,
+``BAY_INTEGRATIONS`` or ``BAY_KEYS_PASSPHRASE`` are in its environment it re-executes itself
+with a clean one, handing their values over on an inherited file descriptor — removing a
+variable (``unsetenv``) never rewrites the initial block ``/proc/<pid>/environ`` shows. Then
+:func:`seal_environment` reads them into a private snapshot, so neither the keeper's
+``/proc`` entry nor any child it starts (the Playwright driver, a browser) carries them;
+sources read them from :func:`key_environ`.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import sys
 from collections.abc import Collection, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -33,6 +38,9 @@ INTEGRATION_PREFIX = "BAY_INTEGRATION_"
 INTEGRATIONS_VAR = "BAY_INTEGRATIONS"
 PASSPHRASE_VAR = "BAY_KEYS_PASSPHRASE"  # noqa: S105 - a variable name, not a password
 STORE_VAR = "BAY_KEYS_STORE"
+#: Set only by :func:`exec_without_keys` for the process it becomes: the inherited fd that
+#: holds the key variables (JSON), read once and closed by :func:`seal_environment`.
+KEYS_FD_VAR = "BAY_KEYS_FD"
 MASK = "••••"
 #: A value shorter than this shows no tail at all: its last 4 would be most of it.
 MIN_TAIL_LENGTH = 12
@@ -57,13 +65,62 @@ def is_key_variable(name: str) -> bool:
     return name.startswith(INTEGRATION_PREFIX) or name in (INTEGRATIONS_VAR, PASSPHRASE_VAR)
 
 
+def exec_without_keys() -> None:
+    """Become this same program again with no key variable in its environment, their values
+    handed over on an inherited file descriptor (a memfd: no file, no pipe to fill).
+
+    ``/proc/<pid>/environ`` shows the environment a process was *executed* with; removing a
+    variable later (``os.environ.pop``, ``unsetenv``) never rewrites it, so a key the keeper
+    was started with would stay readable there by every process of the user — an agent's
+    shell included. A new ``exec`` is the only way to a clean block. Nothing happens when no
+    key variable is set (the usual start costs nothing)."""
+    moved = {k: v for k, v in os.environ.items() if is_key_variable(k)}
+    if not moved:
+        return
+    data = json.dumps(moved).encode("utf-8")
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("bay-keys", 0)
+    else:  # pragma: no cover - not Linux: an unlinked private temporary file
+        import tempfile
+
+        with tempfile.TemporaryFile() as spill:
+            fd = os.dup(spill.fileno())
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.set_inheritable(fd, True)
+    env = {k: v for k, v in os.environ.items() if not is_key_variable(k)}
+    env[KEYS_FD_VAR] = str(fd)
+    argv = list(getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv])
+    os.execve(sys.executable, argv, env)  # noqa: S606 - this same program, argv unchanged
+
+
+def _handed_over(env: MutableMapping[str, str]) -> dict[str, str]:
+    """The key variables :func:`exec_without_keys` handed over (its fd read, then closed)."""
+    text = env.pop(KEYS_FD_VAR, None)
+    if text is None:
+        return {}
+    fd = int(text)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    found = json.loads(b"".join(chunks) or b"{}")
+    return {str(k): str(v) for k, v in found.items() if is_key_variable(str(k))}
+
+
 def seal_environment(environ: MutableMapping[str, str] | None = None) -> list[str]:
-    """Move every key variable out of ``environ`` (default: this process's environment)
-    into a private snapshot that :func:`key_environ` answers from. Returns the names moved.
-    The keeper calls this before it starts anything, so nothing it hands on inherits them."""
+    """Move every key variable out of ``environ`` (default: this process's environment, plus
+    what :func:`exec_without_keys` handed over on its fd) into a private snapshot that
+    :func:`key_environ` answers from. Returns the names moved. The keeper calls this before
+    it starts anything, so nothing it hands on inherits them."""
     global _sealed
     env = os.environ if environ is None else environ
-    moved = {name: env.pop(name) for name in list(env) if is_key_variable(name)}
+    handed = _handed_over(env) if environ is None else {}
+    moved = {**handed, **{name: env.pop(name) for name in list(env) if is_key_variable(name)}}
     _sealed = {**(_sealed or {}), **moved}
     return sorted(moved)
 
@@ -225,6 +282,7 @@ class KeyBook:
                     "writable": s.set is not None,
                     "available": problem is None,
                     "problem": problem,
+                    "protection": _protection(s),
                 }
             )
         return rows
@@ -412,6 +470,15 @@ class KeyBook:
             "test_kind": row.test_kind,
             "fields": fields,
         }
+
+
+def _protection(source: KeySource) -> str | None:
+    if source.protection is None:
+        return None
+    try:
+        return source.protection()
+    except Exception as exc:  # a store that cannot say is not a reason to fail the listing
+        return f"unknown ({_reason(exc)})"
 
 
 def _read(source: KeySource, row: IntegrationRow) -> dict[str, str]:

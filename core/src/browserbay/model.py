@@ -333,6 +333,9 @@ class KeySource:
     """A cheap check: the reason this source cannot work here (no keychain), or None."""
     order: int = 100
     """Among sources of one precedence, lower is asked first and written first."""
+    protection: Callable[[], str] | None = None
+    """What holds a stored value against whom, one line for ``bay keys list`` (``key file
+    beside it: …``, ``passphrase: …``). None: not said."""
 
 
 @dataclass(frozen=True)

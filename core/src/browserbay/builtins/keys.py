@@ -134,7 +134,9 @@ async def _list(ctx: VerbContext) -> tuple[dict[str, Any], str]:
         + ")"
         for s in sources
     )
-    lines = [f"key sources: {src or 'none installed'}", ""]
+    lines = [f"key sources: {src or 'none installed'}"]
+    lines += [f"  {s['name']}: {s['protection']}" for s in sources if s.get("protection")]
+    lines.append("")
     lines += [_line(r, r["last_test"]) for r in rows] or ["(no integration is installed)"]
     return {"sources": sources, "integrations": rows}, "\n".join(lines)
 

@@ -298,10 +298,13 @@ def _private_tmp(paths: BayPaths) -> None:
 
 
 def main() -> None:
-    from browserbay.keys import seal_environment
+    from browserbay.keys import exec_without_keys, seal_environment
 
     # Keys (BAY_INTEGRATION_*, BAY_INTEGRATIONS, BAY_KEYS_PASSPHRASE) leave the process
-    # environment before anything starts, so no child the keeper hands on inherits them.
+    # environment before anything starts: a re-exec with a clean one (its /proc environ
+    # block holds none), their values on an inherited fd; no child the keeper starts
+    # inherits them either.
+    exec_without_keys()
     seal_environment()
     paths = bay_paths()
     try:

@@ -67,4 +67,10 @@ def get(integration_id: str, field: str) -> str | None:
 
 @hookimpl
 def bay_key_sources() -> list[KeySource]:
-    return [KeySource("env", "cluster", get, order=10)]
+    return [KeySource("env", "cluster", get, order=10, protection=lambda: PROTECTION)]
+
+
+PROTECTION = (
+    "the keeper's start environment: moved onto an fd and out of /proc/<keeper>/environ at "
+    "start; the process that started the keeper held it while it ran"
+)

@@ -32,9 +32,39 @@ def delete(integration_id: str, field: str) -> None:
     store().delete(integration_id, field)
 
 
+#: What each way of keying the file protects, said plainly (``bay keys list``, ``bay doctor``).
+BY_PASSPHRASE = (
+    "passphrase (BAY_KEYS_PASSPHRASE, scrypt): a copy of keys.json, and a process of yours "  # noqa: S105
+    "that lacks the passphrase (an agent's shell), cannot open it; the keeper holds the "
+    "passphrase off its /proc environ"
+)
+BY_KEY_FILE = (
+    "key file beside it (keys.key, 0600): protects a copied keys.json without its key file, "
+    "and nothing against your own processes (an agent's shell can read both); for "
+    "agent-proof use set BAY_KEYS_PASSPHRASE where the keeper starts (before the file exists)"
+)
+
+
+def uses_passphrase(s: FileStore) -> bool:
+    """Whether the file is (or, not made yet, will be) keyed by a passphrase. Reads only
+    the file's key-derivation name, never a value."""
+    doc = s._load()
+    if doc is None:
+        return s.passphrase is not None
+    return bool(doc.get("kdf", {}).get("name") == "scrypt")
+
+
+def protection() -> str:
+    return BY_PASSPHRASE if uses_passphrase(store()) else BY_KEY_FILE
+
+
 @hookimpl
 def bay_key_sources() -> list[KeySource]:
-    return [KeySource("file", "user", get, set=set_value, delete=delete, order=20)]
+    return [
+        KeySource(
+            "file", "user", get, set=set_value, delete=delete, order=20, protection=protection
+        )
+    ]
 
 
 @hookimpl
@@ -51,4 +81,17 @@ def bay_doctor_checks() -> list[DoctorCheck]:
     except KeyFileError as exc:
         return [DoctorCheck("keychain", "file store", "fail", str(exc), "do what it says")]
     count = len(doc.get("entries", {}))
-    return [DoctorCheck("keychain", "file store", "ok", f"{s.data}: opens, {count} value(s)")]
+    detail = f"{s.data}: opens, {count} value(s); protection: "
+    if uses_passphrase(s):
+        return [DoctorCheck("keychain", "file store", "ok", detail + "passphrase")]
+    return [
+        DoctorCheck(
+            "keychain",
+            "file store",
+            "warn",
+            detail + BY_KEY_FILE.split(";")[0],
+            "for agent-proof keys: bay keys clear each integration, bay keeper stop, remove "
+            f"{s.data} and {s.key_file}, start the keeper with BAY_KEYS_PASSPHRASE set, set "
+            "the keys again",
+        )
+    ]

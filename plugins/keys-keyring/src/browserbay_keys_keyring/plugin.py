@@ -104,7 +104,24 @@ def delete(integration_id: str, field: str) -> None:
 
 @hookimpl
 def bay_key_sources() -> list[KeySource]:
-    return [KeySource("keyring", "user", get, set=set_value, delete=delete, probe=probe, order=10)]
+    return [
+        KeySource(
+            "keyring",
+            "user",
+            get,
+            set=set_value,
+            delete=delete,
+            probe=probe,
+            order=10,
+            protection=lambda: PROTECTION,
+        )
+    ]
+
+
+PROTECTION = (
+    "the OS keychain: encrypted at rest under your login; while it is unlocked any process "
+    "of yours can ask it for a value (an agent's shell included)"
+)
 
 
 @hookimpl
