@@ -430,8 +430,8 @@ def test_keys_test_reaches_the_fake_vendor_named_by_the_row_and_records_its_verd
     key = "sk_" + secrets.token_hex(12)
     b = _bay(home)
     with FakeVendor("/v1/sessions", headers={"steel-api-key": key}) as vendor:
+        _set(b, "cloud:steel", "api_url", vendor.url)  # first: a key is pinned to its host
         _set(b, "cloud:steel", "api_key", key)
-        _set(b, "cloud:steel", "api_url", vendor.url)
         verdict = b.ok("keys", "test", "cloud:steel")
         assert (verdict["ok"], verdict["host"], verdict["kind"]) == (
             True,
@@ -453,7 +453,9 @@ def test_keys_test_reaches_the_fake_vendor_named_by_the_row_and_records_its_verd
         assert _view(b, "cloud:steel")["last_test"]["ok"] is False
         assert len(vendor.requests) == 2
 
-    _set(b, "cloud:steel", "api_url", "http://steel.invalid")
+    moved = _set(b, "cloud:steel", "api_url", "http://steel.invalid")
+    assert moved["cleared"] == ["api_key"]  # another host: the key was dropped
+    _set(b, "cloud:steel", "api_key", key)
     frame = assert_refused(b("keys", "test", "cloud:steel"), "key_test_no_host")
     assert frame["data"]["field"] == "api_url"
     assert key not in json.dumps(b.ok("keys", "list"))

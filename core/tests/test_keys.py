@@ -17,12 +17,14 @@ import pytest
 from browserbay import keys as keys_module
 from browserbay.fakevendor import FakeVendor
 from browserbay.keys import (
+    PIN_SUFFIX,
     KeyAdmin,
     KeyBook,
     Masked,
     Secret,
     env_name,
     key_environ,
+    origin,
     seal_environment,
 )
 from browserbay.keytest import Target, Verdict, derive_target, run_test
@@ -240,10 +242,14 @@ def test_a_malformed_value_is_refused_without_echoing_it(value: str, reason: str
 def test_set_answers_a_masked_view_and_unknown_names_are_usage() -> None:
     user = Store()
     book = _book(user, Store())
-    store, view = book.set(ROW.id, "api_key", KEY)
-    assert (store, str(view)) == ("mine", "••••WXYZ")
-    assert isinstance(view, Masked)
-    assert user.values == {(ROW.id, "api_key"): KEY}
+    stored = book.set(ROW.id, "api_key", KEY)
+    store, view = stored.store, stored.view
+    assert (store, view) == ("mine", "••••WXYZ")
+    assert stored.pinned == "https://api.example.com"  # the documented default's origin
+    assert user.values == {
+        (ROW.id, "api_key"): KEY,
+        (ROW.id, "api_url" + PIN_SUFFIX): "https://api.example.com",
+    }
     assert_refused(_refusal(lambda: book.set("cloud:nope", "api_key", KEY)), "usage")
     assert_refused(_refusal(lambda: book.set(ROW.id, "nope", KEY)), "usage")
     admin_view = KeyAdmin(book).view(ROW.id)
@@ -263,7 +269,7 @@ def test_no_writable_store_is_a_named_refusal(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("BAY_KEYS_STORE", "elsewhere")
     assert_refused(_refusal(lambda: book.set(ROW.id, "api_key", KEY)), "key_store_unavailable")
     monkeypatch.setenv("BAY_KEYS_STORE", "mine")
-    assert book.set(ROW.id, "api_key", KEY)[0] == "mine"
+    assert book.set(ROW.id, "api_key", KEY).store == "mine"
 
 
 # -- key tests -------------------------------------------------------------------------------
@@ -274,7 +280,13 @@ def _vendor(key: str = KEY) -> FakeVendor:
 
 
 def _pointed_at(vendor: FakeVendor) -> tuple[KeyBook, Store]:
-    user = Store({(ROW.id, "api_key"): KEY, (ROW.id, "api_url"): vendor.url})
+    user = Store(
+        {
+            (ROW.id, "api_key"): KEY,
+            (ROW.id, "api_url"): vendor.url,
+            (ROW.id, "api_url" + PIN_SUFFIX): origin(vendor.url),  # stored for that vendor
+        }
+    )
     return _book(user, Store()), user
 
 

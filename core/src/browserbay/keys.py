@@ -27,8 +27,11 @@ import json
 import os
 import re
 import sys
+import urllib.parse
 from collections.abc import Collection, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
+from dataclasses import field as _field
+from types import MappingProxyType
 from typing import Any, Literal
 
 from browserbay.model import IntegrationRow, KeyField, KeySource, ProviderRow
@@ -206,6 +209,84 @@ class Resolution:
     problems: tuple[str, ...] = ()
     """Sources that failed to answer, each with its fix. A failing user store stops the
     resolution there (``none``): a cluster default is never used in its place silently."""
+    pins: Mapping[str, str] = _field(default_factory=dict)
+    """URL field -> the origin (``scheme://host[:port]``) the user's key was stored for, as
+    that store recorded it when the key was set (:func:`check_pins`)."""
+
+
+# -- where a key may go: pins ------------------------------------------------------------------
+
+PIN_SUFFIX = "@pinned"
+"""A user store keeps, next to a secret, the origin of each URL field it was stored with,
+under the pseudo-field ``<url field>@pinned`` (sealed like any value of that store)."""
+
+
+def url_fields(row: IntegrationRow) -> list[KeyField]:
+    """The fields holding a URL a key is sent to: flagged ``url``, or named by the exchange."""
+    named = row.exchange.url_field if row.exchange is not None else None
+    return [f for f in row.fields if f.url or f.name == named]
+
+
+def origin(url: str) -> str:
+    """``scheme://host[:port]`` of ``url``, lower-cased, the scheme's default port dropped:
+    what a pin compares. ``""`` for a value that is not an http(s) URL with a host."""
+    parts = urllib.parse.urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        return ""
+    if scheme not in ("http", "https") or not parts.hostname:
+        return ""
+    host = parts.hostname.lower()
+    if ":" in host:
+        host = f"[{host}]"
+    if port is not None and port != {"http": 80, "https": 443}[scheme]:
+        host += f":{port}"
+    return f"{scheme}://{host}"
+
+
+def check_pins(row: IntegrationRow, res: Resolution) -> None:
+    """Refuse ``key_host_mismatch`` when the user's key would go to a host it was not stored
+    for: each URL field's origin must be the one pinned when the key was set, or — for a key
+    stored without a pin — the field's documented default. A cluster default's URL and key
+    both come from the operator's environment, set together at the keeper's start: no pin."""
+    if res.source != "user":
+        return
+    secret = next((f.name for f in row.fields if f.secret and f.name in res.values), None)
+    if secret is None:
+        return
+    for f in url_fields(row):
+        value = res.values.get(f.name)
+        if value is None:
+            continue
+        pinned = res.pins.get(f.name) or (origin(f.default) if f.default else "")
+        host = origin(value.reveal())
+        if not pinned or host != pinned:
+            raise Refusal(
+                "key_host_mismatch",
+                integration=row.id,
+                field=f.name,
+                secret=secret,
+                host=_clip(host or "(not a URL)"),
+                pinned=pinned or "no host",
+            )
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[:limit] + f"…(+{len(text) - limit})"
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What ``bay keys set`` did: the store, a view of the value (masked for a secret), the
+    secrets it dropped (a URL field moved to another host) and the origin a secret is now
+    pinned to."""
+
+    store: str
+    view: str
+    cleared: tuple[str, ...] = ()
+    pinned: str | None = None
 
 
 def check_value(row: IntegrationRow, field: KeyField, value: str) -> None:
@@ -310,7 +391,8 @@ class KeyBook:
                     problems.append(f"the {source.name} key store failed: {_reason(exc)}")
                     continue
                 if found:
-                    return _resolution(row, precedence, found, source.name, problems)
+                    pins = _pins(source, row) if precedence == "user" else {}
+                    return _resolution(row, precedence, found, source.name, problems, pins)
             if problems and precedence == "user":
                 break  # never fall to a cluster default past a user store that failed
         return _resolution(row, "none", {}, "", problems)
@@ -357,15 +439,42 @@ class KeyBook:
             )
         return available[0]
 
-    def set(self, integration_id: str, field_name: str, value: str) -> tuple[str, Masked | str]:
-        """Validate and store one field in the user's store; answer the store's name and a
-        view of what was stored (masked for a secret field)."""
+    def set(self, integration_id: str, field_name: str, value: str) -> Stored:
+        """Validate and store one field in the user's store.
+
+        A key is only ever sent to the host it was stored for. Storing a secret pins it to
+        the origin of each URL field as it resolves from that store now (its value, or the
+        documented default). Storing a URL field on another origin while the store holds a
+        secret **drops the secret first** (and its pins): the user gives the key again for
+        the new host. Dropping, not refusing: whoever may run ``bay keys`` may already
+        ``bay keys clear``, so it takes nothing an agent could not take, and the key is gone
+        before the new URL is written (a crash in between leaves no key next to it)."""
         row = self.row(integration_id)
         field = self.field(row, field_name)
         check_value(row, field, value)
         source = self.store_for(integration_id)
         assert source.set is not None
+        cleared: list[str] = []
+        pinned: str | None = None
         try:
+            held = _read(source, row)
+            urls = url_fields(row)
+            if field.secret:
+                for u in urls:
+                    where = origin(held.get(u.name) or u.default or "")
+                    if where:
+                        source.set(row.id, u.name + PIN_SUFFIX, where)
+                        pinned = pinned or where
+            elif field in urls:
+                pins = _pins(source, row)
+                before = pins.get(field.name) or origin(held.get(field.name) or field.default or "")
+                secrets = [f.name for f in row.fields if f.secret and f.name in held]
+                if secrets and origin(value) != before:
+                    if source.delete is None:
+                        raise RuntimeError(f"it cannot drop the key that {field.name} guards")
+                    for name in [*secrets, *(u.name + PIN_SUFFIX for u in urls)]:
+                        source.delete(row.id, name)
+                    cleared = secrets
             source.set(row.id, field.name, value)
         except Exception as exc:
             raise Refusal(
@@ -373,8 +482,8 @@ class KeyBook:
                 reason=f"the {source.name} key store failed: {_reason(exc)}",
                 fix="bay keys list   (shows each store and its problem)",
             ) from None
-        secret = Secret(value)
-        return source.name, (secret.masked() if field.secret else value)
+        shown = str(Secret(value).masked()) if field.secret else value
+        return Stored(source.name, shown, tuple(cleared), pinned)
 
     def clear(self, integration_id: str) -> list[str]:
         """Drop the user's values of one integration from every user store that holds any;
@@ -386,7 +495,7 @@ class KeyBook:
                 continue
             try:
                 held = _read(source, row)
-                for name in held:
+                for name in [*held, *(f"{name}{PIN_SUFFIX}" for name in _pins(source, row))]:
                     source.delete(row.id, name)
             except Exception as exc:
                 raise Refusal(
@@ -425,6 +534,7 @@ class KeyBook:
                 fix=f"reinstall the plugin that provides {provider.id} (bay plugins)",
             )
         res = self.resolve(row.id, accept)
+        check_pins(row, res)
         if res.missing:
             raise Refusal(
                 "backend_no_key",
@@ -458,6 +568,7 @@ class KeyBook:
                     "view": shown,
                     "from": res.origin.get(f.name),
                     "vendor_env": row.vendor_env.get(f.name),
+                    "pinned": res.pins.get(f.name),
                     "cluster_env": env_name(row.id, f.name),
                 }
             )
@@ -490,21 +601,33 @@ def _read(source: KeySource, row: IntegrationRow) -> dict[str, str]:
     return found
 
 
+def _pins(source: KeySource, row: IntegrationRow) -> dict[str, str]:
+    found = {}
+    for f in url_fields(row):
+        value = source.get(row.id, f.name + PIN_SUFFIX)
+        if value:
+            found[f.name] = value
+    return found
+
+
 def _resolution(
     row: IntegrationRow,
     source: Source,
     found: Mapping[str, str],
     source_name: str,
     problems: Iterable[str],
+    pins: Mapping[str, str] | None = None,
 ) -> Resolution:
     values = {name: Secret(v) for name, v in found.items()}
-    origin = dict.fromkeys(found, source_name)
+    origins = dict.fromkeys(found, source_name)
     for f in row.fields:
         if f.name not in values and f.default:
             values[f.name] = Secret(f.default)
-            origin[f.name] = "default"
+            origins[f.name] = "default"
     missing = tuple(f.name for f in row.fields if f.required and f.name not in values)
-    return Resolution(row.id, source, values, origin, missing, tuple(problems))
+    return Resolution(
+        row.id, source, values, origins, missing, tuple(problems), MappingProxyType(pins or {})
+    )
 
 
 def _no_key_reason(res: Resolution, accept: Collection[Source]) -> str:
@@ -541,9 +664,8 @@ class KeyAdmin:
     def view(self, integration_id: str) -> dict[str, Any]:
         return self._book.view(self._book.resolve(integration_id))
 
-    def set(self, integration_id: str, field: str, value: str) -> tuple[str, str]:
-        store, shown = self._book.set(integration_id, field, value)
-        return store, str(shown)
+    def set(self, integration_id: str, field: str, value: str) -> Stored:
+        return self._book.set(integration_id, field, value)
 
     def clear(self, integration_id: str) -> list[str]:
         return self._book.clear(integration_id)

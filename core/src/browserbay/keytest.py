@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from browserbay.keys import Resolution
+from browserbay.keys import Resolution, check_pins
 from browserbay.model import IntegrationRow
 from browserbay.refusals import Refusal
 
@@ -129,6 +129,8 @@ def run_test(
             row.id, kind, True, "the format is right (no network used)", None, time.time()
         )
     target = target_of(row, res)
+    if kind == "credential-exchange":
+        check_pins(row, res)  # the key goes only to the host it was stored for
     assert row.exchange is not None  # derive_target refused otherwise
     url = target.url + row.exchange.path
     headers: dict[str, str] = {}

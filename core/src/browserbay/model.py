@@ -280,6 +280,10 @@ class KeyField:
     secret."""
     help: str = ""
     """What the value is and where the user finds it, for ``bay keys list`` and errors."""
+    url: bool = False
+    """A URL the key is sent to (a vendor's API base). The field an integration's
+    ``exchange`` names counts as one without it. A secret is pinned to the host of every URL
+    field when it is stored, and is never sent elsewhere (:mod:`browserbay.keys`)."""
 
 
 @dataclass(frozen=True)

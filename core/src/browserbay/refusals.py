@@ -222,6 +222,13 @@ _ROWS = (
         "{fix}",
     ),
     Code(
+        "key_host_mismatch",
+        "Your {integration} key was stored for {pinned}, but {field} now names {host}: a key "
+        "is only sent to the host it was stored for",
+        "bay keys set {integration} {secret}   (give the key again: it is then pinned to "
+        "{host}), or set {field} back to {pinned}",
+    ),
+    Code(
         "display_unavailable",
         "The window display cannot be used: {reason}",
         "{fix}",
@@ -489,6 +496,7 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "key_store_unavailable",
             "key_test_no_host",
             "key_test_failed",
+            "key_host_mismatch",
             "display_unavailable",
             "install_failed",
             "internal_error",

@@ -11,7 +11,7 @@ import urllib.parse
 import pytest
 
 from browserbay.fakevendor import FakeVendor
-from browserbay.keys import KeyBook, check_value
+from browserbay.keys import PIN_SUFFIX, KeyBook, check_value, origin
 from browserbay.keytest import derive_target, run_test
 from browserbay.model import KeySource
 from browserbay.testing import check_row
@@ -92,7 +92,12 @@ def test_each_vendors_key_check_against_a_fake_of_its_contract(vendor: Vendor) -
     query = {k: v.format(api_key=KEY) for k, v in row.exchange.query.items()}
     with FakeVendor(row.exchange.path, headers=headers, query=query) as fake:
         for key, ok in ((KEY, True), ("bu_wrong0123456789abcdefXX", False)):
-            values = {"api_key": key, row.exchange.url_field: fake.url}
+            url_field = row.exchange.url_field
+            values = {  # as `bay keys set` leaves them: the key pinned to the fake's origin
+                "api_key": key,
+                url_field: fake.url,
+                url_field + PIN_SUFFIX: origin(fake.url),
+            }
             book = KeyBook(
                 {"k": KeySource("k", "user", lambda i, f, v=values: v.get(f))}, {row.id: row}
             )

@@ -101,3 +101,18 @@ def test_bay_live_never_hands_out_a_viewer_url_that_carries_the_key(bay: Bay) ->
         audit = bay.ok("audit")
         _no_key_in(bay, json.dumps(audit))
         bay.ok("close")
+
+
+def test_a_key_stored_without_a_pin_starts_no_browser_off_the_documented_host(bay: Bay) -> None:
+    """A key written before pins (or by another tool) beside a URL that is not the vendor's
+    documented host: the launch is refused by name and nothing is sent."""
+    from browserbay_keys_file.store import FileStore
+
+    with Listener() as listener:
+        store = FileStore(bay_paths({"BAY_HOME": str(bay.home)}).data / "keys")
+        store.set(STEEL.id, "api_key", KEY)
+        store.set(STEEL.id, "api_url", listener.url)
+        bay.ok("use", bay.ok("new", "c-nopin", "--provider", STEEL.id)["id"])
+        frame = assert_refused(bay("open", "about:blank"), "key_host_mismatch")
+        assert frame["data"]["pinned"] == STEEL.api_url
+        assert listener.received == []

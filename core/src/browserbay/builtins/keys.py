@@ -152,16 +152,28 @@ async def _set(ctx: VerbContext) -> tuple[dict[str, Any], str]:
             arg="value",
             command=f"keys set {integration} {field}",
         )
-    store, shown = await anyio.to_thread.run_sync(admin.set, integration, field, value)
+    stored = await anyio.to_thread.run_sync(admin.set, integration, field, value)
     view = await anyio.to_thread.run_sync(admin.view, integration)
     data = {
         "integration": integration,
         "field": field,
-        "store": store,
-        "view": shown,
+        "store": stored.store,
+        "view": stored.view,
         "source": view["source"],
+        "cleared": list(stored.cleared),
+        "pinned": stored.pinned,
     }
-    return data, f"stored {integration} {field} {shown} in {store}; source now: {view['source']}"
+    text = f"stored {integration} {field} {stored.view} in {stored.store}"
+    if stored.pinned:
+        text += f", sent only to {stored.pinned}"
+    text += f"; source now: {view['source']}"
+    if stored.cleared:
+        names = ", ".join(stored.cleared)
+        text += (
+            f"\n{field} moved to another host, so your {names} was dropped (a key is only sent "
+            f"to the host it was stored for): bay keys set {integration} {stored.cleared[0]}"
+        )
+    return data, text
 
 
 async def _clear(ctx: VerbContext) -> tuple[dict[str, Any], str]:

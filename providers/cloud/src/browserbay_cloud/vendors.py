@@ -113,6 +113,7 @@ class Vendor:
                 pattern=URL_PATTERN,
                 default=self.api_url,
                 help=f"the {self.title} API base URL (another region, or self-hosted)",
+                url=True,
             ),
             *self.extra,
         )
