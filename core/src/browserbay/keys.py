@@ -34,6 +34,7 @@ from dataclasses import field as _field
 from types import MappingProxyType
 from typing import Any, Literal
 
+from browserbay import scrub
 from browserbay.model import IntegrationRow, KeyField, KeySource, ProviderRow
 from browserbay.refusals import Refusal
 
@@ -125,6 +126,8 @@ def seal_environment(environ: MutableMapping[str, str] | None = None) -> list[st
     handed = _handed_over(env) if environ is None else {}
     moved = {**handed, **{name: env.pop(name) for name in list(env) if is_key_variable(name)}}
     _sealed = {**(_sealed or {}), **moved}
+    if moved.get(PASSPHRASE_VAR):
+        scrub.remember(moved[PASSPHRASE_VAR])
     return sorted(moved)
 
 
@@ -452,6 +455,8 @@ class KeyBook:
         row = self.row(integration_id)
         field = self.field(row, field_name)
         check_value(row, field, value)
+        if field.secret:
+            scrub.remember(value)
         source = self.store_for(integration_id)
         assert source.set is not None
         cleared: list[str] = []
@@ -619,6 +624,9 @@ def _resolution(
     pins: Mapping[str, str] | None = None,
 ) -> Resolution:
     values = {name: Secret(v) for name, v in found.items()}
+    for f in row.fields:
+        if f.secret and f.name in found:
+            scrub.remember(found[f.name])  # from now on blotted out of all that leaves
     origins = dict.fromkeys(found, source_name)
     for f in row.fields:
         if f.name not in values and f.default:

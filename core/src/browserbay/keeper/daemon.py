@@ -21,6 +21,7 @@ from browserbay import progress, protocol, verbs
 from browserbay._version import __version__
 from browserbay.paths import BayPaths, NotYours, bay_paths
 from browserbay.refusals import Refusal
+from browserbay.scrub import scrub, scrub_frame
 
 log = logging.getLogger("browserbay.keeper")
 TICK = float(os.environ.get("BAY_TICK", "15"))
@@ -69,9 +70,28 @@ def bind_first(paths: BayPaths) -> tuple[socket.socket, IO[str]]:
     return sock, lock
 
 
+class Scrubbed(logging.Filter):
+    """Every keeper log line goes through :func:`browserbay.scrub.scrub`: remembered secret
+    values and the credentials of any URL (a vendor's error, a library's traceback) are
+    blotted out before the line is written."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            record.msg = scrub(record.getMessage())
+        except Exception:  # a malformed call: keep no part of it that was not scrubbed
+            record.msg = scrub(str(record.msg))
+        record.args = ()
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = scrub(record.exc_text)
+        return True
+
+
 def _setup_logging(paths: BayPaths) -> None:
     handler = logging.FileHandler(paths.keeper_log)
     os.chmod(paths.keeper_log, 0o600)
+    handler.addFilter(Scrubbed())
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
@@ -91,7 +111,7 @@ def write_plugin_verbs(paths: BayPaths, rows: list[dict[str, Any]]) -> None:
 
 
 async def _send(stream: anyio.abc.ByteStream, frame: dict[str, Any]) -> None:
-    await stream.send(protocol.encode(frame))
+    await stream.send(scrub_frame(protocol.encode(frame)))
 
 
 def _progress_sink(stream: anyio.abc.ByteStream, frame: dict[str, Any]) -> progress.Sink:
@@ -176,7 +196,7 @@ async def serve_connection(stream: anyio.abc.ByteStream, keeper: Any) -> None:
                 keeper.inflight -= 1
                 keeper.last_request = time.monotonic()
             try:
-                data = protocol.encode(answer)
+                data = scrub_frame(protocol.encode(answer))  # no secret value leaves
             except (TypeError, ValueError):
                 log.exception("an answer could not be encoded")
                 failed = Refusal(

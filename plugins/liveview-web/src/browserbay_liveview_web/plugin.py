@@ -7,6 +7,7 @@ first link.
 
 from __future__ import annotations
 
+import logging
 import time
 import weakref
 from collections.abc import Mapping
@@ -15,12 +16,15 @@ from typing import TYPE_CHECKING, Any
 from browserbay.hookspecs import hookimpl
 from browserbay.model import LeaseInfo, PluginVerb, TransportRow, VerbContext
 from browserbay.refusals import Refusal
+from browserbay.scrub import scrub
 from browserbay.verbs import PLUGIN, Arg, Verb
 
 if TYPE_CHECKING:
     from browserbay.model import LiveHost
     from browserbay_liveview_web.server import WebTransport
     from browserbay_liveview_web.tickets import Mode
+
+log = logging.getLogger("browserbay.liveview")
 
 KIND = "web"
 #: The transports the keeper made (one per keeper; weak so a stopped one goes away).
@@ -62,9 +66,18 @@ def bay_live_view_transports() -> list[TransportRow]:
 # -- verbs ----------------------------------------------------------------------------------
 
 
-async def _provider_view(ctx: VerbContext) -> tuple[dict[str, Any], str] | None:
+#: Why ``bay live`` hands out the screencast link instead of a vendor's viewer URL.
+HELD_BACK = (
+    "the vendor's own viewer URL carries a credential (a key or token in it), so it is not "
+    "handed out: this is browserbay's screencast link instead"
+)
+
+
+async def _provider_view(ctx: VerbContext) -> tuple[dict[str, Any], str] | str | None:
     """The vendor's own viewer, for a provider whose row has the ``provider_view`` cell (a
-    ``provider-view`` target): its browser is started to have one. None otherwise."""
+    ``provider-view`` target): its browser is started to have one. None otherwise; a reason
+    (a string) when the vendor's URL carries a credential — a URL that leaves the keeper is
+    never one :func:`browserbay.scrub.scrub` would change."""
     row = ctx.providers.get(ctx.profile.provider)
     if row is None or not row.capabilities.provider_view:
         return None
@@ -72,6 +85,9 @@ async def _provider_view(ctx: VerbContext) -> tuple[dict[str, Any], str] | None:
     url = ctx.live_view_url()
     if url is None:
         return None  # this session came without one: the screencast link instead
+    if scrub(url) != url:
+        log.info("%s: the vendor's viewer URL carries a credential; not handed out", row.id)
+        return HELD_BACK
     data = {
         "url": url,
         "transport": "provider-view",
@@ -101,9 +117,12 @@ async def live(ctx: VerbContext) -> tuple[dict[str, Any], str]:
             held="not held by this session",
             holder=None,
         )
+    note = ""
     if ctx.target is None:  # a window is always ours to show; a browser may be the vendor's
         viewed = await _provider_view(ctx)
-        if viewed is not None:
+        if isinstance(viewed, str):
+            note = viewed
+        elif viewed is not None:
             return viewed
     mode: Mode = "watch" if ctx.args.get("watch") else "control"
     key = ctx.target.profile.id if ctx.target is not None else ctx.profile.id
@@ -123,6 +142,9 @@ async def live(ctx: VerbContext) -> tuple[dict[str, Any], str]:
         + (": the human can watch and press Take over" if mode == "control" else "")
         + ")"
     )
+    if note:
+        data["note"] = note
+        text += f"\n{note}"
     return data, text
 
 

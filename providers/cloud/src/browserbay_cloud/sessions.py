@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 
 from browserbay.refusals import Refusal
+from browserbay.scrub import remember, scrub
 from browserbay_cloud.vendors import Call, Vendor
 
 log = logging.getLogger("browserbay.cloud")
@@ -32,7 +33,6 @@ _STATUS = re.compile(
     r"(?:\bstatus\b|\bHTTP\b)[ :/]*(40[13])\b|\b(40[13]) (?:Unauthorized|Forbidden)\b",
     re.IGNORECASE,
 )
-HIDDEN = "••••"
 
 
 @dataclass(frozen=True)
@@ -64,11 +64,12 @@ class VendorApi:
     # -- what may be said ---------------------------------------------------------------------
 
     def scrub(self, text: str) -> str:
-        """``text`` with every secret value and every URL carrying one blotted out."""
-        for secret in sorted(self._secrets, key=len, reverse=True):
-            if secret:
-                text = text.replace(secret, HIDDEN)
-                text = text.replace(urllib.parse.quote(secret, safe=""), HIDDEN)
+        """``text`` through :func:`browserbay.scrub.scrub` (this key's value and every URL's
+        credentials blotted out), then every URL held back entirely: a vendor's CDP URL may
+        carry a signed token under any name."""
+        for secret in self._secrets:
+            remember(secret)
+        text = scrub(text)
         return re.sub(r"\b(wss?|https?)://\S+", r"\1://<a URL held back>", text)
 
     def _fail(self, what: str, exc: BaseException | None, status: int | None = None) -> Refusal:
