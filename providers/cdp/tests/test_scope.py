@@ -274,6 +274,8 @@ def test_browser_wide_methods_are_refused_whatever_session_they_arrive_on(
         ("Memory.getBrowserSamplingProfile", {}),
         ("Target.setRemoteLocations", {"locations": [{"host": "127.0.0.1", "port": 1}]}),
         ("Target.exposeDevToolsProtocol", {"targetId": own["target"]}),
+        ("Extensions.getStorageItems", {"id": "a" * 32, "storageArea": "local"}),
+        ("Extensions.getExtensions", {}),
     ):
         for on in (sid, "", browser_sid):
             frame = assert_refused(refusal(raw.call(method, params, on)), "method_refused")
