@@ -373,7 +373,14 @@ def run() -> dict[str, Any]:
             live, live_issues = live_view(h, site)
             figures["live_view"] = live
             problems += live_issues
-            chrome = h.call("census", "chrome", headless=True, profile="census-cdp", timeout=60)
+            chrome = h.call(  # the port is asked for by name (open_port_refused without)
+                "census",
+                "chrome",
+                headless=True,
+                allow_open_port=True,
+                profile="census-cdp",
+                timeout=60,
+            )
             figures["cdp_profile"] = bool(chrome.get("ok"))
             if chrome.get("ok"):
                 cdp_pid = chrome["data"].get("pid")
