@@ -14,6 +14,7 @@ import contextlib
 import errno
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ from typing import BinaryIO
 
 import pytest
 
+from browserbay.paths import bay_paths
 from tests.helpers import Bay, assert_refused
 
 root_only = pytest.mark.skipif(os.getuid() != 0, reason="mounts a tmpfs (needs root)")
@@ -86,3 +88,16 @@ def test_a_full_disk_leaves_verbs_working_and_names_itself(tiny_home: Path, demo
     assert Path(shot["path"]).stat().st_size > 0
     rows = b.ok("audit", "--last", "5")["audit"]
     assert any(r["verb"] == "screenshot" and r["ok"] for r in rows), rows
+
+
+def test_a_directory_at_keeper_sock_is_moved_aside_not_a_dead_keeper(fresh_bay: Bay) -> None:
+    sock = bay_paths({"BAY_HOME": str(fresh_bay.home)}).ensure().socket
+    sock.mkdir(mode=0o700)
+    (sock / "something").write_text("the user's, kept")
+    status = fresh_bay.ok("keeper", "status")
+    assert status["socket"] == str(sock)
+    assert stat.S_ISSOCK(sock.lstat().st_mode)
+    (moved,) = sock.parent.glob("keeper.sock.moved-*")
+    assert (moved / "something").read_text() == "the user's, kept"  # moved, never removed
+    log = (fresh_bay.home / "logs" / "keeper.log").read_text()
+    assert f"moved it to {moved}" in log, log

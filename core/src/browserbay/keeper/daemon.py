@@ -9,8 +9,10 @@ import logging
 import os
 import signal
 import socket
+import stat
 import sys
 import time
+from pathlib import Path
 from typing import IO, Any
 
 import anyio
@@ -58,8 +60,7 @@ def bind_first(paths: BayPaths) -> tuple[socket.socket, IO[str]]:
                 lock.close()
                 raise AlreadyRunning from None
             time.sleep(0.05)
-    with contextlib.suppress(FileNotFoundError):
-        sock_path.unlink()  # stale: its keeper no longer holds the lock
+    moved = clear_socket_path(sock_path)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o177)
     try:
@@ -67,6 +68,8 @@ def bind_first(paths: BayPaths) -> tuple[socket.socket, IO[str]]:
     finally:
         os.umask(old)
     sock.listen(128)
+    if moved is not None:  # said once the log is open
+        MOVED_ASIDE.append(f"a directory stood at {sock_path}; moved it to {moved}")
     return sock, lock
 
 
@@ -86,6 +89,32 @@ class Scrubbed(logging.Filter):
         if record.exc_text:
             record.exc_text = scrub(record.exc_text)
         return True
+
+
+#: What :func:`bind_first` moved out of the socket's way, logged once logging is set up.
+MOVED_ASIDE: list[str] = []
+
+
+def clear_socket_path(sock_path: Path) -> Path | None:
+    """Make room for the socket (we hold the lock: whatever is there is stale). A socket,
+    file or symlink is unlinked (never followed); a directory — it cannot be unlinked, and
+    may hold something of the user's — is renamed aside inside the same private directory,
+    never removed. Answers where it went."""
+    try:
+        st = sock_path.lstat()
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISDIR(st.st_mode):
+        with contextlib.suppress(FileNotFoundError):
+            sock_path.unlink()
+        return None
+    aside = sock_path.with_name(f"{sock_path.name}.moved-{time.strftime('%Y%m%d-%H%M%S')}")
+    n = 0
+    while aside.exists():
+        n += 1
+        aside = aside.with_name(f"{aside.name.split('~')[0]}~{n}")
+    os.rename(sock_path, aside)
+    return aside
 
 
 def _setup_logging(paths: BayPaths) -> None:
@@ -335,7 +364,16 @@ def main() -> None:
     except NotYours as exc:  # a directory another user planted: never bind there
         print(f"keeper: {exc}", file=sys.stderr)
         sys.exit(1)
+    except OSError as exc:  # the socket's place cannot be cleared or bound: say where
+        print(
+            f"keeper: cannot listen on {paths.socket}: {exc.strerror or exc}; remove what is "
+            "there (or set BAY_HOME to another place), then run the command again",
+            file=sys.stderr,
+        )
+        sys.exit(1)
     _setup_logging(paths)
+    for line in MOVED_ASIDE:
+        log.warning(line)
     _private_tmp(paths)
     try:
         anyio.run(_run, sock, paths)
