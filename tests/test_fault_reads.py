@@ -101,3 +101,24 @@ def test_a_directory_at_keeper_sock_is_moved_aside_not_a_dead_keeper(fresh_bay: 
     assert (moved / "something").read_text() == "the user's, kept"  # moved, never removed
     log = (fresh_bay.home / "logs" / "keeper.log").read_text()
     assert f"moved it to {moved}" in log, log
+
+
+def test_screenshots_are_private_files_in_a_private_directory(
+    fresh_bay: Bay, demo: str, tmp_path: Path
+) -> None:
+    shots = bay_paths({"BAY_HOME": str(fresh_bay.home)}).ensure().state / "shots"
+    shots.mkdir(mode=0o755)  # as an older keeper left it
+    os.chmod(shots, 0o755)
+    fresh_bay.ok("open", f"{demo}/form.html")
+    default = Path(fresh_bay.ok("screenshot")["path"])
+    assert default.parent == shots
+    assert stat.S_IMODE(default.stat().st_mode) == 0o600, oct(default.stat().st_mode)
+    assert stat.S_IMODE(shots.stat().st_mode) == 0o700, oct(shots.stat().st_mode)
+    named = tmp_path / "page.png"
+    fresh_bay.ok("screenshot", str(named))
+    assert stat.S_IMODE(named.stat().st_mode) == 0o600, oct(named.stat().st_mode)
+    named.write_bytes(b"old")  # an existing file of the user's is replaced, and private
+    os.chmod(named, 0o644)
+    fresh_bay.ok("screenshot", str(named))
+    assert stat.S_IMODE(named.stat().st_mode) == 0o600, oct(named.stat().st_mode)
+    assert named.read_bytes().startswith(b"\x89PNG")

@@ -82,6 +82,23 @@ def ensure_private(d: Path) -> None:
         os.chmod(d, 0o700)
 
 
+def write_private(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` as a new 0600 file, through a temporary name beside it: an
+    existing file (whatever its mode) or symlink there is replaced, never written through."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
 def _xdg(env: Mapping[str, str], var: str, default: str) -> Path:
     value = env.get(var, "")
     return Path(value) if value.startswith("/") else Path.home() / default

@@ -17,9 +17,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+import anyio
+
 from browserbay.keeper import fastclick
 from browserbay.keeper.actions import before_action
 from browserbay.model import Failure
+from browserbay.paths import ensure_private, write_private
 from browserbay.refusals import Refusal
 from browserbay.snapshot import compact, main_frame_prefix, refs_in, strip_prefix
 
@@ -284,10 +287,10 @@ async def verb_screenshot(act: Act) -> Answer:
         if not path.is_absolute():
             raise Refusal("usage", detail="screenshot path must be absolute", verb="screenshot")
     else:
-        act.shots_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        await anyio.to_thread.run_sync(ensure_private, act.shots_dir)
         path = act.shots_dir / f"{act.tab.id}-{time.strftime('%Y%m%d-%H%M%S')}.png"
     png = await act.page.screenshot(full_page=bool(act.args.get("full")), timeout=act.ms_left())
-    path.write_bytes(png)
+    await anyio.to_thread.run_sync(write_private, path, png)  # page content: 0600
     return {"path": str(path), "bytes": len(png), "url": act.page.url}, str(path)
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from browserbay.paths import ensure_private
+from browserbay.paths import ensure_private, write_private
 
 DEFAULT_DAYS = 7.0
 DEFAULT_MB = 200.0
@@ -66,20 +66,6 @@ def _positive(env: Mapping[str, str], name: str, default: float) -> float:
     if not value > 0:
         raise ValueError(f"{name} must be more than 0, not {raw!r} (unset it for {default:g})")
     return value
-
-
-def write_private(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` (0600) through a temporary name."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
 
 
 class TraceStore:

@@ -137,7 +137,9 @@ def _script_line(exc: BaseException, script: str) -> int | None:
 
 
 def _write(path: str, status: dict[str, Any]) -> None:
-    with open(path, "w", encoding="utf-8") as f:
+    # 0600: the status can carry the page's own words (an error it raised).
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
         json.dump(status, f)
 
 
