@@ -33,11 +33,11 @@ from browserbay.model import (
     VerbContext,
     VerbOutcome,
 )
-from browserbay.paths import bay_paths
+from browserbay.paths import bay_paths, write_private
 from browserbay.refusals import Refusal
 from browserbay.verbs import PLUGIN, Arg, Verb
 from browserbay_trace.report import render
-from browserbay_trace.store import Retention, TraceStore, prune, trace_key, write_private
+from browserbay_trace.store import Retention, TraceStore, prune, trace_key
 from browserbay_trace.writer import Job, Writer
 
 DEFAULT_LAST = 20
