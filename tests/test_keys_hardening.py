@@ -55,6 +55,8 @@ def test_a_url_changed_after_the_key_never_receives_it(home: Path) -> None:
         _set(b, "cloud:steel", "api_url", vendor.url)
         stored = _set(b, "cloud:steel", "api_key", key)
         assert stored["pinned"] == vendor.url  # the answer names the host it is bound to
+        listed = b("keys", "list", "cloud:steel", json_=False).stdout
+        assert f"the key goes only to {vendor.url}" in listed
         # The negative control: the host it was stored for gets it, and a path change on that
         # same host keeps it.
         assert b.ok("keys", "test", "cloud:steel")["host"] == vendor.host

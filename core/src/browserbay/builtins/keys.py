@@ -101,7 +101,8 @@ def _line(view: dict[str, Any], verdict: dict[str, Any] | None) -> str:
     parts = []
     for f in view["fields"]:
         if f["set"]:
-            parts.append(f"{f['name']} {f['view']} [{f['from']}]")
+            pinned = f" (the key goes only to {f['pinned']})" if f.get("pinned") else ""
+            parts.append(f"{f['name']} {f['view']} [{f['from']}]{pinned}")
         elif f["required"]:
             parts.append(f"{f['name']} MISSING")
     text = f"{view['id']:<19} {view['source']:<8} " + (" · ".join(parts) or "(nothing set)")
