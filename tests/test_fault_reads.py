@@ -17,7 +17,8 @@ import shutil
 import stat
 import subprocess
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -122,3 +123,45 @@ def test_screenshots_are_private_files_in_a_private_directory(
     fresh_bay.ok("screenshot", str(named))
     assert stat.S_IMODE(named.stat().st_mode) == 0o600, oct(named.stat().st_mode)
     assert named.read_bytes().startswith(b"\x89PNG")
+
+
+def _spill(directory: Path, name: str, size: int, age: float) -> Path:
+    path = directory / name
+    path.write_bytes(b"x" * size)
+    then = time.time() - age
+    os.utime(path, (then, then))
+    return path
+
+
+def _wait_for(condition: Callable[[], bool], what: str, within: float = 20) -> None:
+    end = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < end, what
+        time.sleep(0.1)
+
+
+def test_spill_files_are_pruned_by_age_and_total_size(tmp_path: Path) -> None:
+    home = Path(tempfile.mkdtemp(prefix="bay-o-", dir="/tmp"))
+    b = Bay(home, BAY_OUTPUTS_MAX_MB="1", BAY_OUTPUTS_MAX_AGE="3600", BAY_TICK="0.2")
+    try:
+        out = bay_paths({"BAY_HOME": str(home)}).ensure().outputs
+        stale = _spill(out, "20250101-000000-1-get.txt", 1000, age=7200)
+        kept = [_spill(out, f"recent-{n}.txt", 300_000, age=600 - n) for n in range(3)]
+        outside = tmp_path / "not-a-spill.txt"
+        outside.write_text("the user's")
+        (out / "a-link.txt").symlink_to(outside)
+        b.ok("keeper", "status")  # the keeper starts and prunes
+        _wait_for(lambda: not stale.exists(), "the day-old spill file was not pruned at start")
+        assert all(p.exists() for p in kept)  # 900 KB: under the 1 MiB bound
+        # While it runs: more spill past the bound; the oldest go first, off the loop.
+        newer = [_spill(out, f"newer-{n}.txt", 300_000, age=100 - n) for n in range(2)]
+        _wait_for(lambda: not kept[1].exists(), "the total size bound was not kept")
+        assert not kept[0].exists()
+        assert kept[2].exists()
+        assert all(p.exists() for p in newer)
+        assert sum(p.stat().st_size for p in out.iterdir() if p.is_file()) <= 1 << 20
+        assert (out / "a-link.txt").is_symlink()
+        assert outside.read_text() == "the user's"
+    finally:
+        b.stop()
+        shutil.rmtree(home, ignore_errors=True)

@@ -251,6 +251,7 @@ async def guarded_connection(stream: anyio.abc.ByteStream, keeper: Any) -> None:
 
 
 async def _run(sock: socket.socket, paths: BayPaths) -> None:
+    from browserbay.keeper import outputs
     from browserbay.keeper.browsers import sweep_orphans
     from browserbay.keeper.keeper import Keeper
     from browserbay.plugins import load_plugins
@@ -273,6 +274,7 @@ async def _run(sock: socket.socket, paths: BayPaths) -> None:
             await anyio.sleep(TICK)
             try:
                 await keeper.tick()
+                await anyio.to_thread.run_sync(outputs.prune, paths.outputs)
             except Exception:
                 log.exception("housekeeping failed")
             idle = time.monotonic() - keeper.last_request
@@ -308,6 +310,7 @@ async def _run(sock: socket.socket, paths: BayPaths) -> None:
         tg.start_soon(prewarm)
         await anyio.to_thread.run_sync(write_plugin_verbs, paths, keeper.plugin_verb_rows())
         keeper.swept = await anyio.to_thread.run_sync(sweep_orphans, registry)
+        await anyio.to_thread.run_sync(outputs.prune, paths.outputs)
         if keeper.swept:
             log.info("swept %d orphaned browser(s): %s", len(keeper.swept), ", ".join(keeper.swept))
         await keeper.db(registry.keeper_started, os.getpid(), __version__)

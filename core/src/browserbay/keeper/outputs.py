@@ -1,0 +1,73 @@
+"""``run/outputs``: the full texts of answers that were cut (``bay get text`` past 50,000
+characters, ``bay run``'s long output). Written by clients, pruned by the keeper — at start
+and at every housekeeping tick, in a worker thread — by age and by total size, oldest first.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import time
+from pathlib import Path
+
+log = logging.getLogger("browserbay.keeper")
+
+
+def _positive(name: str, default: float) -> float:
+    raw = os.environ.get(name, "")
+    try:
+        value = float(raw) if raw else default
+    except ValueError:
+        value = default
+    return value if value > 0 else default
+
+
+#: A spill file older than this is removed (seconds).
+MAX_AGE_S = _positive("BAY_OUTPUTS_MAX_AGE", 86400.0)
+#: The spill files together stay under this (bytes); the oldest go first.
+MAX_BYTES = int(_positive("BAY_OUTPUTS_MAX_MB", 256.0) * (1 << 20))
+
+
+def prune(
+    directory: Path,
+    max_age: float = MAX_AGE_S,
+    max_bytes: int = MAX_BYTES,
+    now: float | None = None,
+) -> tuple[int, int]:
+    """Remove the regular files of ``directory`` older than ``max_age``, then the oldest
+    until the rest weigh at most ``max_bytes``. Symlinks and directories are left alone
+    (nothing is followed). Answers (files removed, bytes freed). Blocking: run it off the
+    loop."""
+    now = time.time() if now is None else now
+    files: list[tuple[float, int, str]] = []
+    try:
+        with os.scandir(directory) as it:
+            for entry in it:
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if stat.S_ISREG(st.st_mode):
+                    files.append((st.st_mtime, st.st_size, entry.path))
+    except FileNotFoundError:
+        return 0, 0
+    files.sort()
+    total = sum(size for _, size, _ in files)
+    removed = freed = 0
+    for mtime, size, path in files:
+        if now - mtime <= max_age and total <= max_bytes:
+            break  # the rest are newer, and they fit
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            log.warning("could not prune %s: %s", path, exc.strerror)
+            continue
+        total -= size
+        removed += 1
+        freed += size
+    if removed:
+        log.info("pruned %d spill file(s) of %s (%d bytes)", removed, directory, freed)
+    return removed, freed
