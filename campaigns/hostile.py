@@ -1,0 +1,1224 @@
+"""Hostile-agent campaign: the attacks of issue 15 and the variations
+:mod:`campaigns.attacks` generates, against a real keeper and real Chromium, judged by the
+oracles of :mod:`campaigns.oracles` (what the attacker saw, what a listener or an outside
+server received, whether the keeper or a shared browser died) — never by the refusal code.
+
+Stages (one campaign home unless said):
+- **ephemeral**: an attacker and a victim session in the one shared Chromium (isolated
+  contexts), and a fenced session (``--allowed-domains 127.0.0.1``);
+- **cdp**: a Chromium bay did not start (``--remote-debugging-port``), one ``cdp`` profile
+  shared by an attacker and a victim session; the attacker holds its own ``bay cdp-url``;
+- **keys**: provider keys stored as the user would, a listener as the attacker's "vendor";
+- homes of their own for the keeper's environment, the planted socket (another uid), and
+  the context ceiling.
+
+An attempt is **leaked** when any oracle fired, else **refused** (counted by the code it got:
+a refusal code, ``cdp-error`` for an error Chromium gave, or ``answered`` when it went
+through and nothing leaked). Loopback only; every flood is bounded in count and time.
+
+Run: campaigns/run.sh hostile [--seed N] [--scale 1.0] [--only family,family]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import resource
+import secrets
+import shutil
+import signal
+import socket
+import tempfile
+import threading
+import time
+import urllib.parse
+import urllib.request
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from browserbay import client
+from campaigns import attacks as cat
+from campaigns.attacks import Attack, fill
+from campaigns.common import (
+    ROOT,
+    Home,
+    descendants,
+    home,
+    machine,
+    record,
+    tcp_listeners_of,
+    today,
+    wait_for,
+)
+from campaigns.oracles import (
+    Listener,
+    Servers,
+    Watch,
+    page_leaks,
+    raw_escapes,
+    secrets_in,
+)
+
+#: An answer bigger than this, to an input bigger than it, echoed the input.
+ECHO_BOUND = 8192
+PAGE_JS = (
+    "JSON.stringify([location.href, ((document.documentElement||{}).outerHTML||'')"
+    ".slice(0, 300000)])"
+)
+
+
+def _git_head() -> str:
+    with contextlib.suppress(Exception):
+        import subprocess
+
+        return subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+    return "?"
+
+
+def _code(frame: dict[str, Any]) -> str:
+    if frame.get("ok"):
+        return "answered"
+    return str(frame.get("code") or "untyped")
+
+
+class Raw:
+    """A bare CDP client that keeps a transcript of every message it received."""
+
+    def __init__(self, url: str, timeout: float = 10):
+        import warnings
+
+        from websockets.sync.client import connect
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            self.ws = connect(url, max_size=None, open_timeout=timeout)
+        self.n = 0
+        self.transcript: list[str] = []
+        self.answers: dict[int, dict[str, Any]] = {}
+
+    def send(self, method: str, params: dict[str, Any] | None = None, sid: str = "") -> int:
+        self.n += 1
+        msg: dict[str, Any] = {"id": self.n, "method": method, "params": params or {}}
+        if sid:
+            msg["sessionId"] = sid
+        self.ws.send(json.dumps(msg))
+        return self.n
+
+    def pump(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        with contextlib.suppress(TimeoutError):
+            while time.monotonic() < end:
+                self._one(max(0.01, end - time.monotonic()))
+
+    def _one(self, timeout: float) -> None:
+        raw = self.ws.recv(timeout=timeout)
+        text = raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
+        self.transcript.append(text)
+        msg = json.loads(text)
+        if "id" in msg:
+            self.answers[msg["id"]] = msg
+
+    def call(
+        self, method: str, params: dict[str, Any] | None = None, sid: str = "", timeout: float = 10
+    ) -> dict[str, Any]:
+        n = self.send(method, params, sid)
+        end = time.monotonic() + timeout
+        while n not in self.answers:
+            left = end - time.monotonic()
+            if left <= 0:
+                return {"error": {"message": "no answer (campaign timeout)"}}
+            try:
+                self._one(left)
+            except TimeoutError:
+                return {"error": {"message": "no answer (campaign timeout)"}}
+        return self.answers.pop(n)
+
+    def text(self) -> str:
+        return "\n".join(self.transcript)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.ws.close()
+
+
+def cdp_code(answer: dict[str, Any]) -> str:
+    err = answer.get("error")
+    if not err:
+        return "answered"
+    with contextlib.suppress(Exception):
+        return str(json.loads(err["data"])["code"])
+    return "cdp-error"
+
+
+class Campaign:
+    def __init__(self, h: Home, seed: int, scale: float):
+        self.h = h
+        self.seed = seed
+        self.scale = scale
+        self.results: list[dict[str, Any]] = []
+        self.keeper_deaths = 0
+        self.browser_deaths = 0
+        self.vtoken = "vt" + secrets.token_hex(10)
+        self.ctoken = "ck" + secrets.token_hex(12)
+        self.marker_text = "MARKER-" + secrets.token_hex(12)
+        self.servers = Servers(self.ctoken)
+        self.marker = h.root / "secret-marker.txt"
+        self.marker.write_text(self.marker_text)
+        self.planted = {
+            "victim URL token": self.vtoken,
+            "victim cookie": self.ctoken,
+            "marker file": self.marker_text,
+        }
+        self.watch = Watch()
+        self.debug: Any = None
+        self.cdp_profile = ""
+        self.cdp_round = 0
+        self.devtools = ""
+        self.victim_target = ""
+        self.victim_context = ""
+        self.attacker_cdp = ""
+        self.values: dict[str, Any] = {}
+        self.n = 0
+
+    # -- stages ---------------------------------------------------------------------------
+
+    def setup_ephemeral(self) -> None:
+        h, site = self.h, self.servers.site
+        h.ok("victim-e", "open", url=f"{site}/victim/{self.vtoken}")
+        h.ok("attacker-e", "open", url=f"{site}/attacker")
+        h.ok("fenced", "use", ephemeral=True, allowed_domains="127.0.0.1")
+        h.ok("fenced", "open", url=f"{site}/attacker")
+
+    def setup_cdp(self) -> None:
+        from providers.cdp.tests.cdp_helpers import start_debug_browser
+
+        self.cdp_round += 1
+        if self.debug is not None:
+            with contextlib.suppress(Exception):
+                self.debug.close()
+        place = self.h.root / f"cdp{self.cdp_round}"
+        self.debug = start_debug_browser(place / "config" / "chromium")
+        self.devtools = self.debug.http
+        label = f"shared-cdp-{self.cdp_round}"
+        self.h.ok("victim-c", "new", label=label, provider="cdp", cdp_url=self.debug.http)
+        self.cdp_profile = label
+        for s in ("victim-c", "attacker-c"):
+            self.h.call(s, "detach")
+            self.h.ok(s, "use", profile=label)
+        self.h.ok("victim-c", "open", url=f"{self.servers.site}/victim/{self.vtoken}")
+        self.h.ok("attacker-c", "open", url=f"{self.servers.site}/attacker")
+        v = self.h.ok("victim-c", "cdp-url")
+        a = self.h.ok("attacker-c", "cdp-url")
+        self.victim_target = v.get("target", "")
+        self.attacker_cdp = a["url"]
+        self.victim_cdp = v["url"]
+        with contextlib.suppress(Exception):
+            raw = Raw(self.victim_cdp)
+            infos = raw.call("Target.getTargets")["result"]["targetInfos"]
+            for t in infos:
+                if t["targetId"] == self.victim_target:
+                    self.victim_context = t.get("browserContextId", "")
+            raw.close()
+        self.watch.debug_browser = self.debug
+
+    def refresh_watch(self) -> None:
+        pids = self.h.keeper_pids()
+        self.watch.keeper = pids[0] if pids else None
+        self.watch.browsers = self.h.browsers()
+
+    def check_deaths(self) -> list[str]:
+        pids = self.h.keeper_pids()
+        deaths = self.watch.deaths(pids[0] if pids else None, self.h.browsers())
+        if not deaths:
+            return []
+        if any(d.startswith("keeper") for d in deaths):
+            self.keeper_deaths += 1
+        if any("browser" in d for d in deaths):
+            self.browser_deaths += 1
+        self.recover()
+        return deaths
+
+    def recover(self) -> None:
+        """After a death: the keeper starts with the next verb; the stages are set up again."""
+        with contextlib.suppress(Exception):
+            self.h.call("victim-e", "status", timeout=30)
+        with contextlib.suppress(Exception):
+            self.setup_ephemeral()
+        if self.debug is not None and not self.debug.answers():
+            with contextlib.suppress(Exception):
+                self.setup_cdp()
+        self.refresh_watch()
+
+    def fill_values(self, aid: str) -> dict[str, Any]:
+        return {
+            "site": self.servers.site,
+            "port": self.servers.port,
+            "out_port": self.servers.out_port,
+            "marker": str(self.marker),
+            "devtools": self.devtools,
+            "aid": aid,
+            "victim_target": self.victim_target,
+            "victim_context": self.victim_context,
+            "dl_dir": str(self.h.root / "dl" / aid),
+        }
+
+    def note(self, attack: Attack, code: str, oracles: list[str], t0: float, **extra: Any) -> None:
+        deaths = self.check_deaths()
+        oracles = list(dict.fromkeys(oracles + deaths))
+        row = {
+            "family": attack.family,
+            "name": attack.name,
+            "code": code,
+            "leaked": bool(oracles),
+            "oracles": oracles,
+            "ms": round((time.monotonic() - t0) * 1000),
+            **extra,
+        }
+        self.results.append(row)
+        if oracles:
+            print(f"LEAK {attack.key()} [{code}]: {'; '.join(oracles)[:300]}", flush=True)
+
+    def aid(self) -> str:
+        self.n += 1
+        return f"a{self.n:05d}"
+
+    # -- page helpers ---------------------------------------------------------------------
+
+    def page_of(self, session: str) -> tuple[str, str]:
+        frame = self.h.call(session, "eval", js=PAGE_JS, timeout=15)
+        if not frame.get("ok"):
+            return "", ""
+        with contextlib.suppress(Exception):
+            href, content = json.loads(frame["data"]["value"])
+            return str(href), str(content)
+        return "", ""
+
+    def reset_attacker(self, session: str) -> None:
+        site = self.servers.site
+        tabs = self.h.call(session, "tab", action="list")
+        if tabs.get("ok"):
+            ids = [t["id"] for t in tabs["data"]["tabs"]]
+            for tid in ids[1:]:
+                self.h.call(session, "tab", action="close", arg=tid)
+            if ids:
+                self.h.call(session, "tab", action=ids[0])
+        self.h.call(session, "open", url=f"{site}/attacker", timeout=15)
+
+    def trigger(self, session: str, body: dict[str, Any], wait: float = 20) -> dict[str, Any]:
+        path = Path(self.h.ok(session, "triggers", action="path")["path"])
+        rid = str(uuid.uuid4())
+        tmp = path / f".{rid}.tmp"
+        tmp.write_text(json.dumps({"version": 1, "session": session, **body}))
+        os.rename(tmp, path / f"{rid}.json")
+        result = path / "processed" / f"{rid}.result.json"
+        if wait_for(result.exists, wait, 0.1):
+            with contextlib.suppress(Exception):
+                return dict(json.loads(result.read_text()))
+        return {"ok": False, "outcome": "no result"}
+
+    # -- families -------------------------------------------------------------------------
+
+    def run_schemes(self, rows: list[Attack]) -> None:
+        for a in rows:
+            t0 = time.monotonic()
+            aid = self.aid()
+            vals = self.fill_values(aid)
+            url = fill(a.params["url"], vals)
+            road = a.params["road"]
+            oracles: list[str] = []
+            if road.startswith("cdp-"):
+                code, oracles = self._scheme_cdp(road, url)
+            else:
+                s = "attacker-e"
+                if road == "open":
+                    code = _code(self.h.call(s, "open", url=url, timeout=15))
+                elif road == "tab-new":
+                    code = _code(self.h.call(s, "tab", action="new", arg=url, timeout=15))
+                else:
+                    r = self.trigger(s, {"action": "open", "url": url})
+                    code = (
+                        "answered"
+                        if r.get("ok")
+                        else "trigger:" + str(r.get("reason", r.get("outcome")))[:40].split(":")[0]
+                    )
+                time.sleep(0.3 if "chrome" in a.params["target"] else 0.05)
+                href, content = self.page_of(s)
+                oracles = page_leaks(href, content, self.planted)
+                if href and not href.startswith(f"{self.servers.site}/attacker"):
+                    self.reset_attacker(s)
+            oracles += [f"outside hit {x.host}{x.path[:40]}" for x in self.servers.hits(aid)]
+            self.note(a, code, oracles, t0)
+
+    def _own_sid(self, raw: Raw) -> str:
+        infos = raw.call("Target.getTargets")["result"]["targetInfos"]
+        pages = [t for t in infos if t["type"] == "page"]
+        answer = raw.call(
+            "Target.attachToTarget", {"targetId": pages[0]["targetId"], "flatten": True}
+        )
+        return str(answer["result"]["sessionId"])
+
+    def _page_via(self, raw: Raw, sid: str) -> tuple[str, str]:
+        ans = raw.call(
+            "Runtime.evaluate", {"expression": PAGE_JS, "returnByValue": True}, sid, timeout=8
+        )
+        with contextlib.suppress(Exception):
+            href, content = json.loads(ans["result"]["result"]["value"])
+            return str(href), str(content)
+        return "", ""
+
+    def _cdp_targets_check(self, raw: Raw, before: set[str]) -> list[str]:
+        """Tabs the attacker opened meanwhile: what they show; then closed."""
+        out: list[str] = []
+        with contextlib.suppress(Exception):
+            infos = raw.call("Target.getTargets")["result"]["targetInfos"]
+            for t in infos:
+                if t["type"] != "page" or t["targetId"] in before:
+                    continue
+                out += page_leaks(t.get("url", ""), "", {})
+                with contextlib.suppress(Exception):
+                    sid = str(
+                        raw.call(
+                            "Target.attachToTarget", {"targetId": t["targetId"], "flatten": True}
+                        )["result"]["sessionId"]
+                    )
+                    out += page_leaks(*self._page_via(raw, sid), self.planted)
+                raw.call("Target.closeTarget", {"targetId": t["targetId"]})
+        return out
+
+    def _scheme_cdp(self, road: str, url: str) -> tuple[str, list[str]]:
+        raw = Raw(self.attacker_cdp)
+        try:
+            sid = self._own_sid(raw)
+            before = {t["targetId"] for t in raw.call("Target.getTargets")["result"]["targetInfos"]}
+            if road == "cdp-navigate":
+                ans = raw.call("Page.navigate", {"url": url}, sid)
+            elif road == "cdp-create-target":
+                ans = raw.call("Target.createTarget", {"url": url})
+            else:
+                tree = raw.call("Page.getFrameTree", {}, sid)
+                frame_id = tree.get("result", {}).get("frameTree", {}).get("frame", {}).get("id")
+                html = f"<meta http-equiv=refresh content='0;url={url}'>"
+                ans = raw.call("Page.setDocumentContent", {"frameId": frame_id, "html": html}, sid)
+            raw.pump(0.4)
+            href, content = self._page_via(raw, sid)
+            oracles = page_leaks(href, content, self.planted)
+            oracles += self._cdp_targets_check(raw, before)
+            oracles += [
+                f"{n} in the CDP transcript" for n in secrets_in(raw.text(), self._cdp_planted())
+            ]
+            if href and not href.startswith(f"{self.servers.site}/attacker"):
+                raw.call("Page.navigate", {"url": f"{self.servers.site}/attacker"}, sid)
+                raw.pump(0.2)
+            return cdp_code(ans), oracles
+        except Exception as exc:  # the connection died under the attack
+            return f"connection-lost:{type(exc).__name__}", []
+        finally:
+            raw.close()
+
+    def _cdp_planted(self) -> dict[str, str]:
+        """What the cdp attacker must never see: the victim's tab URL, the marker. (Cookies are
+        the profile's, shared by its sessions by design: not planted here.)"""
+        return {"victim URL token": self.vtoken, "marker file": self.marker_text}
+
+    def victim_touched(self) -> list[str]:
+        frame = self.h.call("victim-c", "get", what="url", timeout=15)
+        if frame.get("ok") and self.vtoken in str(frame["data"].get("value")):
+            return []
+        if not frame.get("ok") and frame.get("code") == "browser_paused":
+            return []
+        self.h.call("victim-c", "open", url=f"{self.servers.site}/victim/{self.vtoken}")
+        return [f"the victim's tab was touched (get url: {str(frame)[:120]})"]
+
+    def run_cdp_methods(self, rows: list[Attack]) -> None:
+        for a in rows:
+            t0 = time.monotonic()
+            aid = self.aid()
+            vals = self.fill_values(aid)
+            params = fill(a.params["params"], vals)
+            method, where = a.params["method"], a.params["where"]
+            name = a.name.split("/")[0]
+            dl = Path(vals["dl_dir"])
+            dl.mkdir(parents=True, exist_ok=True)
+            oracles: list[str] = []
+            try:
+                raw = Raw(self.attacker_cdp)
+            except Exception as exc:
+                self.note(a, f"connect-failed:{type(exc).__name__}", [], t0)
+                continue
+            try:
+                sid = self._own_sid(raw)
+                before = {
+                    t["targetId"] for t in raw.call("Target.getTargets")["result"]["targetInfos"]
+                }
+                use_sid = sid if where == "page" else ""
+                if where == "victim":
+                    use_sid = self._victim_sid()
+                if name == "file-input":
+                    doc = raw.call("DOM.getDocument", {}, sid)
+                    root = doc.get("result", {}).get("root", {}).get("nodeId")
+                    q = raw.call("DOM.querySelector", {"nodeId": root, "selector": "#f"}, sid)
+                    params = {**params, "nodeId": q.get("result", {}).get("nodeId")}
+                ans = raw.call(method, params, use_sid, timeout=10)
+                code = cdp_code(ans)
+                if name.startswith("tracing"):
+                    self.h.call("victim-c", "reload", timeout=15)
+                    raw.pump(0.5)
+                    raw.call("Tracing.end", {}, use_sid)
+                    raw.pump(2.0)
+                elif name.startswith("download"):
+                    raw.call("Page.navigate", {"url": f"{self.servers.site}/download/{aid}"}, sid)
+                    raw.pump(1.5)
+                    if any(dl.iterdir()):
+                        oracles.append(f"a download landed in the attacker's {dl}")
+                elif name == "file-input":
+                    got = raw.call(
+                        "Runtime.evaluate",
+                        {
+                            "expression": "(async()=>{const f=document.getElementById('f').files;"
+                            "return f.length?await f[0].text():''})()",
+                            "awaitPromise": True,
+                            "returnByValue": True,
+                        },
+                        sid,
+                    )
+                    del got
+                else:
+                    raw.pump(0.3)
+                href, content = self._page_via(raw, sid)
+                oracles += page_leaks(href, content, self._cdp_planted())
+                oracles += self._cdp_targets_check(raw, before)
+                oracles += [
+                    f"{n} in the CDP transcript"
+                    for n in secrets_in(raw.text(), self._cdp_planted())
+                ]
+                if href and not href.startswith(f"{self.servers.site}/attacker"):
+                    raw.call("Page.navigate", {"url": f"{self.servers.site}/attacker"}, sid)
+                    raw.pump(0.2)
+            except Exception as exc:
+                code = f"connection-lost:{type(exc).__name__}"
+            finally:
+                raw.close()
+            if self.debug.answers():
+                oracles += self.victim_touched()
+            oracles += [
+                f"outside hit {x.host}{x.path[:40]}"
+                for x in self.servers.hits(aid, ("127.0.0.1",))
+                if "hijacked" in x.path
+            ]
+            shutil.rmtree(dl, ignore_errors=True)
+            self.note(a, code, oracles, t0, method=method[:60])
+
+    def _victim_sid(self) -> str:
+        with contextlib.suppress(Exception):
+            raw = Raw(self.victim_cdp)
+            sid = self._own_sid(raw)
+            raw.close()
+            return sid
+        return "0" * 32
+
+    def run_fence(self, rows: list[Attack]) -> None:
+        s, site = "fenced", self.servers.site
+        for a in rows:
+            t0 = time.monotonic()
+            aid = self.aid()
+            vals = self.fill_values(aid)
+            host = fill(a.params["host"], vals)
+            to = f"http://{host}:{self.servers.out_port}/t/{aid}/x"
+            mode = a.params["mode"]
+            page = f"{site}/p/{aid}?" + urllib.parse.urlencode({"mode": mode, "to": to})
+            if mode == "open-direct":
+                code = _code(self.h.call(s, "open", url=to, timeout=15))
+            elif mode == "tab-new-redirect":
+                r = f"{site}/r/{aid}/0?" + urllib.parse.urlencode({"to": to})
+                code = _code(self.h.call(s, "tab", action="new", arg=r, timeout=15))
+            elif mode == "trigger-open-redirect":
+                r = f"{site}/r/{aid}/0?" + urllib.parse.urlencode({"to": to})
+                res = self.trigger(s, {"action": "open", "url": r})
+                code = (
+                    "answered"
+                    if res.get("ok")
+                    else "trigger:" + str(res.get("reason", ""))[:40].split(":")[0]
+                )
+            else:
+                code = _code(self.h.call(s, "open", url=page, timeout=15))
+                if mode == "link-click":
+                    code = _code(self.h.call(s, "click", target="#go", timeout=15))
+            if mode not in ("open-direct",) and not mode.startswith("redirect"):
+                time.sleep(0.5)
+            hits = self.servers.hits(aid)
+            oracles = [
+                f"outside server hit: Host {x.host} {x.method} {x.path[:30]}" for x in hits[:3]
+            ]
+            self.note(a, code, oracles, t0)
+            if mode in ("window-open", "tab-new-redirect") or a is rows[-1] or self.n % 15 == 0:
+                self.reset_attacker(s)
+
+    def run_keys(self, rows: list[Attack]) -> None:
+        from browserbay_cloud.vendors import VENDORS
+
+        by_name = {v.name: v for v in VENDORS}
+        listener = Listener()
+        try:
+            for a in rows:
+                t0 = time.monotonic()
+                vendor = by_name[a.params["vendor"]]
+                integration = vendor.id
+                key = _key_for(vendor.key_pattern)
+                url = fill(a.params["url"], {"listen_port": listener.port})
+                before = len(listener.received)
+                texts: list[str] = []
+                s = "keys-attacker"
+                if a.params["road"] == "keys-test-cli":
+                    texts.append(
+                        str(
+                            self.h.bay(
+                                "keys",
+                                "set",
+                                integration,
+                                "api_key",
+                                stdin=key + "\n",
+                                session="user",
+                            )
+                        )
+                    )
+                    p = self.h.bay(
+                        "keys", "set", integration, vendor.url_field, stdin=url + "\n", session=s
+                    )
+                    texts.append(p.stdout + p.stderr)
+                    p = self.h.bay("keys", "test", integration, "--json", session=s)
+                    texts.append(p.stdout + p.stderr)
+                    code = "answered" if p.returncode == 0 else _cli_code(p.stdout)
+                else:
+                    texts.append(
+                        repr(
+                            self.h.call(
+                                "user",
+                                "keys",
+                                action="set",
+                                integration=integration,
+                                field="api_key",
+                                value=key,
+                            )
+                        )
+                    )
+                    set_url = self.h.call(
+                        s,
+                        "keys",
+                        action="set",
+                        integration=integration,
+                        field=vendor.url_field,
+                        value=url,
+                    )
+                    texts.append(repr(set_url))
+                    test = self.h.call(
+                        s, "keys", action="test", integration=integration, timeout=30
+                    )
+                    texts.append(repr(test))
+                    code = _code(test) if set_url.get("ok") else _code(set_url)
+                time.sleep(0.2)
+                got = listener.bytes_since(before)
+                oracles = []
+                if got:
+                    found = secrets_in(got, {"key": key})
+                    oracles.append(
+                        f"the listener got {len(got)} bytes" + (" with the key" if found else "")
+                    )
+                oracles += [
+                    f"the key in an answer ({n})" for n in secrets_in("".join(texts), {"key": key})
+                ]
+                self.h.call("user", "keys", action="clear", integration=integration)
+                self.note(a, code, oracles, t0)
+        finally:
+            listener.close()
+
+    def run_escapes(self, rows: list[Attack]) -> None:
+        s, site = "attacker-e", self.servers.site
+        readers = {
+            "get-text": ("get", "text"),
+            "get-html": ("get", "html"),
+            "get-title": ("get", "title"),
+            "eval": ("eval", "document.title"),
+            "snapshot": ("snapshot",),
+        }
+        for a in rows:
+            t0 = time.monotonic()
+            esc = cat.ESCAPES[a.params["esc"]]
+            self.h.call(s, "open", url=f"{site}/esc?" + urllib.parse.urlencode({"t": esc}))
+            p = self.h.bay(*readers[a.params["reader"]], session=s)
+            found = raw_escapes((p.stdout + p.stderr).encode("utf-8", "surrogateescape"))
+            oracles = [f"raw {x} reached the terminal" for x in found]
+            self.note(a, "answered" if p.returncode == 0 else f"exit {p.returncode}", oracles, t0)
+        self.reset_attacker(s)
+
+    def run_clipping(self, rows: list[Attack]) -> None:
+        s = "attacker-e"
+        for a in rows:
+            t0 = time.monotonic()
+            n, road = a.params["size"], a.params["road"]
+            big = "a" * n
+            if road == "cli-open-bad-scheme":
+                if n > 120_000:  # argv words are capped by the kernel (128 KiB)
+                    continue
+                p = self.h.bay("open", "chrome://" + big, "--json", session=s)
+                answer, code = p.stdout + p.stderr, _cli_code(p.stdout)
+            else:
+                if road == "open-bad-scheme":
+                    frame = self.h.call(s, "open", url="chrome://" + big)
+                elif road == "open-domain":
+                    frame = self.h.call("fenced", "open", url="http://localhost/" + big)
+                elif road == "eval-throw":
+                    frame = self.h.call(s, "eval", js=f"throw new Error('x'.repeat({n}))")
+                elif road == "fill-missing":
+                    frame = self.h.call(s, "fill", target="#" + big, text="x", timeout=8)
+                else:
+                    frame = self.h.call(s, "tab", action="t" + "9" * n)
+                answer, code = json.dumps(frame), _code(frame)
+            oracles = []
+            if len(answer) > ECHO_BOUND and n > ECHO_BOUND:
+                oracles.append(f"echoed: a {len(answer)}-character answer to a {n}-character input")
+            self.note(a, code, oracles, t0)
+
+    def run_environ(self, rows: list[Attack]) -> None:
+        """In a home of its own: a keeper started with the secrets in its environment."""
+        values = {name: "sx" + secrets.token_hex(14) for name in cat.ENVIRON_SECRETS}
+        values["BAY_INTEGRATION_CLOUD_BROWSER_USE_API_KEY"] = "bu_" + secrets.token_hex(14)
+        values["BAY_INTEGRATION_CLOAK_LICENSE_KEY"] = "cb_" + secrets.token_hex(14)
+        with home("hostile-env", **values) as h:
+            status = h.ok("env", "keeper", action="status")
+            keeper = int(status["pid"])
+            pids = [keeper, *descendants(keeper)]
+            for a in rows:
+                t0 = time.monotonic()
+                where = a.params["where"]
+                oracles: list[str] = []
+                code = "answered"
+                if where == "keeper":
+                    var = a.params["var"]
+                    for pid in pids:
+                        for part in ("environ", "cmdline"):
+                            with contextlib.suppress(OSError):
+                                data = Path(f"/proc/{pid}/{part}").read_bytes()
+                                if values[var].encode() in data:
+                                    oracles.append(f"{var}'s value in /proc/{pid}/{part}")
+                elif where == "chrome":
+                    frame = h.call(
+                        "env", "chrome", headless=True, profile="hostile-chrome", timeout=60
+                    )
+                    code = _code(frame)
+                    pid = frame.get("data", {}).get("pid") if frame.get("ok") else None
+                    if pid:
+                        tree = [int(pid), *descendants(int(pid))]
+                        for item in tcp_listeners_of(tree):
+                            addr = item.split(" on ", 1)[1]
+                            if _devtools_answers(addr):
+                                oracles.append(f"an unauthenticated DevTools port on {addr}")
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(int(pid), signal.SIGTERM)
+                else:
+                    oracles, code = self._run_argv()
+                self.results.append(
+                    {
+                        "family": a.family,
+                        "name": a.name,
+                        "code": code,
+                        "leaked": bool(oracles),
+                        "oracles": oracles,
+                        "ms": round((time.monotonic() - t0) * 1000),
+                    }
+                )
+                if oracles:
+                    print(f"LEAK {a.key()}: {oracles}", flush=True)
+
+    def _run_argv(self) -> tuple[list[str], str]:
+        """``bay run`` on the cdp stage: the script writes its own argv and its parent's (the
+        runner's) to a file; a CDP URL with a credential in either is readable by every
+        process of the machine (``/proc/<pid>/cmdline``)."""
+        script, out = self.h.root / "argv.py", self.h.root / "argv.out"
+        script.write_text(
+            "import os\n"
+            f"with open({str(out)!r}, 'wb') as f:\n"
+            "    f.write(open('/proc/self/cmdline','rb').read() + b'\\n')\n"
+            "    f.write(open('/proc/%d/cmdline' % os.getppid(),'rb').read())\n"
+        )
+        frame = self.h.call("attacker-c", "run", script=str(script), timeout=60)
+        argv = out.read_bytes() if out.exists() else b""
+        oracles = []
+        if re.search(rb"wss?://[^\s\0]+/[A-Za-z0-9_-]{16,}", argv):
+            oracles.append("a CDP URL with its credential on the bay run script's argv")
+        if not argv:
+            oracles = []
+        return oracles, _code(frame) if argv else "script did not run: " + _code(frame)
+
+    def run_planted(self, rows: list[Attack]) -> None:
+        if os.getuid() != 0:
+            for a in rows:
+                self.results.append(
+                    {
+                        "family": a.family,
+                        "name": a.name,
+                        "code": "skipped",
+                        "leaked": False,
+                        "oracles": [],
+                        "ms": 0,
+                    }
+                )
+            return
+        from tests import test_socket_trust as st
+
+        saved = dict(os.environ)
+        try:
+            for a in rows:
+                t0 = time.monotonic()
+                base = tempfile.mkdtemp(prefix="bc-ps-", dir="/tmp")
+                victim = st._ids(st.VICTIM)
+                try:
+                    if a.params["place"] == "deep-home":
+                        os.chown(base, *victim)
+                        env = st._victim_env(os.path.join(base, "d" * 100), victim)
+                        directory = st._socket_dir(env, victim[0])
+                    else:
+                        env = st._victim_env(None, victim)
+                        directory = f"/tmp/browserbay-{victim[0]}"
+                        shutil.rmtree(directory, ignore_errors=True)
+                    with st.fake_keeper(
+                        directory, mode=a.params["mode"], link=a.params["link"]
+                    ) as rec:
+                        result = st._fill(env, victim)
+                        got = rec.read_bytes()
+                    oracles = []
+                    if got:
+                        oracles.append(
+                            f"the fake keeper received {len(got)} bytes"
+                            + (" with the password" if st.SECRET.encode() in got else "")
+                        )
+                    code = _cli_code(result.stdout)
+                finally:
+                    shutil.rmtree(base, ignore_errors=True)
+                self.results.append(
+                    {
+                        "family": a.family,
+                        "name": a.name,
+                        "code": code,
+                        "leaked": bool(oracles),
+                        "oracles": oracles,
+                        "ms": round((time.monotonic() - t0) * 1000),
+                    }
+                )
+                if oracles:
+                    print(f"LEAK {a.key()}: {oracles}", flush=True)
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+
+    def run_ceiling(self, rows: list[Attack]) -> None:
+        site = self.servers.site
+        for a in rows:
+            t0 = time.monotonic()
+            n, limit = a.params["n"], a.params["limit"]
+            with home(
+                "hostile-ceil", BAY_CONTEXTS_PER_BROWSER=str(limit), BAY_MAX_BROWSERS="16"
+            ) as h:
+                h.ok("c-warm", "status")
+                frames: dict[int, dict[str, Any]] = {}
+
+                def first(i: int, h: Home = h, frames: dict[int, Any] = frames) -> None:
+                    frames[i] = h.call(f"c{i}", "open", url=f"{site}/attacker", timeout=90)
+
+                threads = [threading.Thread(target=first, args=(i,)) for i in range(n)]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join(120)
+                ok = sum(1 for f in frames.values() if f.get("ok"))
+                browsers = len(h.browsers())
+                codes = Counter(_code(f) for f in frames.values())
+                oracles = []
+                if ok > browsers * limit:
+                    oracles.append(f"{ok} contexts in {browsers} browsers (limit {limit} each)")
+                status = h.call("c-warm", "keeper", action="status")
+                for b in status.get("data", {}).get("browsers", []) if status.get("ok") else []:
+                    if len(b.get("sessions", [])) > limit:
+                        oracles.append(
+                            f"keeper status: {len(b['sessions'])} sessions in one browser"
+                        )
+            code = ",".join(f"{k} {v}" for k, v in sorted(codes.items()))
+            self.results.append(
+                {
+                    "family": a.family,
+                    "name": a.name,
+                    "code": code,
+                    "leaked": bool(oracles),
+                    "oracles": oracles,
+                    "ms": round((time.monotonic() - t0) * 1000),
+                }
+            )
+            if oracles:
+                print(f"LEAK {a.key()}: {oracles}", flush=True)
+
+    def run_takeover(self, rows: list[Attack]) -> None:
+        from playwright.sync_api import sync_playwright
+
+        h, site, s = self.h, self.servers.site, "human-e"
+        with sync_playwright() as pw:
+            viewer_browser = pw.chromium.launch(
+                executable_path="/usr/lib/chromium/chromium", args=["--no-sandbox"]
+            )
+            try:
+                for a in rows:
+                    t0 = time.monotonic()
+                    aid = self.aid()
+                    h.ok(s, "open", url=f"{site}/t/{aid}/human")
+                    live = h.ok(s, "live")
+                    viewer = viewer_browser.new_page()
+                    viewer.goto(live["url"])
+                    viewer.click("#toggle")
+                    wait_for(
+                        lambda v=viewer: (
+                            (v.evaluate("window.__live || null") or {})
+                            .get("state", {})
+                            .get("holder")
+                            == "you"
+                        ),
+                        10,
+                    )
+                    body: dict[str, Any] = {"action": a.params["action"]}
+                    if a.params["action"] == "open":
+                        body["url"] = f"{site}/t/{aid}/trigger"
+                    res = self.trigger(s, body)
+                    code = (
+                        "answered"
+                        if res.get("ok")
+                        else "trigger:"
+                        + str(res.get("reason", res.get("outcome")))[:40].split(":")[0]
+                    )
+                    time.sleep(0.5)
+                    oracles = [
+                        f"the trigger navigated the human's tab ({x.path[:30]})"
+                        for x in self.servers.log
+                        if x.path.startswith(f"/t/{aid}/trigger")
+                    ]
+                    state = (viewer.evaluate("window.__live || null") or {}).get("state", {})
+                    if state.get("holder") != "you":
+                        oracles.append(f"the human lost the controls (state {state})"[:160])
+                    st = h.call("victim-e", "keeper", action="status")
+                    sessions = (
+                        [
+                            x
+                            for b in st.get("data", {}).get("browsers", [])
+                            for x in b.get("sessions", [])
+                        ]
+                        if st.get("ok")
+                        else []
+                    )
+                    if s not in sessions:
+                        oracles.append("the human's session lost its browser")
+                    viewer.close()
+                    self.note(a, code, oracles, t0)
+                    with contextlib.suppress(Exception):
+                        h.call(s, "close")
+            finally:
+                viewer_browser.close()
+
+    def run_floods(self, rows: list[Attack]) -> None:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 8192)), hard))
+        live = self.h.call("human-e", "live")
+        live_port = _port(live["data"]["url"]) if live.get("ok") else 0
+        cdp_port = _port(self.attacker_cdp)
+        for a in rows:
+            t0 = time.monotonic()
+            listener, count, partial = a.params["listener"], a.params["count"], a.params["partial"]
+            keeper = self.watch.keeper
+            rss0 = _rss(keeper)
+            socks: list[socket.socket] = []
+            opened = 0
+            try:
+                for _ in range(count):
+                    try:
+                        if listener == "unix":
+                            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                            c.settimeout(2)
+                            c.connect(str(self.h.paths.socket))
+                        else:
+                            port = live_port if listener == "liveview" else cdp_port
+                            c = socket.create_connection(("127.0.0.1", port), timeout=2)
+                        socks.append(c)
+                        opened += 1
+                    except OSError:
+                        break
+                    if partial:
+                        head = (
+                            b'{"hello": {}}\n{"verb": "status", "x": "'
+                            if listener == "unix"
+                            else b"GET /" + b"a" * 64 + b" HTTP/1.1\r\nX: "
+                        )
+                        with contextlib.suppress(OSError):
+                            c.settimeout(5)
+                            c.sendall(head + b"a" * partial)
+                    if time.monotonic() - t0 > 60:
+                        break
+                t1 = time.perf_counter()
+                canary = client.call(
+                    "status",
+                    {},
+                    session={"id": "canary", "origin": "api"},
+                    timeout=15,
+                    paths=self.h.paths,
+                )
+                canary_ms = (time.perf_counter() - t1) * 1000
+                rss1 = _rss(keeper)
+                time.sleep(1.0)
+            finally:
+                for c in socks:
+                    with contextlib.suppress(OSError):
+                        c.close()
+            oracles = []
+            if not canary.get("ok"):
+                oracles.append(
+                    f"another session's status failed during the flood: {canary.get('code')}"
+                )
+            elif canary_ms > 10_000:
+                oracles.append(f"another session's status took {canary_ms:.0f} ms")
+            sent = opened * partial
+            if partial and rss0 and rss1 and (rss1 - rss0) * 1024 > max(64 << 20, sent // 2):
+                oracles.append(
+                    f"the keeper grew by {(rss1 - rss0) // 1024} MiB holding "
+                    f"{sent >> 20} MiB of half-sent frames"
+                )
+            self.note(a, f"opened {opened}/{count}", oracles, t0)
+
+
+def _devtools_answers(addr: str) -> bool:
+    with (
+        contextlib.suppress(Exception),
+        urllib.request.urlopen(f"http://{addr}/json/version", timeout=3) as r,
+    ):
+        return b"webSocketDebuggerUrl" in r.read()
+    return False
+
+
+def _port(url: str) -> int:
+    m = re.search(r":(\d+)/", url)
+    return int(m.group(1)) if m else 0
+
+
+def _rss(pid: int | None) -> int:
+    if not pid:
+        return 0
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def _key_for(pattern: str) -> str:
+    for prefix in ("sk_", "bu_", "cb_", "bb_live_", ""):
+        candidate = prefix + secrets.token_hex(16)
+        if re.fullmatch(pattern, candidate):
+            return candidate
+    return "sk_" + secrets.token_hex(16)
+
+
+def _cli_code(stdout: str) -> str:
+    with contextlib.suppress(Exception):
+        frame = json.loads(stdout.strip().splitlines()[-1])
+        return _code(frame)
+    return "no-json"
+
+
+# -- the campaign ---------------------------------------------------------------------------
+
+ORDER = (
+    "schemes",
+    "cdp-methods",
+    "fence",
+    "key-exfil",
+    "escapes",
+    "clipping",
+    "takeover",
+    "environ",
+    "floods",
+    "planted-socket",
+    "ceiling",
+)
+
+
+def run(seed: int, scale: float, only: set[str] | None) -> dict[str, Any]:
+    started = time.monotonic()
+    sample = {k: max(1, int(v * scale)) for k, v in cat.DEFAULT_SAMPLE.items()}
+    rows = cat.catalogue(seed, sample)
+    by_family: dict[str, list[Attack]] = {}
+    for a in rows:
+        by_family.setdefault(a.family, []).append(a)
+    print(
+        f"hostile campaign: seed {seed}, {len(rows)} attacks generated "
+        f"({', '.join(f'{f} {len(v)}' for f, v in by_family.items())})",
+        flush=True,
+    )
+    env = {"BAY_TRIGGER_POLL": "0.1", "DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent"}
+    with home("hostile", **env) as h:
+        c = Campaign(h, seed, scale)
+        try:
+            # The keeper (and the browsers it starts) under the common default soft limit
+            # of 1,024 descriptors, the hard limit as it is: what a flood meets on most
+            # machines unless the keeper raises its own.
+            soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(1024, hard), hard))
+            try:
+                h.ok("victim-e", "status")
+            finally:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+            c.setup_ephemeral()
+            c.setup_cdp()
+            c.refresh_watch()
+            for family in ORDER:
+                if only and family not in only:
+                    continue
+                t0 = time.monotonic()
+                fn = getattr(
+                    c,
+                    "run_"
+                    + {
+                        "cdp-methods": "cdp_methods",
+                        "key-exfil": "keys",
+                        "planted-socket": "planted",
+                    }.get(family, family),
+                )
+                try:
+                    fn(by_family.get(family, []))
+                except Exception as exc:  # a family that broke: said, the others go on
+                    c.results.append(
+                        {
+                            "family": family,
+                            "name": "(campaign error)",
+                            "code": f"error:{type(exc).__name__}",
+                            "leaked": False,
+                            "oracles": [],
+                            "error": repr(exc)[:300],
+                            "ms": 0,
+                        }
+                    )
+                    print(f"family {family} broke: {exc!r}", flush=True)
+                print(f"{family}: {time.monotonic() - t0:.0f} s", flush=True)
+                c.refresh_watch()
+        finally:
+            if c.debug is not None:
+                with contextlib.suppress(Exception):
+                    c.debug.close()
+            c.servers.close()
+        leaked = [r for r in c.results if r["leaked"]]
+        h.keep = h.keep or bool(leaked)
+    return {
+        "seed": seed,
+        "commit": _git_head(),
+        "scale": scale,
+        "results": c.results,
+        "keeper_deaths": c.keeper_deaths,
+        "browser_deaths": c.browser_deaths,
+        "seconds": round(time.monotonic() - started),
+    }
+
+
+def summarize(f: dict[str, Any]) -> dict[str, Any]:
+    results = f["results"]
+    fam: dict[str, dict[str, Any]] = {}
+    for r in results:
+        if r["code"] == "skipped":
+            continue
+        d = fam.setdefault(r["family"], {"attempts": 0, "leaked": 0, "codes": Counter()})
+        d["attempts"] += 1
+        if r["leaked"]:
+            d["leaked"] += 1
+        else:
+            d["codes"][r["code"]] += 1
+    total = sum(d["attempts"] for d in fam.values())
+    leaked = sum(d["leaked"] for d in fam.values())
+    codes: Counter[str] = Counter()
+    for d in fam.values():
+        codes.update(d["codes"])
+    return {
+        "families": fam,
+        "attempts": total,
+        "leaked": leaked,
+        "refused": total - leaked,
+        "codes": codes,
+    }
+
+
+def markdown(f: dict[str, Any], s: dict[str, Any], before: str = "") -> str:
+    def codes(c: Counter[str]) -> str:
+        return ", ".join(f"{k} {v}" for k, v in c.most_common(8)) + (
+            f", … ({len(c) - 8} more)" if len(c) > 8 else ""
+        )
+
+    lines = [
+        f"Latest run: {today()} · {machine()} · commit {f['commit']} · seed {f['seed']} · "
+        f"{f['seconds']} s",
+        "",
+        "| figure | value |",
+        "|---|---|",
+        f"| attempts | {s['attempts']} |",
+        f"| refused (no oracle fired), by code | {s['refused']}: {codes(s['codes'])} |",
+        f"| **leaked** (goal 0) | **{s['leaked']}** |",
+        f"| **keeper deaths** (goal 0) | **{f['keeper_deaths']}** |",
+        f"| shared-browser crashes | {f['browser_deaths']} |",
+        "",
+        "| family | attempts | leaked | refused by code |",
+        "|---|---|---|---|",
+    ]
+    for name, d in s["families"].items():
+        lines.append(f"| {name} | {d['attempts']} | {d['leaked']} | {codes(d['codes'])} |")
+    leaks = [r for r in f["results"] if r["leaked"]]
+    if leaks:
+        lines += ["", "Leaks (first 25):", ""]
+        for r in leaks[:25]:
+            lines.append(
+                f"- `{r['family']}:{r['name']}` [{r['code']}]: {'; '.join(r['oracles'])[:200]}"
+            )
+    if before:
+        lines += ["", before.strip()]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    import warnings
+
+    warnings.filterwarnings("ignore", "connect\\(\\) must be used", DeprecationWarning)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--scale", type=float, default=1.0, help="of each generated family's sample")
+    ap.add_argument("--only", default="", help="families, comma-separated")
+    ap.add_argument("--label", default="", help="keep this run's table under this label too")
+    a = ap.parse_args()
+    seed = a.seed if a.seed is not None else int(time.time()) % 100_000
+    f = run(seed, a.scale, set(filter(None, a.only.split(","))) or None)
+    s = summarize(f)
+    record(
+        "hostile",
+        {
+            **f,
+            "summary": {
+                **s,
+                "codes": dict(s["codes"]),
+                "families": {k: {**v, "codes": dict(v["codes"])} for k, v in s["families"].items()},
+            },
+        },
+        markdown(f, s),
+    )
+    raise SystemExit(1 if s["leaked"] or f["keeper_deaths"] else 0)
+
+
+if __name__ == "__main__":
+    main()
