@@ -215,6 +215,12 @@ class Campaign:
         for s in ("victim-c", "attacker-c"):
             self.h.call(s, "detach")
             self.h.ok(s, "use", profile=label)
+        self.watch.debug_browser = self.debug
+        self.open_cdp_tabs()
+
+    def open_cdp_tabs(self) -> None:
+        """The two sessions' tabs on the cdp profile and their endpoints (again after a new
+        keeper: the endpoints are the keeper's)."""
         self.h.ok("victim-c", "open", url=f"{self.servers.site}/victim/{self.vtoken}")
         self.h.ok("attacker-c", "open", url=f"{self.servers.site}/attacker")
         v = self.h.ok("victim-c", "cdp-url")
@@ -229,7 +235,6 @@ class Campaign:
                 if t["targetId"] == self.victim_target:
                     self.victim_context = t.get("browserContextId", "")
             raw.close()
-        self.watch.debug_browser = self.debug
 
     def refresh_watch(self) -> None:
         pids = self.h.keeper_pids()
@@ -257,6 +262,9 @@ class Campaign:
         if self.debug is not None and not self.debug.answers():
             with contextlib.suppress(Exception):
                 self.setup_cdp()
+        elif self.debug is not None:
+            with contextlib.suppress(Exception):
+                self.open_cdp_tabs()
         self.refresh_watch()
 
     def fill_values(self, aid: str) -> dict[str, Any]:
@@ -933,11 +941,11 @@ class Campaign:
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 8192)), hard))
-        live = self.h.call("human-e", "live")
-        live_port = _port(live["data"]["url"]) if live.get("ok") else 0
-        cdp_port = _port(self.attacker_cdp)
         for a in rows:
             t0 = time.monotonic()
+            live = self.h.call("human-e", "live")  # the ports again: a new keeper has others
+            live_port = _port(live["data"]["url"]) if live.get("ok") else 0
+            cdp_port = _port(self.attacker_cdp)
             listener, count, partial = a.params["listener"], a.params["count"], a.params["partial"]
             keeper = self.watch.keeper
             rss0 = _rss(keeper)
@@ -945,18 +953,17 @@ class Campaign:
             opened = 0
             try:
                 for _ in range(count):
-                    try:
-                        if listener == "unix":
-                            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                            c.settimeout(2)
-                            c.connect(str(self.h.paths.socket))
-                        else:
-                            port = live_port if listener == "liveview" else cdp_port
-                            c = socket.create_connection(("127.0.0.1", port), timeout=2)
-                        socks.append(c)
-                        opened += 1
-                    except OSError:
+                    c = None
+                    for _retry in range(40):  # a full accept backlog: let the keeper catch up
+                        try:
+                            c = _connect_flood(listener, self.h.paths.socket, live_port, cdp_port)
+                            break
+                        except OSError:
+                            time.sleep(0.05)
+                    if c is None:
                         break
+                    socks.append(c)
+                    opened += 1
                     if partial:
                         head = (
                             b'{"hello": {}}\n{"verb": "status", "x": "'
@@ -997,6 +1004,20 @@ class Campaign:
                     f"{sent >> 20} MiB of half-sent frames"
                 )
             self.note(a, f"opened {opened}/{count}", oracles, t0)
+
+
+def _connect_flood(listener: str, sock: Path, live_port: int, cdp_port: int) -> socket.socket:
+    if listener == "unix":
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.settimeout(2)
+        try:
+            c.connect(str(sock))
+        except OSError:
+            c.close()
+            raise
+        return c
+    port = live_port if listener == "liveview" else cdp_port
+    return socket.create_connection(("127.0.0.1", port), timeout=2)
 
 
 def _devtools_answers(addr: str) -> bool:
@@ -1200,13 +1221,18 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--scale", type=float, default=1.0, help="of each generated family's sample")
     ap.add_argument("--only", default="", help="families, comma-separated")
-    ap.add_argument("--label", default="", help="keep this run's table under this label too")
+    ap.add_argument(
+        "--record-as",
+        default="hostile",
+        help="the figures' name: results/<name>.json and its RELIABILITY.md section "
+        "(hostile-before for a run on the code before the fixes)",
+    )
     a = ap.parse_args()
     seed = a.seed if a.seed is not None else int(time.time()) % 100_000
     f = run(seed, a.scale, set(filter(None, a.only.split(","))) or None)
     s = summarize(f)
     record(
-        "hostile",
+        a.record_as,
         {
             **f,
             "summary": {
