@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import random
 import string
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,7 +84,7 @@ TARGETS: dict[str, str] = {
 }
 
 #: How each form is written: one function of the canonical URL.
-_ENCODINGS = {
+_ENCODINGS: dict[str, Callable[[str], str]] = {
     "as-is": lambda u: u,
     "upper-scheme": lambda u: _scheme_map(u, str.upper),
     "mixed-scheme": lambda u: _scheme_map(
@@ -104,7 +105,7 @@ _ENCODINGS = {
 }
 
 
-def _scheme_map(url: str, fn: Any) -> str:
+def _scheme_map(url: str, fn: Callable[[str], str]) -> str:
     head, sep, rest = url.partition(":")
     if not sep or not head or any(c not in string.ascii_letters + "-+." for c in head):
         return url

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import re
@@ -723,8 +724,9 @@ class Campaign:
                         "env", "chrome", headless=True, profile="hostile-chrome", timeout=60
                     )
                     code = _code(frame)
-                    pid = frame.get("data", {}).get("pid") if frame.get("ok") else None
-                    if pid:
+                    chrome_pid = frame.get("data", {}).get("pid") if frame.get("ok") else None
+                    if chrome_pid:
+                        pid = int(chrome_pid)
                         tree = [int(pid), *descendants(int(pid))]
                         for item in tcp_listeners_of(tree):
                             addr = item.split(" on ", 1)[1]
@@ -890,15 +892,7 @@ class Campaign:
                     viewer = viewer_browser.new_page()
                     viewer.goto(live["url"])
                     viewer.click("#toggle")
-                    wait_for(
-                        lambda v=viewer: (
-                            (v.evaluate("window.__live || null") or {})
-                            .get("state", {})
-                            .get("holder")
-                            == "you"
-                        ),
-                        10,
-                    )
+                    wait_for(functools.partial(_holds, viewer), 10)
                     body: dict[str, Any] = {"action": a.params["action"]}
                     if a.params["action"] == "open":
                         body["url"] = f"{site}/t/{aid}/trigger"
@@ -915,7 +909,7 @@ class Campaign:
                         for x in self.servers.log
                         if x.path.startswith(f"/t/{aid}/trigger")
                     ]
-                    state = (viewer.evaluate("window.__live || null") or {}).get("state", {})
+                    state = _state(viewer)
                     if state.get("holder") != "you":
                         oracles.append(f"the human lost the controls (state {state})"[:160])
                     st = h.call("victim-e", "keeper", action="status")
@@ -1004,6 +998,17 @@ class Campaign:
                     f"{sent >> 20} MiB of half-sent frames"
                 )
             self.note(a, f"opened {opened}/{count}", oracles, t0)
+
+
+def _state(viewer: Any) -> dict[str, Any]:
+    """The live view's own state, as its page keeps it (``window.__live.state``)."""
+    live = viewer.evaluate("window.__live || null") or {}
+    return dict(live.get("state") or {})
+
+
+def _holds(viewer: Any) -> bool:
+    """The viewer holds the controls."""
+    return _state(viewer).get("holder") == "you"
 
 
 def _connect_flood(listener: str, sock: Path, live_port: int, cdp_port: int) -> socket.socket:

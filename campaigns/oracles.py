@@ -156,6 +156,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self._send(200, body.encode())
 
 
+def _quiet(request: Any, client_address: Any) -> None:
+    pass
+
+
 class Servers:
     """The site and the outside server, with one shared log."""
 
@@ -190,8 +194,8 @@ class Servers:
             {"address_family": family, "daemon_threads": True},
         )
         h = type("N", (handler,), {"server_name_": name})
-        server = cls((host, port), h)
-        server.handle_error = lambda request, address: None  # type: ignore[method-assign]
+        server: http.server.ThreadingHTTPServer = cls((host, port), h)
+        server.handle_error = _quiet  # type: ignore[method-assign]
         threading.Thread(target=server.serve_forever, daemon=True).start()
         self._servers.append(server)
         return server
