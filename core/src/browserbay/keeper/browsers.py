@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 
 from browserbay.ladder import parse_major, read_dir_version
 from browserbay.model import BrowserHandle, BrowserInfo, LaunchSpec, ProviderRow, context_options
@@ -35,6 +36,8 @@ CONTEXTS_PER_BROWSER = int(os.environ.get("BAY_CONTEXTS_PER_BROWSER", "16"))
 #: Browser processes this machine may run at once (a shared ephemeral browser counts once).
 MAX_BROWSERS = int(os.environ.get("BAY_MAX_BROWSERS", "8"))
 CLOSE_TIMEOUT = 10.0
+#: The longest the keeper waits for a tab it asked a browser for.
+NEW_PAGE_LIMIT = 30.0
 
 
 @dataclass
@@ -56,6 +59,8 @@ class Running:
     """Sessions with a lease on this browser."""
     blocked: int = 0
     """Sub-resource requests its allowed-domains list refused (persistent profiles)."""
+    opening: int = 0
+    """Contexts being created in it now: their slots are taken (see isolated_context)."""
 
     def info(self) -> BrowserInfo:
         return BrowserInfo(self.id, self.provider.id, self.handle.pid, self.ephemeral)
@@ -119,7 +124,13 @@ class BrowserPool:
 
     async def isolated_context(self, provider_id: str) -> tuple[BrowserContext, Running]:
         """A fresh isolated context for one session: cookies, storage, cache and tabs that
-        no other session can see. Shares a browser process where the provider allows it."""
+        no other session can see. Shares a browser process where the provider allows it.
+
+        The context's slot is taken under the launch lock, before the context is asked for:
+        counted then created, so concurrent first verbs never put more than
+        CONTEXTS_PER_BROWSER contexts into one process. The creation itself is finished
+        even when the verb's deadline falls meanwhile (the browser makes the context
+        anyway): it is then closed at once, never left in the browser uncounted."""
         row = self.provider(provider_id)
         for attempt in (1, 2):
             async with self._launch_lock:
@@ -131,7 +142,7 @@ class BrowserPool:
                             and r.ephemeral
                             and not r.closing
                             and not self.gone(r)
-                            and len(r.contexts) < CONTEXTS_PER_BROWSER
+                            and len(r.contexts) + r.opening < CONTEXTS_PER_BROWSER
                         ):
                             found = r
                             break
@@ -139,25 +150,40 @@ class BrowserPool:
                     self._check_cap()
                     found = await self._launch(row)
                 running = found
+                running.opening += 1
+                running.idle_since = None
             browser = running.handle.browser
-            if browser is None:  # pragma: no cover - a provider contract violation
-                raise Refusal(
-                    "backend_unavailable",
-                    provider=provider_id,
-                    reason="the driver returned no browser to make contexts in",
-                    fix="bay plugins",
-                )
+            context = None
             try:
-                context = await browser.new_context(**context_options(running.handle))
+                if browser is None:  # pragma: no cover - a provider contract violation
+                    raise Refusal(
+                        "backend_unavailable",
+                        provider=provider_id,
+                        reason="the driver returned no browser to make contexts in",
+                        fix="bay plugins",
+                    )
+                with anyio.CancelScope(shield=True):
+                    try:
+                        context = await browser.new_context(**context_options(running.handle))
+                    finally:
+                        running.opening -= 1
+                    running.contexts.add(context)
             except Exception:
+                if not running.contexts:
+                    running.idle_since = time.monotonic()
                 if attempt == 2 or not (running.closing or self.gone(running)):
                     raise
                 await self.crashed(running)  # it died as we asked: the next try starts one
                 continue
-            break
-        running.contexts.add(context)
-        running.idle_since = None
-        return context, running
+            try:
+                await anyio.lowlevel.checkpoint()  # a deadline that fell meanwhile
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    await self.release_context(running, context)
+                raise
+            assert context is not None
+            return context, running
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _check_cap(self) -> None:
         live = [r for r in self.running.values() if not r.closing]
@@ -237,7 +263,10 @@ class BrowserPool:
         )
         playwright: Playwright = await self._playwright()
         try:
-            handle = await row.driver_factory().launch(playwright, spec)
+            # Finished even when the verb's deadline falls meanwhile: a launch cut half-way
+            # would leave a browser process nobody owns. The verb is answered after it.
+            with anyio.CancelScope(shield=True):
+                handle = await row.driver_factory().launch(playwright, spec)
         except BaseException:
             await self.db(self.registry.browser_stopped, browser_id, "failed_to_start")
             shutil.rmtree(home, ignore_errors=True)
@@ -276,22 +305,25 @@ class BrowserPool:
             return await context.new_page()
         made: list[Any] = []
         failed: list[BaseException] = []
-        async with anyio.create_task_group() as tg:
+        # The browser opens the tab whether or not we wait: finished even when the verb's
+        # deadline falls meanwhile (the keeper then closes it, see Keeper._undo), bounded.
+        with anyio.CancelScope(shield=True), anyio.move_on_after(NEW_PAGE_LIMIT):
+            async with anyio.create_task_group() as tg:
 
-            async def make() -> None:
-                try:
-                    made.append(await context.new_page())
-                except Exception as exc:
-                    failed.append(exc)
-                tg.cancel_scope.cancel()
+                async def make() -> None:
+                    try:
+                        made.append(await context.new_page())
+                    except Exception as exc:
+                        failed.append(exc)
+                    tg.cancel_scope.cancel()
 
-            async def watch() -> None:
-                while not (running.closing or self.gone(running)):  # noqa: ASYNC110 - /proc
-                    await anyio.sleep(0.2)
-                tg.cancel_scope.cancel()
+                async def watch() -> None:
+                    while not (running.closing or self.gone(running)):  # noqa: ASYNC110 - /proc
+                        await anyio.sleep(0.2)
+                    tg.cancel_scope.cancel()
 
-            tg.start_soon(make)
-            tg.start_soon(watch)
+                tg.start_soon(make)
+                tg.start_soon(watch)
         if made:
             return made[0]
         if failed:

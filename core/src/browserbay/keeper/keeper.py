@@ -61,6 +61,14 @@ if TYPE_CHECKING:
     from playwright.async_api import Playwright
 
 log = logging.getLogger("browserbay.keeper")
+#: How long undoing a verb answered ``deadline`` may take (closing the tabs it opened).
+UNDO_LIMIT = 10.0
+
+
+def _holdings(session: Session) -> tuple[set[str], set[str]]:
+    """The session's tabs and the profiles its running leases are on, now."""
+    tabs = {t for lease in session.leases.values() for t in lease.tabs}
+    return tabs, {pid for pid, lease in session.leases.items() if lease.context is not None}
 
 
 class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
@@ -174,16 +182,29 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
             if refusal is not None:
                 raise refusal.with_defaults(verb=verb.name, plugin="a policy")
             try:
-                with anyio.fail_after(timeout):
+                with anyio.fail_after(timeout) as scope:
                     if session is None:
                         data, text = await self._keeper_verb(verb.name, args, handle)
                     else:
                         async with session.lock:
-                            await self._first_sight(session)
-                            session.last_used = time.monotonic()
-                            data, text, profile = await self._run(
-                                verb, args, session, handle, actor, started, timeout
-                            )
+                            held = _holdings(session)
+                            try:
+                                await self._first_sight(session)
+                                session.last_used = time.monotonic()
+                                data, text, profile = await self._run(
+                                    verb, args, session, handle, actor, started, timeout
+                                )
+                            except (anyio.get_cancelled_exc_class(), Refusal) as cut:
+                                # Cut by the deadline, or a page call's own timeout (the
+                                # same deadline, refused `deadline` by page_error).
+                                if (
+                                    cut.code == "deadline"
+                                    if isinstance(cut, Refusal)
+                                    else anyio.current_time() >= scope.deadline
+                                ):
+                                    with anyio.CancelScope(shield=True):
+                                        await self._undo(session, held)
+                                raise
                             session.last_used = time.monotonic()
             except TimeoutError:
                 raise Refusal(
@@ -256,6 +277,27 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
         elif group:
             session.group = group
         return session
+
+    async def _undo(self, session: Session, held: tuple[set[str], set[str]]) -> None:
+        """A verb answered ``deadline`` leaves nothing behind: the tabs it opened (and what
+        they opened) are closed, a browser context it started for the session is released.
+        A navigation of a tab that was already there is not undone."""
+        tabs, running = held
+        with anyio.move_on_after(UNDO_LIMIT):
+            for lease in list(session.leases.values()):
+                for tab in [t for t in lease.tabs.values() if t.id not in tabs]:
+                    self.tabs.drop(tab, lease, "the verb that opened it was answered deadline")
+                    with contextlib.suppress(Exception):
+                        await tab.page.close()
+                if lease.context is None:
+                    continue
+                try:
+                    if lease.profile.id not in running and not lease.tabs:
+                        await self.leases.end(session, lease, "deadline")
+                    else:
+                        await self.leases.persist(session, lease)
+                except Exception:
+                    log.exception("undoing a verb answered deadline failed")
 
     async def _first_sight(self, session: Session) -> None:
         if not session.leases and not getattr(session, "_seen", False):

@@ -79,7 +79,12 @@ class Leases:
             return
         if lease.profile.ephemeral:
             context, running = await self.pool.isolated_context(lease.profile.provider)
-            await self._allowlist(context, lease.allowed_domains, lease)
+            try:
+                await self._allowlist(context, lease.allowed_domains, lease)
+            except BaseException:  # cut (a deadline) before the lease holds it: closed
+                with anyio.CancelScope(shield=True):
+                    await self.pool.release_context(running, context)
+                raise
             self._watch(context, lease)
             running.users.add(session.ref.id)
         else:
