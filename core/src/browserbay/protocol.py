@@ -42,14 +42,17 @@ def encode(frame: dict[str, Any]) -> bytes:
     return json.dumps(frame, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
-def decode(line: bytes) -> dict[str, Any]:
-    """Parse one frame; raises ValueError with a reason an agent can read."""
+def decode(line: bytes, *, interruptible: bool = False) -> dict[str, Any]:
+    """Parse one frame; raises ValueError with a reason an agent can read. ``interruptible``:
+    with the pure-Python scanner, which gives up the interpreter lock between its steps
+    (for a big frame parsed in a worker thread; the C scanner holds it for the whole
+    parse, stalling every other thread — the keeper's event loop too)."""
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ValueError(f"not UTF-8 at byte {exc.start}") from None
     try:
-        value = json.loads(text)
+        value = _slow_decoder().decode(text) if interruptible else json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"not JSON: {exc.msg} at column {exc.colno}") from None
     except RecursionError:
@@ -62,6 +65,14 @@ def decode(line: bytes) -> dict[str, Any]:
         # "\ud800" is valid JSON but no Unicode text: it could be neither stored nor answered.
         raise ValueError("a string holds a lone surrogate escape (\\ud800-\\udfff)")
     return value
+
+
+def _slow_decoder() -> json.JSONDecoder:
+    import json.scanner
+
+    decoder = json.JSONDecoder()
+    decoder.scan_once = json.scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]
+    return decoder
 
 
 def _unicode(value: object) -> bool:

@@ -4,20 +4,24 @@ frames on the unix socket until asked to stop (``bay keeper stop``, SIGTERM, SIG
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
+import functools
 import logging
+import math
 import os
+import resource
 import signal
 import socket
 import stat
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import IO, Any
 
 import anyio
 import anyio.abc
-from anyio.streams.buffered import BufferedByteReceiveStream
 
 from browserbay import progress, protocol, verbs
 from browserbay._version import __version__
@@ -152,98 +156,282 @@ def _progress_sink(stream: anyio.abc.ByteStream, frame: dict[str, Any]) -> progr
 
 #: How much of one oversized frame the keeper reads past (and drops) before hanging up.
 MAX_SKIP = 256 * 1024 * 1024
+#: Connections the keeper serves at once. At the cap it stops accepting: the next clients
+#: wait in the listen backlog until a connection ends (no descriptor is spent on them).
+MAX_CONNECTIONS = 256
+#: Bytes of a partial frame every connection may hold on its own; beyond that a frame's
+#: bytes come out of one budget shared by all connections (``FRAME_BUDGET``), waited for.
+FRAME_ALLOWANCE = 64 * 1024
+#: What all connections together may hold in partial frames beyond their own allowance:
+#: 256 connections x 64 KiB + 64 MiB bound what half-sent frames can make the keeper hold.
+FRAME_BUDGET = 64 * 1024 * 1024
+#: Seconds a frame may take from its first byte to its newline (the hello: from the
+#: connect); then the connection gets a ``bad_frame`` and is closed. Idle between frames
+#: is fine (a Python API client keeps its connection).
+FRAME_TIMEOUT = float(os.environ.get("BAY_FRAME_TIMEOUT", "10"))
+#: Frames longer than this are parsed in a worker thread (with the pure-Python scanner,
+#: which lets the loop run between its steps), one at a time.
+PARSE_INLINE = 64 * 1024
+_CHUNK = FRAME_ALLOWANCE
+#: errno values of an accept that failed for want of resources: back off and go on.
+_SCARCE = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 
 
-async def _skip_line(reader: BufferedByteReceiveStream) -> bool:
-    """Drop the rest of an oversized line so the connection can go on with the next frame.
-    False when the peer went away or the line exceeds even MAX_SKIP."""
-    skipped = 0
-    try:
-        while skipped < MAX_SKIP:
-            chunk = await reader.receive()
-            newline = chunk.find(b"\n")
+class _FrameTimeout(Exception):
+    pass
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class Budget:
+    """The partial-frame bytes all connections share, in ``_CHUNK`` units."""
+
+    def __init__(self, total: int = FRAME_BUDGET) -> None:
+        self.units = anyio.Semaphore(max(1, total // _CHUNK))
+        self.parse = anyio.CapacityLimiter(1)
+
+
+class FrameReader:
+    """Newline-delimited frames from one connection, holding at most ``FRAME_ALLOWANCE``
+    bytes of its own plus what it takes from the shared :class:`Budget`."""
+
+    def __init__(self, stream: anyio.abc.ByteStream, budget: Budget) -> None:
+        self.stream = stream
+        self.budget = budget
+        self.buf = bytearray()
+        self.held = 0  # budget units this connection holds
+        self.started: float | None = time.monotonic()  # the hello's clock runs from connect
+
+    def _needed(self, size: int) -> int:
+        return max(0, -(-(size - FRAME_ALLOWANCE) // _CHUNK))
+
+    def _release_to(self, units: int) -> None:
+        while self.held > units:
+            self.budget.units.release()
+            self.held -= 1
+
+    def close(self) -> None:
+        self._release_to(0)
+        self.buf.clear()
+
+    async def frame(self) -> bytes:
+        """The next line, without its newline. Raises ``_TooLarge`` (the rest of the line is
+        not read), ``_FrameTimeout``, or ``anyio.EndOfStream`` and the like when the peer
+        goes away."""
+        scanned = 0
+        while True:
+            newline = self.buf.find(b"\n", scanned)
             if newline >= 0:
-                reader.feed_data(chunk[newline + 1 :])
-                return True
-            skipped += len(chunk)
-    except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+                line = bytes(self.buf[:newline])
+                del self.buf[: newline + 1]
+                self._release_to(self._needed(len(self.buf)))
+                self.started = time.monotonic() if self.buf else None
+                return line
+            scanned = len(self.buf)
+            if scanned > protocol.MAX_FRAME:
+                self.close()
+                raise _TooLarge
+            if self.started is None and self.buf:
+                self.started = time.monotonic()
+            left = None if self.started is None else self.started + FRAME_TIMEOUT
+            with anyio.move_on_after(
+                math.inf if left is None else left - time.monotonic()
+            ) as scope:
+                while self.held < self._needed(len(self.buf) + _CHUNK):
+                    await self.budget.units.acquire()
+                    self.held += 1
+                chunk = await self.stream.receive(_CHUNK)
+            if scope.cancelled_caught:
+                self.close()
+                raise _FrameTimeout
+            self.buf += chunk
+
+    async def skip_line(self) -> bool:
+        """Drop the rest of an oversized line (nothing of it is kept) so the connection can
+        go on with the next frame. False when the peer went away, the line exceeds even
+        MAX_SKIP, or it does not end within the frame timeout."""
+        skipped = 0
+        with anyio.move_on_after(FRAME_TIMEOUT):
+            try:
+                while skipped < MAX_SKIP:
+                    chunk = await self.stream.receive(_CHUNK)
+                    newline = chunk.find(b"\n")
+                    if newline >= 0:
+                        self.buf += chunk[newline + 1 :]  # at most one chunk: within the allowance
+                        self.started = time.monotonic() if self.buf else None
+                        return True
+                    skipped += len(chunk)
+            except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+                return False
         return False
-    return False
 
 
-async def serve_connection(stream: anyio.abc.ByteStream, keeper: Any) -> None:
+async def decode(line: bytes, budget: Budget) -> dict[str, Any]:
+    """A frame parsed on the loop when small, else in a worker thread (one at a time) with
+    the pure-Python scanner: a 4 MiB frame of nested arrays takes ~2 s to parse, and the C
+    scanner would hold the interpreter lock — and so the loop — for all of it."""
+    if len(line) <= PARSE_INLINE:
+        return protocol.decode(line)
+    return await anyio.to_thread.run_sync(
+        functools.partial(protocol.decode, line, interruptible=True), limiter=budget.parse
+    )
+
+
+async def serve_connection(
+    stream: anyio.abc.ByteStream, keeper: Any, budget: Budget | None = None
+) -> None:
     """One client: hello, then one answer per request frame. A bad or oversized frame gets
     an error frame (the rest of an oversized line is read and dropped) and the connection
-    goes on with the next frame."""
-    reader = BufferedByteReceiveStream(stream)
+    goes on with the next frame; a frame that does not end within FRAME_TIMEOUT ends it."""
+    reader = FrameReader(stream, budget if budget is not None else Budget())
     async with stream:
-        while True:
-            try:
-                line = await reader.receive_until(b"\n", protocol.MAX_FRAME)
-            except anyio.DelimiterNotFound:
-                await _send(
-                    stream,
-                    Refusal(
-                        "too_large",
-                        what="a frame",
-                        size=f"more than {protocol.MAX_FRAME}",
-                        limit=protocol.MAX_FRAME,
-                        fix="send smaller frames; large values belong in files",
-                    ).frame(),
-                )
-                if not await _skip_line(reader):
-                    return
-                continue
-            except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, OSError):
-                return
-            if not line.strip():
-                continue
-            try:
-                frame = protocol.decode(line)
-            except ValueError as exc:
-                await _send(stream, Refusal("bad_frame", reason=str(exc)).frame())
-                continue
-            if "hello" in frame:
-                reply = protocol.hello("keeper")
-                reply["hello"]["pid"] = os.getpid()
-                await _send(stream, reply)
-                continue
-            if frame.get("op") == "shutdown":
-                log.info("asked to stop (%s)", frame.get("reason", "request"))
-                keeper.begin_stop()
-                await _send(stream, {"id": frame.get("id"), "ok": True, "data": {"stopping": True}})
-                continue
-            keeper.inflight += 1
-            # A client that asked for progress lines gets them before the answer.
-            said = progress.SINK.set(
-                _progress_sink(stream, frame) if frame.get("progress") else None
+        try:
+            await _serve_frames(stream, reader, keeper)
+        finally:
+            reader.close()
+
+
+async def _serve_frames(stream: anyio.abc.ByteStream, reader: FrameReader, keeper: Any) -> None:
+    while True:
+        try:
+            line = await reader.frame()
+        except _TooLarge:
+            await _send(
+                stream,
+                Refusal(
+                    "too_large",
+                    what="a frame",
+                    size=f"more than {protocol.MAX_FRAME}",
+                    limit=protocol.MAX_FRAME,
+                    fix="send smaller frames; large values belong in files",
+                ).frame(),
             )
-            try:
-                answer = await keeper.handle(frame)
-            finally:
-                progress.SINK.reset(said)
-                keeper.inflight -= 1
-                keeper.last_request = time.monotonic()
-            try:
-                data = scrub_frame(protocol.encode(answer))  # no secret value leaves
-            except (TypeError, ValueError):
-                log.exception("an answer could not be encoded")
-                failed = Refusal(
-                    "internal_error", verb=str(frame.get("verb")), reason="unencodable answer"
-                )
-                data = protocol.encode(dict(failed.frame(), id=frame.get("id")))
-            try:
-                await stream.send(data)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            if not await reader.skip_line():
                 return
+            continue
+        except _FrameTimeout:
+            reason = (
+                f"no end of frame (newline) within {FRAME_TIMEOUT:g}s: the connection is closed"
+            )
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                await _send(stream, Refusal("bad_frame", reason=reason).frame())
+            return
+        except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, OSError):
+            return
+        if not line.strip():
+            continue
+        try:
+            frame = await decode(line, reader.budget)
+        except ValueError as exc:
+            await _send(stream, Refusal("bad_frame", reason=str(exc)).frame())
+            continue
+        if "hello" in frame:
+            reply = protocol.hello("keeper")
+            reply["hello"]["pid"] = os.getpid()
+            await _send(stream, reply)
+            continue
+        if frame.get("op") == "shutdown":
+            log.info("asked to stop (%s)", frame.get("reason", "request"))
+            keeper.begin_stop()
+            await _send(stream, {"id": frame.get("id"), "ok": True, "data": {"stopping": True}})
+            continue
+        keeper.inflight += 1
+        # A client that asked for progress lines gets them before the answer.
+        said = progress.SINK.set(_progress_sink(stream, frame) if frame.get("progress") else None)
+        try:
+            answer = await keeper.handle(frame)
+        finally:
+            progress.SINK.reset(said)
+            keeper.inflight -= 1
+            keeper.last_request = time.monotonic()
+        try:
+            data = scrub_frame(protocol.encode(answer))  # no secret value leaves
+        except (TypeError, ValueError):
+            log.exception("an answer could not be encoded")
+            failed = Refusal(
+                "internal_error", verb=str(frame.get("verb")), reason="unencodable answer"
+            )
+            data = protocol.encode(dict(failed.frame(), id=frame.get("id")))
+        try:
+            await stream.send(data)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            return
 
 
-async def guarded_connection(stream: anyio.abc.ByteStream, keeper: Any) -> None:
+async def accept_loop(
+    listener: anyio.abc.SocketListener,
+    handler: Callable[[Any], Awaitable[None]],
+    limit: int = MAX_CONNECTIONS,
+) -> None:
+    """Accept connections until the listener closes, at most ``limit`` served at once. An
+    accept that fails — the process is out of descriptors (EMFILE), the system too (ENFILE),
+    or memory — is logged and retried after a back-off (up to 1 s): the pending clients wait
+    in the backlog; the keeper and every session's browser go on."""
+    slots = anyio.Semaphore(limit)
+    delay = 0.05
+    warned = 0.0
+
+    async def served(stream: Any) -> None:
+        try:
+            await handler(stream)
+        finally:
+            slots.release()
+
+    async with anyio.create_task_group() as tg:
+        while True:
+            await slots.acquire()
+            try:
+                stream = await listener.accept()
+            except anyio.ClosedResourceError:
+                slots.release()
+                return
+            except (anyio.BrokenResourceError, OSError) as exc:
+                slots.release()
+                cause = exc.__cause__ if isinstance(exc, anyio.BrokenResourceError) else exc
+                if time.monotonic() - warned > 10:
+                    warned = time.monotonic()
+                    scarce = isinstance(cause, OSError) and cause.errno in _SCARCE
+                    log.warning(
+                        "accept failed (%s): %s; backing off, still serving",
+                        os.strerror(cause.errno)
+                        if isinstance(cause, OSError) and cause.errno
+                        else type(cause).__name__,
+                        "out of file descriptors or memory" if scarce else "retrying",
+                    )
+                await anyio.sleep(delay)
+                delay = min(delay * 2, 1.0)
+                continue
+            except BaseException:
+                slots.release()
+                raise
+            delay = 0.05
+            tg.start_soon(served, stream)
+
+
+def raise_nofile_limit() -> tuple[int, int]:
+    """The soft RLIMIT_NOFILE raised to the hard limit (every browser's pipes, every
+    client and viewer take descriptors). Answers (soft, hard) as they are now."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = hard if hard != resource.RLIM_INFINITY else 1 << 20
+    if soft == resource.RLIM_INFINITY or soft >= want:
+        return soft, hard
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    except (ValueError, OSError):
+        return soft, hard
+    return want, hard
+
+
+async def guarded_connection(
+    stream: anyio.abc.ByteStream, keeper: Any, budget: Budget | None = None
+) -> None:
     """One connection, whatever happens on it: a client that hangs up while it is being
     answered (a hello, an error frame, a progress line) ends only its own connection. An
     exception out of a connection handler would end the listener — the whole keeper."""
     try:
-        await serve_connection(stream, keeper)
+        await serve_connection(stream, keeper, budget)
     except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
         pass
     except Exception:
@@ -302,7 +490,8 @@ async def _run(sock: socket.socket, paths: BayPaths) -> None:
 
     async def serve() -> None:
         with serving:
-            await listener.serve(lambda stream: guarded_connection(stream, keeper))
+            budget = Budget()
+            await accept_loop(listener, lambda stream: guarded_connection(stream, keeper, budget))
 
     async with anyio.create_task_group() as tg:
         # The driver's start overlaps the rest of ours; requests wait for it only if they
@@ -377,6 +566,8 @@ def main() -> None:
     _setup_logging(paths)
     for line in MOVED_ASIDE:
         log.warning(line)
+    soft, hard = raise_nofile_limit()
+    log.info("file descriptors: soft limit %s, hard %s", soft, hard)
     _private_tmp(paths)
     try:
         anyio.run(_run, sock, paths)
