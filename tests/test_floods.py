@@ -148,6 +148,46 @@ def test_a_descriptor_flood_on_the_live_view_port_does_not_end_the_keeper(
     assert flood_bay.ok("get", "title", session="victim")["value"] == "browserbay demo"
 
 
+def _idle_flood(port: int, count: int) -> list[socket.socket]:
+    """``count`` TCP connections to a loopback port that never send a byte."""
+    conns = []
+    for _ in range(count):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setblocking(False)
+        s.connect_ex(("127.0.0.1", port))
+        conns.append(s)
+    return conns
+
+
+def assert_preauth_bounded(pid: int, port: int) -> None:
+    """200 silent connections to a loopback WebSocket listener of the keeper: it holds at
+    most MAX_PREAUTH of them, and closes those after PREAUTH_TIMEOUT."""
+    from browserbay import wsguard
+
+    base = _open_fds(pid)
+    conns = _idle_flood(port, 200)
+    try:
+        time.sleep(1.5)
+        held = _open_fds(pid) - base
+        assert held <= wsguard.MAX_PREAUTH + 8, f"the keeper holds {held} silent connections"
+        time.sleep(wsguard.PREAUTH_TIMEOUT + 1.5)
+        assert _open_fds(pid) - base <= 8, "silent connections outlived the handshake timeout"
+    finally:
+        for s in conns:
+            s.close()
+
+
+def test_silent_connections_to_the_live_view_are_capped_and_time_out(
+    flood_bay: Bay, demo: str
+) -> None:
+    flood_bay.ok("open", f"{demo}/", session="watched")
+    port = urlsplit(flood_bay.ok("live", session="watched")["url"]).port
+    assert port
+    pid = _keeper_pid(flood_bay)
+    assert_preauth_bounded(pid, port)
+    assert _keeper_pid(flood_bay) == pid
+
+
 # -- §9: half-sent frames ---------------------------------------------------------------
 
 

@@ -28,6 +28,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
+from browserbay import wsguard
 from browserbay_liveview_web.stream import TabStream
 from browserbay_liveview_web.tickets import CREDENTIAL_TTL, Credential, Mode, Vault
 from browserbay_liveview_web.viewer import Stream, Viewer
@@ -242,6 +243,8 @@ class WebTransport:
                 "127.0.0.1",
                 0,
                 process_request=self._process_request,
+                create_connection=wsguard.capped_connection(),
+                open_timeout=wsguard.PREAUTH_TIMEOUT,
                 server_header=None,
                 compression=None,  # JPEG does not deflate; spare the CPU
                 max_size=256 * 1024,
@@ -306,6 +309,15 @@ class WebTransport:
             credential = self.vault.check(_cookie(request), view)
             if credential is None:
                 return _text(conn, HTTPStatus.UNAUTHORIZED, "no live-view credential\n")
+            held = sum(
+                v.credential is credential for t in self.targets.values() for v in t.viewers
+            ) + sum(c is credential for c in self._by_conn.values())
+            if held >= wsguard.MAX_PER_CREDENTIAL:
+                return _text(
+                    conn,
+                    HTTPStatus.TOO_MANY_REQUESTS,
+                    f"this link has {wsguard.MAX_PER_CREDENTIAL} viewers open already\n",
+                )
             self._by_conn[conn] = credential
             return None  # the WebSocket handshake goes on
         tickets = parse_qs(query).get("ticket")

@@ -46,6 +46,7 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
+from browserbay import wsguard
 from browserbay.refusals import Refusal
 from browserbay_cdp.census import FENCED, ON_BROWSER, TABLE, Census, load
 from browserbay_cdp.policy import (
@@ -618,6 +619,8 @@ class ScopedServer:
                 "127.0.0.1",
                 0,
                 process_request=self._http,
+                create_connection=wsguard.capped_connection(),
+                open_timeout=wsguard.PREAUTH_TIMEOUT,
                 max_size=None,
                 ping_interval=None,
                 compression=None,
@@ -687,6 +690,11 @@ class ScopedServer:
             return connection.respond(HTTPStatus.FORBIDDEN, "unknown or revoked credential\n")
         if request.headers.get("Origin"):  # a web page, not a CDP client: never
             return connection.respond(HTTPStatus.FORBIDDEN, "no web origin may connect\n")
+        if kind == "ws" and len(grant.conns) >= wsguard.MAX_PER_CREDENTIAL:
+            return connection.respond(
+                HTTPStatus.TOO_MANY_REQUESTS,
+                f"this endpoint has {wsguard.MAX_PER_CREDENTIAL} connections open already\n",
+            )
         if kind == "version":
             body = {
                 "Browser": "browserbay scoped endpoint",

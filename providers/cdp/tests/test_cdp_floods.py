@@ -1,0 +1,21 @@
+"""Silent connections to the scoped CDP endpoint (another local user can reach its loopback
+port): capped and closed after the handshake timeout (docs/security.md §5)."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from tests.helpers import Bay
+from tests.test_floods import _keeper_pid, assert_preauth_bounded
+
+
+def test_silent_connections_to_the_scoped_endpoint_are_capped_and_time_out(
+    cbay: Bay, work: str, demo: str
+) -> None:
+    cbay.ok("use", work, session="fl")
+    cbay.ok("open", demo + "/", session="fl")
+    port = urlsplit(cbay.ok("cdp-url", session="fl")["url"]).port
+    assert port
+    pid = _keeper_pid(cbay)
+    assert_preauth_bounded(pid, port)
+    assert _keeper_pid(cbay) == pid
