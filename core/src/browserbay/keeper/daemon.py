@@ -239,10 +239,15 @@ class FrameReader:
             with anyio.move_on_after(
                 math.inf if left is None else left - time.monotonic()
             ) as scope:
-                while self.held < self._needed(len(self.buf) + _CHUNK):
-                    await self.budget.units.acquire()
-                    self.held += 1
-                chunk = await self.stream.receive(_CHUNK)
+                # Up to the allowance a read takes nothing from the budget (a small frame
+                # that arrives in pieces never waits for it); past it, a unit per chunk.
+                want = FRAME_ALLOWANCE - len(self.buf)
+                if want <= 0:
+                    want = _CHUNK
+                    while self.held < self._needed(len(self.buf) + _CHUNK):
+                        await self.budget.units.acquire()
+                        self.held += 1
+                chunk = await self.stream.receive(want)
             if scope.cancelled_caught:
                 self.close()
                 raise _FrameTimeout
