@@ -13,6 +13,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -186,6 +187,39 @@ def test_silent_connections_to_the_live_view_are_capped_and_time_out(
     pid = _keeper_pid(flood_bay)
     assert_preauth_bounded(pid, port)
     assert _keeper_pid(flood_bay) == pid
+
+
+def test_one_live_view_link_opens_at_most_16_viewers(flood_bay: Bay, demo: str) -> None:
+    """A credential holder is its own peer: its 17th viewer is refused 429, and once one of
+    its viewers closes, a new one opens."""
+    from websockets.exceptions import InvalidStatus
+    from websockets.sync.client import connect
+
+    from browserbay import wsguard
+
+    flood_bay.ok("open", f"{demo}/", session="crowd")
+    link = flood_bay.ok("live", session="crowd")["url"]
+    with urllib.request.urlopen(link, timeout=10) as page:
+        token = page.headers["Set-Cookie"].split(";", 1)[0]
+    origin = f"http://127.0.0.1:{urlsplit(link).port}"
+    ws_url = "ws" + link.split("?", 1)[0][4:] + "ws"
+
+    def viewer() -> contextlib.ExitStack:
+        held = contextlib.ExitStack()
+        held.enter_context(connect(ws_url, origin=origin, additional_headers={"Cookie": token}))  # type: ignore[arg-type]
+        return held
+
+    viewers = [viewer() for _ in range(wsguard.MAX_PER_CREDENTIAL)]
+    try:
+        with pytest.raises(InvalidStatus) as refused:
+            viewer().close()
+        assert refused.value.response.status_code == 429
+        viewers.pop().close()
+        time.sleep(0.5)  # the keeper sees it leave
+        viewers.append(viewer())
+    finally:
+        for v in viewers:
+            v.close()
 
 
 # -- §9: half-sent frames ---------------------------------------------------------------

@@ -7,8 +7,9 @@ can take is bounded instead: each connection must finish its opening handshake (
 request that carries its credential) within ``PREAUTH_TIMEOUT``, and at most
 ``MAX_PREAUTH`` connections of a listener may be in that state at once — more are closed as
 they are accepted. A peer that holds a credential is the credential: each caps its own
-connections (``MAX_PER_CREDENTIAL``, checked by the listener). Accept errors (``EMFILE``)
-are asyncio's: it backs off 1 s and goes on.
+connections (``MAX_PER_CREDENTIAL``), and a listener opens at most ``MAX_OPEN`` in all
+(:func:`refusal`, checked by the listener before its handshake completes). Accept errors
+(``EMFILE``) are asyncio's: it backs off 1 s and goes on.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ PREAUTH_TIMEOUT = 5.0
 MAX_PREAUTH = 64
 #: Open WebSocket connections one credential (a live-view link, a scoped CDP URL) may hold.
 MAX_PER_CREDENTIAL = 16
+#: Open WebSocket connections of one listener, whatever their credentials.
+MAX_OPEN = 256
 
 
 def capped_connection(max_preauth: int = MAX_PREAUTH) -> type[ServerConnection]:
@@ -43,3 +46,13 @@ def capped_connection(max_preauth: int = MAX_PREAUTH) -> type[ServerConnection]:
             super().connection_made(transport)
 
     return Capped
+
+
+def refusal(conn: ServerConnection, held: int) -> tuple[int, str] | None:
+    """(status, text) when a connection whose credential already holds ``held`` others may
+    not open (the credential's cap, or the listener's), else None."""
+    if held >= MAX_PER_CREDENTIAL:
+        return 429, f"this credential has {MAX_PER_CREDENTIAL} connections open already\n"
+    if len(conn.server.all_connections) >= MAX_OPEN:
+        return 503, f"this listener has {MAX_OPEN} connections open already\n"
+    return None

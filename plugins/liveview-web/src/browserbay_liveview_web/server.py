@@ -312,12 +312,9 @@ class WebTransport:
             held = sum(
                 v.credential is credential for t in self.targets.values() for v in t.viewers
             ) + sum(c is credential for c in self._by_conn.values())
-            if held >= wsguard.MAX_PER_CREDENTIAL:
-                return _text(
-                    conn,
-                    HTTPStatus.TOO_MANY_REQUESTS,
-                    f"this link has {wsguard.MAX_PER_CREDENTIAL} viewers open already\n",
-                )
+            full = wsguard.refusal(conn, held)
+            if full is not None:
+                return _text(conn, HTTPStatus(full[0]), full[1])
             self._by_conn[conn] = credential
             return None  # the WebSocket handshake goes on
         tickets = parse_qs(query).get("ticket")

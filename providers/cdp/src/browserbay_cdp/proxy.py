@@ -690,11 +690,9 @@ class ScopedServer:
             return connection.respond(HTTPStatus.FORBIDDEN, "unknown or revoked credential\n")
         if request.headers.get("Origin"):  # a web page, not a CDP client: never
             return connection.respond(HTTPStatus.FORBIDDEN, "no web origin may connect\n")
-        if kind == "ws" and len(grant.conns) >= wsguard.MAX_PER_CREDENTIAL:
-            return connection.respond(
-                HTTPStatus.TOO_MANY_REQUESTS,
-                f"this endpoint has {wsguard.MAX_PER_CREDENTIAL} connections open already\n",
-            )
+        full = wsguard.refusal(connection, len(grant.conns)) if kind == "ws" else None
+        if full is not None:
+            return connection.respond(HTTPStatus(full[0]), full[1])
         if kind == "version":
             body = {
                 "Browser": "browserbay scoped endpoint",
