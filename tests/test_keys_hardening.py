@@ -12,13 +12,17 @@ performed through the real `bay` CLI and keeper.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 from pathlib import Path
 
+import pytest
+
 from browserbay.fakevendor import FakeVendor, Listener
+from browserbay.keys import env_name
 from browserbay.paths import bay_paths
 from browserbay_keys_file.store import FileStore
-from tests import test_keys_e2e
+from tests import test_keys_e2e, test_sandbox
 from tests.helpers import assert_refused
 from tests.test_keys_e2e import (
     VENDOR_ENV,
@@ -30,8 +34,10 @@ from tests.test_keys_e2e import (
     _set,
     _view,
 )
+from tests.test_sandbox import SYSTEM_PYTHON, AsUser
 
 home = test_keys_e2e.home  # the fixture: a private BAY_HOME, its keeper stopped after
+nobody = test_sandbox.nobody  # the fixture: the real CLI and keeper as the user nobody
 
 
 def _steel_key() -> str:
@@ -159,3 +165,65 @@ def test_keys_list_and_doctor_say_the_file_store_without_a_passphrase_is_not_age
     assert checks
     assert checks[0]["status"] == "warn"
     assert "BAY_KEYS_PASSPHRASE" in checks[0]["fix"]
+
+
+# -- attack 3, by an agent of the same uid: the keeper's memory ----------------------------
+
+#: What an agent with a shell of the keeper's own uid tries: the keeper's environment block,
+#: then every writable mapping of its memory through /proc/<pid>/mem, for the key's bytes.
+READ_KEEPER = r"""
+import sys
+pid, needle = int(sys.argv[1]), sys.argv[2].encode()
+said = []
+try:
+    env = open(f"/proc/{pid}/environ", "rb").read()
+    said.append("environ:" + ("KEY" if needle in env else "clean"))
+except PermissionError:
+    said.append("environ:denied")
+try:
+    maps = open(f"/proc/{pid}/maps").read().splitlines()
+    found = False
+    with open(f"/proc/{pid}/mem", "rb", 0) as mem:
+        for line in maps:
+            span, perms = line.split()[:2]
+            if "r" not in perms or "w" not in perms:
+                continue
+            start, end = (int(x, 16) for x in span.split("-"))
+            try:
+                mem.seek(start)
+                if needle in mem.read(end - start):
+                    found = True
+                    break
+            except (OSError, ValueError, OverflowError):
+                continue
+    said.append("mem:" + ("KEY" if found else "clean"))
+except PermissionError:
+    said.append("mem:denied")
+print(" ".join(said))
+"""
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to act as another user")
+def test_an_agent_of_the_keepers_own_uid_cannot_read_its_keys_from_proc(
+    nobody: AsUser,
+) -> None:
+    key = _steel_key()
+    with FakeVendor("/v1/sessions", headers={"steel-api-key": key}) as vendor:
+        nobody.env.update(
+            {
+                env_name("cloud:steel", "api_key"): key,
+                env_name("cloud:steel", "api_url"): vendor.url,
+            }
+        )
+        nobody.ok("keeper", "start")
+        del nobody.env[env_name("cloud:steel", "api_key")]  # the agent's own shell: no key
+        # The positive control: the keeper holds the key and uses it.
+        assert nobody.ok("keys", "test", "cloud:steel")["ok"] is True
+        keeper = int(str(nobody.ok("keeper", "status")["pid"]))
+        assert Path(f"/proc/{keeper}").stat().st_uid == nobody.uid
+        read = nobody.run([SYSTEM_PYTHON, "-c", READ_KEEPER, str(keeper), key])
+        assert read.code == 0, read
+        said = read.stdout.split()
+        assert "environ:KEY" not in said, "the key is in the keeper's environ"
+        assert "mem:KEY" not in said, "a process of the keeper's uid read the key from its memory"
+        assert said == ["environ:denied", "mem:denied"], said

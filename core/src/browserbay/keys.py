@@ -100,12 +100,33 @@ def exec_without_keys() -> None:
     os.execve(sys.executable, argv, env)  # noqa: S606 - this same program, argv unchanged
 
 
+def make_undumpable() -> bool:
+    """Mark this process not dumpable (Linux ``PR_SET_DUMPABLE`` 0): its ``/proc/<pid>/``
+    ``environ``, ``mem``, ``maps`` and ``fd`` are then closed to every process without
+    ``CAP_SYS_PTRACE`` — the user's own included, so an agent's shell cannot read the keys the
+    keeper holds — and it cannot be ptrace-attached or core-dumped. ``cmdline`` and ``stat``
+    stay readable. An ``exec`` resets it: the keeper's children are ordinary. False where the
+    OS has no such switch."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    pr_set_dumpable = 4
+    libc = ctypes.CDLL(None, use_errno=True)
+    return int(libc.prctl(pr_set_dumpable, 0, 0, 0, 0)) == 0
+
+
 def _handed_over(env: MutableMapping[str, str]) -> dict[str, str]:
     """The key variables :func:`exec_without_keys` handed over (its fd read, then closed)."""
     text = env.pop(KEYS_FD_VAR, None)
     if text is None:
         return {}
-    fd = int(text)
+    try:
+        fd = int(text)
+        os.fstat(fd)
+    except (ValueError, OSError):
+        print(f"{KEYS_FD_VAR} names no open fd: ignored (never set it)", file=sys.stderr)
+        return {}
     try:
         chunks = []
         while chunk := os.read(fd, 65536):
@@ -114,6 +135,17 @@ def _handed_over(env: MutableMapping[str, str]) -> dict[str, str]:
         os.close(fd)
     found = json.loads(b"".join(chunks) or b"{}")
     return {str(k): str(v) for k, v in found.items() if is_key_variable(str(k))}
+
+
+def hide_keys() -> None:
+    """The keeper's first act: keys (``BAY_INTEGRATION_*``, ``BAY_INTEGRATIONS``,
+    ``BAY_KEYS_PASSPHRASE``) out of its ``/proc`` environ block (:func:`exec_without_keys`),
+    its ``/proc`` entry closed to the user's other processes (:func:`make_undumpable`), then
+    the values into the private snapshot (:func:`seal_environment`). No child the keeper
+    starts inherits them."""
+    exec_without_keys()
+    make_undumpable()
+    seal_environment()
 
 
 def seal_environment(environ: MutableMapping[str, str] | None = None) -> list[str]:

@@ -544,14 +544,9 @@ def _private_tmp(paths: BayPaths) -> None:
 
 
 def main() -> None:
-    from browserbay.keys import exec_without_keys, seal_environment
+    from browserbay.keys import hide_keys
 
-    # Keys (BAY_INTEGRATION_*, BAY_INTEGRATIONS, BAY_KEYS_PASSPHRASE) leave the process
-    # environment before anything starts: a re-exec with a clean one (its /proc environ
-    # block holds none), their values on an inherited fd; no child the keeper starts
-    # inherits them either.
-    exec_without_keys()
-    seal_environment()
+    hide_keys()  # done already by `python -m browserbay.keeper`; a no-op then
     paths = bay_paths()
     try:
         sock, lock = bind_first(paths)
