@@ -17,8 +17,10 @@ import shutil
 import stat
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import BinaryIO
 
@@ -164,4 +166,98 @@ def test_spill_files_are_pruned_by_age_and_total_size(tmp_path: Path) -> None:
         assert outside.read_text() == "the user's"
     finally:
         b.stop()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+class _Files(BaseHTTPRequestHandler):
+    """A page with two downloads: a small one whose name tries to leave the directory, and
+    a big one that arrives slowly (past a 1 MiB bound)."""
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        if self.path.startswith("/small"):
+            self._file(b"hello\n", "../../../../tmp/bay-escaped.txt")
+        elif self.path.startswith("/big"):
+            self._file(b"x" * (3 << 20), "big.bin", slow=True)
+        else:
+            body = (
+                b'<title>files</title><a id=small href="/small">s</a> <a id=big href="/big">b</a>'
+            )
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    def _file(self, data: bytes, name: str, slow: bool = False) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Disposition", f'attachment; filename="{name}"')
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        step = 256 << 10
+        with contextlib.suppress(OSError):  # the browser hangs up on a cancelled one
+            for at in range(0, len(data), step):
+                self.wfile.write(data[at : at + step])
+                self.wfile.flush()
+                if slow:
+                    time.sleep(0.1)
+
+
+@pytest.fixture
+def files_site() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Files)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+
+
+def _notice_containing(b: Bay, word: str, within: float = 20) -> str:
+    """The notice of the first answer (of cheap verbs, polled) that carries ``word``."""
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        r = b("get", "title")
+        notice = str(r.frame.get("notice", ""))
+        if word in notice:
+            return notice
+        time.sleep(0.2)
+    raise AssertionError(f"no notice saying {word!r}")
+
+
+def test_downloads_land_in_the_sessions_own_directory_under_a_bound(
+    files_site: str,
+) -> None:
+    home = Path(tempfile.mkdtemp(prefix="bay-dl-", dir="/tmp"))
+    b = Bay(home, BAY_DOWNLOAD_MAX_MB="1")
+    escaped = Path("/tmp/bay-escaped.txt")
+    escaped.unlink(missing_ok=True)
+    try:
+        b.ok("open", files_site)
+        b.ok("click", "#small")
+        said = _notice_containing(b, "downloaded")
+        root = home / "run" / "downloads"
+        (directory,) = root.iterdir()
+        assert directory.name.startswith("a-")  # the session's own ("a")
+        (kept,) = directory.iterdir()
+        assert kept.read_bytes() == b"hello\n"
+        assert str(kept) in said, said
+        assert "/" not in kept.name
+        assert not escaped.exists()
+        assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+        for d in (root, directory):
+            assert stat.S_IMODE(d.stat().st_mode) == 0o700, d
+
+        # Past the bound: cancelled as it arrives, its partial file gone, said in a notice.
+        b.ok("click", "#big")
+        said = _notice_containing(b, "cancelled")
+        assert "BAY_DOWNLOAD_MAX_MB" in said, said
+        assert [p.name for p in directory.iterdir()] == [kept.name]
+        partials = list((home / "run").rglob("*.crdownload"))
+        assert partials == [], partials
+    finally:
+        b.stop()
+        escaped.unlink(missing_ok=True)
         shutil.rmtree(home, ignore_errors=True)

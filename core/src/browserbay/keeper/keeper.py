@@ -27,6 +27,7 @@ from browserbay.keeper.base import (  # noqa: F401 - re-exported for the keeper'
 )
 from browserbay.keeper.browsers import BrowserPool
 from browserbay.keeper.controls import Controls, make_transports
+from browserbay.keeper.downloads import Downloads
 from browserbay.keeper.faults import disk_full, is_disk_full
 from browserbay.keeper.frames import ELEMENT_VERBS, PENDING, TRACED_VERBS, Recorder, settle
 from browserbay.keeper.hints import blocked
@@ -90,6 +91,7 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
             self.pool, self.tabs, registry, self.profiles, plugins, self.db, self.sessions
         )
         self.pool.on_crash = self.leases.crashed
+        self.leases.downloads = Downloads(paths.runtime / "downloads")
         #: Who holds each lease's controls; the live-view transports' host.
         self.controls = Controls(plugins, self.sessions)
         self.live = make_transports(plugins, self.controls)

@@ -25,6 +25,8 @@ from browserbay.store import PARKED, KeptTab, Registry
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page, Route, WebSocketRoute
 
+    from browserbay.keeper.downloads import Downloads
+
 log = logging.getLogger("browserbay.keeper")
 Db = Callable[..., Awaitable[Any]]
 RESTORE_TIMEOUT = 20.0
@@ -66,6 +68,8 @@ class Leases:
         # of a browser started later on the same profile (a crash, a backend switch).
         self._watched: weakref.WeakSet[BrowserContext] = weakref.WeakSet()
         self._waiters: dict[str, deque[tuple[str, anyio.Event]]] = {}
+        #: Where the pages' downloads go (set by the keeper).
+        self.downloads: Downloads | None = None
 
     # -- starting ---------------------------------------------------------------------
 
@@ -214,6 +218,8 @@ class Leases:
                 self.plugins.notify("bay_lease_changed", lease=lease.info(), change="tabs")
 
         page.on("close", on_close)
+        if self.downloads is not None:  # kept in the session's own directory, bounded
+            self.downloads.watch(page, lambda: self.sessions.get(tab.owner))
         return tab
 
     async def new_tab(self, lease: Lease) -> Tab:
