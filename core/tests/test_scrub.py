@@ -74,3 +74,16 @@ def test_the_keeper_log_filter_scrubs_messages_and_tracebacks() -> None:
     assert SECRET not in line
     assert "abcdefgh123" not in line
     assert "token=" + HIDDEN in line
+
+
+def test_the_remembered_secrets_are_bounded_and_the_most_recent_kept() -> None:
+    from browserbay import scrub as module
+
+    kept = "sk_kept_all_along_0123"
+    remember(kept)
+    for n in range(module.MAX_KNOWN * 3):
+        remember(f"sk_flood_{n:06d}_abcdef")
+        remember(kept)  # a key in use is resolved again and again
+    assert len(module._known) == module.MAX_KNOWN
+    assert HIDDEN in scrub(kept)
+    assert "sk_flood_000000_abcdef" in scrub("sk_flood_000000_abcdef")  # long evicted

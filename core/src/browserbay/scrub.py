@@ -29,8 +29,12 @@ MIN_SECRET = 8
 
 _CREDENTIAL_NAME = re.compile(r"key|token|secret|passw|pwd|auth|sig|jwt|credential", re.I)
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s\"'<>\\]+")
+#: At most this many secrets are remembered, the most recently resolved kept: a key in use
+#: is resolved again at every launch and listing, and an agent that stores value after value
+#: cannot grow the keeper or slow every answer.
+MAX_KNOWN = 64
 _lock = threading.Lock()
-_known: set[str] = set()
+_known: dict[str, None] = {}
 _forms: tuple[str, ...] = ()
 
 
@@ -38,10 +42,15 @@ def remember(value: str) -> None:
     """Hold ``value`` as a secret: from now on :func:`scrub` blots it out (and its URL-encoded
     forms). Called for each secret value the keeper resolves, at resolution."""
     global _forms
-    if len(value) < MIN_SECRET or value in _known:
+    if len(value) < MIN_SECRET:
         return
     with _lock:
-        _known.add(value)
+        if value in _known:
+            _known[value] = _known.pop(value)  # the most recent again
+            return
+        _known[value] = None
+        while len(_known) > MAX_KNOWN:
+            del _known[next(iter(_known))]
         forms = set()
         for v in _known:
             forms.update({v, urllib.parse.quote(v, safe=""), urllib.parse.quote_plus(v, safe="")})
