@@ -67,15 +67,20 @@ def tiny_home() -> Iterator[Path]:
 @root_only
 def test_a_full_disk_leaves_verbs_working_and_names_itself(tiny_home: Path, demo: str) -> None:
     b = Bay(tiny_home)
-    assert b.ok("open", f"{demo}/form.html")["status"] == 200
+    assert b.ok("open", f"{demo}/list.html?n=5000")["status"] == 200
     _fill(tiny_home / "filler")
 
     # A verb that needs no disk answers as before: its audit row cannot be written, which is
     # logged and counted, never the verb's failure.
     for _ in range(3):
-        assert b.ok("get", "title")["value"] == "Sign up"
+        assert b.ok("get", "title")["value"] == "List of 5000"
     status = b.ok("keeper", "status")
     assert status["audit_failures"] >= 3, status
+    # An answer too long to print whole is still shown, cut, though its spill file cannot
+    # be written (the client says so instead of failing).
+    long = b("get", "text", "body", json_=False)
+    assert long.code == 0, long
+    assert "the full text could not be saved" in long.stdout, long.stdout[-300:]
 
     # A verb that must write is refused disk_full, naming where and the way out.
     frame = assert_refused(b("screenshot"), "disk_full")

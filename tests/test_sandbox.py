@@ -17,6 +17,7 @@ import pwd
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -26,7 +27,25 @@ import pytest
 
 from tests.helpers import BAY, TEST_PLUGINS, Result, assert_refused
 
-pytestmark = pytest.mark.skipif(os.getuid() != 0, reason="needs root to act as another user")
+
+def _same_python() -> bool:
+    """Debian's Python runs the venv's packages only when it is the venv's minor version."""
+    try:
+        done = subprocess.run(
+            ["/usr/bin/python3", "-c", "import sys; print(sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except OSError:
+        return False
+    return done.stdout.strip() == str(sys.version_info[:2])
+
+
+pytestmark = [
+    pytest.mark.skipif(os.getuid() != 0, reason="needs root to act as another user"),
+    pytest.mark.skipif(not _same_python(), reason="/usr/bin/python3 is not the venv's Python"),
+]
 
 CHROMIUM = "/usr/lib/chromium/chromium"
 #: Another user cannot run the venv's interpreter (it lives under root's 0700 home), so the
@@ -34,7 +53,8 @@ CHROMIUM = "/usr/lib/chromium/chromium"
 #: packages and the workspace sources on PYTHONPATH.
 SYSTEM_PYTHON = "/usr/bin/python3"
 CLI = "import sys; sys.argv[0] = 'bay'; from browserbay_cli.main import main; main()"
-SITE = Path(BAY).parent.parent / "lib" / "python3.11" / "site-packages"
+PY = "python{}.{}".format(*sys.version_info[:2])
+SITE = Path(BAY).parent.parent / "lib" / PY / "site-packages"
 
 
 def _pythonpath() -> str:

@@ -42,9 +42,20 @@ def _cut(text: str, verb: str) -> tuple[str, dict[str, Any] | None]:
         return text, None
     paths = bay_paths().ensure()
     path = paths.outputs / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{verb}.txt"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:  # a full disk: the answer is still shown, cut, and says so
+        import contextlib  # off the hot path
+
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        marker = (
+            f"\n… [cut at {MAX_OUTPUT:,} of {len(text):,} characters; the full text could not "
+            f"be saved under {paths.outputs}: {exc.strerror or exc}]"
+        )
+        return text[:MAX_OUTPUT] + marker, {"file": None, "chars": len(text), "shown": MAX_OUTPUT}
     marker = f"\n… [cut at {MAX_OUTPUT:,} of {len(text):,} characters; full text: {path}]"
     return text[:MAX_OUTPUT] + marker, {"file": str(path), "chars": len(text), "shown": MAX_OUTPUT}
 
