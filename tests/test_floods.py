@@ -383,3 +383,23 @@ def test_a_verb_answered_deadline_leaves_no_tab_behind(flood_bay: Bay, demo: str
     flood_bay.ok("open", f"{demo}/", session="probe")
     held = flood_bay.ok("browserside", session="probe")
     assert (held["contexts"], held["pages"]) == (1, 1), held
+
+
+def test_a_deadline_keeps_the_tabs_it_was_reopening_and_closes_only_its_own(
+    flood_bay: Bay, demo: str
+) -> None:
+    """A session's kept tabs (its browser stopped with the keeper) are reopened by its next
+    verb; when that verb is answered `deadline`, the kept tabs stay kept — never lost — and
+    come back with the verb after it. On a running lease, only the tab the verb opened goes."""
+    flood_bay.ok("open", f"{demo}/form.html", session="kept")
+    flood_bay.stop()
+    flood_bay.ok("open", f"{demo}/", session="warm")  # the deadlines fall past the launch
+    for timeout in ("0.2", "0.5", "1", "2"):
+        r = flood_bay("tab", "new", f"{demo}/slow?s=5", "--timeout", timeout, session="kept")
+        assert_refused(r, "deadline")
+    tabs = flood_bay.ok("tab", "list", session="kept")["tabs"]
+    assert [urlsplit(t["url"]).path for t in tabs] == ["/form.html"], tabs
+    r = flood_bay("tab", "new", f"{demo}/slow?s=5", "--timeout", "1", session="kept")
+    assert_refused(r, "deadline")
+    after = flood_bay.ok("tab", "list", session="kept")["tabs"]
+    assert [t["id"] for t in after] == [t["id"] for t in tabs], after

@@ -287,17 +287,19 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
         tabs, running = held
         with anyio.move_on_after(UNDO_LIMIT):
             for lease in list(session.leases.values()):
-                for tab in [t for t in lease.tabs.values() if t.id not in tabs]:
-                    self.tabs.drop(tab, lease, "the verb that opened it was answered deadline")
-                    with contextlib.suppress(Exception):
-                        await tab.page.close()
                 if lease.context is None:
                     continue
                 try:
-                    if lease.profile.id not in running and not lease.tabs:
-                        await self.leases.end(session, lease, "deadline")
-                    else:
-                        await self.leases.persist(session, lease)
+                    if lease.profile.id not in running:
+                        # Started by this verb: ended, and the kept tabs it was reopening
+                        # are kept as they were (they come back with the next verb).
+                        await self.leases.end(session, lease, "deadline", undo=True)
+                        continue
+                    for tab in [t for t in lease.tabs.values() if t.id not in tabs]:
+                        self.tabs.drop(tab, lease, "the verb that opened it was answered deadline")
+                        with contextlib.suppress(Exception):
+                            await tab.page.close()
+                    await self.leases.persist(session, lease)
                 except Exception:
                     log.exception("undoing a verb answered deadline failed")
 

@@ -81,6 +81,7 @@ class Leases:
         (a backend switch reopens them under the same ids)."""
         if lease.context is not None:
             return
+        lease.kept_at_start = None
         if lease.profile.ephemeral:
             context, running = await self.pool.isolated_context(lease.profile.provider)
             try:
@@ -126,6 +127,7 @@ class Leases:
         lease.context, lease.browser = context, running
         self.plugins.notify("bay_lease_changed", lease=lease.info(), change="attached")
         state, kept = await self.db(self.registry.kept_tabs, session.ref.id, lease.profile.id)
+        lease.kept_at_start = (state, kept)
         if kept and state in ("auto", "live"):
             restored = await self.restore(lease, kept, reopen_ids)
             await self.persist(session, lease)  # they are live again: never restored twice
@@ -324,16 +326,31 @@ class Leases:
 
     # -- ending -----------------------------------------------------------------------
 
-    async def end(self, session: Session, lease: Lease, reason: str) -> int:
+    async def end(
+        self,
+        session: Session,
+        lease: Lease,
+        reason: str,
+        *,
+        undo: bool = False,
+    ) -> int:
         """Close the lease's share of its browser. Its tabs are kept: for ``resume`` after a
-        deliberate ``close``, reopened by themselves after any other stop."""
+        deliberate ``close``, reopened by themselves after any other stop. ``undo``: the
+        verb that started it was answered ``deadline``: the registry gets back the kept tabs
+        it held when the context started (``Lease.kept_at_start``), none of this one's."""
         if lease.context is None:
             return 0
-        await self.persist(session, lease)
-        if lease.tabs and reason == "closed":
-            await self.db(self.registry.park_kept, session.ref.id, lease.profile.id)
-        elif lease.tabs:
-            await self.db(self.registry.mark_kept, session.ref.id, lease.profile.id, "auto")
+        if undo:
+            if lease.kept_at_start is not None:  # else: not read yet, nothing written since
+                state, tabs = lease.kept_at_start
+                back = "auto" if state in (None, "auto", "live") else state
+                await self.db(self.registry.keep_tabs, session.ref.id, lease.profile.id, tabs, back)
+        else:
+            await self.persist(session, lease)
+            if lease.tabs and reason == "closed":
+                await self.db(self.registry.park_kept, session.ref.id, lease.profile.id)
+            elif lease.tabs:
+                await self.db(self.registry.mark_kept, session.ref.id, lease.profile.id, "auto")
         lease.unpause()
         self.plugins.notify("bay_lease_changed", lease=lease.info(reason), change="detached")
         closed = len(lease.tabs)

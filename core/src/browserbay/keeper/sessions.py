@@ -81,6 +81,9 @@ class Lease:
     keeper.frames.settle): the lease's next verb waits for it, briefly."""
     window: LiveWindow | None = None
     """A target lease's native window (see browserbay.keeper.targets); None for a browser."""
+    kept_at_start: tuple[str | None, list[Any]] | None = None
+    """(state, kept tabs) the registry held when this context was started: what a verb
+    answered ``deadline`` puts back when it ends the context it started (see Keeper._undo)."""
 
     @property
     def handle(self) -> str:
