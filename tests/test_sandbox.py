@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import BAY, TEST_PLUGINS, Result, assert_refused
+from tests.helpers import BAY, REPO, TEST_PLUGINS, Result, assert_refused
 
 
 def _same_python() -> bool:
@@ -206,8 +206,11 @@ def _assert_sandboxed(user: AsUser, marker: str) -> tuple[list[str], list[int]]:
     for pid, argv in argvs.items():
         assert "--no-sandbox" not in argv, (pid, argv)
     for pid in renderers:
-        status = _status(pid)
-        assert status["Seccomp"].strip() == "2", (pid, status["Seccomp"])  # seccomp-bpf filter
+        # seccomp-bpf: a renderer engages its filter once it has started up
+        end = time.monotonic() + 10
+        while _status(pid)["Seccomp"].strip() != "2" and time.monotonic() < end:
+            time.sleep(0.1)
+        assert _status(pid)["Seccomp"].strip() == "2", (pid, argvs[pid], _status(pid)["Seccomp"])
         assert _ns(pid, "user") != _ns(browser, "user"), "the renderer shares the browser's userns"
         assert _ns(pid, "pid") != _ns(browser, "pid"), "the renderer shares the browser's pid ns"
         assert _ns(pid, "net") != _ns(browser, "net"), "the renderer shares the browser's network"
@@ -240,6 +243,29 @@ def test_a_non_root_keepers_cloak_browser_runs_sandboxed(nobody: AsUser, demo: s
     (browser,) = [b for b in browsers if b["profile"] == work["id"]]  # type: ignore[attr-defined]
     argv, _ = _assert_sandboxed(nobody, f"--bay-browser={browser['id']}")
     assert any(a.startswith("--fingerprint=") for a in argv)  # it is the cloak launch path
+
+
+def test_a_non_root_keepers_phone_browser_runs_sandboxed(nobody: AsUser, demo: str) -> None:
+    """The example third-party provider (examples/provider-phone), loaded by module name."""
+    phone_src = REPO / "examples" / "provider-phone" / "src"
+    nobody.env["PYTHONPATH"] += f":{phone_src}"
+    nobody.env["BAY_PLUGIN_MODULES"] = "browserbay_phone.plugin"
+    mine = nobody.ok("new", "mine", "--provider", "phone")
+    nobody.ok("use", str(mine["id"]))
+    assert nobody.ok("open", f"{demo}/form.html")["status"] == 200
+    browsers = nobody.ok("keeper", "status")["browsers"]
+    (browser,) = [b for b in browsers if b["profile"] == mine["id"]]  # type: ignore[attr-defined]
+    assert browser["provider"] == "phone", browser
+    _assert_sandboxed(nobody, f"--bay-browser={browser['id']}")
+
+
+def test_bay_window_browser_of_a_non_root_user_runs_sandboxed(nobody: AsUser, demo: str) -> None:
+    """local-window's own Chromium on a private Xvfb display, started outside Playwright."""
+    if shutil.which("Xvfb") is None:
+        pytest.skip("no Xvfb")
+    made = nobody.ok("window", "browser", f"{demo}/form.html")
+    assert made["handle"], made
+    _assert_sandboxed(nobody, "--force-renderer-accessibility")
 
 
 def test_bay_chrome_of_a_non_root_user_runs_sandboxed(nobody: AsUser) -> None:
