@@ -403,6 +403,8 @@ def environ_variants() -> list[Attack]:
         for name in ENVIRON_SECRETS
     ]
     out.append(Attack("environ", "bay-chrome-devtools-port", {"where": "chrome"}))
+    # The agent passes the opt-in itself: the flag is anybody's to pass.
+    out.append(Attack("environ", "bay-chrome-allow-open-port", {"where": "chrome", "allow": True}))
     out.append(Attack("environ", "bay-run-argv", {"where": "run"}))
     return out
 

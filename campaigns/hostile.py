@@ -720,8 +720,14 @@ class Campaign:
                                 if values[var].encode() in data:
                                     oracles.append(f"{var}'s value in /proc/{pid}/{part}")
                 elif where == "chrome":
+                    extra = {"allow_open_port": True} if a.params.get("allow") else {}
                     frame = h.call(
-                        "env", "chrome", headless=True, profile="hostile-chrome", timeout=60
+                        "env",
+                        "chrome",
+                        headless=True,
+                        profile="hostile-chrome-" + a.name[-4:],
+                        timeout=60,
+                        **extra,
                     )
                     code = _code(frame)
                     chrome_pid = frame.get("data", {}).get("pid") if frame.get("ok") else None
