@@ -387,6 +387,39 @@ def key_variants() -> list[Attack]:
     ]
 
 
+# -- the browser's own DevTools endpoint ----------------------------------------------------
+
+#: The shared browser's DevTools HTTP endpoint, written several ways (``{devtools_port}``).
+DEVTOOLS_URLS = {
+    "json-list": "http://127.0.0.1:{devtools_port}/json/list",
+    "json": "http://127.0.0.1:{devtools_port}/json",
+    "json-version": "http://127.0.0.1:{devtools_port}/json/version",
+    "upper-path": "http://127.0.0.1:{devtools_port}/JSON/LIST",
+    "localhost": "http://localhost:{devtools_port}/json/list",
+    "decimal": "http://2130706433:{devtools_port}/json/list",
+    "short": "http://127.1:{devtools_port}/json/list",
+    "query": "http://127.0.0.1:{devtools_port}/json/list?x=1",
+}
+#: Who goes there and how: the cdp session's own tab (``bay open``, ``tab new``, a page's
+#: script, a meta refresh, CDP ``Page.navigate``) and another isolated session's tab.
+DEVTOOLS_ROADS = (
+    "open-cdp",
+    "tab-new-cdp",
+    "page-script-cdp",
+    "meta-refresh-cdp",
+    "cdp-navigate",
+    "open-ephemeral",
+)
+
+
+def devtools_variants() -> list[Attack]:
+    return [
+        Attack("devtools-endpoint", f"{road}/{form}", {"road": road, "url": url})
+        for road in DEVTOOLS_ROADS
+        for form, url in DEVTOOLS_URLS.items()
+    ]
+
+
 # -- the fixed families ---------------------------------------------------------------------
 
 ENVIRON_SECRETS = (
@@ -503,6 +536,7 @@ GENERATED = {
     "key-exfil": key_variants,
 }
 FIXED = {
+    "devtools-endpoint": devtools_variants,
     "environ": environ_variants,
     "planted-socket": socket_variants,
     "escapes": lambda: [a for a in clip_variants() if a.family == "escapes"],

@@ -368,6 +368,35 @@ class Campaign:
             oracles += [f"outside hit {x.host}{x.path[:40]}" for x in self.servers.hits(aid)]
             self.note(a, code, oracles, t0)
 
+    def run_devtools(self, rows: list[Attack]) -> None:
+        """The shared browser's DevTools HTTP endpoint lists every tab of every session (and
+        hands out their WebSocket URLs): can a session's tab be made to show it?"""
+        site = self.servers.site
+        for a in rows:
+            t0 = time.monotonic()
+            aid = self.aid()
+            url = fill(a.params["url"], {"devtools_port": _port(self.devtools + "/")})
+            road = a.params["road"]
+            s = "attacker-e" if road == "open-ephemeral" else "attacker-c"
+            if road == "cdp-navigate":
+                code, oracles = self._scheme_cdp(road, url)
+            else:
+                if road in ("open-cdp", "open-ephemeral"):
+                    frame = self.h.call(s, "open", url=url, timeout=15)
+                elif road == "tab-new-cdp":
+                    frame = self.h.call(s, "tab", action="new", arg=url, timeout=15)
+                else:
+                    mode = "script-location" if road == "page-script-cdp" else "meta-refresh"
+                    page = f"{site}/p/{aid}?" + urllib.parse.urlencode({"mode": mode, "to": url})
+                    frame = self.h.call(s, "open", url=page, timeout=15)
+                    time.sleep(0.5)
+                code = _code(frame)
+                href, content = self.page_of(s)
+                planted = self._cdp_planted() if s == "attacker-c" else self.planted
+                oracles = page_leaks(href, content, planted)
+                self.reset_attacker(s)
+            self.note(a, code, oracles, t0)
+
     def _own_sid(self, raw: Raw) -> str:
         infos = raw.call("Target.getTargets")["result"]["targetInfos"]
         pages = [t for t in infos if t["type"] == "page"]
@@ -1072,8 +1101,16 @@ def _cli_code(stdout: str) -> str:
 
 # -- the campaign ---------------------------------------------------------------------------
 
+#: A family's runner, where its name is not the family's.
+RUNNERS = {
+    "cdp-methods": "cdp_methods",
+    "key-exfil": "keys",
+    "planted-socket": "planted",
+    "devtools-endpoint": "devtools",
+}
 ORDER = (
     "schemes",
+    "devtools-endpoint",
     "cdp-methods",
     "fence",
     "key-exfil",
@@ -1119,15 +1156,7 @@ def run(seed: int, scale: float, only: set[str] | None) -> dict[str, Any]:
                 if only and family not in only:
                     continue
                 t0 = time.monotonic()
-                fn = getattr(
-                    c,
-                    "run_"
-                    + {
-                        "cdp-methods": "cdp_methods",
-                        "key-exfil": "keys",
-                        "planted-socket": "planted",
-                    }.get(family, family),
-                )
+                fn = getattr(c, "run_" + RUNNERS.get(family, family))
                 try:
                     fn(by_family.get(family, []))
                 except Exception as exc:  # a family that broke: said, the others go on
