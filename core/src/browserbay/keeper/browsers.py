@@ -79,7 +79,8 @@ class Running:
 
     @property
     def in_use(self) -> bool:
-        return bool(self.contexts) if self.ephemeral else bool(self.users)
+        """A context being opened in it counts: it is never stopped as idle meanwhile."""
+        return bool(self.contexts or self.opening) if self.ephemeral else bool(self.users)
 
 
 def mint_browser_id() -> str:
