@@ -79,6 +79,7 @@ def test_every_code_renders_without_placeholders_given_its_fields() -> None:
         "socket": "/tmp/bay-1000-1ae9ad88/keeper.sock",
         "where": "/home/u/.local/state/browserbay",
         "free": "0 bytes",
+        "endpoint": "127.0.0.1:9222",
     }
     for code in CODES:
         r = Refusal(code, **fields)

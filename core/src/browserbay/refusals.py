@@ -163,6 +163,12 @@ _ROWS = (
         "open a page on an allowed domain, or use a profile allowed to go there",
     ),
     Code(
+        "devtools_refused",
+        "{endpoint} is this browser's own DevTools endpoint: no tab may load it (it would hand "
+        "out every tab's control socket)",
+        "open a page of a site; to drive your own tab over CDP, use bay cdp-url",
+    ),
+    Code(
         "verb_refused",
         "'{verb}' was refused by the {plugin} plugin: {reason}",
         "{fix}",
@@ -482,6 +488,7 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "verb_refused",
             "domain_refused",
+            "devtools_refused",
             "profile_busy",
             "browser_cap",
             "backend_unavailable",

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.lowlevel
 
+from browserbay.keeper.guard import Guard, devtools_ports
 from browserbay.ladder import parse_major, read_dir_version
 from browserbay.model import BrowserHandle, BrowserInfo, LaunchSpec, ProviderRow, context_options
 from browserbay.paths import BayPaths
@@ -58,9 +59,14 @@ class Running:
     users: set[str] = field(default_factory=set)
     """Sessions with a lease on this browser."""
     blocked: int = 0
-    """Sub-resource requests its allowed-domains list refused (persistent profiles)."""
+    """Requests (and redirect hops) its guard refused that no lease can be named for (all of
+    them on a persistent profile's browser)."""
     opening: int = 0
     """Contexts being created in it now: their slots are taken (see isolated_context)."""
+    fence: tuple[str, ...] = ()
+    """The allowed domains of every context in it: a fence is a property of the process."""
+    guard: Guard | None = None
+    """Its in-browser request check (see browserbay.keeper.guard), when it needs one."""
 
     def info(self) -> BrowserInfo:
         return BrowserInfo(self.id, self.provider.id, self.handle.pid, self.ephemeral)
@@ -123,9 +129,12 @@ class BrowserPool:
             )
         return row
 
-    async def isolated_context(self, provider_id: str) -> tuple[BrowserContext, Running]:
+    async def isolated_context(
+        self, provider_id: str, fence: tuple[str, ...] = ()
+    ) -> tuple[BrowserContext, Running]:
         """A fresh isolated context for one session: cookies, storage, cache and tabs that
-        no other session can see. Shares a browser process where the provider allows it.
+        no other session can see. Shares a browser process where the provider allows it, and
+        only with contexts of the same ``fence`` (allowed domains).
 
         The context's slot is taken under the launch lock, before the context is asked for:
         counted then created, so concurrent first verbs never put more than
@@ -141,6 +150,7 @@ class BrowserPool:
                         if (
                             r.provider.id == provider_id
                             and r.ephemeral
+                            and r.fence == fence
                             and not r.closing
                             and not self.gone(r)
                             and len(r.contexts) + r.opening < CONTEXTS_PER_BROWSER
@@ -149,7 +159,7 @@ class BrowserPool:
                             break
                 if found is None:
                     self._check_cap()
-                    found = await self._launch(row)
+                    found = await self._launch(row, fence=fence)
                 running = found
                 running.opening += 1
                 running.idle_since = None
@@ -199,10 +209,16 @@ class BrowserPool:
             )
 
     async def persistent(
-        self, provider_id: str, profile_id: str, user_data_dir: Path, **launch: Any
+        self,
+        provider_id: str,
+        profile_id: str,
+        user_data_dir: Path,
+        fence: tuple[str, ...] = (),
+        **launch: Any,
     ) -> Running:
         """The one browser of a persistent profile (a user-data-dir cannot be shared between
-        processes), started if needed. Its one context is shared by every lease on it."""
+        processes), started if needed. Its one context is shared by every lease on it; its
+        ``fence`` (the profile's allowed domains) holds for all of it."""
         row = self.provider(provider_id)
         async with self._launch_lock:
             for r in self.running.values():
@@ -210,7 +226,7 @@ class BrowserPool:
                     r.idle_since = None
                     return r
             self._check_cap()
-            running = await self._launch(row, user_data_dir=user_data_dir, **launch)
+            running = await self._launch(row, user_data_dir=user_data_dir, fence=fence, **launch)
             running.profile_id = profile_id
             running.ephemeral = False
         await self._record_major(running, profile_id, user_data_dir)
@@ -238,6 +254,7 @@ class BrowserPool:
         headless: bool = True,
         proxy: str | None = None,
         options: Mapping[str, str] | None = None,
+        fence: tuple[str, ...] = (),
     ) -> Running:
         assert row.driver_factory is not None
         # The provider's key, resolved now and only now, for this one child's environment
@@ -273,7 +290,17 @@ class BrowserPool:
             shutil.rmtree(home, ignore_errors=True)
             raise
         await self.db(self.registry.browser_pid, browser_id, handle.pid)
-        running = Running(browser_id, row, handle, home, user_data_dir is None, time.time())
+        running = Running(
+            browser_id, row, handle, home, user_data_dir is None, time.time(), fence=fence
+        )
+        try:
+            await self._guard(running)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await handle.close(CLOSE_TIMEOUT)
+            await self.db(self.registry.browser_stopped, browser_id, "failed_to_start")
+            shutil.rmtree(home, ignore_errors=True)
+            raise
         self.running[browser_id] = running
         if handle.persistent_context is not None:
             running.contexts.add(handle.persistent_context)
@@ -291,6 +318,32 @@ class BrowserPool:
         log.info("browser %s started (%s, pid %s)", browser_id, row.id, handle.pid)
         self.plugins.notify("bay_browser_started", browser=running.info())
         return running
+
+    async def _guard(self, running: Running) -> None:
+        """Its in-browser check, installed before anything is loaded in it: a fenced browser
+        checks every request, one with a DevTools port on this machine the requests to that
+        port; otherwise there is none (no cost). Refused, and the browser not used, when the
+        check cannot be installed: a fence is never only on paper."""
+        handle = running.handle
+        ports = devtools_ports(handle)
+        if not running.fence and not ports:
+            return
+        context = handle.persistent_context
+        browser = handle.browser or (context.browser if context is not None else None)
+        guard = Guard(running.fence, ports, running)
+        try:
+            if browser is None:
+                raise RuntimeError("its driver gave no browser to intercept requests in")
+            await guard.start(browser)
+        except Exception as exc:
+            raise Refusal(
+                "backend_unavailable",
+                provider=running.provider.id,
+                reason=f"its request check (allowed domains, DevTools port) cannot be "
+                f"installed: {str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r}",
+                fix="bay plugins",
+            ) from None
+        running.guard = guard
 
     def gone(self, running: Running) -> bool:
         """The browser's process has exited (a crash its driver may not have reported yet).

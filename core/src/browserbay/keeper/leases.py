@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from browserbay.keeper.browsers import BrowserPool, Running
+from browserbay.keeper.guard import host_allowed
 from browserbay.keeper.profiles import ProfileBook
 from browserbay.keeper.sessions import Lease, Session, Tab, TabBook
 from browserbay.plugins import Plugins
@@ -23,18 +24,16 @@ from browserbay.refusals import Refusal
 from browserbay.store import PARKED, KeptTab, Registry
 
 if TYPE_CHECKING:
-    from playwright.async_api import BrowserContext, Page, Route, WebSocketRoute
+    from playwright.async_api import BrowserContext, Page, WebSocketRoute
+    from playwright.async_api import Response as PlaywrightResponse
 
     from browserbay.keeper.downloads import Downloads
+
+__all__ = ["blocked_requests", "check_url_allowed", "goto_guarded", "host_allowed"]
 
 log = logging.getLogger("browserbay.keeper")
 Db = Callable[..., Awaitable[Any]]
 RESTORE_TIMEOUT = 20.0
-
-
-def host_allowed(host: str, allowed: tuple[str, ...]) -> bool:
-    host = host.lower().rstrip(".")
-    return any(host == d or host.endswith("." + d) for d in allowed)
 
 
 def check_url_allowed(url: str, allowed: tuple[str, ...]) -> None:
@@ -44,6 +43,38 @@ def check_url_allowed(url: str, allowed: tuple[str, ...]) -> None:
     host = urlsplit(url).hostname or ""
     if not host_allowed(host, allowed):
         raise Refusal("domain_refused", host=host or url, allowed=", ".join(allowed))
+
+
+async def goto_guarded(
+    lease: Lease, page: Page, url: str, **options: Any
+) -> PlaywrightResponse | None:
+    """``page.goto`` for a verb: refused by name before it starts when the URL is outside
+    the fence, and — when the browser's guard refused a hop of the navigation (a redirect out
+    of the fence, to the DevTools endpoint) — refused by name after it, not a bare
+    ``net::ERR_BLOCKED_BY_CLIENT``."""
+    check_url_allowed(url, lease.allowed_domains)
+    guard = lease.browser.guard if lease.browser is not None else None
+    since = time.monotonic()
+    try:
+        response = await page.goto(url, **options)
+    except Exception:
+        if guard is not None:
+            await guard.check(page, since)
+        raise
+    if guard is not None:
+        await guard.check(page, since)
+    return response
+
+
+def blocked_requests(lease: Lease) -> int:
+    """What the fence refused for this lease: its own count, plus its browser's unattributed
+    one when no other session can be in it (a persistent profile's browser counts them all)."""
+    running = lease.browser
+    if running is None:
+        return lease.blocked
+    if not lease.profile.ephemeral or running.contexts <= {lease.context}:
+        return lease.blocked + running.blocked
+    return lease.blocked
 
 
 class Leases:
@@ -83,9 +114,11 @@ class Leases:
             return
         lease.kept_at_start = None
         if lease.profile.ephemeral:
-            context, running = await self.pool.isolated_context(lease.profile.provider)
+            context, running = await self.pool.isolated_context(
+                lease.profile.provider, lease.allowed_domains
+            )
             try:
-                await self._allowlist(context, lease.allowed_domains, lease)
+                await self._allowlist(context, lease.allowed_domains, lease, running)
             except BaseException:  # cut (a deadline) before the lease holds it: closed
                 with anyio.CancelScope(shield=True):
                     await self.pool.release_context(running, context)
@@ -105,6 +138,7 @@ class Leases:
                 row.provider,
                 row.id,
                 Path(row.dir),
+                fence=row.allowed_domains,
                 headless=not row.headed,
                 proxy=row.proxy,
                 options=row.options,
@@ -119,7 +153,7 @@ class Leases:
                 )
             context = shared
             if context not in self._watched:
-                await self._allowlist(context, row.allowed_domains, running)
+                await self._allowlist(context, row.allowed_domains, running, running)
                 self._watch(context, None)
             running.users.add(session.ref.id)
             running.idle_since = None
@@ -144,23 +178,25 @@ class Leases:
             )
 
     async def _allowlist(
-        self, context: BrowserContext, allowed: tuple[str, ...], counter: Lease | Running
+        self,
+        context: BrowserContext,
+        allowed: tuple[str, ...],
+        counter: Lease | Running,
+        running: Running,
     ) -> None:
-        """Every request of the context is checked, installed before its first navigation:
-        a navigation outside is aborted (and `open` refuses it by name before it starts), a
-        sub-resource is blocked and counted, a websocket is closed."""
+        """The fence's websocket half, installed before the context's first navigation: a
+        websocket to a host outside is closed and counted. Every other request, each redirect
+        hop included, is checked in the browser by its guard (browserbay.keeper.guard): a
+        fence is the browser's, installed when it started."""
         if not allowed:
             return
-
-        async def on_request(route: Route) -> None:
-            url = route.request.url
-            host = urlsplit(url).hostname or ""
-            if url.startswith(("data:", "blob:", "about:")) or host_allowed(host, allowed):
-                await route.fallback()
-                return
-            if not route.request.is_navigation_request():
-                counter.blocked += 1
-            await route.abort("blockedbyclient")
+        if running.guard is None or running.fence != allowed:
+            raise Refusal(  # pragma: no cover - the pool starts fenced browsers guarded
+                "backend_unavailable",
+                provider=running.provider.id,
+                reason="its browser has no request check for these allowed domains",
+                fix="bay plugins",
+            )
 
         async def on_websocket(ws: WebSocketRoute) -> None:
             host = urlsplit(ws.url).hostname or ""
@@ -170,7 +206,6 @@ class Leases:
                 counter.blocked += 1
                 await ws.close(code=1008, reason="domain not allowed")
 
-        await context.route("**/*", on_request)
         await context.route_web_socket("**/*", on_websocket)
 
     def _watch(self, context: BrowserContext, only: Lease | None) -> None:
@@ -227,6 +262,9 @@ class Leases:
     async def new_tab(self, lease: Lease) -> Tab:
         assert lease.context is not None
         page = await self.pool.new_page(lease.browser, lease.context)
+        guard = lease.browser.guard if lease.browser is not None else None
+        if guard is not None and lease.profile.ephemeral and lease.allowed_domains:
+            await guard.target_of(page, lease)  # its context's refused hops count here
         tab = self.adopt(page, lease)
         lease.current = tab.id
         return tab

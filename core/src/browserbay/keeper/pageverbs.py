@@ -172,10 +172,11 @@ async def _page_answer(act: Act, status: int | None = None) -> Answer:
 
 async def verb_open(act: Act) -> Answer:
     url = normalize_url(str(act.args["url"]))
-    from browserbay.keeper.leases import check_url_allowed
+    from browserbay.keeper.leases import goto_guarded
 
-    check_url_allowed(url, act.lease.allowed_domains)
-    response = await act.page.goto(url, timeout=act.ms_left(), wait_until="load")
+    response = await goto_guarded(
+        act.lease, act.page, url, timeout=act.ms_left(), wait_until="load"
+    )
     return await _page_answer(act, response.status if response is not None else None)
 
 
@@ -470,10 +471,9 @@ async def verb_login_check(act: Act) -> Answer:
             verb="login-check",
         )
     target = normalize_url(str(url))
-    from browserbay.keeper.leases import check_url_allowed
+    from browserbay.keeper.leases import goto_guarded
 
-    check_url_allowed(target, act.lease.allowed_domains)
-    await act.page.goto(target, timeout=act.ms_left(), wait_until="load")
+    await goto_guarded(act.lease, act.page, target, timeout=act.ms_left(), wait_until="load")
     end = min(act.deadline - 0.5, time.monotonic() + SETTLE_MAX)
     seen, since = act.page.url, time.monotonic()
     while time.monotonic() < end and time.monotonic() - since < SETTLE_QUIET:

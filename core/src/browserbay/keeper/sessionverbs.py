@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from browserbay.keeper.browsers import pss_kib
-from browserbay.keeper.leases import check_url_allowed
+from browserbay.keeper.leases import blocked_requests, check_url_allowed, goto_guarded
 from browserbay.keeper.pageverbs import normalize_url
 from browserbay.keeper.profiles import parse_domains
 from browserbay.keeper.sessions import Lease, Session
@@ -71,7 +71,7 @@ class SessionVerbsMixin(ChoosingMixin):
                 if was in lease.tabs:
                     lease.current = was
                 try:
-                    await tab.page.goto(url, wait_until="load")
+                    await goto_guarded(lease, tab.page, url, wait_until="load")
                     data.update(url=tab.page.url, title=await tab.page.title())
                     if tab.id not in lease.tabs:
                         # Its browser died as it loaded: the crash kept the tabs as they were
@@ -308,12 +308,7 @@ class SessionVerbsMixin(ChoosingMixin):
                         and (proposal := await self.db(self.registry.proposal, lease.profile.id))
                         else None
                     ),
-                    "blocked_requests": lease.blocked
-                    + (
-                        lease.browser.blocked
-                        if lease.browser and not lease.profile.ephemeral
-                        else 0
-                    ),
+                    "blocked_requests": blocked_requests(lease),
                 }
             )
         data = {

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from browserbay.keeper.leases import check_url_allowed
+from browserbay.keeper.leases import goto_guarded
 from browserbay.keeper.pageverbs import normalize_url
 from browserbay.model import SessionRef
 from browserbay.paths import BayPaths, ensure_private
@@ -283,8 +283,7 @@ class TriggerIntake:
                     tab = await keeper.leases.current_tab(session, lease)
                     url = request.get("url")
                     if url:
-                        check_url_allowed(url, lease.allowed_domains)
-                        await tab.page.goto(url, wait_until="load")
+                        await goto_guarded(lease, tab.page, url, wait_until="load")
                     await keeper.leases.persist(session, lease)
                     session.last_used = time.monotonic()
                     await self._audit(sid, lease.profile.id, action, True)

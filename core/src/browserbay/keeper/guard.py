@@ -1,0 +1,202 @@
+"""The domain fence and the scheme rule, enforced in the browser on every hop.
+
+One CDP ``Fetch`` interception at the Request stage on the *browser* target: every request of
+every target of that browser — each tab, popup, frame (in or out of process), worker — pauses
+in the keeper before it is sent, and every redirect hop pauses again as a new request. A
+Playwright route sees only the first URL of a redirect chain (measured); this sees them all.
+
+A browser gets a guard only when it needs one, and never pays for what Chromium already does:
+
+- a fence (allowed domains): every request is paused and checked. A fence is a property of the
+  browser process: ephemeral contexts share a browser only with contexts of the same fence, a
+  persistent profile's browser is its own;
+- a browser with a DevTools HTTP endpoint (a ``cdp_url`` on a loopback host: somebody else's
+  Chrome): only requests to that port pause (a Fetch pattern), and those on loopback are
+  refused. Without a port (Playwright's pipe) there is nothing to guard; ``file:``,
+  ``chrome:`` and ``devtools:`` are refused by Chromium itself for every page-started hop
+  (measured: links, ``target=_blank``, ``window.open``, ``location``, frames, forms, and a
+  redirect there fails ``ERR_UNSAFE_REDIRECT``).
+
+A refused hop fails ``BlockedByClient`` and is counted; a refused main-frame navigation is
+remembered for its tab, so the verb that started it answers with the refusal by name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import logging
+import time
+import weakref
+from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import urlsplit
+
+from browserbay.refusals import Refusal
+
+if TYPE_CHECKING:
+    from playwright.async_api import Browser, CDPSession, Page
+
+log = logging.getLogger("browserbay.keeper")
+
+#: Schemes whose requests never leave the browser (checked by Chromium, not by host).
+LOCAL_OK = ("data", "blob", "about")
+WEB = ("http", "https", "ws", "wss")
+
+
+class Counter(Protocol):
+    """What counts refused hops: a lease, or a browser."""
+
+    blocked: int
+
+
+def host_allowed(host: str, allowed: tuple[str, ...]) -> bool:
+    host = host.lower().rstrip(".")
+    return any(host == d or host.endswith("." + d) for d in allowed)
+
+
+def is_loopback(host: str) -> bool:
+    """A host name that reaches this machine: ``localhost`` (and its subdomains), 127/8,
+    ``::1``, and the unspecified addresses (``0.0.0.0`` connects to the local host)."""
+    host = host.lower().rstrip(".").strip("[]")
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_unspecified
+
+
+def devtools_ports(handle: object) -> tuple[int, ...]:
+    """The port of the browser's own DevTools HTTP endpoint, when its handle names one on
+    this machine (``cdp_url``, e.g. ``ws://127.0.0.1:9222/devtools/browser/…``)."""
+    url = getattr(handle, "cdp_url", None)
+    if not isinstance(url, str):
+        return ()
+    with contextlib.suppress(ValueError):
+        parts = urlsplit(url)
+        if parts.hostname and is_loopback(parts.hostname) and parts.port:
+            return (parts.port,)
+    return ()
+
+
+def hop_refusal(
+    url: str, fence: tuple[str, ...], ports: tuple[int, ...]
+) -> tuple[str, dict[str, Any]] | None:
+    """Why one hop may not be loaded (a refusal code and its fields), or None."""
+    try:
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        host = (parts.hostname or "").lower().rstrip(".")
+        port = parts.port or (443 if scheme in ("https", "wss") else 80)
+    except ValueError:
+        return "local_scheme_refused", {"scheme": "(unparsable)", "url": url[:200]}
+    if scheme in LOCAL_OK:
+        return None
+    if scheme not in WEB:
+        return "local_scheme_refused", {"scheme": scheme, "url": url[:200]}
+    if port in ports and is_loopback(host):
+        return "devtools_refused", {"endpoint": f"{host}:{port}"}
+    if fence and not host_allowed(host, fence):
+        return "domain_refused", {"host": host or url[:200], "allowed": ", ".join(fence)}
+    return None
+
+
+class Guard:
+    """The interception on one browser. ``counter``: where a refused hop is counted when no
+    lease of the browser can be named (a persistent profile's browser counts all of them)."""
+
+    def __init__(self, fence: tuple[str, ...], ports: tuple[int, ...], counter: Counter):
+        self.fence = fence
+        self.ports = ports
+        self.counter = counter
+        self.session: CDPSession | None = None
+        self._leases: dict[str, Counter] = {}  # browserContextId -> the lease that counts
+        self._targets: dict[str, str] = {}  # targetId -> browserContextId
+        self._pages: weakref.WeakKeyDictionary[Page, str] = weakref.WeakKeyDictionary()
+        self._refused: dict[str, tuple[float, str, dict[str, Any]]] = {}
+        """Per main frame (its id is its tab's target id): the last refused navigation."""
+
+    @property
+    def patterns(self) -> list[dict[str, str]]:
+        if self.fence:
+            return [{"urlPattern": "*", "requestStage": "Request"}]
+        return [{"urlPattern": f"*:{p}/*", "requestStage": "Request"} for p in self.ports]
+
+    async def start(self, browser: Browser) -> None:
+        session = await browser.new_browser_cdp_session()
+        session.on("Fetch.requestPaused", self._paused)
+        if self.fence:  # which lease a refused hop belongs to, for its count
+            session.on("Target.targetCreated", self._target)
+            session.on("Target.targetInfoChanged", self._target)
+            session.on("Target.targetDestroyed", self._gone)
+            await session.send("Target.setDiscoverTargets", {"discover": True})
+        await session.send("Fetch.enable", {"patterns": self.patterns})
+        self.session = session
+
+    def _target(self, event: dict[str, Any]) -> None:
+        info = event.get("targetInfo") or {}
+        if info.get("targetId") and info.get("browserContextId"):
+            self._targets[info["targetId"]] = info["browserContextId"]
+
+    def _gone(self, event: dict[str, Any]) -> None:
+        self._targets.pop(event.get("targetId", ""), None)
+        self._refused.pop(event.get("targetId", ""), None)
+
+    async def _paused(self, event: dict[str, Any]) -> None:
+        session = self.session
+        if session is None:  # pragma: no cover - events come only once it is set
+            return
+        request_id = event["requestId"]
+        refused = hop_refusal(str(event["request"]["url"]), self.fence, self.ports)
+        if refused is not None:
+            frame = str(event.get("frameId") or "")
+            counter = self._leases.get(self._targets.get(frame, ""), self.counter)
+            counter.blocked += 1
+            if event.get("resourceType") == "Document":
+                self._refused[frame] = (time.monotonic(), *refused)
+        try:
+            if refused is None:
+                await session.send("Fetch.continueRequest", {"requestId": request_id})
+            else:
+                await session.send(
+                    "Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"}
+                )
+        except Exception as exc:  # its target went away meanwhile: nothing to let through
+            log.debug("guard: request %s: %s", request_id, exc)
+
+    async def target_of(self, page: Page, lease: Counter | None = None) -> str | None:
+        """The page's target id (asked once per page); ``lease``: its context's hops count
+        there from now on."""
+        known = self._pages.get(page)
+        if known is not None and lease is None:
+            return known
+        try:
+            session = await page.context.new_cdp_session(page)
+            try:
+                info = (await session.send("Target.getTargetInfo"))["targetInfo"]
+            finally:
+                with contextlib.suppress(Exception):
+                    await session.detach()
+        except Exception:
+            return None
+        target, context = str(info["targetId"]), str(info.get("browserContextId") or "")
+        self._pages[page] = target
+        if context:
+            self._targets[target] = context
+            if lease is not None:
+                self._leases[context] = lease
+        return target
+
+    async def check(self, page: Page, since: float) -> None:
+        """Raise the refusal of the page's main-frame navigation refused since ``since``."""
+        target = await self.target_of(page)
+        seen = self._refused.get(target or "")
+        if seen is not None and seen[0] >= since:
+            raise Refusal(seen[1], **seen[2])
+
+    async def stop(self) -> None:
+        session, self.session = self.session, None
+        if session is not None:
+            with contextlib.suppress(Exception):
+                await session.detach()
