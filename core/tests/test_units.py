@@ -80,6 +80,8 @@ def test_every_code_renders_without_placeholders_given_its_fields() -> None:
         "where": "/home/u/.local/state/browserbay",
         "free": "0 bytes",
         "endpoint": "127.0.0.1:9222",
+        "pinned": "https://api.example.com",
+        "secret": "api_key",
     }
     for code in CODES:
         r = Refusal(code, **fields)
