@@ -82,6 +82,8 @@ def test_a_tab_driven_through_the_scoped_endpoint_is_held_to_it_too(
         extra = browser.contexts[0].new_page()
         with pytest.raises(Error, match="ERR_BLOCKED_BY_CLIENT"):
             extra.goto(hop(inside.url(""), endpoint))
+        extra.wait_for_load_state("load")  # Chromium's error page commits after the refusal
+        extra.wait_for_timeout(200)
         text = extra.evaluate("document.body ? document.body.innerText : ''")
         assert "webSocketDebuggerUrl" not in text
         browser.close()
