@@ -310,7 +310,7 @@ def test_no_sandbox_possible_is_a_loud_refusal_never_a_silent_no_sandbox(
     assert "max_user_namespaces is 0" in frame["message"], frame
     assert "user namespaces" in frame["way_out"], frame
     # Nothing was started without a sandbox.
-    assert not _browser_processes(nobody.uid, "--bay-browser="), "a browser was started"
+    assert not _browser_processes(nobody.uid, str(nobody.home)), "a browser was started"
     nobody("keeper", "stop", prefix=prefix, timeout=60)
     doctor = nobody("doctor", prefix=prefix)
     rows = {(x["area"], x["name"]): x for x in doctor.frame["data"]["checks"]}
