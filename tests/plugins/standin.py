@@ -28,6 +28,7 @@ from typing import Any
 
 import anyio
 
+from browserbay import sandbox
 from browserbay.hookspecs import hookimpl
 from browserbay.ladder import binary_major
 from browserbay.model import Capabilities, LaunchSpec, ProviderRow
@@ -86,6 +87,7 @@ class StandinDriver:
             handle_sigint=False,
             handle_sigterm=False,
             handle_sighup=False,
+            **sandbox.PLAYWRIGHT_OPTIONS,  # as every launch of ours: no --no-sandbox but root's
         )
         pid = await anyio.to_thread.run_sync(find_pid, spec.browser_id)
         return ChromiumHandle(spec.browser_id, ctx.browser, ctx, pid)

@@ -444,6 +444,7 @@ async def guarded_connection(
 
 
 async def _run(sock: socket.socket, paths: BayPaths) -> None:
+    from browserbay import sandbox
     from browserbay.keeper import outputs
     from browserbay.keeper.browsers import sweep_orphans
     from browserbay.keeper.keeper import Keeper
@@ -505,6 +506,9 @@ async def _run(sock: socket.socket, paths: BayPaths) -> None:
         await anyio.to_thread.run_sync(write_plugin_verbs, paths, keeper.plugin_verb_rows())
         keeper.swept = await anyio.to_thread.run_sync(sweep_orphans, registry)
         await anyio.to_thread.run_sync(outputs.prune, paths.outputs)
+        said = await anyio.to_thread.run_sync(sandbox.state)
+        if not said.sandboxed:  # root (Chromium's rule), or no sandbox possible: refused
+            log.warning("Chromium's renderer sandbox is off: %s", said.detail)
         if keeper.swept:
             log.info("swept %d orphaned browser(s): %s", len(keeper.swept), ", ".join(keeper.swept))
         await keeper.db(registry.keeper_started, os.getpid(), __version__)
