@@ -1,5 +1,6 @@
 """Loopback servers for the redirect attacks: ``/r302?to=URL`` (and 301, 303, 307, 308)
-redirect, ``/page?html=...`` serves the given HTML, everything else a small page; each server
+redirect, ``/page?html=...`` serves the given HTML (``?js=...``: the given script),
+everything else a small page; each server
 keeps its access log, so a test can prove that nothing arrived at an outside host."""
 
 from __future__ import annotations
@@ -42,10 +43,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
-        body = query.get("html", ["<!doctype html><title>landed</title><p id=p>landed</p>"])[0]
+        script = query.get("js", [None])[0]
+        body = script or query.get("html", ["<!doctype html><title>landed</title>landed"])[0]
         data = body.encode()
         self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
+        kind = "text/javascript" if script is not None else "text/html; charset=utf-8"
+        self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -60,3 +63,7 @@ def hop(base: str, to: str, code: int = 302) -> str:
 
 def page(base: str, html: str) -> str:
     return f"{base}/page?html={quote(html, safe='')}"
+
+
+def script(base: str, js: str) -> str:
+    return f"{base}/script?js={quote(js, safe='')}"

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import Bay, assert_refused
-from tests.hopserver import HopServer, hop, page
+from tests.hopserver import HopServer, hop, page, script
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +86,11 @@ def test_a_redirect_out_of_the_fence_is_refused_by_name_and_counted(
     assert outside.log[log:] == [], "nothing may arrive at the outside host"
     assert _blocked(bay, s) == before + 1
     assert not any(u.startswith(outside.url("", host="localhost")) for u in _urls(bay, s))
+    frame = assert_refused(
+        bay("tab", "new", hop(inside.url(""), target, 307), session=s), "domain_refused"
+    )
+    assert frame["data"]["host"] == "localhost", frame
+    assert outside.log[log:] == []
 
 
 def test_a_pages_own_requests_through_redirects_are_blocked_and_counted(
@@ -108,6 +113,33 @@ def test_a_pages_own_requests_through_redirects_are_blocked_and_counted(
     assert bay.ok("eval", "window.got", session=s)["value"] == "failed"
     assert _settle(lambda: _blocked(bay, s) >= before + 4), (_blocked(bay, s), before)
     assert far.log[log:] == [], "nothing may arrive at the outside host"
+
+
+def test_workers_requests_through_redirects_are_blocked_and_counted(
+    bay: Bay, fenced: str, inside: HopServer, far: HopServer
+) -> None:
+    """A dedicated worker, a shared worker and a service worker each fetch the outside host
+    through a redirect: none arrives (they are targets of the browser, under its guard)."""
+    s = "workers"
+    bay.ok("use", fenced, session=s)
+    bay.ok("open", inside.url("/"), session=s)
+    before, log = _blocked(bay, s), len(far.log)
+    base = inside.url("")
+    urls = {
+        kind: script(base, f"fetch('{hop(base, far.url('/' + kind))}').catch(() => 0)")
+        for kind in ("worker", "shared", "service")
+    }
+    html = (
+        f"<script>new Worker('{urls['worker']}'); new SharedWorker('{urls['shared']}');"
+        f"navigator.serviceWorker.register('{urls['service']}')"
+        ".then(() => window.sw = 'registered', e => window.sw = String(e));</script>"
+    )
+    bay.ok("open", page(base, html), session=s)
+    _settle(lambda: _blocked(bay, s) >= before + 3)
+    time.sleep(0.3)
+    assert far.log[log:] == [], far.log[log:]
+    assert _blocked(bay, s) >= before + 3, (_blocked(bay, s), before)
+    assert bay.ok("eval", "window.sw", session=s)["value"] == "registered"
 
 
 def _chain(inside: HopServer, last: str) -> str:
