@@ -317,3 +317,28 @@ def test_no_sandbox_possible_is_a_loud_refusal_never_a_silent_no_sandbox(
     row = rows[("browser", "renderer sandbox")]
     assert row["status"] == "fail", row
     assert "max_user_namespaces is 0" in row["detail"], row
+
+
+def _sandbox_row(doctor: Result) -> dict[str, str]:
+    rows = {(x["area"], x["name"]): x for x in doctor.frame["data"]["checks"]}
+    row = rows[("browser", "renderer sandbox")]
+    assert isinstance(row, dict)
+    return row
+
+
+def test_bay_doctor_says_whether_the_sandbox_is_on(nobody: AsUser, tmp_path: Path) -> None:
+    as_root = subprocess.run(
+        [BAY, "doctor", "--json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "BAY_HOME": str(tmp_path / "home")},
+        timeout=120,
+    )
+    row = _sandbox_row(Result(as_root.returncode, as_root.stdout, as_root.stderr))
+    assert row["status"] == "warn", row
+    assert "--no-sandbox" in row["detail"], row
+    assert "outside any sandbox" in row["detail"], row
+    assert "non-root user" in row["fix"], row
+    row = _sandbox_row(nobody("doctor"))
+    assert row["status"] == "ok", row
+    assert "user namespaces" in row["detail"], row
