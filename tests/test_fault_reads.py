@@ -76,6 +76,8 @@ def test_a_full_disk_leaves_verbs_working_and_names_itself(tiny_home: Path, demo
         assert b.ok("get", "title")["value"] == "List of 5000"
     status = b.ok("keeper", "status")
     assert status["audit_failures"] >= 3, status
+    said = b("keeper", "status", json_=False).stdout
+    assert "audit rows not written" in said, said
     # An answer too long to print whole is still shown, cut, though its spill file cannot
     # be written (the client says so instead of failing).
     long = b("get", "text", "body", json_=False)
@@ -88,7 +90,7 @@ def test_a_full_disk_leaves_verbs_working_and_names_itself(tiny_home: Path, demo
     assert "free space" in frame["way_out"], frame
     # So is a new session, whose first sight and browser need the disk.
     frame = assert_refused(b("open", f"{demo}/form.html", session="newcomer"), "disk_full")
-    assert "the registry (SQLite) could not write" in frame["message"], frame
+    assert f"the disk under {tiny_home} is full" in frame["message"], frame
 
     # Space again: everything works, and the audit writes again.
     (tiny_home / "filler").unlink()

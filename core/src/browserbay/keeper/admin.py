@@ -109,6 +109,11 @@ class AdminMixin(KeeperBase):
             f"socket {status['socket']}\nbrowsers {len(status['browsers'])} · "
             f"sessions {len(status['sessions'])}\nlog {status['log']}"
         )
+        if self.audit_failures:
+            text += (
+                f"\naudit rows not written: {self.audit_failures} (see the log; a full disk "
+                "under " + str(self.paths.home or self.paths.state) + "?)"
+            )
         return status, text
 
     async def _plugins(self) -> Answer:
