@@ -8,11 +8,14 @@ ladder, proposals, the gap), not a fingerprint."""
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import sqlite3
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -370,6 +373,47 @@ def test_a_verb_in_the_gap_is_refused_browser_restarting_then_served_on_its_own_
     assert _tabs(sbay, "a") == before["a"]
     assert _tabs(sbay, "b") == before["b"]
     assert pid
+
+
+def test_trigger_actions_in_the_gap_are_refused_browser_restarting_and_audited(
+    sbay: Bay, demo: str
+) -> None:
+    """A trigger request is an action like a verb: in a backend switch's gap it is refused
+    ``browser_restarting`` (it neither waits for, nor launches, a browser of its own), and
+    the refusal is in the audit with its road."""
+    _two_sessions_on(sbay, demo)
+    sbay.ok("backend", "standin", session="a")  # b holds it too: a proposal for b
+    d = Path(sbay.ok("triggers", "path")["path"])
+    gate = sbay.home / "gate"
+    (gate / "armed").write_text("")
+    answers: list[Result] = []
+    switch = threading.Thread(
+        target=lambda: answers.append(sbay("backend", "--accept", session="b", timeout=120))
+    )
+    switch.start()
+    results: dict[str, dict[str, Any]] = {}
+    try:
+        assert _wait(lambda: (gate / "waiting").exists())  # the old browser is stopped
+        for action, extra in (("open", {"url": f"{demo}/index.html"}), ("resume", {})):
+            name = str(uuid.uuid4())
+            body = {"version": 1, "action": action, "session": "a", **extra}
+            (d / f".{name}.tmp").write_text(json.dumps(body))
+            os.replace(d / f".{name}.tmp", d / f"{name}.json")
+            path = d / "processed" / f"{name}.result.json"
+            assert _wait(lambda p=path: p.exists())
+            results[action] = json.loads(path.read_text())
+    finally:
+        (gate / "armed").unlink()
+        (gate / "open").write_text("")
+        switch.join(120)
+    for action, answer in results.items():
+        assert answer["ok"] is False, (action, answer)
+        assert answer["reason"].startswith("browser_restarting: "), (action, answer)
+    assert answers[0].code == 0, answers
+    assert sbay.ok("get", "url", session="a")["value"] == f"{demo}/form.html"  # not moved
+    rows = [(r["verb"], r["road"], r["code"]) for r in sbay.ok("audit", session="a")["audit"]]
+    assert ("open", "trigger", "browser_restarting") in rows
+    assert ("resume", "trigger", "browser_restarting") in rows
 
 
 def test_verbs_racing_a_switch_are_refused_or_served_on_their_own_tab(sbay: Bay, demo: str) -> None:

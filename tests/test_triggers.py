@@ -110,9 +110,12 @@ def test_open_resume_and_stop_on_a_real_browser(fresh_bay: Bay, demo: str) -> No
     assert [t["url"] for t in tabs] == [f"{demo}/form.html"]
     nothing = _result(d, _publish(d, {"version": 1, "action": "resume", "session": "nobody"}))
     assert nothing["outcome"] == "not-found"
-    audit = [r["verb"] for r in fresh_bay.ok("audit")["audit"]]
-    assert "trigger:open" in audit
-    assert "trigger:stop" in audit
+    # Each action is audited as the verb it is, on the road it came by.
+    audit = [(r["verb"], r["road"], r["ok"]) for r in fresh_bay.ok("audit")["audit"]]
+    assert ("open", "trigger", True) in audit
+    assert ("close", "trigger", True) in audit
+    assert ("resume", "trigger", True) in audit
+    assert ("get", "cli", True) in audit
 
 
 def test_a_repeated_uuid_gets_the_first_result_and_is_never_replayed(

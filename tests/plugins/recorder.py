@@ -2,6 +2,8 @@
 lifecycle hook to $BAY_RECORDER_FILE, and acts as a policy when told to:
 
 - BAY_TEST_REFUSE_VERB=<verb>  its bay_before_verb refuses that verb (code verb_refused);
+- BAY_TEST_REFUSE_FILE=<path>  ... and the verbs named in that file, one a line, while it
+                               exists (a test turns the veto on and off on a running keeper);
 - BAY_TEST_CRASH_VERB=<verb>   its bay_before_verb raises (the keeper answers internal_error);
 - BAY_TEST_CRASH_AFTER=<verb>  its bay_after_verb raises (logged and skipped).
 """
@@ -29,12 +31,20 @@ def _record(hook: str, **fields: Any) -> None:
         f.write(json.dumps(row, default=str) + "\n")
 
 
+def _vetoed() -> set[str]:
+    path = os.environ.get("BAY_TEST_REFUSE_FILE")
+    try:
+        return set(open(path).read().split()) if path else set()
+    except FileNotFoundError:
+        return set()
+
+
 @hookimpl
 def bay_before_verb(call: VerbCall) -> Refusal | None:
     _record("bay_before_verb", call=call)
     if os.environ.get("BAY_TEST_CRASH_VERB") == call.verb:
         raise RuntimeError("the recorder plugin crashes on purpose")
-    if os.environ.get("BAY_TEST_REFUSE_VERB") == call.verb:
+    if os.environ.get("BAY_TEST_REFUSE_VERB") == call.verb or call.verb in _vetoed():
         return Refusal(
             "verb_refused",
             plugin="recorder",

@@ -361,7 +361,7 @@ def run(argv: list[str]) -> int:
     if verb.scope == LOCAL:  # pragma: no cover - every local verb is handled above
         return EXIT_USAGE
     session = client.session_identity(options.get("session"))
-    extra = client.context(options.get("profile"), options.get("session"))
+    extra = {**client.context(options.get("profile"), options.get("session")), "road": "cli"}
     frame = client.call(verb.name, args, session=session, timeout=timeout, extra=extra)
     secret = _secret_wanted(verb, args, frame)
     if secret is not None:  # the keeper asked for a secret argument: read it, ask again

@@ -320,6 +320,9 @@ class _Base:
         """A profile handle every verb acts on (the frame's ``profile`` field, like ``bay
         --profile``); None: the session's default."""
         self.autostart = autostart
+        self.road = "api"
+        """The road the keeper's audit names for this client's verbs (the MCP server's client
+        says ``mcp``): a label only; every road passes the same guards."""
         self.keeper: dict[str, Any] = {}
         """The keeper's hello (version, protocol, pid), once connected."""
         self._n = 0
@@ -335,6 +338,7 @@ class _Base:
             "args": _clean(args),
             "session": self.session,
             "timeout": t,
+            "road": self.road,
         }
         if self.profile:
             frame["profile"] = self.profile

@@ -390,6 +390,10 @@ class VerbCall:
     args: Mapping[str, Any]
     session: SessionRef
     profile: ProfileRef | None
+    road: str = "api"
+    """The road the action came by: ``cli``, ``api``, ``mcp`` (declared by the client),
+    ``trigger``, ``cdp`` or ``run`` (named by the keeper). A label for audits and gates: the
+    same guards run on every road."""
 
 
 @dataclass(frozen=True)
@@ -523,6 +527,12 @@ class VerbContext:
     targets: TargetLeases | None = None
     """Leases on targets that are not browser profiles (``ctx.targets.hold(...)``): what a
     plugin that owns such targets (the ``local-window`` provider) gives its holders."""
+    guard: Callable[[str, Mapping[str, Any], str], Awaitable[None]] | None = None
+    """``await ctx.guard(method, params, road)``: the keeper's guards (pause, restart gap,
+    ``bay_before_verb``, domain fence, audit) on a CDP call the plugin relays to the lease
+    on an agent's behalf (road ``cdp`` or ``run``); raises the refusal. Calls that are a
+    verb in all but name (``Page.navigate``, ``Target.createTarget``: ``open``) are judged
+    as that verb; others pass."""
 
 
 VerbHandler = Callable[[VerbContext], Awaitable[tuple[dict[str, Any], str]]]

@@ -159,6 +159,10 @@ MIGRATIONS: Sequence[str] = (
         url TEXT
     );
     """,
+    # 7: the road each audited action came by (cli, api, mcp, trigger, cdp, run).
+    """
+    ALTER TABLE audit ADD COLUMN road TEXT;
+    """,
 )
 
 
@@ -242,7 +246,13 @@ class Registry(Protocol):
     def browser_stopped(self, browser_id: str, reason: str) -> None: ...
     def unstopped_browsers(self) -> list[BrowserRow]: ...
     def audit(
-        self, session: str, profile: str | None, verb: str, ok: bool, code: str | None
+        self,
+        session: str,
+        profile: str | None,
+        verb: str,
+        ok: bool,
+        code: str | None,
+        road: str | None = None,
     ) -> None: ...
     def close(self) -> None: ...
     # profiles, attachments, kept tabs, holds (migration 2)
@@ -393,12 +403,20 @@ class SqliteRegistry:
     # -- audit --------------------------------------------------------------------------
 
     def audit(
-        self, session: str, profile: str | None, verb: str, ok: bool, code: str | None
+        self,
+        session: str,
+        profile: str | None,
+        verb: str,
+        ok: bool,
+        code: str | None,
+        road: str | None = None,
     ) -> None:
-        """One row per verb: who, where, what, whether. Never a typed value."""
+        """One row per action: who, where, what, by which road, whether. Never a typed
+        value."""
         self.db.execute(
-            "INSERT INTO audit(at, session, profile, verb, ok, code) VALUES (?, ?, ?, ?, ?, ?)",
-            (time.time(), session, profile, verb, int(ok), code),
+            "INSERT INTO audit(at, session, profile, verb, ok, code, road) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (time.time(), session, profile, verb, int(ok), code, road),
         )
 
     def close(self) -> None:
@@ -792,7 +810,7 @@ class SqliteRegistry:
         self.db.execute("DELETE FROM backend_proposals WHERE profile=?", (profile_id,))
 
     def audit_rows(self, profile_id: str | None, limit: int) -> list[dict[str, Any]]:
-        sql = "SELECT at, session, profile, verb, ok, code FROM audit"
+        sql = "SELECT at, session, profile, verb, ok, code, road FROM audit"
         params: tuple[Any, ...] = ()
         if profile_id is not None:
             sql += " WHERE profile=?"
@@ -807,6 +825,7 @@ class SqliteRegistry:
                 "verb": r[3],
                 "ok": bool(r[4]),
                 "code": r[5],
+                "road": r[6],
             }
             for r in reversed(rows)
         ]

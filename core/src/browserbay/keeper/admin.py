@@ -95,7 +95,8 @@ class AdminMixin(KeeperBase):
             )
             text = "\n".join(
                 f"{time.strftime('%H:%M:%S', time.localtime(float(r['at'])))} {r['session']:<16} "
-                f"{r['profile'] or '-':<14} {r['verb']:<10} {'ok' if r['ok'] else r['code']}"
+                f"{r['profile'] or '-':<14} {r['road'] or '-':<7} {r['verb']:<10} "
+                f"{'ok' if r['ok'] else r['code']}"
                 for r in rows
             )
             return {"audit": rows}, text or "(no audit rows yet)"

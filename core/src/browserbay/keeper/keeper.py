@@ -40,6 +40,7 @@ from browserbay.keeper.requests import (  # noqa: F401 - re-exported for tests
     _redact,
     _validate,
 )
+from browserbay.keeper.roads import Guards, frame_road
 from browserbay.keeper.sessions import Lease, Session, TabBook, reserve_tab_ids
 from browserbay.keeper.sessionverbs import SessionVerbsMixin
 from browserbay.keeper.switch import BackendMixin
@@ -72,6 +73,11 @@ def _holdings(session: Session) -> tuple[set[str], set[str]]:
     return tabs, {pid for pid, lease in session.leases.items() if lease.context is not None}
 
 
+#: Core verbs on the session rather than on one lease (``close`` and ``detach``, which end
+#: leases, are judged on the leases they end).
+SESSION_VERBS = frozenset({"status", "blocked", "use", "pin", "backend"})
+
+
 class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
     def __init__(self, plugins: Plugins, registry: Registry, paths: BayPaths):
         self.plugins = plugins
@@ -97,6 +103,8 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
         self.live = make_transports(plugins, self.controls)
         self.stop_event = anyio.Event()
         self.restarting: dict[str, str] = {}
+        #: The one guard path every road's actions pass (see browserbay.keeper.roads).
+        self.guards = Guards(plugins, self.controls, self.check_restarting, self._audit)
         self.swept: list[str] = []
         self.verb_table = plugins.verb_table()
         self.inflight = 0
@@ -177,15 +185,18 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
             # and providers are in (`bay keeper stop` always works).
             session = None if verb.scope == verbs.KEEPER else self._session(ref, group)
             profile: ProfileRef | None = None
-            call = VerbCall(verb.name, _redact(verb, args), ref, None)
-            refusal = next(
-                (r for r in self.plugins.hook.bay_before_verb(call=call) if r is not None), None
-            )
-            if refusal is not None:
-                raise refusal.with_defaults(verb=verb.name, plugin="a policy")
+            asked = VerbCall(verb.name, _redact(verb, args), ref, None, frame_road(frame))
+            call = asked
+            judged = [asked]
+
+            def check(lease: Lease | None = None, **kw: Any) -> None:
+                """The guards, once the verb's lease is known (and before it runs)."""
+                judged[0] = self.guards.check(asked, lease, **kw)
+
             try:
                 with anyio.fail_after(timeout) as scope:
                     if session is None:
+                        check()
                         data, text = await self._keeper_verb(verb.name, args, handle)
                     else:
                         async with session.lock:
@@ -194,7 +205,7 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
                                 await self._first_sight(session)
                                 session.last_used = time.monotonic()
                                 data, text, profile = await self._run(
-                                    verb, args, session, handle, actor, started, timeout
+                                    verb, args, session, handle, actor, started, timeout, check
                                 )
                             except (anyio.get_cancelled_exc_class(), Refusal) as cut:
                                 # Cut by the deadline, or a page call's own timeout (the
@@ -212,6 +223,8 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
                 raise Refusal(
                     "deadline", verb=verb.name, timeout=timeout, longer=timeout * 2
                 ) from None
+            finally:
+                call = judged[0]
             call = dataclasses.replace(call, profile=profile)
             answer = {
                 "ok": True,
@@ -257,7 +270,9 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
         never changes the verb's answer, which is already decided."""
         profile = call.profile.id if call.profile else None
         try:
-            await self.db(self.registry.audit, call.session.id, profile, call.verb, ok, code)
+            await self.db(
+                self.registry.audit, call.session.id, profile, call.verb, ok, code, call.road
+            )
         except Exception as exc:
             self.audit_failures += 1
             log.warning(
@@ -319,9 +334,18 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
         actor: SessionRef | None,
         started: float,
         timeout: float,
+        check: Callable[..., None],
     ) -> tuple[dict[str, Any], str, ProfileRef | None]:
+        """``check``: the guards (browserbay.keeper.roads), called once before anything of
+        the verb runs, with the lease it acts on when there is one."""
         deadline = started + timeout
         by_other = actor is not None and actor.id != session.ref.id
+        if verb.name == "close":
+            return await self._close(session, handle, check)
+        if verb.name == "detach":
+            return await self._detach(session, handle, by_other, check)
+        if verb.scope != verbs.PLUGIN and verb.name in SESSION_VERBS:
+            check()  # on the session, not a lease: only the hooks judge it
         if verb.name == "status":
             return await self._status(session, handle)
         if verb.name == "blocked":  # a claim recorded for the user; no profile is touched
@@ -329,14 +353,10 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
                 args, session.ref, self.registry, self.db, self.plugins.providers
             )
             return data, text, None
-        if verb.name == "close":
-            return await self._close(session, handle)
         if verb.name == "use":
             return await self._use(session, args, by_other, deadline)
         if verb.name == "pin":
             return await self._pin(session, args, by_other)
-        if verb.name == "detach":
-            return await self._detach(session, handle, by_other)
         if verb.name == "backend":
             return await self._backend(session, args, handle)
         plugin_verb = self.plugins.verbs.get(verb.name) if verb.scope == verbs.PLUGIN else None
@@ -352,9 +372,9 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
             fresh = f"ep-{session.ref.id}" not in session.leases
             lease = self._ephemeral(session, "ephemeral", [])
             try:
+                check(None, held=target, exempt=exempt)
                 if target is None:
                     return await self._on_lease(verb, args, session, lease, deadline, timeout)
-                self.controls.check(target, exempt)
                 return await self.controls.run(
                     target,
                     verb,
@@ -366,9 +386,10 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
                 if fresh and lease.context is None:  # leave no lease behind it
                     session.leases.pop(lease.profile.id, None)
         lease = await self._choose(session, handle)
-        self.check_restarting(lease.profile.id, lease.handle)  # a backend switch's gap
+        # browser_paused while a human holds the controls, browser_restarting in a backend
+        # switch's gap, the approval hooks, the domain fence: nothing has run yet.
+        check(lease, held=target, exempt=exempt)
         guarded = target if target is not None else lease
-        self.controls.check(guarded, exempt)  # browser_paused while a human holds the controls
         return await self.controls.run(
             guarded,
             verb,
@@ -422,6 +443,7 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
                 ),
                 target=target,
                 targets=TargetBook(self.plugins, self.sessions, session),
+                guard=functools.partial(self.guards.cdp_call, lease),
             )
             data, text = await self.plugins.verbs[verb.name].handler(ctx)
             return data, text, lease.profile

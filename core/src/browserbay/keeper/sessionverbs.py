@@ -6,12 +6,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from browserbay.keeper.browsers import pss_kib
-from browserbay.keeper.leases import blocked_requests, check_url_allowed, goto_guarded
+from browserbay.keeper.leases import blocked_requests, goto_guarded
 from browserbay.keeper.pageverbs import normalize_url
 from browserbay.keeper.profiles import parse_domains
 from browserbay.keeper.sessions import Lease, Session
@@ -58,9 +59,7 @@ class SessionVerbsMixin(ChoosingMixin):
             text = "\n".join(lines) if lines else "(no tabs yet: bay open <url>)"
             return {"tabs": rows, "other_sessions_tabs": others}, text
         if action == "new":
-            url = normalize_url(str(arg)) if arg else None
-            if url:
-                check_url_allowed(url, lease.allowed_domains)
+            url = normalize_url(str(arg)) if arg else None  # the fence ran in the guards
             await self.leases.ensure(session, lease)
             was = lease.current
             tab = await self.leases.new_tab(lease)
@@ -167,7 +166,7 @@ class SessionVerbsMixin(ChoosingMixin):
         return data, f"attached {row.label} ({row.id}){more}; set: {', '.join(handles)}", ref
 
     async def _detach(
-        self, session: Session, handle: str | None, by_other: bool
+        self, session: Session, handle: str | None, by_other: bool, check: Callable[..., None]
     ) -> tuple[dict[str, Any], str, ProfileRef | None]:
         sid = session.ref.id
         atts = await self.db(self.registry.attachments, sid)
@@ -204,8 +203,9 @@ class SessionVerbsMixin(ChoosingMixin):
                 )
             pid = match[0]
         lease = session.leases.get(pid)
+        # A human holding its controls, or a backend switch's gap on it: refused.
+        check(None, ending=[lease] if lease is not None else [])
         if lease is not None:
-            self.check_restarting(pid, lease.handle)
             await self.leases.end(session, lease, "closed")
             session.leases.pop(pid, None)
         await self.leases.release_hold(session, pid)
@@ -249,15 +249,15 @@ class SessionVerbsMixin(ChoosingMixin):
         return {"pin": pid}, f"pinned {handle}", None
 
     async def _close(
-        self, session: Session, handle: str | None
+        self, session: Session, handle: str | None, check: Callable[..., None]
     ) -> tuple[dict[str, Any], str, ProfileRef | None]:
         leases = session.running_leases
         if handle:
             lease = await self._choose(session, handle)
             leases = [lease] if lease.context is not None else []
-        # A lease in a backend switch's gap holds no browser but is not closed: refused.
-        for lease in leases if handle else list(session.leases.values()):
-            self.check_restarting(lease.profile.id, lease.handle)
+        # A lease a human holds the controls of is not cut off; one in a backend switch's
+        # gap holds no browser but is not closed: both refused.
+        check(None, ending=leases if handle else list(session.leases.values()))
         closed = 0
         for lease in leases:
             closed += await self.leases.end(session, lease, "closed")

@@ -19,6 +19,7 @@ different sessions run concurrently (bounded).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -30,9 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from browserbay import verbs
 from browserbay.keeper.leases import goto_guarded
 from browserbay.keeper.pageverbs import normalize_url
-from browserbay.model import SessionRef
+from browserbay.model import SessionRef, VerbCall, VerbOutcome
 from browserbay.paths import BayPaths, ensure_private
 from browserbay.refusals import Refusal
 from browserbay.store import PARKED
@@ -59,6 +61,8 @@ MAX_AGE = float(os.environ.get("BAY_TRIGGER_MAX_AGE", "3600"))
 ACT_DELAY = float(os.environ.get("BAY_TRIGGER_ACT_DELAY", "0"))
 DEFAULT_TIMEOUT_MS = 30_000
 CONCURRENCY = 4
+#: The verb each action is, as the guards, the hooks and the audit see it.
+VERB = {"open": "open", "resume": "resume", "stop": "close"}
 
 
 def validate(name: str, raw: bytes) -> dict[str, Any]:
@@ -240,9 +244,34 @@ class TriggerIntake:
         return answer
 
     async def _act(self, request: dict[str, Any]) -> dict[str, Any]:
+        """One action, through the keeper's guards (browserbay.keeper.roads) on the road
+        ``trigger``: a human holding the controls, a backend switch's gap, a plugin's
+        ``bay_before_verb`` veto and the domain fence refuse it as they refuse a verb, and
+        a takeover cuts it as it cuts a verb. Every action that reached the guards is in the
+        audit with its outcome."""
         action, sid = request["action"], request["session"]
+        args = {"url": request["url"]} if request.get("url") else {}
+        call = VerbCall(VERB[action], args, SessionRef(sid, "api"), None, "trigger")
+        began = time.monotonic()
+        state: dict[str, Any] = {"call": None, "started": False}
+        answer = await self._guarded(action, sid, call, request, state)
+        if state["call"] is not None:  # it reached the guards: one audit row, as a verb's
+            code = None if answer["ok"] else answer["reason"].split(":", 1)[0]
+            elapsed = (time.monotonic() - began) * 1000
+            await self.keeper.guards.done(state["call"], VerbOutcome(answer["ok"], code, elapsed))
+        return answer
+
+    async def _guarded(
+        self,
+        action: str,
+        sid: str,
+        call: VerbCall,
+        request: dict[str, Any],
+        state: dict[str, Any],
+    ) -> dict[str, Any]:
         keeper = self.keeper
-        started = False
+        guards = keeper.guards
+        verb = verbs.BY_NAME[call.verb]
         try:
             with anyio.fail_after(request["timeout_ms"] / 1000):
                 if action == "stop":
@@ -252,16 +281,21 @@ class TriggerIntake:
                             action, sid, False, "not-found", "no running browser for this session"
                         )
                     async with existing.lock:
-                        started = True
-                        for lease in existing.running_leases:
+                        running = existing.running_leases
+                        state["call"] = call
+                        # Nobody's road cuts a human off: refused while one holds the controls.
+                        state["call"] = guards.check(call, None, ending=running)
+                        state["started"] = True
+                        for lease in running:
                             await keeper.leases.end(existing, lease, "trigger_stop")
-                    await self._audit(sid, None, action, True)
                     return result(
                         action, sid, True, "stopped", "stopped gracefully; its tabs are kept"
                     )
-                session = keeper._session(SessionRef(sid, "api"), None)
+                session = keeper._session(call.session, None)
                 async with session.lock:
                     lease = await keeper._choose(session, request.get("profile"))
+                    state["call"] = dataclasses.replace(call, profile=lease.profile)
+                    state["call"] = guards.check(state["call"], lease)
                     if action == "resume":
                         kept = []
                         for key in (lease.profile.id, lease.profile.id + PARKED):
@@ -270,44 +304,64 @@ class TriggerIntake:
                             return result(
                                 action, sid, False, "not-found", "no kept tabs for this session"
                             )
-                        started = True
+                        state["started"] = True
                         before = len(lease.tabs)
-                        await keeper.leases.ensure(session, lease)
-                        await keeper.leases.resume_parked(session, lease)
+
+                        async def resume() -> None:
+                            await keeper.leases.ensure(session, lease)
+                            await keeper.leases.resume_parked(session, lease)
+
+                        await keeper.controls.run(lease, verb, call.args, False, resume)
                         restored = len(lease.tabs) - before
-                        await self._audit(sid, lease.profile.id, action, True)
                         return result(
                             action, sid, True, "resumed", f"reopened {restored} kept tab(s)"
                         )
-                    started = True
-                    tab = await keeper.leases.current_tab(session, lease)
+                    state["started"] = True
                     url = request.get("url")
-                    if url:
-                        await goto_guarded(lease, tab.page, url, wait_until="load")
-                    await keeper.leases.persist(session, lease)
+
+                    async def navigate() -> str:
+                        tab = await keeper.leases.current_tab(session, lease)
+                        if url:
+                            await goto_guarded(lease, tab.page, url, wait_until="load")
+                        await keeper.leases.persist(session, lease)
+                        return str(tab.page.url)
+
+                    # A takeover during the navigation cuts it (browser_interrupted).
+                    where = await keeper.controls.run(lease, verb, call.args, False, navigate)
                     session.last_used = time.monotonic()
-                    await self._audit(sid, lease.profile.id, action, True)
                     return result(
-                        action, sid, True, "opened", f"browser running; current tab {tab.page.url}"
+                        action, sid, True, "opened", f"browser running; current tab {where}"
                     )
         except Refusal as r:
-            return result(action, sid, False, "refused", f"{r.code}: {r.message}")
+            return result(
+                action,
+                sid,
+                False,
+                "refused",
+                f"{r.code}: {r.message}",
+                uncertain=state["started"] and r.code == "browser_interrupted",
+            )
         except TimeoutError:
             return result(
-                action, sid, False, "refused", "deadline: timeout_ms ran out", uncertain=started
+                action,
+                sid,
+                False,
+                "refused",
+                "deadline: timeout_ms ran out",
+                uncertain=state["started"],
             )
         except Exception as exc:
             if type(exc).__module__.startswith("playwright"):
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 return result(
-                    action, sid, False, "refused", f"action_failed: {first}", uncertain=started
+                    action,
+                    sid,
+                    False,
+                    "refused",
+                    f"action_failed: {first}",
+                    uncertain=state["started"],
                 )
             raise
-
-    async def _audit(self, sid: str, profile: str | None, action: str, ok: bool) -> None:
-        await self.keeper.db(
-            self.keeper.registry.audit, sid, profile, f"trigger:{action}", ok, None
-        )
 
     async def _answer(self, stem: str, name: str, answer: dict[str, Any]) -> None:
         """The result file (atomically), then the request is removed."""

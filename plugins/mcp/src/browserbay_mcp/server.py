@@ -244,6 +244,7 @@ def session_id(explicit: str | None = None) -> str:
 async def serve(session: str | None = None) -> None:
     """Serve MCP on stdin/stdout until the client hangs up."""
     client = Client(session_id(session))  # connects (and starts the keeper) at the first call
+    client.road = "mcp"
     try:
         await build(client).run_stdio_async()
     finally:
