@@ -63,7 +63,7 @@ async def _grant(ctx: VerbContext) -> tuple[Grant, str]:
             verb=ctx.verb,
             capability="cdp_endpoint",
         )
-    grant = await SERVER.grant(ctx.lease, upstream, page.context, ctx.adopt)
+    grant = await SERVER.grant(ctx.lease, upstream, page.context, ctx.adopt, ctx.guard)
     target, _context = await grant.target_of(page)
     return grant, target
 

@@ -34,7 +34,7 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from pathlib import Path
@@ -71,6 +71,10 @@ SCRIPT_CALLS = frozenset({"Runtime.evaluate", "Runtime.callFunctionOn", "Runtime
 #: How often a connection looks whether its lease was paused (a handoff has no hook).
 PAUSE_POLL = 0.05
 ADOPT_WAIT = 5.0
+#: The query a ``bay run`` script's endpoint URL carries: its calls are audited as road
+#: ``run`` (a label: the guards are the same on both roads).
+RUN_ROAD = "road=run"
+Guard = Callable[[str, dict[str, Any], str], Awaitable[None]]
 
 
 def _error(cid: Any, session: str | None, refusal: Refusal) -> dict[str, Any]:
@@ -183,6 +187,7 @@ class Grant:
         context: BrowserContext,
         adopt: Callable[[Page], str],
         census: Census,
+        guard: Guard | None = None,
     ):
         self.token = token
         self.lease = lease
@@ -192,6 +197,9 @@ class Grant:
         self.context = context
         self.adopt = adopt
         self.census = census
+        self.guard = guard
+        """The keeper's guards (VerbContext.guard): pause, restart gap, bay_before_verb,
+        domain fence and audit on a call that is a verb in all but name."""
         self.own: set[str] = set()
         """Targets created through this grant (they join the lease's tabs)."""
         self.conns: set[Conn] = set()
@@ -255,8 +263,12 @@ class Grant:
 class Conn:
     """One client connection and its own upstream connection."""
 
-    def __init__(self, grant: Grant, client: ServerConnection, up: ClientConnection):
+    def __init__(
+        self, grant: Grant, client: ServerConnection, up: ClientConnection, road: str = "cdp"
+    ):
         self.grant = grant
+        self.road = road
+        """``cdp``, or ``run`` for a ``bay run`` script's connection (what the audit names)."""
         self.client = client
         self.up = up
         self.ids = itertools.count(1)
@@ -370,6 +382,8 @@ class Conn:
                     continue
                 await self.check_scope(method, params, level, rule)
                 params = await self.check_params(method, params, level, rule)
+                if self.grant.guard is not None:  # the guards every road passes
+                    await self.grant.guard(method, params, self.road)
             except Refusal as r:
                 await self.send(_error(cid, sid, r))
                 continue
@@ -640,6 +654,7 @@ class ScopedServer:
         upstream: str,
         context: BrowserContext,
         adopt: Callable[[Page], str],
+        guard: Guard | None = None,
     ) -> Grant:
         await self.start()
         key = (lease.session.id, lease.profile.id)
@@ -648,7 +663,7 @@ class ScopedServer:
             return old
         if old is not None:
             self.revoke(*key, keep_uploads=True)  # the same lease: the same directory
-        grant = Grant(secrets.token_urlsafe(24), lease, upstream, context, adopt, load())
+        grant = Grant(secrets.token_urlsafe(24), lease, upstream, context, adopt, load(), guard)
         await asyncio.to_thread(make_upload_dir, grant.upload)
         self.grants[grant.token] = grant
         self.by_lease[key] = grant
@@ -715,7 +730,8 @@ class ScopedServer:
             log.warning("the scoped endpoint could not reach its browser: %r", exc)
             await client.close(1011, "the browser does not answer")
             return
-        conn = Conn(grant, client, up)
+        query = client.request.path.partition("?")[2] if client.request else ""
+        conn = Conn(grant, client, up, "run" if query == RUN_ROAD else "cdp")
         grant.conns.add(conn)
         try:
             await conn.run()

@@ -24,7 +24,7 @@ from anyio.abc import Process
 
 from browserbay.model import VerbContext
 from browserbay.refusals import Refusal
-from browserbay_cdp.proxy import SERVER, Grant
+from browserbay_cdp.proxy import RUN_ROAD, SERVER, Grant
 
 #: Output longer than this is cut (the same limit the ``bay`` client applies to answers).
 MAX_OUTPUT = 50_000
@@ -169,7 +169,7 @@ async def run_script(ctx: VerbContext, grant: Grant, target: str, timeout: float
         assert process.stdin is not None
         assert process.stdout is not None
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-            await process.stdin.send(SERVER.url(grant).encode() + b"\n")
+            await process.stdin.send(f"{SERVER.url(grant)}?{RUN_ROAD}\n".encode())
         await process.stdin.aclose()
         with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError):
             while True:
