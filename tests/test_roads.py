@@ -6,7 +6,6 @@ its veto file)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -20,12 +19,17 @@ from typing import Any
 
 import anyio
 import pytest
-from websockets.sync.client import connect
 
 from browserbay.api import SyncClient
 from browserbay.demo.server import serve
 from browserbay.errors import BayRefusal
-from providers.cdp.tests.cdp_helpers import DebugBrowser, start_debug_browser
+from providers.cdp.tests.cdp_helpers import (
+    DebugBrowser,
+    Raw,
+    attach,
+    refusal,
+    start_debug_browser,
+)
 from tests.helpers import BAY, Bay, assert_refused
 
 pytestmark = pytest.mark.browser
@@ -149,33 +153,10 @@ def url_of(b: Bay, session: str) -> str:
     return str(b.ok("get", "url", session=session)["value"])
 
 
-class Cdp:
-    """A bare client of the session-scoped CDP endpoint, attached to the session's tab."""
-
-    def __init__(self, url: str, target: str):
-        self.ws = connect(url, max_size=None)  # closed by the test
-        self.n = 0
-        self.sid = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})[
-            "result"
-        ]["sessionId"]
-
-    def call(self, method: str, params: dict[str, Any], on_tab: bool = False) -> dict[str, Any]:
-        self.n += 1
-        msg: dict[str, Any] = {"id": self.n, "method": method, "params": params}
-        if on_tab:
-            msg["sessionId"] = self.sid
-        self.ws.send(json.dumps(msg))
-        end = time.monotonic() + 30
-        while True:
-            answer = json.loads(self.ws.recv(timeout=max(0.01, end - time.monotonic())))
-            if answer.get("id") == self.n:
-                return dict(answer)
-
-    def refused(self, method: str, params: dict[str, Any], on_tab: bool = True) -> str:
-        answer = self.call(method, params, on_tab)
-        assert "error" in answer, answer
-        frame = json.loads(answer["error"]["data"])
-        return str(assert_refused(frame, frame["code"])["code"])
+def cdp_refused(raw: Raw, method: str, params: dict[str, Any], sid: str = "") -> str:
+    """The refusal code of a call on the scoped endpoint (it must be refused)."""
+    frame = refusal(raw.call(method, params, sid))
+    return str(assert_refused(frame, frame["code"])["code"])
 
 
 def mcp_navigate(b: Bay, session: str, url: str) -> str:
@@ -300,7 +281,8 @@ def test_every_road_is_refused_by_a_paused_lease_and_by_a_vetoing_hook(
     home = f"{demo}/index.html"
     rbay.ok("open", home, session=s)
     got = rbay.ok("cdp-url", session=s)
-    cdp = Cdp(got["url"], got["target"])
+    cdp = Raw(got["url"])
+    sid = attach(cdp, got["target"])
     away = f"{demo}/form.html"
     attempts: dict[str, Callable[[], str]] = {
         "cli": lambda: str(rbay("open", away, session=s).frame["code"]),
@@ -309,7 +291,7 @@ def test_every_road_is_refused_by_a_paused_lease_and_by_a_vetoing_hook(
         "trigger": lambda: trigger(rbay, {"action": "open", "session": s, "url": away})[
             "reason"
         ].split(":", 1)[0],
-        "cdp": lambda: cdp.refused("Page.navigate", {"url": away}),
+        "cdp": lambda: cdp_refused(cdp, "Page.navigate", {"url": away}, sid),
         "run": lambda: _run_code(rbay, s, _script(place, away)),
     }
     assert set(attempts) == set(ROADS)
@@ -328,12 +310,11 @@ def test_every_road_is_refused_by_a_paused_lease_and_by_a_vetoing_hook(
         veto("open")
         vetoed = {road: attempt() for road, attempt in attempts.items()}
         assert vetoed == {r: "script_failed" if r == "run" else "verb_refused" for r in ROADS}
-        assert cdp.refused("Target.createTarget", {"url": away}, on_tab=False) == "verb_refused"
+        assert cdp_refused(cdp, "Target.createTarget", {"url": away}) == "verb_refused"
         assert url_of(rbay, s) == home
         assert len(rbay.ok("tab", "list", session=s)["tabs"]) == 1  # no tab was created
     finally:
-        with contextlib.suppress(Exception):
-            cdp.ws.close()
+        cdp.close()
     rows = audit(rbay, s)
     for road in ("cli", "api", "mcp", "trigger", "cdp", "run"):
         assert ("open", road, False, "verb_refused") in rows, (road, rows)

@@ -79,8 +79,12 @@ class AdminMixin(KeeperBase):
             return await self.profiles.listing(bool(args.get("orphans")), live.get)
         if name == "triggers":
             from browserbay.keeper.triggers import triggers_dir
+            from browserbay.paths import ensure_private
 
             path = triggers_dir(self.paths)
+            # The intake makes them as it starts; a caller asking first must find them too.
+            for directory in (path, path / "processed"):
+                await anyio.to_thread.run_sync(ensure_private, directory)
             return {"path": str(path), "processed": str(path / "processed")}, str(path)
         if name == "group":
             target = self.profiles.find(str(args["profile"]))
