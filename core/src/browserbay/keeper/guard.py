@@ -41,6 +41,8 @@ log = logging.getLogger("browserbay.keeper")
 #: Schemes whose requests never leave the browser (checked by Chromium, not by host).
 LOCAL_OK = ("data", "blob", "about")
 WEB = ("http", "https", "ws", "wss")
+#: Refused navigations remembered (one per tab, the newest kept): a verb asks right after.
+REMEMBERED = 512
 
 
 class Counter(Protocol):
@@ -111,7 +113,8 @@ class Guard:
         self.ports = ports
         self.counter = counter
         self.session: CDPSession | None = None
-        self._leases: dict[str, Counter] = {}  # browserContextId -> the lease that counts
+        # browserContextId -> the lease that counts (held weakly: a lease that ended is gone)
+        self._leases: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
         self._targets: dict[str, str] = {}  # targetId -> browserContextId
         self._pages: weakref.WeakKeyDictionary[Page, str] = weakref.WeakKeyDictionary()
         self._refused: dict[str, tuple[float, str, dict[str, Any]]] = {}
@@ -154,7 +157,10 @@ class Guard:
             counter = self._leases.get(self._targets.get(frame, ""), self.counter)
             counter.blocked += 1
             if event.get("resourceType") == "Document":
+                self._refused.pop(frame, None)
                 self._refused[frame] = (time.monotonic(), *refused)
+                while len(self._refused) > REMEMBERED:
+                    self._refused.pop(next(iter(self._refused)))
         try:
             if refused is None:
                 await session.send("Fetch.continueRequest", {"requestId": request_id})
