@@ -6,8 +6,8 @@ the upload directory of a lease.
   ``Fetch.continueRequest``; the redirect a ``Fetch.fulfillRequest``/``continueResponse``
   forges with a ``Location`` or ``Refresh`` header): the scheme rule of ``bay open``
   (:func:`browserbay.keeper.pageverbs.check_scheme`: http, https, the exact about:blank),
-  and never the browser's own DevTools port (its ``/json/list`` names every tab's WebSocket
-  URL), whatever host spelling reaches it.
+  and never the browser's own DevTools port (``devtools_refused``: its ``/json/list`` names
+  every tab's WebSocket URL), whatever host spelling reaches it.
 - ``files`` (``DOM.setFileInputFiles``, ``Input.dispatchDragEvent``): every path is an
   existing regular file inside the lease's upload directory, symbolic links resolved, no
   ``..``.
@@ -65,14 +65,7 @@ def check_url(method: str, url: object, devtools_ports: Iterable[int]) -> None:
     check_scheme(text, shown)
     port = url_port(text)
     if port is not None and port in set(devtools_ports):
-        raise Refusal(
-            "method_refused",
-            method=method,
-            why=f"to port {port}: it is the browser's own DevTools endpoint, which reaches "
-            "every session's tabs without a credential",
-            fix="open your page on another port; your own tabs are the ones Target.getTargets "
-            "lists here",
-        )
+        raise Refusal("devtools_refused", endpoint=f"port {port}", method=method)
 
 
 #: What a relative redirect is resolved against (its scheme is the request's: http or https).
