@@ -303,6 +303,12 @@ def test_every_road_is_refused_by_a_paused_lease_and_by_a_vetoing_hook(
         assert paused == {
             r: "browser_interrupted" if r == "cdp" else "browser_paused" for r in ROADS
         }
+        # Nor does any road end the lease under the human.
+        assert_refused(rbay("close", session=s), "browser_paused")
+        assert_refused(rbay("detach", session=s), "browser_paused")
+        assert trigger(rbay, {"action": "stop", "session": s})["reason"].startswith(
+            "browser_paused: "
+        )
         assert _live_state(viewer).get("holder") == "you"
         hand_back(viewer)
         assert url_of(rbay, s) == home
