@@ -777,7 +777,7 @@ class Campaign:
                         "name": a.name,
                         "code": code,
                         "leaked": bool(oracles),
-                        "oracles": oracles,
+                        "oracles": list(dict.fromkeys(oracles)),
                         "ms": round((time.monotonic() - t0) * 1000),
                     }
                 )
@@ -855,7 +855,7 @@ class Campaign:
                         "name": a.name,
                         "code": code,
                         "leaked": bool(oracles),
-                        "oracles": oracles,
+                        "oracles": list(dict.fromkeys(oracles)),
                         "ms": round((time.monotonic() - t0) * 1000),
                     }
                 )
@@ -903,7 +903,7 @@ class Campaign:
                     "name": a.name,
                     "code": code,
                     "leaked": bool(oracles),
-                    "oracles": oracles,
+                    "oracles": list(dict.fromkeys(oracles)),
                     "ms": round((time.monotonic() - t0) * 1000),
                 }
             )
