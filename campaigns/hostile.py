@@ -782,7 +782,7 @@ class Campaign:
                     }
                 )
                 if oracles:
-                    print(f"LEAK {a.key()}: {oracles}", flush=True)
+                    print(f"LEAK {a.key()}: {list(dict.fromkeys(oracles))}", flush=True)
 
     def _run_argv(self) -> tuple[list[str], str]:
         """``bay run`` on the cdp stage: the script writes its own argv and its parent's (the
@@ -860,7 +860,7 @@ class Campaign:
                     }
                 )
                 if oracles:
-                    print(f"LEAK {a.key()}: {oracles}", flush=True)
+                    print(f"LEAK {a.key()}: {list(dict.fromkeys(oracles))}", flush=True)
         finally:
             os.environ.clear()
             os.environ.update(saved)
@@ -908,7 +908,7 @@ class Campaign:
                 }
             )
             if oracles:
-                print(f"LEAK {a.key()}: {oracles}", flush=True)
+                print(f"LEAK {a.key()}: {list(dict.fromkeys(oracles))}", flush=True)
 
     def run_takeover(self, rows: list[Attack]) -> None:
         from playwright.sync_api import sync_playwright
@@ -959,6 +959,9 @@ class Campaign:
                     )
                     if s not in sessions:
                         oracles.append("the human's session lost its browser")
+                    if _holds(viewer):  # hand back, so the next attempt starts unpaused
+                        viewer.click("#toggle")
+                        wait_for(functools.partial(_released, viewer), 10)
                     viewer.close()
                     self.note(a, code, oracles, t0)
                     with contextlib.suppress(Exception):
@@ -1039,6 +1042,10 @@ def _state(viewer: Any) -> dict[str, Any]:
     """The live view's own state, as its page keeps it (``window.__live.state``)."""
     live = viewer.evaluate("window.__live || null") or {}
     return dict(live.get("state") or {})
+
+
+def _released(viewer: Any) -> bool:
+    return not _holds(viewer)
 
 
 def _holds(viewer: Any) -> bool:
