@@ -3,7 +3,7 @@ the end-to-end attacks are in tests/test_fence_hops.py and providers/cdp/tests/t
 
 from __future__ import annotations
 
-from browserbay.keeper.guard import devtools_ports, hop_refusal, is_loopback
+from browserbay.keeper.guard import devtools_ports, hop_refusal
 
 
 class _Handle:
@@ -11,7 +11,7 @@ class _Handle:
         self.cdp_url = url
 
 
-def test_the_devtools_port_is_refused_on_every_loopback_spelling_only() -> None:
+def test_the_devtools_port_is_refused_on_every_host() -> None:
     for url in (
         "http://127.0.0.1:9222/json/list",
         "http://localhost:9222/json",
@@ -21,11 +21,13 @@ def test_the_devtools_port_is_refused_on_every_loopback_spelling_only() -> None:
         "http://[::1]:9222/json/version",
         "http://0.0.0.0:9222/json",
         "ws://127.0.0.1:9222/devtools/browser/x",
+        "http://192.0.2.2:9222/json/list",  # this machine's other address: a browser on 0.0.0.0
+        "http://example.org:9222/",  # a remote cdp browser's own host
     ):
         refused = hop_refusal(url, (), (9222,))
         assert refused is not None, url
         assert refused[0] == "devtools_refused", url
-    for url in ("http://127.0.0.1:9223/", "http://example.org:9222/", "http://127.0.0.1/"):
+    for url in ("http://127.0.0.1:9223/", "http://example.org/", "http://127.0.0.1/"):
         assert hop_refusal(url, (), (9222,)) is None, url
 
 
@@ -44,10 +46,9 @@ def test_the_fence_allows_its_domains_and_their_subdomains() -> None:
     )
 
 
-def test_only_a_loopback_cdp_url_names_a_port_to_guard() -> None:
+def test_a_cdp_url_with_a_port_names_the_port_to_guard() -> None:
     assert devtools_ports(_Handle("ws://127.0.0.1:41000/devtools/browser/x")) == (41000,)
+    assert devtools_ports(_Handle("ws://10.0.0.5:9222/devtools/browser/x")) == (9222,)
     assert devtools_ports(_Handle("wss://vendor.example/connect?token=x")) == ()
     assert devtools_ports(_Handle(None)) == ()
     assert devtools_ports(object()) == ()
-    assert is_loopback("127.8.9.10")
-    assert not is_loopback("10.0.0.1")

@@ -77,12 +77,15 @@ class DebugBrowser:
                 self.proc.wait(10)
 
 
-def start_debug_browser(user_data_dir: Path) -> DebugBrowser:
+def start_debug_browser(user_data_dir: Path, address: str | None = None) -> DebugBrowser:
+    """``address``: the debugging port's bind address (``--remote-debugging-address``)."""
     exe = chromium()
     home = user_data_dir.parent / "home"
     home.mkdir(parents=True, exist_ok=True)
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home)}
     argv = [exe, *FLAGS, "--remote-debugging-port=0", f"--user-data-dir={user_data_dir}"]
+    if address:
+        argv.append(f"--remote-debugging-address={address}")
     if os.geteuid() == 0:
         argv.append("--no-sandbox")
     log = open(user_data_dir.parent / "chromium.log", "wb")  # noqa: SIM115 - the child holds it

@@ -5,11 +5,16 @@ and not only of the first URL a verb names. Real Chromium with a debugging port,
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import threading
+import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from providers.cdp.tests.cdp_helpers import DebugBrowser
+from providers.cdp.tests.cdp_helpers import DebugBrowser, start_debug_browser
 from tests.helpers import Bay, assert_refused
 from tests.hopserver import HopServer, hop, page
 
@@ -87,3 +92,79 @@ def test_a_tab_driven_through_the_scoped_endpoint_is_held_to_it_too(
         text = extra.evaluate("document.body ? document.body.innerText : ''")
         assert "webSocketDebuggerUrl" not in text
         browser.close()
+
+
+def _other_address() -> str | None:
+    """This machine's address on its first non-loopback interface (a UDP socket's source
+    address: nothing is sent), or None when it has none."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("192.0.2.1", 9))
+        except OSError:
+            return None
+        address = str(s.getsockname()[0])
+    return None if address.startswith("127.") else address
+
+
+class Forwarder:
+    """A TCP forwarder from ``address``:<port> to 127.0.0.1:``to``: a browser on another host,
+    reached at that host's address (Chromium 156 binds its debugging port to loopback only and
+    ignores ``--remote-debugging-address``)."""
+
+    def __init__(self, address: str, to: int):
+        self.listener = socket.create_server((address, 0))
+        self.port = self.listener.getsockname()[1]
+        self.to = to
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.to))
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a: socket.socket, b: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := a.recv(65536):
+                b.sendall(data)
+        with contextlib.suppress(OSError):
+            b.shutdown(socket.SHUT_WR)
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def test_a_remote_browsers_devtools_endpoint_is_refused_at_its_own_host(
+    place: Path, cbay: Bay, inside: HopServer
+) -> None:
+    """A cdp profile on a browser at another host's address (here: this machine's
+    non-loopback address, forwarded to a real Chromium): a tab redirected to that host's
+    DevTools port read /json/list, every target's WebSocket URL, because the guard only
+    named a port for a loopback cdp URL. The port is now refused on every host."""
+    address = _other_address()
+    if address is None:
+        pytest.skip("this machine has no non-loopback address")
+    far = start_debug_browser(place / "far" / "chromium")
+    forward = Forwarder(address, far.port)
+    try:
+        endpoint = f"http://{address}:{forward.port}/json/list"
+        with urllib.request.urlopen(endpoint, timeout=5) as r:
+            assert b"webSocketDebuggerUrl" in r.read()
+        cbay.ok("new", "far", "--provider", "cdp", "--cdp-url", f"http://{address}:{forward.port}")
+        s = "hop-far"
+        cbay.ok("use", "far", session=s)
+        frame = assert_refused(
+            cbay("open", hop(inside.url(""), endpoint), session=s), "devtools_refused"
+        )
+        assert frame["data"]["endpoint"] == f"{address}:{forward.port}", frame
+        assert not _shows_targets(cbay, s)
+        cbay.ok("close", session=s)
+    finally:
+        cbay("forget", "far")
+        forward.close()
+        far.close()

@@ -24,7 +24,6 @@ remembered for its tab, so the verb that started it answers with the refusal by 
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import logging
 import time
 import weakref
@@ -56,28 +55,18 @@ def host_allowed(host: str, allowed: tuple[str, ...]) -> bool:
     return any(host == d or host.endswith("." + d) for d in allowed)
 
 
-def is_loopback(host: str) -> bool:
-    """A host name that reaches this machine: ``localhost`` (and its subdomains), 127/8,
-    ``::1``, and the unspecified addresses (``0.0.0.0`` connects to the local host)."""
-    host = host.lower().rstrip(".").strip("[]")
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return address.is_loopback or address.is_unspecified
-
-
 def devtools_ports(handle: object) -> tuple[int, ...]:
-    """The port of the browser's own DevTools HTTP endpoint, when its handle names one on
-    this machine (``cdp_url``, e.g. ``ws://127.0.0.1:9222/devtools/browser/…``)."""
+    """The port of the browser's own DevTools HTTP endpoint, when its handle names one
+    (``cdp_url``, e.g. ``ws://127.0.0.1:9222/devtools/browser/…``). The port is refused on
+    every host, as the scoped endpoint's :func:`browserbay_cdp.policy.check_url` does: a
+    browser listening on all addresses answers on this machine's other addresses too, and a
+    remote browser on its own host's."""
     url = getattr(handle, "cdp_url", None)
     if not isinstance(url, str):
         return ()
     with contextlib.suppress(ValueError):
         parts = urlsplit(url)
-        if parts.hostname and is_loopback(parts.hostname) and parts.port:
+        if parts.hostname and parts.port:
             return (parts.port,)
     return ()
 
@@ -97,7 +86,7 @@ def hop_refusal(
         return None
     if scheme not in WEB:
         return "local_scheme_refused", {"scheme": scheme, "url": url[:200]}
-    if port in ports and is_loopback(host):
+    if port in ports:
         return "devtools_refused", {"endpoint": f"{host}:{port}"}
     if fence and not host_allowed(host, fence):
         return "domain_refused", {"host": host or url[:200], "allowed": ", ".join(fence)}
