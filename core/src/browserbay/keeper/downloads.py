@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from browserbay.keeper.outputs import regular_files
 from browserbay.paths import ensure_private
 
 if TYPE_CHECKING:
@@ -95,18 +96,7 @@ def _reserve(directory: Path, name: str) -> Path:
 
 
 def _used(directory: Path) -> int:
-    total = 0
-    try:
-        with os.scandir(directory) as it:
-            for entry in it:
-                try:
-                    st = entry.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                total += st.st_size
-    except FileNotFoundError:
-        pass
-    return total
+    return sum(size for _, size, _ in regular_files(directory))
 
 
 def _size(artifact: str) -> int:

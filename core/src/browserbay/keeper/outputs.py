@@ -29,17 +29,9 @@ MAX_AGE_S = _positive("BAY_OUTPUTS_MAX_AGE", 86400.0)
 MAX_BYTES = int(_positive("BAY_OUTPUTS_MAX_MB", 256.0) * (1 << 20))
 
 
-def prune(
-    directory: Path,
-    max_age: float = MAX_AGE_S,
-    max_bytes: int = MAX_BYTES,
-    now: float | None = None,
-) -> tuple[int, int]:
-    """Remove the regular files of ``directory`` older than ``max_age``, then the oldest
-    until the rest weigh at most ``max_bytes``. Symlinks and directories are left alone
-    (nothing is followed). Answers (files removed, bytes freed). Blocking: run it off the
-    loop."""
-    now = time.time() if now is None else now
+def regular_files(directory: Path) -> list[tuple[float, int, str]]:
+    """(mtime, size, path) of each regular file directly in ``directory`` (symlinks and
+    directories left out, nothing followed); none when it does not exist. Blocking."""
     files: list[tuple[float, int, str]] = []
     try:
         with os.scandir(directory) as it:
@@ -51,8 +43,22 @@ def prune(
                 if stat.S_ISREG(st.st_mode):
                     files.append((st.st_mtime, st.st_size, entry.path))
     except FileNotFoundError:
-        return 0, 0
-    files.sort()
+        pass
+    return files
+
+
+def prune(
+    directory: Path,
+    max_age: float = MAX_AGE_S,
+    max_bytes: int = MAX_BYTES,
+    now: float | None = None,
+) -> tuple[int, int]:
+    """Remove the regular files of ``directory`` older than ``max_age``, then the oldest
+    until the rest weigh at most ``max_bytes``. Symlinks and directories are left alone
+    (nothing is followed). Answers (files removed, bytes freed). Blocking: run it off the
+    loop."""
+    now = time.time() if now is None else now
+    files = sorted(regular_files(directory))
     total = sum(size for _, size, _ in files)
     removed = freed = 0
     for mtime, size, path in files:
