@@ -6,6 +6,7 @@ and not only of the first URL a verb names. Real Chromium with a debugging port,
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
 import threading
 import urllib.request
@@ -168,3 +169,31 @@ def test_a_remote_browsers_devtools_endpoint_is_refused_at_its_own_host(
         cbay("forget", "far")
         forward.close()
         far.close()
+
+
+def test_no_other_sessions_tab_reads_a_cdp_browsers_devtools_endpoint(
+    place: Path, cbay: Bay, work: str, debug_browser: DebugBrowser, inside: HopServer
+) -> None:
+    """A session on its own isolated browser opened the cdp browser's /json/list and read
+    every tab of it, other sessions' URLs and control sockets among them (found by the
+    hostile campaign): the guard kept that port off the cdp browser's own tabs only. Every
+    browser of the keeper now keeps every known DevTools port off its tabs — a cdp profile
+    made before the session's browser started, and one made while it runs."""
+    s = "iso-devtools"
+    opened = cbay("open", inside.url("/"), session=s)  # its own isolated browser
+    assert json.loads(opened.stdout)["profile"]["provider"] == "chromium", opened
+    for host in ("127.0.0.1", "localhost"):
+        endpoint = f"http://{host}:{debug_browser.port}/json/list"
+        assert_refused(cbay("open", endpoint, session=s), "devtools_refused")
+        assert_refused(cbay("open", hop(inside.url(""), endpoint), session=s), "devtools_refused")
+    assert not _shows_targets(cbay, s)
+    later = start_debug_browser(place / "later" / "chromium")
+    try:
+        cbay.ok("new", "later", "--provider", "cdp", "--cdp-url", later.http)
+        endpoint = f"http://127.0.0.1:{later.port}/json/list"
+        assert_refused(cbay("open", hop(inside.url(""), endpoint), session=s), "devtools_refused")
+        assert not _shows_targets(cbay, s)
+    finally:
+        cbay("forget", "later")
+        later.close()
+        cbay("close", session=s)

@@ -64,7 +64,9 @@ class AdminMixin(KeeperBase):
         if name == "hints":
             return await hints_listing(args, self.registry, self.db, self.plugins.providers)
         if name == "new":
-            return await self.profiles.new(args)
+            made = await self.profiles.new(args)
+            await self.pool.spread_devtools_ports()  # a cdp profile's port, kept off every tab
+            return made
         if name == "adopt":
             return await self.profiles.adopt(args)
         if name == "forget":

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.lowlevel
 
-from browserbay.keeper.guard import Guard, devtools_ports
+from browserbay.keeper.guard import Guard, devtools_ports, url_port
 from browserbay.ladder import parse_major, read_dir_version
 from browserbay.model import BrowserHandle, BrowserInfo, LaunchSpec, ProviderRow, context_options
 from browserbay.paths import BayPaths
@@ -302,6 +302,8 @@ class BrowserPool:
             shutil.rmtree(home, ignore_errors=True)
             raise
         self.running[browser_id] = running
+        if devtools_ports(handle):  # the others learn its port (a cdp URL given as ws://)
+            await self.spread_devtools_ports()
         if handle.persistent_context is not None:
             running.contexts.add(handle.persistent_context)
 
@@ -319,22 +321,58 @@ class BrowserPool:
         self.plugins.notify("bay_browser_started", browser=running.info())
         return running
 
-    async def _guard(self, running: Running) -> None:
-        """Its in-browser check, installed before anything is loaded in it: a fenced browser
-        checks every request, one with a DevTools port on this machine the requests to that
-        port; otherwise there is none (no cost). Refused, and the browser not used, when the
-        check cannot be installed: a fence is never only on paper."""
-        handle = running.handle
-        ports = devtools_ports(handle)
-        if not running.fence and not ports:
+    async def known_devtools_ports(self) -> tuple[int, ...]:
+        """Every DevTools port a browser of this keeper's could reach: the ports of every
+        ``cdp`` profile's URL (its browser may run before any session uses it) and of every
+        running browser's handle. A tab of *any* browser is kept off them: an isolated
+        session's tab read a cdp browser's ``/json/list``, every other session's tab."""
+        rows = await self.db(self.registry.profiles)
+        ports = {p for row in rows for p in url_port(row.options.get("cdp_url"))}
+        for r in self.running.values():
+            ports.update(devtools_ports(r.handle))
+        return tuple(sorted(ports))
+
+    async def spread_devtools_ports(self) -> None:
+        """Bring every running browser's guard up to :meth:`known_devtools_ports` (after a
+        ``cdp`` profile is made or a browser starts); one without a guard gets one that
+        pauses only the requests to those ports. Failures are logged: that browser's tabs
+        stay as they were, and the next start tries again."""
+        ports = await self.known_devtools_ports()
+        if not ports:
             return
+        for r in list(self.running.values()):
+            if r.closing:
+                continue
+            try:
+                if r.guard is not None:
+                    await r.guard.set_ports(ports)
+                else:
+                    await self._install(r, ports)
+            except Exception as exc:
+                log.warning("browser %s: DevTools ports not guarded: %s", r.id, exc)
+
+    async def _install(self, running: Running, ports: tuple[int, ...]) -> None:
+        handle = running.handle
         context = handle.persistent_context
         browser = handle.browser or (context.browser if context is not None else None)
+        if browser is None:
+            raise RuntimeError("its driver gave no browser to intercept requests in")
         guard = Guard(running.fence, ports, running)
+        await guard.start(browser)
+        running.guard = guard
+
+    async def _guard(self, running: Running) -> None:
+        """Its in-browser check, installed before anything is loaded in it: a fenced browser
+        checks every request, one when any DevTools port is known (its own, a cdp profile's)
+        the requests to those ports; otherwise there is none (no cost). Refused, and the
+        browser not used, when the check cannot be installed: a fence is never only on
+        paper."""
+        handle = running.handle
+        ports = tuple(sorted({*devtools_ports(handle), *await self.known_devtools_ports()}))
+        if not running.fence and not ports:
+            return
         try:
-            if browser is None:
-                raise RuntimeError("its driver gave no browser to intercept requests in")
-            await guard.start(browser)
+            await self._install(running, ports)
         except Exception as exc:
             raise Refusal(
                 "backend_unavailable",
@@ -343,7 +381,6 @@ class BrowserPool:
                 f"installed: {str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r}",
                 fix="bay plugins",
             ) from None
-        running.guard = guard
 
     def gone(self, running: Running) -> bool:
         """The browser's process has exited (a crash its driver may not have reported yet).

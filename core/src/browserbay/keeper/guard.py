@@ -55,13 +55,9 @@ def host_allowed(host: str, allowed: tuple[str, ...]) -> bool:
     return any(host == d or host.endswith("." + d) for d in allowed)
 
 
-def devtools_ports(handle: object) -> tuple[int, ...]:
-    """The port of the browser's own DevTools HTTP endpoint, when its handle names one
-    (``cdp_url``, e.g. ``ws://127.0.0.1:9222/devtools/browser/…``). The port is refused on
-    every host, as the scoped endpoint's :func:`browserbay_cdp.policy.check_url` does: a
-    browser listening on all addresses answers on this machine's other addresses too, and a
-    remote browser on its own host's."""
-    url = getattr(handle, "cdp_url", None)
+def url_port(url: object) -> tuple[int, ...]:
+    """The port a CDP URL names (``http://127.0.0.1:9222``, ``ws://…/devtools/browser/…``),
+    or none."""
     if not isinstance(url, str):
         return ()
     with contextlib.suppress(ValueError):
@@ -69,6 +65,15 @@ def devtools_ports(handle: object) -> tuple[int, ...]:
         if parts.hostname and parts.port:
             return (parts.port,)
     return ()
+
+
+def devtools_ports(handle: object) -> tuple[int, ...]:
+    """The port of the browser's own DevTools HTTP endpoint, when its handle names one
+    (``cdp_url``, e.g. ``ws://127.0.0.1:9222/devtools/browser/…``). The port is refused on
+    every host, as the scoped endpoint's :func:`browserbay_cdp.policy.check_url` does: a
+    browser listening on all addresses answers on this machine's other addresses too, and a
+    remote browser on its own host's."""
+    return url_port(getattr(handle, "cdp_url", None))
 
 
 def hop_refusal(
@@ -125,6 +130,15 @@ class Guard:
             await session.send("Target.setDiscoverTargets", {"discover": True})
         await session.send("Fetch.enable", {"patterns": self.patterns})
         self.session = session
+
+    async def set_ports(self, ports: tuple[int, ...]) -> None:
+        """Guard these DevTools ports from now on (``Fetch.enable`` again: its patterns are
+        replaced, requests in flight are not touched)."""
+        if ports == self.ports:
+            return
+        self.ports = ports
+        if self.session is not None:
+            await self.session.send("Fetch.enable", {"patterns": self.patterns})
 
     def _target(self, event: dict[str, Any]) -> None:
         info = event.get("targetInfo") or {}
