@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,19 @@ from browserbay.refusals import CODES, Refusal, exit_code
 REPO = Path(__file__).resolve().parents[1]
 BAY = str(Path(sys.executable).with_name("bay"))
 TEST_PLUGINS = str(Path(__file__).with_name("plugins"))
+
+
+def wait_for(fn: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
+    """``fn()``'s first truthy value, polled every 50 ms; AssertionError naming ``what`` after
+    ``timeout`` seconds."""
+    end = time.monotonic() + timeout
+    while True:
+        value = fn()
+        if value:
+            return value
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
 
 
 def wait_for_no_keeper(home: Path, timeout: float = 60) -> None:

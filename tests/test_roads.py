@@ -30,7 +30,7 @@ from providers.cdp.tests.cdp_helpers import (
     refusal,
     start_debug_browser,
 )
-from tests.helpers import BAY, Bay, assert_refused
+from tests.helpers import BAY, Bay, assert_refused, wait_for
 
 pytestmark = pytest.mark.browser
 CHROMIUM = "/usr/lib/chromium/chromium"
@@ -101,17 +101,6 @@ def viewer() -> Iterator[Any]:
 
 
 # -- the human, the requests ------------------------------------------------------------------
-
-
-def wait_for(fn: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
-    end = time.monotonic() + timeout
-    while True:
-        value = fn()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def _live_state(viewer: Any) -> dict[str, Any]:

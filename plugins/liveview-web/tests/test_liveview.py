@@ -14,20 +14,9 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import BAY, Bay, Result, assert_refused
+from tests.helpers import BAY, Bay, Result, assert_refused, wait_for
 
 pytestmark = pytest.mark.browser
-
-
-def wait_for(fn: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:
-    end = time.monotonic() + timeout
-    while True:
-        value = fn()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def stats(viewer: Any) -> dict[str, Any]:

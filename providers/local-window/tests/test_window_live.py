@@ -9,14 +9,13 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers import BAY, Bay, Result, assert_refused
+from tests.helpers import BAY, Bay, Result, assert_refused, wait_for
 
 from .conftest import DEBIAN_PYTHON, GTK_APP, finish, have_gtk, new_home, node, snapshot, wopen
 
@@ -26,17 +25,6 @@ pytestmark = [
 ]
 CHROMIUM = "/usr/lib/chromium/chromium"
 S = "wl"
-
-
-def wait_for(fn: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
-    end = time.monotonic() + timeout
-    while True:
-        value = fn()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 @pytest.fixture(scope="module")
