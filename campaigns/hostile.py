@@ -282,15 +282,22 @@ class Campaign:
         }
 
     def note(self, attack: Attack, code: str, oracles: list[str], t0: float, **extra: Any) -> None:
-        deaths = self.check_deaths()
-        oracles = list(dict.fromkeys(oracles + deaths))
+        """One attempt's row, the keeper's and the shared browser's deaths among its oracles."""
+        self.record(attack, code, oracles + self.check_deaths(), t0, **extra)
+
+    def record(
+        self, attack: Attack, code: str, oracles: list[str], t0: float | None, **extra: Any
+    ) -> None:
+        """One attempt's row as its oracles say (``t0`` None: it did not run); a leak is
+        printed as it is found."""
+        oracles = list(dict.fromkeys(oracles))
         row = {
             "family": attack.family,
             "name": attack.name,
             "code": code,
             "leaked": bool(oracles),
             "oracles": oracles,
-            "ms": round((time.monotonic() - t0) * 1000),
+            "ms": 0 if t0 is None else round((time.monotonic() - t0) * 1000),
             **extra,
         }
         self.results.append(row)
@@ -771,18 +778,7 @@ class Campaign:
                             os.kill(int(pid), signal.SIGTERM)
                 else:
                     oracles, code = self._run_argv()
-                self.results.append(
-                    {
-                        "family": a.family,
-                        "name": a.name,
-                        "code": code,
-                        "leaked": bool(oracles),
-                        "oracles": list(dict.fromkeys(oracles)),
-                        "ms": round((time.monotonic() - t0) * 1000),
-                    }
-                )
-                if oracles:
-                    print(f"LEAK {a.key()}: {list(dict.fromkeys(oracles))}", flush=True)
+                self.record(a, code, oracles, t0)
 
     def _run_argv(self) -> tuple[list[str], str]:
         """``bay run`` on the cdp stage: the script writes its own argv and its parent's (the
@@ -807,16 +803,7 @@ class Campaign:
     def run_planted(self, rows: list[Attack]) -> None:
         if os.getuid() != 0:
             for a in rows:
-                self.results.append(
-                    {
-                        "family": a.family,
-                        "name": a.name,
-                        "code": "skipped",
-                        "leaked": False,
-                        "oracles": [],
-                        "ms": 0,
-                    }
-                )
+                self.record(a, "skipped", [], None)
             return
         from tests import test_socket_trust as st
 
@@ -849,18 +836,7 @@ class Campaign:
                     code = _cli_code(result.stdout)
                 finally:
                     shutil.rmtree(base, ignore_errors=True)
-                self.results.append(
-                    {
-                        "family": a.family,
-                        "name": a.name,
-                        "code": code,
-                        "leaked": bool(oracles),
-                        "oracles": list(dict.fromkeys(oracles)),
-                        "ms": round((time.monotonic() - t0) * 1000),
-                    }
-                )
-                if oracles:
-                    print(f"LEAK {a.key()}: {list(dict.fromkeys(oracles))}", flush=True)
+                self.record(a, code, oracles, t0)
         finally:
             os.environ.clear()
             os.environ.update(saved)
@@ -897,18 +873,7 @@ class Campaign:
                             f"keeper status: {len(b['sessions'])} sessions in one browser"
                         )
             code = ",".join(f"{k} {v}" for k, v in sorted(codes.items()))
-            self.results.append(
-                {
-                    "family": a.family,
-                    "name": a.name,
-                    "code": code,
-                    "leaked": bool(oracles),
-                    "oracles": list(dict.fromkeys(oracles)),
-                    "ms": round((time.monotonic() - t0) * 1000),
-                }
-            )
-            if oracles:
-                print(f"LEAK {a.key()}: {list(dict.fromkeys(oracles))}", flush=True)
+            self.record(a, code, oracles, t0)
 
     def run_takeover(self, rows: list[Attack]) -> None:
         from playwright.sync_api import sync_playwright
