@@ -37,6 +37,8 @@ CONTEXTS_PER_BROWSER = int(os.environ.get("BAY_CONTEXTS_PER_BROWSER", "16"))
 #: Browser processes this machine may run at once (a shared ephemeral browser counts once).
 MAX_BROWSERS = int(os.environ.get("BAY_MAX_BROWSERS", "8"))
 CLOSE_TIMEOUT = 10.0
+#: Seconds one running browser may take to learn a new DevTools port (``spread_devtools_ports``).
+GUARD_SPREAD_TIMEOUT = 5.0
 #: The longest the keeper waits for a tab it asked a browser for.
 NEW_PAGE_LIMIT = 30.0
 
@@ -344,10 +346,11 @@ class BrowserPool:
             if r.closing:
                 continue
             try:
-                if r.guard is not None:
-                    await r.guard.set_ports(ports)
-                else:
-                    await self._install(r, ports)
+                with anyio.fail_after(GUARD_SPREAD_TIMEOUT):  # a hung browser holds no verb
+                    if r.guard is not None:
+                        await r.guard.set_ports(ports)
+                    else:
+                        await self._install(r, ports)
             except Exception as exc:
                 log.warning("browser %s: DevTools ports not guarded: %s", r.id, exc)
 
