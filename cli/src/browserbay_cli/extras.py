@@ -1,7 +1,10 @@
 """The client's heavier local verbs, imported only when one of them runs (never on the hot
 path): ``bay mcp`` (the MCP server, from the browserbay-mcp plugin), ``bay install`` /
 ``bay uninstall`` (pip in bay's own environment, the way llm and datasette do it),
-``bay doctor`` and ``bay install-skill``."""
+``bay doctor`` and ``bay install-skill``.
+
+Each returns its answer (:class:`Reply`) for :mod:`browserbay_cli.main` to print, as it prints
+every other answer: this module never imports the hot path back."""
 
 from __future__ import annotations
 
@@ -12,56 +15,57 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
 from browserbay import client
 from browserbay.plugins import ENTRY_POINT_GROUP
 from browserbay.refusals import EXIT_OK, Refusal
-from browserbay_cli.main import _emit_json, _local_frame
+from browserbay_cli.doctor import run_doctor
+from browserbay_cli.skill import install_skill
 
 #: Distributions `bay uninstall` will not remove: without them there is no `bay`.
 PROTECTED = frozenset({"browserbay", "browserbay-core", "browserbay-cli"})
 
 
-def run_extra(verb: str, args: dict[str, Any], options: dict[str, Any]) -> int:
-    as_json = bool(options.get("json"))
+@dataclass(frozen=True)
+class Reply:
+    """A local verb's answer: ``data`` for ``--json``, ``text`` for the terminal, the exit
+    code."""
+
+    data: dict[str, Any]
+    text: str
+    code: int = EXIT_OK
+
+
+def run_extra(verb: str, args: dict[str, Any], options: dict[str, Any]) -> Reply | None:
+    """Run one of the heavier local verbs; None when it wrote its own output (``bay mcp``
+    speaks MCP on stdout until the client hangs up)."""
     if verb == "mcp":
-        return mcp(options.get("session"))
+        mcp(options.get("session"))
+        return None
     if verb == "doctor":
-        from browserbay_cli.doctor import run_doctor
-
-        return run_doctor(as_json)
+        return Reply(*run_doctor())
     if verb == "install-skill":
-        from browserbay_cli.skill import install_skill
-
-        data, text = install_skill(args)
-        if as_json:
-            _emit_json(_local_frame(verb, data), verb)
-        else:
-            print(text)
-        return EXIT_OK
+        return Reply(*install_skill(args))
     dists = [str(d) for d in args["distributions"]]
     if verb == "install":
         data, text = install(
             dists,
             upgrade=bool(args.get("upgrade")),
             no_deps=bool(args.get("no_deps")),
-            quiet=as_json,
+            quiet=bool(options.get("json")),
         )
     else:
-        data, text = uninstall(dists, quiet=as_json)
-    if as_json:
-        _emit_json(_local_frame(verb, data), verb)
-    else:
-        print(text)
-    return EXIT_OK
+        data, text = uninstall(dists, quiet=bool(options.get("json")))
+    return Reply(data, text)
 
 
 # -- mcp ----------------------------------------------------------------------------------
 
 
-def mcp(session: str | None) -> int:
+def mcp(session: str | None) -> None:
     """Serve MCP on stdin/stdout until the client hangs up."""
     try:
         from browserbay_mcp.server import main as serve
@@ -74,7 +78,6 @@ def mcp(session: str | None) -> int:
             way_out="bay install browserbay-mcp",
         ) from None
     serve(session)
-    return EXIT_OK
 
 
 # -- install / uninstall --------------------------------------------------------------------

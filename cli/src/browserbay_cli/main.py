@@ -342,9 +342,16 @@ def run(argv: list[str]) -> int:
         )
     try:
         if verb.name in OFF_HOT_PATH:
-            from browserbay_cli.extras import run_extra
+            from browserbay_cli.extras import run_extra  # heavier imports: off the hot path
 
-            return run_extra(verb.name, args, options)
+            reply = run_extra(verb.name, args, options)
+            if reply is None:
+                return EXIT_OK
+            if as_json:
+                _emit_json(_local_frame(verb.name, reply.data), verb.name)
+            else:
+                print(reply.text)
+            return reply.code
         local = _local(verb.name, args, as_json)
         if local is not None:
             return local
