@@ -9,5 +9,7 @@ echo "== ruff" >&2
 .venv/bin/ruff format --check .
 echo "== mypy" >&2
 .venv/bin/mypy
+echo "== import contracts" >&2
+.venv/bin/lint-imports
 echo "== pytest" >&2
 exec .venv/bin/pytest "$@"

@@ -12,11 +12,11 @@ import pytest
 
 from browserbay import protocol
 from browserbay.keeper.keeper import _redact, _validate
-from browserbay.keeper.pageverbs import normalize_url
 from browserbay.paths import bay_paths
 from browserbay.refusals import CODES, EXIT_DEADLINE, EXIT_USAGE, Refusal, exit_code
 from browserbay.snapshot import compact, main_frame_prefix, strip_prefix
 from browserbay.store import MIGRATIONS, BrowserRow, SqliteRegistry
+from browserbay.urls import normalize_url
 from browserbay.verbs import BY_NAME
 from tests.helpers import assert_refused
 

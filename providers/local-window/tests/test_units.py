@@ -14,6 +14,7 @@ import pytest
 from browserbay.plugins import load_plugins
 from browserbay.refusals import Refusal
 from browserbay.testing import check_row
+from browserbay.urls import normalize_url
 from browserbay_cli.parse import parse, usage_line
 from browserbay_local_window import chromium, plugin, procs
 from browserbay_local_window.settings import Settings
@@ -150,11 +151,11 @@ def test_the_browser_argv_has_accessibility_and_no_automation(tmp_path: Path) ->
     assert argv[-1] == "https://example.org/"
     assert not [a for a in argv if a.startswith(chromium.FORBIDDEN)]
     assert chromium.env({"DISPLAY": ":9"}) == {"DISPLAY": ":9", "ACCESSIBILITY_ENABLED": "1"}
-    assert chromium.normalize_url("localhost:8000/x") == "http://localhost:8000/x"
-    assert chromium.normalize_url("example.org") == "https://example.org"
+    assert normalize_url("localhost:8000/x") == "http://localhost:8000/x"
+    assert normalize_url("example.org") == "https://example.org"
     for bad in ("file:///etc/passwd", "javascript:alert(1)", "chrome://settings"):
         with pytest.raises(Refusal) as info:
-            chromium.normalize_url(bad)
+            normalize_url(bad)
         assert_refused(info.value, "local_scheme_refused")
 
 

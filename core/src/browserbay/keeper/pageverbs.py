@@ -15,7 +15,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 import anyio
 
@@ -25,6 +24,7 @@ from browserbay.model import Failure
 from browserbay.paths import ensure_private, write_private
 from browserbay.refusals import Refusal
 from browserbay.snapshot import compact, main_frame_prefix, refs_in, strip_prefix
+from browserbay.urls import normalize_url
 
 if TYPE_CHECKING:
     from playwright.async_api import Locator, Page
@@ -114,40 +114,6 @@ def _acted(act: Act, what: str) -> Answer:
 
 
 # -- navigation -------------------------------------------------------------------------
-
-ALLOWED_SCHEMES = ("http", "https")
-
-
-_HOST_PORT = re.compile(r"^(localhost|[\w-]+(\.[\w-]+)+|\[[0-9a-fA-F:]+\]):\d+(/|$)")
-_SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*):")
-
-
-def normalize_url(url: str) -> str:
-    """``example.org`` → ``https://example.org``; ``localhost:8000`` → ``http://…``. Any
-    scheme but http/https (and the exact ``about:blank``) is refused."""
-    raw = url.strip()
-    if raw == "about:blank":
-        return raw
-    scheme_match = _SCHEME.match(raw)
-    if "://" not in raw and (scheme_match is None or _HOST_PORT.match(raw)):
-        host = raw.split("/", 1)[0].rsplit(":", 1)[0]
-        local = host in ("localhost", "127.0.0.1", "[::1]")
-        raw = ("http://" if local else "https://") + raw
-    check_scheme(raw, url)
-    return raw
-
-
-def check_scheme(url: str, given: str | None = None) -> None:
-    """The scheme rule of every navigation, whatever road it comes by (``bay open``, the
-    scoped CDP endpoint's URL-bearing methods): http, https and the exact ``about:blank``.
-    The scheme is read as a browser reads it (leading blanks and controls stripped, tabs and
-    newlines dropped anywhere, any case). ``given``: the URL as the caller wrote it."""
-    if url == "about:blank":
-        return
-    scheme = urlsplit(url).scheme.lower()
-    if scheme not in ALLOWED_SCHEMES:
-        word = scheme or url.split(":", 1)[0]
-        raise Refusal("local_scheme_refused", scheme=word[:40], url=url if given is None else given)
 
 
 async def _page_answer(act: Act, status: int | None = None) -> Answer:

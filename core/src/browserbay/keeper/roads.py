@@ -27,9 +27,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from browserbay.keeper.leases import check_url_allowed
-from browserbay.keeper.pageverbs import normalize_url
 from browserbay.model import VerbCall, VerbOutcome
 from browserbay.refusals import Refusal
+from browserbay.urls import normalize_url
 
 if TYPE_CHECKING:
     from browserbay.keeper.controls import Controls

@@ -13,12 +13,12 @@ import anyio
 
 from browserbay.keeper.browsers import pss_kib
 from browserbay.keeper.leases import blocked_requests, goto_guarded
-from browserbay.keeper.pageverbs import normalize_url
 from browserbay.keeper.profiles import parse_domains
 from browserbay.keeper.sessions import Lease, Session
 from browserbay.keeper.switch import proposal_line
 from browserbay.model import ProfileRef
 from browserbay.refusals import Refusal
+from browserbay.urls import normalize_url
 
 if TYPE_CHECKING:
     pass

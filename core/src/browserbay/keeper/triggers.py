@@ -33,11 +33,11 @@ import anyio
 
 from browserbay import verbs
 from browserbay.keeper.leases import goto_guarded
-from browserbay.keeper.pageverbs import normalize_url
 from browserbay.model import SessionRef, VerbCall, VerbOutcome
 from browserbay.paths import BayPaths, ensure_private
 from browserbay.refusals import Refusal
 from browserbay.store import PARKED
+from browserbay.urls import normalize_url
 
 if TYPE_CHECKING:
     from browserbay.keeper.keeper import Keeper

@@ -5,7 +5,7 @@ the upload directory of a lease.
 - ``url`` (``Page.navigate``, ``Target.createTarget``, ``Network.loadNetworkResource``,
   ``Fetch.continueRequest``; the redirect a ``Fetch.fulfillRequest``/``continueResponse``
   forges with a ``Location`` or ``Refresh`` header): the scheme rule of ``bay open``
-  (:func:`browserbay.keeper.pageverbs.check_scheme`: http, https, the exact about:blank),
+  (:func:`browserbay.urls.check_scheme`: http, https, the exact about:blank),
   and never the browser's own DevTools port (``devtools_refused``: its ``/json/list`` names
   every tab's WebSocket URL), whatever host spelling reaches it.
 - ``files`` (``DOM.setFileInputFiles``, ``Input.dispatchDragEvent``): every path is an
@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
 
-from browserbay.keeper.pageverbs import check_scheme
 from browserbay.refusals import Refusal
+from browserbay.urls import check_scheme
 
 #: Default ports of the schemes whose URLs a browser reads as host:port (WHATWG "special").
 DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}

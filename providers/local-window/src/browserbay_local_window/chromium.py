@@ -6,14 +6,11 @@ XTEST keys, like a person with a screen reader would."""
 from __future__ import annotations
 
 import os
-import re
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from browserbay import sandbox
-from browserbay.refusals import Refusal
 
 CANDIDATES = ("/usr/lib/chromium/chromium", "/usr/lib/chromium-browser/chromium-browser")
 NAMES = ("chromium", "chromium-browser", "google-chrome-stable", "google-chrome")
@@ -34,9 +31,6 @@ QUIET = (
     "--password-store=basic",
 )
 
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
-_HOST_PORT = re.compile(r"^[^/:]+:\d+(/|$)")
-
 
 def find(env: Mapping[str, str] | None = None) -> str | None:
     env = os.environ if env is None else env
@@ -51,22 +45,6 @@ def find(env: Mapping[str, str] | None = None) -> str | None:
         if found:
             return found
     return None
-
-
-def normalize_url(url: str) -> str:
-    """The same rule as ``bay open``: http, https or exactly about:blank; a bare host gets
-    https:// (http:// for localhost)."""
-    raw = url.strip()
-    if raw == "about:blank":
-        return raw
-    if "://" not in raw and (_SCHEME.match(raw) is None or _HOST_PORT.match(raw)):
-        host = raw.split("/", 1)[0].rsplit(":", 1)[0]
-        local = host in ("localhost", "127.0.0.1", "[::1]")
-        raw = ("http://" if local else "https://") + raw
-    scheme = urlsplit(raw).scheme.lower()
-    if scheme not in ("http", "https"):
-        raise Refusal("local_scheme_refused", scheme=scheme or raw.split(":", 1)[0], url=url)
-    return raw
 
 
 def argv(binary: str, user_data_dir: Path, url: str, size: tuple[int, int]) -> list[str]:

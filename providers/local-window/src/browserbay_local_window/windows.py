@@ -26,6 +26,7 @@ import anyio.abc
 from browserbay import sandbox
 from browserbay.model import LiveLease, TargetLeases, VerbContext
 from browserbay.refusals import Refusal
+from browserbay.urls import normalize_url
 from browserbay_local_window import chromium, procs
 from browserbay_local_window import display as displays
 from browserbay_local_window.display import Display, DisplayError
@@ -287,7 +288,7 @@ async def act_open(book: Windows, ctx: VerbContext) -> tuple[dict[str, Any], str
 
 
 async def act_browser(book: Windows, ctx: VerbContext) -> tuple[dict[str, Any], str]:
-    url = chromium.normalize_url(str(ctx.args.get("handle") or "about:blank"))
+    url = normalize_url(str(ctx.args.get("handle") or "about:blank"))
     binary = chromium.find()
     if binary is None:
         raise Refusal(
