@@ -29,7 +29,7 @@ from browserbay.model import (
     VerbCall,
     VerbOutcome,
 )
-from browserbay.plugins import PluginError, load_plugins
+from browserbay.plugins import Hooks, PluginError, load_plugins
 from browserbay.refusals import Refusal
 
 HOOKS = sorted(
@@ -59,6 +59,19 @@ def test_every_hookspec_is_typed_and_documented() -> None:
         assert sig.return_annotation is not inspect.Signature.empty, name
         for p in sig.parameters.values():
             assert p.annotation is not inspect.Parameter.empty, (name, p.name)
+
+
+def test_every_hookspec_has_a_facade_method_and_every_facade_method_a_hookspec() -> None:
+    """The keeper calls hooks only through ``Hooks``: a hook added to the specs without a
+    method there (or a method left behind by a removed hook) fails here, not at run time."""
+    methods = sorted(
+        n for n, _ in inspect.getmembers(Hooks, inspect.isfunction) if n.startswith("bay_")
+    )
+    assert methods == HOOKS
+    for name in HOOKS:
+        spec = inspect.signature(getattr(hookspecs, name))
+        facade = inspect.signature(getattr(Hooks, name))
+        assert list(facade.parameters)[1:] == list(spec.parameters), name
 
 
 def test_builtins_and_the_installed_chromium_entry_point_load() -> None:
@@ -149,21 +162,21 @@ def test_bay_access_tiers_ladder() -> None:
 
 def test_bay_tier_hint_is_firstresult_and_worded_as_a_hint() -> None:
     plugins = _load()
-    hint = plugins.hook.bay_tier_hint(failure=Failure("http://x/", 429, "x", "chromium", 1))
+    hint = plugins.hooks.bay_tier_hint(failure=Failure("http://x/", 429, "x", "chromium", 1))
     assert isinstance(hint, TierHint)
     assert hint.suggest_tier == 2
     assert "may be" in hint.message
     assert "detected" not in hint.message.lower()
     title = Failure("http://x/", 200, "Just a moment...", "chromium", 1)
-    assert plugins.hook.bay_tier_hint(failure=title) is not None
+    assert plugins.hooks.bay_tier_hint(failure=title) is not None
     assert (
-        plugins.hook.bay_tier_hint(failure=Failure("http://x/", 200, "ok", "chromium", 1)) is None
+        plugins.hooks.bay_tier_hint(failure=Failure("http://x/", 200, "ok", "chromium", 1)) is None
     )
     # Already on tier 2: no hint to climb.
-    assert plugins.hook.bay_tier_hint(failure=Failure("http://x/", 403, "", "cloak", 2)) is None
+    assert plugins.hooks.bay_tier_hint(failure=Failure("http://x/", 403, "", "cloak", 2)) is None
     # A plugin's hint wins over the built-in one (firstresult: later-registered runs first).
     mine = _module("hinter", bay_tier_hint=lambda failure: TierHint("mine"))
-    assert _load(mine).hook.bay_tier_hint(failure=Failure("u", 403, "", "c", 1)).message == "mine"
+    assert _load(mine).hooks.bay_tier_hint(failure=Failure("u", 403, "", "c", 1)).message == "mine"
 
 
 def test_bay_live_view_transports_table() -> None:
@@ -210,11 +223,12 @@ def test_bay_before_verb_returns_refusals_and_bay_after_verb_sees_outcomes() -> 
         bay_after_verb=lambda call, outcome: seen.append((call.verb, outcome.ok, outcome.code)),
     )
     plugins = _load(mod)
-    (refusal,) = [r for r in plugins.hook.bay_before_verb(call=CALL) if r]
+    refusal = plugins.hooks.bay_before_verb(call=CALL)
+    assert refusal is not None
     assert refusal.code == "verb_refused"
     other = VerbCall("get", {}, SESSION, PROFILE)
-    assert [r for r in plugins.hook.bay_before_verb(call=other) if r] == []
-    plugins.hook.bay_after_verb(call=CALL, outcome=VerbOutcome(False, "verb_refused", 1.0))
+    assert plugins.hooks.bay_before_verb(call=other) is None
+    plugins.hooks.bay_after_verb(call=CALL, outcome=VerbOutcome(False, "verb_refused", 1.0))
     assert seen == [("click", False, "verb_refused")]
 
 
@@ -228,7 +242,7 @@ def test_lifecycle_hooks_browser_lease_takeover_handback() -> None:
         bay_takeover=lambda lease, viewer: events.append(("takeover", viewer)),
         bay_handback=lambda lease, viewer: events.append(("handback", viewer)),
     )
-    hook = _load(mod).hook
+    hook = _load(mod).hooks
     browser = BrowserInfo("bb-1", "chromium", 42, True)
     lease = LeaseInfo(PROFILE, SESSION, "user", ("t1",))
     hook.bay_browser_started(browser=browser)

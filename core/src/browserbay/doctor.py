@@ -66,9 +66,9 @@ def run_checks(env: Mapping[str, str] | None = None) -> list[DoctorCheck]:
 def hook_rows(plugins: Plugins) -> list[DoctorCheck]:
     """Each plugin's ``bay_doctor_checks``, run side by side (each may start a short-lived
     process), in plugin order. A hook that raises or overruns is a ``fail`` row naming it."""
-    impls = list(reversed(plugins.pm.hook.bay_doctor_checks.get_hookimpls()))
+    impls = plugins.hooks.bay_doctor_checks()
     pool = ThreadPoolExecutor(max_workers=max(1, len(impls)), thread_name_prefix="doctor")
-    futures = [(impl.plugin_name, pool.submit(impl.function)) for impl in impls]
+    futures = [(name, pool.submit(function)) for name, function in impls]
     rows: list[DoctorCheck] = []
     for name, future in futures:
         try:

@@ -12,24 +12,34 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import pluggy
 
 from browserbay import hookspecs
 from browserbay.keys import KeyAdmin, KeyBook
 from browserbay.model import (
+    ActionTarget,
+    ActionTrace,
+    BrowserInfo,
+    DoctorCheck,
+    Failure,
     IntegrationRow,
     KeySource,
+    LeaseInfo,
     PluginVerb,
     ProviderRow,
+    TierHint,
     TierRow,
     TransportRow,
+    VerbCall,
+    VerbOutcome,
 )
+from browserbay.refusals import Refusal
 from browserbay.verbs import BY_NAME as CORE_VERBS
 from browserbay.verbs import PLUGIN, Verb
 
@@ -66,33 +76,146 @@ def _names(env: Mapping[str, str], var: str) -> set[str] | None:
     return {n.strip() for n in env[var].split(",") if n.strip()}
 
 
+R = TypeVar("R")
+K = TypeVar("K", bound=Hashable)
+
+
+class Hooks:
+    """The typed face of the plugin manager's hooks: one method per hookspec of
+    :mod:`browserbay.hookspecs`, with its name and its parameters, so the core never calls a
+    hook by a string name and mypy checks every call (the pattern of tox's plugin manager).
+    ``core/tests/test_plugins.py`` fails when a hookspec has no method here or a method no
+    hookspec.
+
+    Row hooks answer each plugin's rows with its name (a clash can name both plugins);
+    ``bay_doctor_checks`` answers each plugin's implementation, for ``bay doctor`` to run side
+    by side. Gates (``bay_before_verb``, ``bay_before_action``) answer the first refusal.
+    Notification hooks call every implementation, and one that raises is logged and skipped:
+    an audit sink's bug must not take the keeper down."""
+
+    def __init__(self, pm: pluggy.PluginManager) -> None:
+        self._pm = pm
+
+    # -- rows: called once, by :class:`Plugins` ---------------------------------------
+
+    def bay_providers(self) -> list[tuple[str, Sequence[ProviderRow]]]:
+        return _rows(self._pm.hook.bay_providers, ProviderRow)
+
+    def bay_access_tiers(self) -> list[tuple[str, Sequence[TierRow]]]:
+        return _rows(self._pm.hook.bay_access_tiers, TierRow)
+
+    def bay_live_view_transports(self) -> list[tuple[str, Sequence[TransportRow]]]:
+        return _rows(self._pm.hook.bay_live_view_transports, TransportRow)
+
+    def bay_key_sources(self) -> list[tuple[str, Sequence[KeySource]]]:
+        return _rows(self._pm.hook.bay_key_sources, KeySource)
+
+    def bay_integrations(self) -> list[tuple[str, Sequence[IntegrationRow]]]:
+        return _rows(self._pm.hook.bay_integrations, IntegrationRow)
+
+    def bay_verbs(self) -> list[tuple[str, Sequence[PluginVerb]]]:
+        return _rows(self._pm.hook.bay_verbs, PluginVerb)
+
+    def bay_doctor_checks(self) -> list[tuple[str, Callable[[], Sequence[DoctorCheck] | None]]]:
+        """Each plugin's implementation, in pluggy's call order, not yet called."""
+        return [
+            (impl.plugin_name, cast(Callable[[], Sequence[DoctorCheck] | None], impl.function))
+            for impl in reversed(self._pm.hook.bay_doctor_checks.get_hookimpls())
+        ]
+
+    # -- answers ----------------------------------------------------------------------
+
+    def bay_tier_hint(self, failure: Failure) -> TierHint | None:
+        return cast(TierHint | None, self._pm.hook.bay_tier_hint(failure=failure))
+
+    def bay_before_verb(self, call: VerbCall) -> Refusal | None:
+        return _first(self._pm.hook.bay_before_verb(call=call))
+
+    def bay_before_action(self, call: VerbCall, target: ActionTarget) -> Refusal | None:
+        return _first(self._pm.hook.bay_before_action(call=call, target=target))
+
+    def gates_actions(self) -> bool:
+        """Some plugin implements ``bay_before_action`` (the keeper then describes each
+        element before acting on it)."""
+        return bool(self._pm.hook.bay_before_action.get_hookimpls())
+
+    # -- notifications ----------------------------------------------------------------
+
+    def bay_after_verb(self, call: VerbCall, outcome: VerbOutcome) -> None:
+        _notify(self._pm.hook.bay_after_verb, call=call, outcome=outcome)
+
+    def bay_action_traced(self, call: VerbCall, outcome: VerbOutcome, trace: ActionTrace) -> None:
+        _notify(self._pm.hook.bay_action_traced, call=call, outcome=outcome, trace=trace)
+
+    def traces_actions(self) -> bool:
+        """Some plugin implements ``bay_action_traced`` (the keeper then takes frames)."""
+        return bool(self._pm.hook.bay_action_traced.get_hookimpls())
+
+    def bay_browser_started(self, browser: BrowserInfo) -> None:
+        _notify(self._pm.hook.bay_browser_started, browser=browser)
+
+    def bay_browser_stopped(self, browser: BrowserInfo, reason: str) -> None:
+        _notify(self._pm.hook.bay_browser_stopped, browser=browser, reason=reason)
+
+    def bay_lease_changed(self, lease: LeaseInfo, change: str) -> None:
+        _notify(self._pm.hook.bay_lease_changed, lease=lease, change=change)
+
+    def bay_takeover(self, lease: LeaseInfo, viewer: str) -> None:
+        _notify(self._pm.hook.bay_takeover, lease=lease, viewer=viewer)
+
+    def bay_handback(self, lease: LeaseInfo, viewer: str) -> None:
+        _notify(self._pm.hook.bay_handback, lease=lease, viewer=viewer)
+
+
+def _rows(caller: pluggy.HookCaller, kind: type[R]) -> list[tuple[str, Sequence[R]]]:
+    """A row hook's rows, per plugin in registration order (pluggy is untyped here: the
+    hookspec declares what each implementation answers)."""
+    return [
+        (impl.plugin_name, cast(Sequence[R], impl.function() or ()))
+        for impl in caller.get_hookimpls()
+    ]
+
+
+def _first(answers: list[Refusal | None]) -> Refusal | None:
+    """The first refusal of a gate, in pluggy's call order."""
+    return next((r for r in answers if r is not None), None)
+
+
+def _notify(caller: pluggy.HookCaller, **kwargs: object) -> None:
+    """Call every implementation of a notification hook; one that raises is logged and
+    skipped."""
+    for impl in reversed(caller.get_hookimpls()):
+        try:
+            impl.function(**{k: kwargs[k] for k in impl.argnames})
+        except Exception:
+            log.exception("plugin %r failed in %s; carrying on", impl.plugin_name, caller.name)
+
+
 class Plugins:
-    """A loaded plugin manager plus the tables collected from row hooks."""
+    """A loaded plugin manager, its typed :class:`Hooks`, and the tables collected from the
+    row hooks."""
 
     def __init__(self, pm: pluggy.PluginManager, infos: list[PluginInfo]):
         self.pm = pm
         self.infos = infos
-        self.hook: Any = pm.hook
+        self.hooks = Hooks(pm)
         # Row hooks are called once, here: a clash is reported at load time, not at first
         # use, and a verb never re-runs them. (They are read per implementation, in pluggy's
         # call order, so that a duplicate id can name both plugins.)
-        self.providers: dict[str, ProviderRow] = _collect(pm, "bay_providers", lambda r: r.id)
-        self.tiers: dict[int, TierRow] = _collect(pm, "bay_access_tiers", lambda r: r.tier)
-        self.transports: dict[str, TransportRow] = _collect(
-            pm, "bay_live_view_transports", lambda r: r.kind
+        hooks = self.hooks
+        self.providers = _collect("bay_providers", hooks.bay_providers(), lambda r: r.id)
+        self.tiers = _collect("bay_access_tiers", hooks.bay_access_tiers(), lambda r: r.tier)
+        self.transports = _collect(
+            "bay_live_view_transports", hooks.bay_live_view_transports(), lambda r: r.kind
         )
-        self.key_sources: dict[str, KeySource] = _collect(pm, "bay_key_sources", lambda r: r.name)
-        self.integrations: dict[str, IntegrationRow] = _collect(
-            pm, "bay_integrations", lambda r: r.id
-        )
+        self.key_sources = _collect("bay_key_sources", hooks.bay_key_sources(), lambda r: r.name)
+        self.integrations = _collect("bay_integrations", hooks.bay_integrations(), lambda r: r.id)
         #: Key resolution over the two tables above (the keeper's one reveal is
         #: ``keys.child_env``); ``key_admin`` is what plugin verbs get: views, never values.
         self.keys = KeyBook(self.key_sources, self.integrations)
         self.key_admin = KeyAdmin(self.keys)
         verb_owner: dict[str, str] = {}
-        self.verbs: dict[str, PluginVerb] = _collect(
-            pm, "bay_verbs", lambda r: r.verb.name, verb_owner
-        )
+        self.verbs = _collect("bay_verbs", hooks.bay_verbs(), lambda r: r.verb.name, verb_owner)
         for name, pv in self.verbs.items():
             pv.verb.plugin = verb_owner[name]
             if name in CORE_VERBS:
@@ -105,16 +228,6 @@ class Plugins:
     def verb_table(self) -> dict[str, Verb]:
         """The core's verbs and the plugins' verbs, by name."""
         return {**CORE_VERBS, **{name: pv.verb for name, pv in self.verbs.items()}}
-
-    def notify(self, hook_name: str, **kwargs: Any) -> None:
-        """Call a notification hook (after-verb, browser, lease…). A plugin that raises is
-        logged and skipped: an audit sink's bug must not take the keeper down."""
-        hook = getattr(self.hook, hook_name)
-        for impl in reversed(hook.get_hookimpls()):
-            try:
-                impl.function(**{k: kwargs[k] for k in impl.argnames})
-            except Exception:
-                log.exception("plugin %r failed in %s; carrying on", impl.plugin_name, hook_name)
 
     def listing(self) -> list[dict[str, Any]]:
         return [
@@ -130,30 +243,27 @@ class Plugins:
         ]
 
 
-K = TypeVar("K")
-R = TypeVar("R")
-
-
 def _collect(
-    pm: pluggy.PluginManager, hook_name: str, key: Any, owner: dict[Any, str] | None = None
-) -> dict[Any, Any]:
-    """Call a row hook on every plugin and build one table, refusing duplicate ids.
-    ``owner`` (when given) is filled with the plugin name of each row."""
-    table: dict[Any, Any] = {}
+    hook_name: str,
+    per_plugin: list[tuple[str, Sequence[R]]],
+    key: Callable[[R], K],
+    owner: dict[K, str] | None = None,
+) -> dict[K, R]:
+    """One table from a row hook's rows, refusing duplicate ids (``hook_name`` words the
+    error). ``owner`` (when given) is filled with the plugin name of each row."""
+    table: dict[K, R] = {}
     owner = {} if owner is None else owner
-    hook = getattr(pm.hook, hook_name)
-    for impl in hook.get_hookimpls():
-        rows = impl.function() or ()
+    for plugin_name, rows in per_plugin:
         for row in rows:
             k = key(row)
             if k in table:
                 raise PluginError(
                     f"{hook_name}: {k!r} is contributed by both {owner[k]!r} and "
-                    f"{impl.plugin_name!r}; uninstall one, or disable it with "
-                    f"BAY_DISABLE_PLUGINS={impl.plugin_name}"
+                    f"{plugin_name!r}; uninstall one, or disable it with "
+                    f"BAY_DISABLE_PLUGINS={plugin_name}"
                 )
             table[k] = row
-            owner[k] = impl.plugin_name
+            owner[k] = plugin_name
     return table
 
 

@@ -69,8 +69,7 @@ async def before_action(act: Act, target: str, loc: Locator) -> None:
     """Ask ``bay_before_action`` about the element ``loc`` that ``act`` is about to change;
     raise the first refusal. If the element cannot even be described, nothing is done to
     it (a gate is never skipped because the page was slow to answer)."""
-    hook = act.plugins.hook.bay_before_action
-    if act.verb not in ACTION_VERBS or not hook.get_hookimpls():
+    if act.verb not in ACTION_VERBS or not act.plugins.hooks.gates_actions():
         return
     try:
         # Waits for the element as the action itself would (a selector may match later).
@@ -98,6 +97,6 @@ async def before_action(act: Act, target: str, loc: Locator) -> None:
     )
     session, profile = _who(act)
     call = VerbCall(act.verb, _redacted(act.verb, act.args), session, profile)
-    for refusal in hook(call=call, target=described):
-        if refusal is not None:
-            raise refusal.with_defaults(verb=act.verb, plugin="a policy")
+    refusal = act.plugins.hooks.bay_before_action(call=call, target=described)
+    if refusal is not None:
+        raise refusal.with_defaults(verb=act.verb, plugin="a policy")

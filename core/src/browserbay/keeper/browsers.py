@@ -320,7 +320,7 @@ class BrowserPool:
 
             handle.browser.on("disconnected", disconnected)
         log.info("browser %s started (%s, pid %s)", browser_id, row.id, handle.pid)
-        self.plugins.notify("bay_browser_started", browser=running.info())
+        self.plugins.hooks.bay_browser_started(browser=running.info())
         return running
 
     async def known_devtools_ports(self) -> tuple[int, ...]:
@@ -437,7 +437,7 @@ class BrowserPool:
         running.closing = True
         self.running.pop(running.id, None)
         await self.db(self.registry.browser_stopped, running.id, "crashed")
-        self.plugins.notify("bay_browser_stopped", browser=running.info(), reason="crashed")
+        self.plugins.hooks.bay_browser_stopped(browser=running.info(), reason="crashed")
         if self.on_crash is not None:
             await self.on_crash(running)
 
@@ -459,7 +459,7 @@ class BrowserPool:
         # The per-browser HOME (never a profile's own user-data-dir) goes with it.
         await anyio.to_thread.run_sync(lambda: shutil.rmtree(running.home, ignore_errors=True))
         log.info("browser %s stopped (%s)", running.id, reason)
-        self.plugins.notify("bay_browser_stopped", browser=running.info(), reason=reason)
+        self.plugins.hooks.bay_browser_stopped(browser=running.info(), reason=reason)
 
     def release_user(self, running: Running, session: str) -> None:
         """A session's lease on a persistent browser went: the last one starts its grace."""

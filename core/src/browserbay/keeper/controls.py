@@ -229,7 +229,7 @@ class Controls:
                     holder=pause.holder,
                 )
             pause.holder, pause.claimed = viewer, now
-            self.plugins.notify("bay_takeover", lease=lease.info(), viewer=viewer)
+            self.plugins.hooks.bay_takeover(lease=lease.info(), viewer=viewer)
             return pause.info()
         if viewer is None:
             by = "a handoff you asked for" + (f": {reason}" if reason else "")
@@ -243,7 +243,7 @@ class Controls:
             entry.cut = True
             entry.scope.cancel()
         if viewer is not None:
-            self.plugins.notify("bay_takeover", lease=lease.info(), viewer=viewer)
+            self.plugins.hooks.bay_takeover(lease=lease.info(), viewer=viewer)
         return pause.info()
 
     def release(self, session_id: str, profile_id: str, viewer: str) -> None:
@@ -290,7 +290,7 @@ class Controls:
             notice += "; run again what was cut: " + ", ".join(pause.interrupted)
         notice += f"; references from before the pause may be stale: {fresh} first"
         session.notices.append(notice)
-        self.plugins.notify("bay_handback", lease=lease.info(), viewer=viewer)
+        self.plugins.hooks.bay_handback(lease=lease.info(), viewer=viewer)
         return True
 
     def note_input(self, session_id: str, profile_id: str) -> None:

@@ -254,7 +254,7 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
             code = None if ok else str(answer["code"])
             elapsed = (time.monotonic() - started) * 1000
             outcome = VerbOutcome(ok, code, elapsed)
-            self.plugins.notify("bay_after_verb", call=call, outcome=outcome)
+            self.plugins.hooks.bay_after_verb(call=call, outcome=outcome)
             for recorder in traces:  # now, or once its after-frame is in
                 recorder.outcome_known(
                     functools.partial(
@@ -490,7 +490,7 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
 
     def _recorder(self, act: Act, row: ProviderRow | None) -> Recorder | None:
         """Frames for ``bay_action_traced``, only when some plugin implements it."""
-        if act.verb not in TRACED_VERBS or not self.plugins.hook.bay_action_traced.get_hookimpls():
+        if act.verb not in TRACED_VERBS or not self.plugins.hooks.traces_actions():
             return None
         recorder = Recorder(act, screenshots=row is None or row.capabilities.screenshots)
         pending = PENDING.get()
@@ -499,7 +499,7 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
         return recorder
 
     def _traced(self, call: VerbCall, outcome: VerbOutcome, trace: ActionTrace) -> None:
-        self.plugins.notify("bay_action_traced", call=call, outcome=outcome, trace=trace)
+        self.plugins.hooks.bay_action_traced(call=call, outcome=outcome, trace=trace)
 
     async def _page_of(self, session: Session, lease: Lease) -> Any:
         return (await self.leases.current_tab(session, lease)).page

@@ -159,7 +159,7 @@ class Leases:
             running.idle_since = None
             await self.db(self.registry.profile_used, row.id)
         lease.context, lease.browser = context, running
-        self.plugins.notify("bay_lease_changed", lease=lease.info(), change="attached")
+        self.plugins.hooks.bay_lease_changed(lease=lease.info(), change="attached")
         state, kept = await self.db(self.registry.kept_tabs, session.ref.id, lease.profile.id)
         lease.kept_at_start = (state, kept)
         if kept and state in ("auto", "live"):
@@ -244,7 +244,7 @@ class Leases:
         if existing is not None:
             return existing
         tab = self.tabs.add(page, lease, None, tab_id)
-        self.plugins.notify("bay_lease_changed", lease=lease.info(), change="tabs")
+        self.plugins.hooks.bay_lease_changed(lease=lease.info(), change="tabs")
 
         def on_close(_page: Page) -> None:
             running = lease.browser
@@ -252,7 +252,7 @@ class Leases:
                 return  # its browser died: the crash path drops the tabs, kept for restore
             if tab.id in self.tabs.tabs:
                 self.tabs.drop(tab, lease, "closed by the page")
-                self.plugins.notify("bay_lease_changed", lease=lease.info(), change="tabs")
+                self.plugins.hooks.bay_lease_changed(lease=lease.info(), change="tabs")
 
         page.on("close", on_close)
         if self.downloads is not None:  # kept in the session's own directory, bounded
@@ -390,7 +390,7 @@ class Leases:
             elif lease.tabs:
                 await self.db(self.registry.mark_kept, session.ref.id, lease.profile.id, "auto")
         lease.unpause()
-        self.plugins.notify("bay_lease_changed", lease=lease.info(reason), change="detached")
+        self.plugins.hooks.bay_lease_changed(lease=lease.info(reason), change="detached")
         closed = len(lease.tabs)
         pages = [t.page for t in lease.tabs.values()]
         for tab in list(lease.tabs.values()):
@@ -444,7 +444,7 @@ class Leases:
         # them yet): the pages a crash closes stay in the lease until now (see adopt).
         seen = [(t.page.url, t.id == lease.current) for t in lease.tabs.values()]
         lease.unpause()
-        self.plugins.notify("bay_lease_changed", lease=lease.info("crashed"), change="detached")
+        self.plugins.hooks.bay_lease_changed(lease=lease.info("crashed"), change="detached")
         for tab in list(lease.tabs.values()):
             self.tabs.drop(tab, lease, "its browser stopped unexpectedly")
         lease.context, lease.browser, lease.current = None, None, None

@@ -121,7 +121,7 @@ async def _page_answer(act: Act, status: int | None = None) -> Answer:
     data: dict[str, Any] = {"url": act.page.url, "title": title, "tab": act.tab.id}
     if status is not None:
         data["status"] = status
-        hint = act.plugins.hook.bay_tier_hint(
+        hint = act.plugins.hooks.bay_tier_hint(
             failure=Failure(
                 act.page.url,
                 status,
@@ -303,7 +303,7 @@ async def verb_click(act: Act) -> Answer:
         except Exception as exc:
             raise Refusal("action_failed", verb=act.verb, reason=_first_line(exc)) from None
 
-    watched = act.trace is not None or act.plugins.hook.bay_before_action.get_hookimpls()
+    watched = act.trace is not None or act.plugins.hooks.gates_actions()
     if not watched and await fast():
         return _acted(act, "clicked")
 

@@ -112,9 +112,7 @@ class Guards:
             self.restart_gap(each.profile.id, each.handle)
         if lease is not None and call.profile is None:
             call = dataclasses.replace(call, profile=lease.profile)
-        refusal = next(
-            (r for r in self.plugins.hook.bay_before_verb(call=call) if r is not None), None
-        )
+        refusal = self.plugins.hooks.bay_before_verb(call=call)
         if refusal is not None:
             raise refusal.with_defaults(verb=call.verb, plugin="a policy")
         if lease is not None:
@@ -149,7 +147,7 @@ class Guards:
 
     async def done(self, call: VerbCall, outcome: VerbOutcome) -> None:
         """``bay_after_verb``, then the audit row (with the road)."""
-        self.plugins.notify("bay_after_verb", call=call, outcome=outcome)
+        self.plugins.hooks.bay_after_verb(call=call, outcome=outcome)
         await self.audit(call, outcome)
 
     async def audit(self, call: VerbCall, outcome: VerbOutcome) -> None:

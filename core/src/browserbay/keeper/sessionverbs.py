@@ -101,7 +101,7 @@ class SessionVerbsMixin(ChoosingMixin):
             owner = self.leases.lease_of(tab) or lease
             self.tabs.drop(tab, owner, "closed by bay tab close")
             await tab.page.close()
-            self.plugins.notify("bay_lease_changed", lease=owner.info(), change="tabs")
+            self.plugins.hooks.bay_lease_changed(lease=owner.info(), change="tabs")
             return {"closed": tab.id, "current": owner.current}, f"closed {tab.id}"
         tab = self.tabs.lookup(action, session)
         owner = self.leases.lease_of(tab) or lease

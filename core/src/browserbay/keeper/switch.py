@@ -397,7 +397,7 @@ class BackendMixin(ChoosingMixin):
     def _release(self, session: Session, lease: Lease, target: str) -> None:
         """The lease lets go of the browser about to stop — it is not ended: no park, no
         close; its tab ids are set aside until they come back."""
-        self.plugins.notify("bay_lease_changed", lease=lease.info("switch"), change="detached")
+        self.plugins.hooks.bay_lease_changed(lease=lease.info("switch"), change="detached")
         for tab in list(lease.tabs.values()):
             self.tabs.drop(
                 tab, lease, f"its profile's backend is switching to {target} (it comes back)"

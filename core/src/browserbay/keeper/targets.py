@@ -41,7 +41,7 @@ class TargetBook:
             )
             lease = Lease(self.session.ref, ref, window=window)
             self.session.targets[key] = lease
-            self.plugins.notify("bay_lease_changed", lease=lease.info(), change="attached")
+            self.plugins.hooks.bay_lease_changed(lease=lease.info(), change="attached")
         lease.window = window
         return lease
 
@@ -51,4 +51,4 @@ class TargetBook:
         if lease is None:
             return
         lease.unpause()
-        self.plugins.notify("bay_lease_changed", lease=lease.info(reason), change="detached")
+        self.plugins.hooks.bay_lease_changed(lease=lease.info(reason), change="detached")
