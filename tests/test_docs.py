@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from browserbay import hookspecs, refusals, verbs
+from browserbay.settings import BaySettings
 from browserbay_cli.parse import usage_line
 
 REPO = Path(__file__).resolve().parents[1]
@@ -210,6 +211,8 @@ def _source_variables() -> dict[str, Path]:
                     continue
                 for var in _VAR.findall(path.read_text(encoding="utf-8", errors="replace")):
                     found.setdefault(var, path.relative_to(REPO))
+    for var in BaySettings.variables():  # read by pydantic-settings: BAY_ + the field's name
+        found.setdefault(var, Path("core/src/browserbay/settings.py"))
     return found
 
 
@@ -228,6 +231,36 @@ def test_every_variable_in_the_table_is_in_the_source() -> None:
     assert rows, "docs/configuration.md has no table of variables"
     stale = sorted(set(rows) - set(_source_variables()))
     assert stale == [], "docs/configuration.md documents variables no code mentions"
+
+
+def _config_rows() -> dict[str, tuple[str, str]]:
+    """docs/configuration.md's rows: variable -> (default cell, read-by cell)."""
+    rows = re.findall(
+        r"^\|\s*`(BAY_[A-Z0-9_<>]+)`\s*\|([^|]*)\|([^|]*)\|", _doc("configuration.md"), re.MULTILINE
+    )
+    return {var: (default.strip(), reader.strip()) for var, default, reader in rows}
+
+
+def test_the_keeper_settings_are_the_keeper_rows_of_the_configuration_table() -> None:
+    """Every field of the keeper's settings model is documented as read by the keeper, and
+    every variable documented as read by the keeper alone is a field of it, with the
+    documented default."""
+    rows = _config_rows()
+    fields = BaySettings.variables()
+    keeper_rows = {var for var, (_, reader) in rows.items() if reader == "keeper"}
+    assert sorted(set(fields) - keeper_rows) == [], "settings fields not documented as keeper"
+    assert sorted(keeper_rows - set(fields)) == [], "keeper rows that are no settings field"
+    for var in fields:
+        field = BaySettings.model_fields[var.removeprefix("BAY_").lower()]
+        cell = rows[var][0]
+        documented = re.match(r"`([^`]*)`", cell)
+        if field.default == "":
+            assert cell == "unset", (var, cell)
+        else:
+            assert documented is not None, (var, cell)
+            default = field.default
+            shown = f"{default:g}" if isinstance(default, float) else str(default)
+            assert documented.group(1) == shown, (var, cell, default)
 
 
 # -- the index ----------------------------------------------------------------------------

@@ -133,7 +133,7 @@ def test_a_repeated_uuid_gets_the_first_result_and_is_never_replayed(
 def test_a_kill_between_claim_and_result_answers_uncertain_and_does_not_replay(
     fresh_bay: Bay, demo: str
 ) -> None:
-    fresh_bay.env["BAY_TRIGGER_ACT_DELAY"] = "3"
+    fresh_bay.env["BAY_PLUGIN_MODULES"] = "recorder,slowtriggers"  # claimed, then 3 s
     d = _dir(fresh_bay)
     status = fresh_bay.ok("keeper", "status")
     name = _publish(d, {**REQ, "url": f"{demo}/form.html"})
@@ -142,7 +142,7 @@ def test_a_kill_between_claim_and_result_answers_uncertain_and_does_not_replay(
     end = time.monotonic() + 15
     while Path(f"/proc/{status['pid']}").exists() and time.monotonic() < end:
         time.sleep(0.05)
-    del fresh_bay.env["BAY_TRIGGER_ACT_DELAY"]
+    fresh_bay.env["BAY_PLUGIN_MODULES"] = "recorder"
     fresh_bay.ok("keeper", "start")
     answer = _result(d, name)
     assert answer["uncertain"] is True

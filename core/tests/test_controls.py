@@ -9,7 +9,6 @@ import anyio
 import pytest
 
 from browserbay import verbs
-from browserbay.keeper import controls as controls_mod
 from browserbay.keeper.controls import Controls, command_line
 from browserbay.keeper.sessions import Lease, Session
 from browserbay.model import ProfileRef, SessionRef
@@ -25,14 +24,15 @@ class Hooks:
         self.calls.append((hook, kwargs))
 
 
-def _setup() -> tuple[Controls, Hooks, Session, Lease]:
+def _setup(handback_idle: float = 300.0) -> tuple[Controls, Hooks, Session, Lease]:
     hooks = Hooks()
     ref = SessionRef("s1", "env")
     session = Session(ref, "s1")
     profile = ProfileRef("ep-s1", "ephemeral", "chromium", 1, True)
     lease = Lease(ref, profile)
     session.leases[profile.id] = lease
-    return Controls(hooks, {"s1": session}), hooks, session, lease  # type: ignore[arg-type]
+    controls = Controls(hooks, {"s1": session}, handback_idle)  # type: ignore[arg-type]
+    return controls, hooks, session, lease
 
 
 def test_command_line_never_shows_typed_text() -> None:
@@ -110,9 +110,8 @@ async def _value(v: int) -> int:
     return v
 
 
-def test_idle_handback_and_handoff(monkeypatch: pytest.MonkeyPatch) -> None:
-    controls, hooks, session, lease = _setup()
-    monkeypatch.setattr(controls_mod, "HANDBACK_IDLE", 0.05)
+def test_idle_handback_and_handoff() -> None:
+    controls, hooks, session, lease = _setup(handback_idle=0.05)
     # A handoff nobody took up is not handed back by the idle clock.
     info = controls.take_over("s1", "ep-s1", None, "log in")
     assert info.origin == "handoff"

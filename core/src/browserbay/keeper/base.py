@@ -3,7 +3,6 @@ so the keeper's parts (choosing a lease, session verbs, admin verbs) type-check 
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -16,16 +15,13 @@ if TYPE_CHECKING:
     from browserbay.keeper.sessions import Session, TabBook
     from browserbay.paths import BayPaths
     from browserbay.plugins import Plugins
+    from browserbay.settings import BaySettings
     from browserbay.store import Registry
 
 T = TypeVar("T")
 Answer = tuple[dict[str, Any], str]
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9._:@-]{1,128}$")
-IDLE_TIMEOUT = float(os.environ.get("BAY_IDLE_TIMEOUT", "900"))
-BROWSER_GRACE = float(os.environ.get("BAY_BROWSER_GRACE", "30"))
-DEFAULT_PROVIDER = os.environ.get("BAY_DEFAULT_PROVIDER", "chromium")
-DEFAULT_PROFILE = os.environ.get("BAY_DEFAULT_PROFILE", "")
 #: Verbs that work on the session as a whole, not on one chosen lease.
 _WHOLE_SESSION = ("status", "close", "use", "pin")
 
@@ -36,6 +32,7 @@ class KeeperBase:
     plugins: Plugins
     registry: Registry
     paths: BayPaths
+    settings: BaySettings
     sessions: dict[str, Session]
     tabs: TabBook
     pool: BrowserPool

@@ -32,10 +32,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("browserbay.keeper")
 
-#: Isolated contexts per shared browser process before another one is started.
-CONTEXTS_PER_BROWSER = int(os.environ.get("BAY_CONTEXTS_PER_BROWSER", "16"))
-#: Browser processes this machine may run at once (a shared ephemeral browser counts once).
-MAX_BROWSERS = int(os.environ.get("BAY_MAX_BROWSERS", "8"))
 CLOSE_TIMEOUT = 10.0
 #: Seconds one running browser may take to learn a new DevTools port (``spread_devtools_ports``).
 GUARD_SPREAD_TIMEOUT = 5.0
@@ -103,12 +99,18 @@ class BrowserPool:
         paths: BayPaths,
         db: Any,
         playwright: Any,
+        contexts_per_browser: int = 16,
+        max_browsers: int = 8,
     ):
         self.plugins = plugins
         self.registry = registry
         self.paths = paths
         self.db = db  # async callable running a registry method off the loop
         self._playwright = playwright  # async callable -> Playwright
+        #: Isolated contexts per shared browser process before another one is started.
+        self.contexts_per_browser = contexts_per_browser
+        #: Browser processes this machine may run at once (a shared ephemeral one counts once).
+        self.max_browsers = max_browsers
         self.running: dict[str, Running] = {}
         self._launch_lock = anyio.Lock()
         self.on_crash: Any = None  # set by the keeper: async (Running) -> None
@@ -140,7 +142,7 @@ class BrowserPool:
 
         The context's slot is taken under the launch lock, before the context is asked for:
         counted then created, so concurrent first verbs never put more than
-        CONTEXTS_PER_BROWSER contexts into one process. The creation itself is finished
+        ``contexts_per_browser`` contexts into one process. The creation itself is finished
         even when the verb's deadline falls meanwhile (the browser makes the context
         anyway): it is then closed at once, never left in the browser uncounted."""
         row = self.provider(provider_id)
@@ -155,7 +157,7 @@ class BrowserPool:
                             and r.fence == fence
                             and not r.closing
                             and not self.gone(r)
-                            and len(r.contexts) + r.opening < CONTEXTS_PER_BROWSER
+                            and len(r.contexts) + r.opening < self.contexts_per_browser
                         ):
                             found = r
                             break
@@ -200,12 +202,12 @@ class BrowserPool:
 
     def _check_cap(self) -> None:
         live = [r for r in self.running.values() if not r.closing]
-        if MAX_BROWSERS and len(live) >= MAX_BROWSERS:
+        if self.max_browsers and len(live) >= self.max_browsers:
             holders = {r.id: sorted(r.users) or ["(idle, stopping soon)"] for r in live}
             listing = "; ".join(f"{b}: {', '.join(s)}" for b, s in holders.items())
             raise Refusal(
                 "browser_cap",
-                limit=MAX_BROWSERS,
+                limit=self.max_browsers,
                 holders=holders,
                 listing=listing,
             )

@@ -15,8 +15,6 @@ if TYPE_CHECKING:
 
 
 from browserbay.keeper.base import (
-    DEFAULT_PROFILE,
-    DEFAULT_PROVIDER,
     KeeperBase,
 )
 
@@ -27,11 +25,11 @@ class ChoosingMixin(KeeperBase):
     def _ephemeral(self, session: Session, chosen: str, domains: list[str]) -> Lease:
         pid = f"ep-{session.ref.id}"
         lease = session.leases.get(pid)
-        row = self.plugins.providers.get(DEFAULT_PROVIDER)
+        row = self.plugins.providers.get(self.settings.default_provider)
         ref = ProfileRef(
             id=pid,
             label="ephemeral",
-            provider=DEFAULT_PROVIDER,
+            provider=self.settings.default_provider,
             tier=row.tier if row is not None else 1,
             ephemeral=True,
             chosen=chosen,
@@ -134,12 +132,13 @@ class ChoosingMixin(KeeperBase):
         return self._ephemeral(session, "ephemeral", state["ephemeral_domains"])
 
     def _instance_default(self) -> str | None:
-        if not DEFAULT_PROFILE:
+        wanted = self.settings.default_profile
+        if not wanted:
             return None
         try:
-            return self.profiles.find(DEFAULT_PROFILE).id
+            return self.profiles.find(wanted).id
         except Refusal:
-            log.warning("BAY_DEFAULT_PROFILE=%s names no profile", DEFAULT_PROFILE)
+            log.warning("BAY_DEFAULT_PROFILE=%s names no profile", wanted)
             return None
 
     async def _held(self, session: Session, lease: Lease) -> Lease:

@@ -14,7 +14,6 @@ transports.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -32,9 +31,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("browserbay.keeper")
 T = TypeVar("T")
-
-#: Seconds without the driving human's input after which the controls go back to the agent.
-HANDBACK_IDLE = float(os.environ.get("BAY_HANDBACK_IDLE", "300"))
 
 _WHY = {
     "explicit": "the human handed the controls back",
@@ -110,9 +106,13 @@ def make_transports(plugins: Plugins, host: Controls) -> list[LiveTransport]:
 
 
 class Controls:
-    def __init__(self, plugins: Plugins, sessions: dict[str, Session]):
+    def __init__(
+        self, plugins: Plugins, sessions: dict[str, Session], handback_idle: float = 300.0
+    ):
         self.plugins = plugins
         self.sessions = sessions
+        #: Seconds without the driving human's input after which the controls go back.
+        self.handback_idle = handback_idle
 
     # -- the keeper's side --------------------------------------------------------------
 
@@ -269,7 +269,7 @@ class Controls:
         lease.input_holder = "agent"
         pause.released.set()
         words = _WHY.get(why, "the controls came back to you ({why})").format(
-            idle=HANDBACK_IDLE, why=why
+            idle=self.handback_idle, why=why
         )
         window = lease.window
         if window is not None:
@@ -306,7 +306,7 @@ class Controls:
                 if pause is None or pause.claimed is None:
                     continue  # a handoff nobody has taken up yet waits for its --wait
                 last = max(pause.claimed, pause.last_input or 0.0)
-                if now - last > HANDBACK_IDLE:
+                if now - last > self.handback_idle:
                     log.info(
                         "handing %s back to %s: the human went idle", lease.handle, session.ref.id
                     )

@@ -28,10 +28,9 @@ from browserbay._version import __version__
 from browserbay.paths import BayPaths, NotYours, bay_paths
 from browserbay.refusals import Refusal
 from browserbay.scrub import scrub, scrub_frame
+from browserbay.settings import BaySettings, SettingsError, load_settings
 
 log = logging.getLogger("browserbay.keeper")
-TICK = float(os.environ.get("BAY_TICK", "15"))
-KEEPER_IDLE = float(os.environ.get("BAY_KEEPER_IDLE", "3600"))
 
 
 class AlreadyRunning(Exception):
@@ -121,14 +120,14 @@ def clear_socket_path(sock_path: Path) -> Path | None:
     return aside
 
 
-def _setup_logging(paths: BayPaths) -> None:
+def _setup_logging(paths: BayPaths, level: str = "INFO") -> None:
     handler = logging.FileHandler(paths.keeper_log)
     os.chmod(paths.keeper_log, 0o600)
     handler.addFilter(Scrubbed())
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
-    root.setLevel(os.environ.get("BAY_LOG_LEVEL", "INFO"))
+    root.setLevel(level)
 
 
 def write_plugin_verbs(paths: BayPaths, rows: list[dict[str, Any]]) -> None:
@@ -165,10 +164,6 @@ FRAME_ALLOWANCE = 64 * 1024
 #: What all connections together may hold in partial frames beyond their own allowance:
 #: 256 connections x 64 KiB + 64 MiB bound what half-sent frames can make the keeper hold.
 FRAME_BUDGET = 64 * 1024 * 1024
-#: Seconds a frame may take from its first byte to its newline (the hello: from the
-#: connect); then the connection gets a ``bad_frame`` and is closed. Idle between frames
-#: is fine (a Python API client keeps its connection).
-FRAME_TIMEOUT = float(os.environ.get("BAY_FRAME_TIMEOUT", "10"))
 #: Frames longer than this are parsed in a worker thread (with the pure-Python scanner,
 #: which lets the loop run between its steps), one at a time.
 PARSE_INLINE = 64 * 1024
@@ -195,11 +190,15 @@ class Budget:
 
 class FrameReader:
     """Newline-delimited frames from one connection, holding at most ``FRAME_ALLOWANCE``
-    bytes of its own plus what it takes from the shared :class:`Budget`."""
+    bytes of its own plus what it takes from the shared :class:`Budget`. ``timeout``: the
+    seconds a frame may take from its first byte to its newline (the hello: from the
+    connect); then the connection gets a ``bad_frame`` and is closed. Idle between frames is
+    fine (a Python API client keeps its connection)."""
 
-    def __init__(self, stream: anyio.abc.ByteStream, budget: Budget) -> None:
+    def __init__(self, stream: anyio.abc.ByteStream, budget: Budget, timeout: float) -> None:
         self.stream = stream
         self.budget = budget
+        self.timeout = timeout
         self.buf = bytearray()
         self.held = 0  # budget units this connection holds
         self.started: float | None = time.monotonic()  # the hello's clock runs from connect
@@ -235,7 +234,7 @@ class FrameReader:
                 raise _TooLarge
             if self.started is None and self.buf:
                 self.started = time.monotonic()
-            left = None if self.started is None else self.started + FRAME_TIMEOUT
+            left = None if self.started is None else self.started + self.timeout
             with anyio.move_on_after(
                 math.inf if left is None else left - time.monotonic()
             ) as scope:
@@ -258,7 +257,7 @@ class FrameReader:
         go on with the next frame. False when the peer went away, the line exceeds even
         MAX_SKIP, or it does not end within the frame timeout."""
         skipped = 0
-        with anyio.move_on_after(FRAME_TIMEOUT):
+        with anyio.move_on_after(self.timeout):
             try:
                 while skipped < MAX_SKIP:
                     chunk = await self.stream.receive(_CHUNK)
@@ -285,12 +284,16 @@ async def decode(line: bytes, budget: Budget) -> dict[str, Any]:
 
 
 async def serve_connection(
-    stream: anyio.abc.ByteStream, keeper: Any, budget: Budget | None = None
+    stream: anyio.abc.ByteStream,
+    keeper: Any,
+    budget: Budget | None = None,
+    frame_timeout: float = 10.0,
 ) -> None:
     """One client: hello, then one answer per request frame. A bad or oversized frame gets
     an error frame (the rest of an oversized line is read and dropped) and the connection
-    goes on with the next frame; a frame that does not end within FRAME_TIMEOUT ends it."""
-    reader = FrameReader(stream, budget if budget is not None else Budget())
+    goes on with the next frame; a frame that does not end within ``frame_timeout`` seconds
+    ends it."""
+    reader = FrameReader(stream, budget if budget is not None else Budget(), frame_timeout)
     async with stream:
         try:
             await _serve_frames(stream, reader, keeper)
@@ -318,7 +321,7 @@ async def _serve_frames(stream: anyio.abc.ByteStream, reader: FrameReader, keepe
             continue
         except _FrameTimeout:
             reason = (
-                f"no end of frame (newline) within {FRAME_TIMEOUT:g}s: the connection is closed"
+                f"no end of frame (newline) within {reader.timeout:g}s: the connection is closed"
             )
             with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                 await _send(stream, Refusal("bad_frame", reason=reason).frame())
@@ -430,20 +433,23 @@ def raise_nofile_limit() -> tuple[int, int]:
 
 
 async def guarded_connection(
-    stream: anyio.abc.ByteStream, keeper: Any, budget: Budget | None = None
+    stream: anyio.abc.ByteStream,
+    keeper: Any,
+    budget: Budget | None = None,
+    frame_timeout: float = 10.0,
 ) -> None:
     """One connection, whatever happens on it: a client that hangs up while it is being
     answered (a hello, an error frame, a progress line) ends only its own connection. An
     exception out of a connection handler would end the listener — the whole keeper."""
     try:
-        await serve_connection(stream, keeper, budget)
+        await serve_connection(stream, keeper, budget, frame_timeout)
     except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
         pass
     except Exception:
         log.exception("a connection failed; the keeper goes on")
 
 
-async def _run(sock: socket.socket, paths: BayPaths) -> None:
+async def _run(sock: socket.socket, paths: BayPaths, settings: BaySettings) -> None:
     from browserbay import sandbox
     from browserbay.keeper import outputs
     from browserbay.keeper.browsers import sweep_orphans
@@ -451,9 +457,12 @@ async def _run(sock: socket.socket, paths: BayPaths) -> None:
     from browserbay.plugins import load_plugins
     from browserbay.store import SqliteRegistry
 
+    def prune_outputs() -> None:
+        outputs.prune(paths.outputs, settings.outputs_max_age, settings.outputs_max_bytes)
+
     registry = await anyio.to_thread.run_sync(SqliteRegistry, paths.registry)
     plugins = load_plugins(strict=False)
-    keeper = Keeper(plugins, registry, paths)
+    keeper = Keeper(plugins, registry, paths, settings)
     await keeper.start()
     listener = await anyio.abc.SocketListener.from_socket(sock)
 
@@ -465,15 +474,15 @@ async def _run(sock: socket.socket, paths: BayPaths) -> None:
 
     async def housekeeping() -> None:
         while True:
-            await anyio.sleep(TICK)
+            await anyio.sleep(settings.tick)
             try:
                 await keeper.tick()
-                await anyio.to_thread.run_sync(outputs.prune, paths.outputs)
+                await anyio.to_thread.run_sync(prune_outputs)
             except Exception:
                 log.exception("housekeeping failed")
             idle = time.monotonic() - keeper.last_request
             browsing = any(s.running_leases for s in keeper.sessions.values())
-            if not browsing and not keeper.pool.running and idle > KEEPER_IDLE:
+            if not browsing and not keeper.pool.running and idle > settings.keeper_idle:
                 log.info("idle for %.0fs with nothing running: exiting", idle)
                 keeper.begin_stop()
 
@@ -488,7 +497,7 @@ async def _run(sock: socket.socket, paths: BayPaths) -> None:
         from browserbay.keeper.triggers import TriggerIntake
 
         try:
-            await TriggerIntake(keeper).run()
+            await TriggerIntake(keeper, settings.trigger_poll, settings.trigger_max_age).run()
         except Exception:
             log.exception("the trigger intake stopped")
 
@@ -497,7 +506,10 @@ async def _run(sock: socket.socket, paths: BayPaths) -> None:
     async def serve() -> None:
         with serving:
             budget = Budget()
-            await accept_loop(listener, lambda stream: guarded_connection(stream, keeper, budget))
+            await accept_loop(
+                listener,
+                lambda stream: guarded_connection(stream, keeper, budget, settings.frame_timeout),
+            )
 
     async with anyio.create_task_group() as tg:
         # The driver's start overlaps the rest of ours; requests wait for it only if they
@@ -505,7 +517,7 @@ async def _run(sock: socket.socket, paths: BayPaths) -> None:
         tg.start_soon(prewarm)
         await anyio.to_thread.run_sync(write_plugin_verbs, paths, keeper.plugin_verb_rows())
         keeper.swept = await anyio.to_thread.run_sync(sweep_orphans, registry)
-        await anyio.to_thread.run_sync(outputs.prune, paths.outputs)
+        await anyio.to_thread.run_sync(prune_outputs)
         said = await anyio.to_thread.run_sync(sandbox.state)
         if not said.sandboxed:  # root (Chromium's rule), or no sandbox possible: refused
             log.warning("Chromium's renderer sandbox is off: %s", said.detail)
@@ -567,14 +579,21 @@ def main() -> None:
             file=sys.stderr,
         )
         sys.exit(1)
-    _setup_logging(paths)
+    try:
+        settings = load_settings()
+    except SettingsError as exc:
+        _setup_logging(paths)
+        log.error("%s", exc)  # `bay keeper logs` shows why the keeper did not start
+        print(f"keeper: {exc}", file=sys.stderr)
+        sys.exit(1)
+    _setup_logging(paths, settings.log_level)
     for line in MOVED_ASIDE:
         log.warning(line)
     soft, hard = raise_nofile_limit()
     log.info("file descriptors: soft limit %s, hard %s", soft, hard)
     _private_tmp(paths)
     try:
-        anyio.run(_run, sock, paths)
+        anyio.run(_run, sock, paths, settings)
     except Exception:
         log.exception("keeper crashed")
         raise

@@ -5,7 +5,7 @@ download into its artifacts directory (under the keeper's private ``run/tmp``); 
 watches its size while it arrives and, once finished, moves it to
 ``<runtime>/downloads/<session>/`` (0700; the file 0600) under a name of its own making (the
 page's suggested name, reduced to one safe path component: a name never leaves the
-directory). A session's downloads together stay under :data:`MAX_BYTES`
+directory). A session's downloads together stay under ``max_bytes``
 (``BAY_DOWNLOAD_MAX_MB``, default 100 MiB): a download that would pass it is cancelled as it
 arrives, its partial file removed, and the session's next answer carries a notice saying so
 with the way out. A finished download also leaves a notice (where it is).
@@ -35,17 +35,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("browserbay.keeper")
 
 
-def _max_bytes() -> int:
-    raw = os.environ.get("BAY_DOWNLOAD_MAX_MB", "")
-    try:
-        mb = float(raw) if raw else 100.0
-    except ValueError:
-        mb = 100.0
-    return int((mb if mb >= 0 else 100.0) * (1 << 20))
-
-
-#: The most bytes one session's downloads may weigh together (0: downloads are refused).
-MAX_BYTES = _max_bytes()
 #: How often an arriving download's size is read.
 POLL_S = 0.1
 #: The longest file name kept (characters).
@@ -124,8 +113,9 @@ async def _discard(download: Download) -> None:
 class Downloads:
     """The downloads of this keeper's sessions (``root``: ``<runtime>/downloads``)."""
 
-    def __init__(self, root: Path, max_bytes: int = MAX_BYTES):
+    def __init__(self, root: Path, max_bytes: int):
         self.root = root
+        #: The most bytes one session's downloads may weigh together (0: none is allowed).
         self.max_bytes = max_bytes
         #: session id -> {download key: bytes arrived so far} of downloads still arriving.
         self.arriving: dict[str, dict[int, int]] = {}

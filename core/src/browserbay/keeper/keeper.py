@@ -18,10 +18,6 @@ import anyio
 from browserbay import verbs
 from browserbay.keeper.admin import AdminMixin
 from browserbay.keeper.base import (  # noqa: F401 - re-exported for the keeper's parts and tests
-    BROWSER_GRACE,
-    DEFAULT_PROFILE,
-    DEFAULT_PROVIDER,
-    IDLE_TIMEOUT,
     Answer,
     T,
 )
@@ -57,6 +53,7 @@ from browserbay.model import (
 from browserbay.paths import BayPaths
 from browserbay.plugins import Plugins
 from browserbay.refusals import Refusal
+from browserbay.settings import BaySettings
 from browserbay.store import Registry
 
 if TYPE_CHECKING:
@@ -79,10 +76,13 @@ SESSION_VERBS = frozenset({"status", "blocked", "use", "pin", "backend"})
 
 
 class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
-    def __init__(self, plugins: Plugins, registry: Registry, paths: BayPaths):
+    def __init__(
+        self, plugins: Plugins, registry: Registry, paths: BayPaths, settings: BaySettings
+    ):
         self.plugins = plugins
         self.registry = registry
         self.paths = paths
+        self.settings = settings
         self.started = time.time()
         self.sessions: dict[str, Session] = {}
         # Tab ids never repeat across this home's keepers (a stale one is tab_gone).
@@ -91,15 +91,30 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
         self._pw: Playwright | None = None
         self._pw_cm: Any = None
         self._pw_lock = anyio.Lock()
-        self.pool = BrowserPool(plugins, registry, paths, self.db, self.playwright)
+        self.pool = BrowserPool(
+            plugins,
+            registry,
+            paths,
+            self.db,
+            self.playwright,
+            contexts_per_browser=settings.contexts_per_browser,
+            max_browsers=settings.max_browsers,
+        )
         self.profiles = ProfileBook(registry, paths, plugins, self.db)
         self.leases = Leases(
-            self.pool, self.tabs, registry, self.profiles, plugins, self.db, self.sessions
+            self.pool,
+            self.tabs,
+            registry,
+            self.profiles,
+            plugins,
+            self.db,
+            self.sessions,
+            idle_timeout=settings.idle_timeout,
         )
         self.pool.on_crash = self.leases.crashed
-        self.leases.downloads = Downloads(paths.runtime / "downloads")
+        self.leases.downloads = Downloads(paths.runtime / "downloads", settings.download_max_bytes)
         #: Who holds each lease's controls; the live-view transports' host.
-        self.controls = Controls(plugins, self.sessions)
+        self.controls = Controls(plugins, self.sessions, settings.handback_idle)
         self.live = make_transports(plugins, self.controls)
         self.stop_event = anyio.Event()
         self.restarting: dict[str, str] = {}
@@ -523,12 +538,13 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
                         self.sessions.pop(session.ref.id, None)  # back at its next verb
                     continue
                 log.info(
-                    "session %s idle for %.0fs: closing its browser", session.ref.id, IDLE_TIMEOUT
+                    "session %s idle for %.0fs: closing its browser",
+                    session.ref.id,
+                    self.settings.idle_timeout,
                 )
                 for lease in running:
                     await self.leases.end(session, lease, "idle")
-        await self.pool.stop_idle(BROWSER_GRACE)
+        await self.pool.stop_idle(self.settings.browser_grace)
 
-    @staticmethod
-    def _idle(session: Session) -> bool:
-        return time.monotonic() - session.last_used > IDLE_TIMEOUT
+    def _idle(self, session: Session) -> bool:
+        return time.monotonic() - session.last_used > self.settings.idle_timeout

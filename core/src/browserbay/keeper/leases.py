@@ -87,6 +87,7 @@ class Leases:
         plugins: Plugins,
         db: Db,
         sessions: dict[str, Session],
+        idle_timeout: float = 900.0,
     ):
         self.pool = pool
         self.tabs = tabs
@@ -95,6 +96,8 @@ class Leases:
         self.plugins = plugins
         self.db = db
         self.sessions = sessions
+        #: How long a holder the keeper has not seen lately counts as alive (seconds).
+        self.idle_timeout = idle_timeout
         # The contexts already watched, held weakly: an id() could be reused by the context
         # of a browser started later on the same profile (a crash, a backend switch).
         self._watched: weakref.WeakSet[BrowserContext] = weakref.WeakSet()
@@ -524,14 +527,12 @@ class Leases:
         """Alive: a session the keeper has seen recently, or a shell session with a live
         process. A holder the keeper never saw since it started is alive until it has been
         idle for the idle timeout."""
-        from browserbay.keeper.base import IDLE_TIMEOUT
-
         session = self.sessions.get(holder)
         if session is not None:
-            return time.monotonic() - session.last_used <= IDLE_TIMEOUT
+            return time.monotonic() - session.last_used <= self.idle_timeout
         if holder.startswith("shell-") and holder[6:].isdigit():
             return bool(await anyio.to_thread.run_sync(_sid_alive, int(holder[6:])))
-        return time.time() - since <= IDLE_TIMEOUT
+        return time.time() - since <= self.idle_timeout
 
     def _busy(
         self, profile_id: str, holder: str, group: str, since: float, waiting: bool

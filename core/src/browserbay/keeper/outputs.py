@@ -14,21 +14,6 @@ from pathlib import Path
 log = logging.getLogger("browserbay.keeper")
 
 
-def _positive(name: str, default: float) -> float:
-    raw = os.environ.get(name, "")
-    try:
-        value = float(raw) if raw else default
-    except ValueError:
-        value = default
-    return value if value > 0 else default
-
-
-#: A spill file older than this is removed (seconds).
-MAX_AGE_S = _positive("BAY_OUTPUTS_MAX_AGE", 86400.0)
-#: The spill files together stay under this (bytes); the oldest go first.
-MAX_BYTES = int(_positive("BAY_OUTPUTS_MAX_MB", 256.0) * (1 << 20))
-
-
 def regular_files(directory: Path) -> list[tuple[float, int, str]]:
     """(mtime, size, path) of each regular file directly in ``directory`` (symlinks and
     directories left out, nothing followed); none when it does not exist. Blocking."""
@@ -49,8 +34,8 @@ def regular_files(directory: Path) -> list[tuple[float, int, str]]:
 
 def prune(
     directory: Path,
-    max_age: float = MAX_AGE_S,
-    max_bytes: int = MAX_BYTES,
+    max_age: float,
+    max_bytes: int,
     now: float | None = None,
 ) -> tuple[int, int]:
     """Remove the regular files of ``directory`` older than ``max_age``, then the oldest

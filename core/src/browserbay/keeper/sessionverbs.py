@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 
 
 from browserbay.keeper.base import (
-    IDLE_TIMEOUT,
     Answer,
 )
 from browserbay.keeper.choosing import ChoosingMixin
@@ -319,7 +318,7 @@ class SessionVerbsMixin(ChoosingMixin):
             "acts_on": chosen.profile.as_row() if chosen else None,
             "browser": chosen.browser.id if chosen and chosen.browser else None,
             "leases": leases,
-            "idle_timeout_s": IDLE_TIMEOUT,
+            "idle_timeout_s": self.settings.idle_timeout,
         }
         target = (
             f"{chosen.handle} ({chosen.profile.id}) · {chosen.profile.chosen}"

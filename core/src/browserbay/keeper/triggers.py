@@ -54,11 +54,6 @@ FIELDS = {
 }
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _SESSION = re.compile(r"^[A-Za-z0-9._:@-]{1,128}$")
-POLL = float(os.environ.get("BAY_TRIGGER_POLL", "0.2"))
-MAX_AGE = float(os.environ.get("BAY_TRIGGER_MAX_AGE", "3600"))
-#: Seconds between claiming a request and acting on it. For fault-injection tests: a keeper
-#: killed in that window must answer the request ``uncertain`` after its restart.
-ACT_DELAY = float(os.environ.get("BAY_TRIGGER_ACT_DELAY", "0"))
 DEFAULT_TIMEOUT_MS = 30_000
 CONCURRENCY = 4
 #: The verb each action is, as the guards, the hooks and the audit see it.
@@ -123,8 +118,13 @@ def result(
 
 
 class TriggerIntake:
-    def __init__(self, keeper: Keeper):
+    """``poll``: seconds between scans of the directory; ``max_age``: seconds after its
+    publication a request is refused as stale."""
+
+    def __init__(self, keeper: Keeper, poll: float = 0.2, max_age: float = 3600.0):
         self.keeper = keeper
+        self.poll = poll
+        self.max_age = max_age
         self.dir = keeper.paths.data / "triggers"
         self.processed = self.dir / "processed"
         self._seen: set[str] = set()
@@ -141,7 +141,7 @@ class TriggerIntake:
                         break  # a keeper on its way out claims nothing new
                     self._seen.add(name)
                     tg.start_soon(self._intake, name, raw, age, tg)
-                await anyio.sleep(POLL)
+                await anyio.sleep(self.poll)
 
     def _scan(self) -> list[tuple[str, bytes | None, float]]:
         """New request files, oldest publication first. ``raw`` is None when too large."""
@@ -190,8 +190,8 @@ class TriggerIntake:
                 result(loose.get("action"), loose.get("session"), False, "refused", str(exc)),
             )
             return
-        if age > MAX_AGE:
-            reason = f"stale request: published {age:.0f}s ago (limit {MAX_AGE:.0f}s)"
+        if age > self.max_age:
+            reason = f"stale request: published {age:.0f}s ago (limit {self.max_age:.0f}s)"
             await self._answer(
                 stem, name, result(request["action"], request["session"], False, "refused", reason)
             )
@@ -237,8 +237,6 @@ class TriggerIntake:
                 uncertain=True,
             )
         else:
-            if ACT_DELAY:
-                await anyio.sleep(ACT_DELAY)
             answer = await self._act(request)
         await db(reg.finish_trigger, stem, json.dumps(answer))
         return answer
