@@ -9,29 +9,40 @@ import anyio
 import pytest
 
 from browserbay import verbs
+from browserbay.hookspecs import hookimpl
 from browserbay.keeper.controls import Controls, command_line
 from browserbay.keeper.sessions import Lease, Session
-from browserbay.model import ProfileRef, SessionRef
+from browserbay.model import LeaseInfo, ProfileRef, SessionRef
+from browserbay.plugins import load_plugins
 from browserbay.refusals import Refusal
 from tests.helpers import assert_refused
 
 
 class Hooks:
+    """A plugin that records the lifecycle hooks the controls call, as a real plugin manager
+    calls them."""
+
     def __init__(self) -> None:
         self.calls: list[tuple[str, Any]] = []
 
-    def notify(self, hook: str, **kwargs: Any) -> None:
-        self.calls.append((hook, kwargs))
+    @hookimpl
+    def bay_takeover(self, lease: LeaseInfo, viewer: str) -> None:
+        self.calls.append(("bay_takeover", {"lease": lease, "viewer": viewer}))
+
+    @hookimpl
+    def bay_handback(self, lease: LeaseInfo, viewer: str) -> None:
+        self.calls.append(("bay_handback", {"lease": lease, "viewer": viewer}))
 
 
 def _setup(handback_idle: float = 300.0) -> tuple[Controls, Hooks, Session, Lease]:
     hooks = Hooks()
+    plugins = load_plugins({}, extra=[("recorder", hooks)], entry_points=[])
     ref = SessionRef("s1", "env")
     session = Session(ref, "s1")
     profile = ProfileRef("ep-s1", "ephemeral", "chromium", 1, True)
     lease = Lease(ref, profile)
     session.leases[profile.id] = lease
-    controls = Controls(hooks, {"s1": session}, handback_idle)  # type: ignore[arg-type]
+    controls = Controls(plugins, {"s1": session}, handback_idle)
     return controls, hooks, session, lease
 
 
