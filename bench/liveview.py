@@ -25,6 +25,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from browserbay import procfs
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 BAY = str(Path(sys.executable).with_name("bay"))
@@ -83,31 +85,10 @@ async def viewer(link: tuple[str, str, str], seconds: float, fps: float) -> int:
     return frames
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process (its threads included), in seconds."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def tree(pid: int) -> list[int]:
-    """The process and its descendants (the Playwright driver, Chromium and its helpers)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            children.setdefault(ppid, []).append(int(entry.name))
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo.extend(children.get(p, ()))
-    return out
+#: The process and its descendants (the Playwright driver, Chromium and its helpers), and
+#: the CPU time of one: the core's process facts.
+tree = procfs.tree
+cpu_seconds = procfs.cpu_seconds
 
 
 async def frame_rate(
@@ -173,10 +154,7 @@ async def latency(keeper: Keeper, trials: int) -> list[float]:
 
 
 def rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
+    return procfs.rss_kib(pid) or 0
 
 
 async def soak(keeper: Keeper, seconds: float) -> dict[str, Any]:

@@ -20,8 +20,8 @@ from typing import Any
 
 from browserbay import client
 from browserbay.demo.server import serve
-from browserbay.keeper.browsers import pss_kib
 from browserbay.paths import bay_paths
+from browserbay.procfs import tree_pss_kib
 
 ROOT = Path(__file__).resolve().parent
 
@@ -50,7 +50,7 @@ def main() -> None:
             time.sleep(1.0)
             status = req("s0", "keeper", action="status")
             (browser,) = [b for b in status["browsers"] if b["profile"]]
-            samples = [pss_kib(browser["pid"]) or 0 for _ in range(3)]
+            samples = [tree_pss_kib(browser["pid"]) or 0 for _ in range(3)]
             pss.append(int(statistics.median(samples)))
             if i:
                 increments.append((pss[-1] - pss[-2]) / 1024)

@@ -26,6 +26,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from browserbay import procfs
+
 REPO = Path(__file__).resolve().parents[1]
 BAY = str(Path(sys.executable).with_name("bay"))
 APP = str(REPO / "bench" / "gtk_paint.py")
@@ -62,12 +64,7 @@ def credential(url: str) -> tuple[str, str, str]:
     return "ws" + page[4:] + "ws", origin, cookie
 
 
-def cpu_seconds(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+cpu_seconds = procfs.cpu_seconds
 
 
 async def connect(link: tuple[str, str, str]) -> Any:

@@ -37,6 +37,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any, ClassVar
 
+from browserbay import procfs
 from campaigns.common import (
     ROOT,
     Home,
@@ -130,11 +131,10 @@ def _our_processes(h: Home) -> list[int]:
     for k in keepers:
         pids.update(descendants(k))
     root = str(h.root)
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            env = environ_of(int(entry.name))
-            if env.get("BAY_HOME") == root or env.get("HOME", "").startswith(root + "/"):
-                pids.add(int(entry.name))
+    for pid in procfs.pids():
+        env = environ_of(pid)
+        if env.get("BAY_HOME") == root or env.get("HOME", "").startswith(root + "/"):
+            pids.add(pid)
     pids.discard(os.getpid())
     return sorted(pids)
 

@@ -26,8 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from browserbay import client
-from browserbay.keeper.browsers import process_tree
+from browserbay import client, procfs
 from browserbay.paths import BayPaths, bay_paths
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,7 +86,7 @@ class Home:
         )
 
     def keeper_pids(self) -> list[int]:
-        return [p for p, _ in _procs() if _is_keeper_of(p, str(self.root))]
+        return [p for p in procfs.pids() if _is_keeper_of(p, str(self.root))]
 
     def browsers(self) -> dict[str, int]:
         """Browser id -> pid of every browser main process whose HOME is under this home."""
@@ -153,63 +152,38 @@ def demo_site() -> Iterator[str]:
 # -- processes ------------------------------------------------------------------------------
 
 
-def _procs() -> Iterator[tuple[int, bytes]]:
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                yield int(entry.name), (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-
-
-def environ_of(pid: int) -> dict[str, str]:
-    try:
-        raw = Path(f"/proc/{pid}/environ").read_bytes()
-    except OSError:
-        return {}
-    out = {}
-    for item in raw.split(b"\0"):
-        key, eq, value = item.partition(b"=")
-        if eq:
-            out[key.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
-    return out
+#: The core's process facts, under the names the campaigns use.
+alive = procfs.alive
+environ_of = procfs.environ
+#: The process and its descendants: the keeper's own /proc walk.
+descendants = procfs.tree
 
 
 def _is_keeper_of(pid: int, root: str) -> bool:
-    try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    if b"browserbay.keeper" not in argv or not alive(pid):
+    if "browserbay.keeper" not in procfs.argv(pid) or not alive(pid):
         return False
     return environ_of(pid).get("BAY_HOME") == root
 
 
-_MARK = re.compile(rb"^--bay-browser=(bb-[0-9a-f]+)$")
+_MARK = re.compile(r"^--bay-browser=(bb-[0-9a-f]+)$")
 
 
 def browsers_under(root: str) -> dict[str, int]:
     found: dict[str, int] = {}
-    for pid, cmdline in _procs():
-        if b"--bay-browser=" not in cmdline or b"--type=" in cmdline or not alive(pid):
+    for pid in procfs.pids():
+        argv = procfs.argv(pid)
+        joined = " ".join(argv)
+        if "--bay-browser=" not in joined or "--type=" in joined or not alive(pid):
             continue
         home_dir = environ_of(pid).get("HOME", "")
         if not home_dir.startswith(root + "/"):
             continue
-        for word in cmdline.split(b"\0"):
+        for word in argv:
             m = _MARK.match(word)
             if m:
-                bid = m.group(1).decode()
+                bid = m.group(1)
                 found[bid] = min(pid, found.get(bid, pid))
     return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
 
 
 def _signal(pid: int, sig: int) -> None:
@@ -268,10 +242,6 @@ def _addr(hexaddr: str) -> str:
     else:
         ip = f"[{host}]"
     return f"{ip}:{int(port, 16)}"
-
-
-#: The process and its descendants: the keeper's own /proc walk.
-descendants = process_tree
 
 
 # -- the registry ---------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from browserbay import procfs
 from campaigns.common import (
     CampaignError,
     Home,
@@ -321,10 +322,7 @@ def unowned(h: Home) -> list[str]:
     served = {b["id"] for b in (status.get("data") or {}).get("browsers", [])}
     keeper = status.get("data", {}).get("pid") if status.get("ok") else None
     problems = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        pid = int(entry.name)
+    for pid in procfs.pids():
         env = environ_of(pid)
         if not env or not alive(pid):
             continue
@@ -344,10 +342,10 @@ def _descends(pid: int, ancestor: int | None) -> bool:
     if ancestor is None:
         return False
     for _ in range(64):
-        try:
-            ppid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
+        st = procfs.stat(pid)
+        if st is None:
             return False
+        ppid = st.ppid
         if ppid == ancestor:
             return True
         if ppid <= 1:

@@ -42,7 +42,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from browserbay import client
+from browserbay import client, procfs
 from campaigns import attacks as cat
 from campaigns.attacks import Attack, fill
 from campaigns.common import (
@@ -1047,13 +1047,7 @@ def _port(url: str) -> int:
 
 
 def _rss(pid: int | None) -> int:
-    if not pid:
-        return 0
-    with contextlib.suppress(OSError):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
+    return (procfs.rss_kib(pid) or 0) if pid else 0
 
 
 def _key_for(pattern: str) -> str:

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from browserbay import procfs
 from browserbay.paths import bay_paths
 from tests.helpers import Bay, Result, assert_refused
 
@@ -59,17 +60,12 @@ def sbay() -> Iterator[Bay]:
 def _seeds_running(profile_dir: str) -> set[str]:
     """The ``--bay-test-seed=`` of every browser main process running on the directory."""
     seeds = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if f"--user-data-dir={profile_dir}".encode() in argv and not any(
-            a.startswith(b"--type=") for a in argv
+    for pid in procfs.pids():
+        argv = procfs.argv(pid)
+        if f"--user-data-dir={profile_dir}" in argv and not any(
+            a.startswith("--type=") for a in argv
         ):
-            seeds |= {a.decode()[16:] for a in argv if a.startswith(b"--bay-test-seed=")}
+            seeds |= {a[16:] for a in argv if a.startswith("--bay-test-seed=")}
             seeds.add("(running)")
     return seeds
 
@@ -530,11 +526,8 @@ def test_chromium_to_cloak_and_back_keeps_two_sessions_leases_tabs_and_cookie(de
 
         def fingerprint_seeds() -> set[str]:
             seeds = set()
-            for entry in Path("/proc").iterdir():
-                try:
-                    argv = (entry / "cmdline").read_bytes().decode().split("\0")
-                except (OSError, UnicodeDecodeError):
-                    continue
+            for p in procfs.pids():
+                argv = procfs.argv(p)
                 if f"--user-data-dir={directory}" in argv and not any(
                     a.startswith("--type=") for a in argv
                 ):

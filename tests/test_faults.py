@@ -10,7 +10,7 @@ import threading
 import time
 from typing import Any
 
-from browserbay import client
+from browserbay import client, procfs
 from browserbay.paths import bay_paths
 from tests.helpers import Bay
 
@@ -194,17 +194,15 @@ def test_a_killed_process_is_not_alive_before_it_is_reaped() -> None:
     by waiting for its driver's disconnect event."""
     import subprocess
 
-    from browserbay.keeper.browsers import _pid_alive
-
     proc = subprocess.Popen(["sleep", "30"])
-    assert _pid_alive(proc.pid)
+    assert procfs.alive(proc.pid)
     proc.kill()
     end = time.monotonic() + 5
-    while _pid_alive(proc.pid) and time.monotonic() < end:
+    while procfs.alive(proc.pid) and time.monotonic() < end:
         time.sleep(0.01)
-    assert not _pid_alive(proc.pid)  # a zombie: killed, not yet reaped
+    assert not procfs.alive(proc.pid)  # a zombie: killed, not yet reaped
     proc.wait()
-    assert not _pid_alive(proc.pid)
+    assert not procfs.alive(proc.pid)
 
 
 def test_a_new_ephemeral_session_right_after_its_shared_browser_died_gets_a_new_one(

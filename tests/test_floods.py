@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from browserbay import procfs
 from browserbay.paths import bay_paths
 from tests.helpers import BAY, Bay, assert_refused
 
@@ -67,19 +68,10 @@ def _open_fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
-
-
 def _rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise AssertionError("no VmRSS")
+    rss = procfs.rss_kib(pid)
+    assert rss is not None, "no VmRSS"
+    return rss
 
 
 def _log(bay: Bay) -> str:
@@ -137,9 +129,9 @@ def test_a_descriptor_flood_on_the_live_view_port_does_not_end_the_keeper(
             unix.append(s)
         hit = "accept failed (Too many open files)"
         end = time.monotonic() + 5
-        while time.monotonic() < end and _alive(pid) and hit not in _log(flood_bay):
+        while time.monotonic() < end and procfs.alive(pid) and hit not in _log(flood_bay):
             time.sleep(0.2)
-        assert _alive(pid), "the keeper died in the flood: " + _log(flood_bay)[-600:]
+        assert procfs.alive(pid), "the keeper died in the flood: " + _log(flood_bay)[-600:]
         assert hit in _log(flood_bay)  # the flood really ran it out of descriptors
     finally:
         for s in tcp + unix:

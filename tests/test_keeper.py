@@ -13,30 +13,14 @@ import threading
 import time
 from pathlib import Path
 
+from browserbay import procfs
 from browserbay.paths import bay_paths
 from tests.helpers import Bay, assert_refused
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def _marked(browser_id: str) -> list[int]:
     """Processes whose command line carries the browser's marker switch."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                argv = (entry / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if f"--bay-browser={browser_id}".encode() in argv:
-                found.append(int(entry.name))
-    return found
+    return [p for p in procfs.pids() if f"--bay-browser={browser_id}" in procfs.argv(p)]
 
 
 def _wait(predicate, timeout: float = 15.0) -> bool:  # type: ignore[no-untyped-def]
@@ -62,7 +46,7 @@ def test_status_stop_and_logs(fresh_bay: Bay, demo: str) -> None:
     assert [s["session"]["id"] for s in status["sessions"]] == ["a"]
     (browser,) = status["browsers"]
     pid = status["pid"]
-    assert _alive(pid)
+    assert procfs.alive(pid)
     assert _marked(browser["id"]) == [browser["pid"]]
 
     plain = fresh_bay("keeper", "status", json_=False)
@@ -70,7 +54,7 @@ def test_status_stop_and_logs(fresh_bay: Bay, demo: str) -> None:
 
     stopped = fresh_bay.ok("keeper", "stop")
     assert stopped["pid"] == pid
-    assert _wait(lambda: not _alive(pid))
+    assert _wait(lambda: not procfs.alive(pid))
     assert _marked(browser["id"]) == []
     assert not paths.socket.exists()
     with _registry(fresh_bay) as db:
@@ -101,7 +85,7 @@ def test_a_keeper_of_another_version_is_asked_to_exit_and_replaced(fresh_bay: Ba
         check=True,
     )
     assert '"ok": true' in out.stdout
-    assert _wait(lambda: not _alive(old))
+    assert _wait(lambda: not procfs.alive(old))
     new = fresh_bay.ok("keeper", "status")["pid"]
     assert new != old
     assert "asked to stop (version)" in fresh_bay("keeper", "logs", json_=False).stdout
@@ -114,7 +98,7 @@ def test_orphans_of_a_killed_keeper_are_swept_at_the_next_start(fresh_bay: Bay, 
     tmp = fresh_bay.home / "run" / "tmp"
     assert list(tmp.glob("playwright*")), "Playwright's temp dirs belong under BAY_HOME"
     os.kill(status["pid"], signal.SIGKILL)
-    assert _wait(lambda: not _alive(status["pid"]))
+    assert _wait(lambda: not procfs.alive(status["pid"]))
     # The next command starts a new keeper, which sweeps what the old one left.
     after = fresh_bay.ok("keeper", "status")
     assert browser["id"] in after["swept_at_start"]

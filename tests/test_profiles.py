@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from browserbay import procfs
 from browserbay.paths import bay_paths
 from tests.helpers import Bay, assert_refused
 
@@ -26,13 +27,6 @@ def _wait(predicate, timeout: float = 15.0) -> bool:  # type: ignore[no-untyped-
             return True
         time.sleep(0.05)
     return bool(predicate())
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def test_two_sessions_share_a_profiles_login_but_never_each_others_tabs(
@@ -264,7 +258,7 @@ def test_kept_tabs_come_back_after_keeper_stop_kill_and_close_resume(
     status = fresh_bay.ok("keeper", "status")
     (browser,) = status["browsers"]
     os.kill(status["pid"], signal.SIGKILL)
-    assert _wait(lambda: not _alive(status["pid"]))
+    assert _wait(lambda: not procfs.alive(status["pid"]))
     r = fresh_bay("tab", "list", session="k")
     assert "restored 3 tab(s)" in r.frame["notice"]
     assert browser["id"] in fresh_bay.ok("keeper", "status")["swept_at_start"]

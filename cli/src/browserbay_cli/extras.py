@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
 import shutil
 import subprocess
 import sys
@@ -19,7 +18,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-from browserbay import client
+from browserbay import client, procfs
 from browserbay.plugins import ENTRY_POINT_GROUP
 from browserbay.refusals import EXIT_OK, Refusal
 from browserbay_cli.doctor import run_doctor
@@ -184,7 +183,7 @@ def reload_keeper() -> str:
     finally:
         conn.close()
     end = time.monotonic() + 15
-    while pid and os.path.exists(f"/proc/{pid}") and time.monotonic() < end:
+    while pid and procfs.alive(pid) and time.monotonic() < end:
         time.sleep(0.05)
     return "stopped"
 

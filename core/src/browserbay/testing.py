@@ -18,19 +18,12 @@ from typing import Any
 
 import anyio
 
+from browserbay import procfs
 from browserbay.model import Capabilities, LaunchSpec, ProviderRow, context_options
 
 
 class ConformanceError(AssertionError):
     pass
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"  # a zombie has exited
 
 
 def check_row(row: ProviderRow) -> None:
@@ -111,7 +104,7 @@ async def _check_running(
     async with async_playwright() as pw:
         handle: Any = await row.driver_factory().launch(pw, spec)
         try:
-            if ours and (handle.pid is None or not _alive(handle.pid)):
+            if ours and (handle.pid is None or not procfs.alive(handle.pid)):
                 raise ConformanceError(f"{row.id}: the handle names no live browser process")
             if row.capabilities.cdp_endpoint and not str(getattr(handle, "cdp_url", "")).startswith(
                 ("ws://", "wss://")
@@ -144,9 +137,9 @@ async def _check_running(
             pid = handle.pid
         if pid is not None and ours:
             end = time.monotonic() + close_timeout
-            while _alive(pid) and time.monotonic() < end:  # noqa: ASYNC110 - a process, not a task
+            while procfs.alive(pid) and time.monotonic() < end:  # noqa: ASYNC110 - a process, not a task
                 await anyio.sleep(0.05)
-            if _alive(pid):
+            if procfs.alive(pid):
                 raise ConformanceError(
                     f"{row.id}: browser pid {pid} still runs {time.monotonic() - started:.1f}s "
                     "after close()"

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from browserbay import procfs
 from tests.helpers import Bay
 
 HERE = Path(__file__).resolve().parent
@@ -86,14 +87,7 @@ def wait_for(fn: Any, timeout: float = 10.0, every: float = 0.2) -> Any:
 
 
 def gone(pid: int, timeout: float = 10.0) -> bool:
-    def dead() -> bool:
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            return True
-        return stat.rsplit(")", 1)[-1].split()[0] == "Z"
-
-    return bool(wait_for(dead, timeout, 0.05))
+    return bool(wait_for(lambda: not procfs.alive(pid), timeout, 0.05))
 
 
 def display_processes(bay: Bay, session: str = "a") -> dict[str, int]:

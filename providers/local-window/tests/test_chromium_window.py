@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from browserbay import procfs
 from browserbay.demo.server import serve
-from browserbay_local_window import chromium, procs
+from browserbay_local_window import chromium
 from tests.helpers import Bay, assert_refused
 
 from .conftest import have_gtk, snapshot, wait_for
@@ -41,15 +42,15 @@ def test_its_argv_carries_no_debugging_port_and_no_automation_flag(
     wbay: Bay, browser: dict[str, Any]
 ) -> None:
     pid = browser["pid"]
-    family = procs.family(pid)
+    family = procfs.tree(pid)
     assert len(family) > 1  # the browser and its helpers
     for p in family:
         # Chromium rewrites its /proc cmdline into one space-separated string: read it whole.
-        cmdline = " ".join(procs.argv_of(p))
+        cmdline = " ".join(procfs.argv(p))
         assert "--remote-debugging" not in cmdline, cmdline
         assert "--enable-automation" not in cmdline, cmdline
         assert "--headless" not in cmdline, cmdline
-    main = " ".join(procs.argv_of(pid)).split()
+    main = " ".join(procfs.argv(pid)).split()
     assert "--force-renderer-accessibility" in main
     assert main[0] == chromium.find()
     assert browser["kind"] == "browser"
@@ -109,5 +110,5 @@ def test_a_local_scheme_is_refused_and_closing_stops_the_display(
     closed = wbay.ok("window", "close", browser["handle"])
     assert closed["closed"] is True
     assert closed["display_stopped"] is True
-    assert wait_for(lambda: not procs.alive(browser["pid"]), 10)
-    assert wait_for(lambda: not any(procs.alive(p) for p in infra.values()), 10)
+    assert wait_for(lambda: not procfs.alive(browser["pid"]), 10)
+    assert wait_for(lambda: not any(procfs.alive(p) for p in infra.values()), 10)

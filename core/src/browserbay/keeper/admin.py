@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from browserbay import procfs
 from browserbay._version import __version__
 from browserbay.keeper.backends import provider_row
-from browserbay.keeper.browsers import pss_kib
 from browserbay.keeper.hints import listing as hints_listing
 
 if TYPE_CHECKING:
@@ -77,7 +77,8 @@ class AdminMixin(KeeperBase):
             live = {pid: self._running_profile(pid) for pid in self.profiles.rows}
             for browser in live.values():
                 if browser is not None:
-                    browser["pss_kib"] = await anyio.to_thread.run_sync(pss_kib, browser["pid"])
+                    pss = await anyio.to_thread.run_sync(procfs.tree_pss_kib, browser["pid"])
+                    browser["pss_kib"] = pss
             return await self.profiles.listing(bool(args.get("orphans")), live.get)
         if name == "triggers":
             from browserbay.keeper.triggers import triggers_dir

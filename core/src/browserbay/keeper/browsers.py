@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.lowlevel
 
+from browserbay import procfs
 from browserbay.keeper.guard import Guard, devtools_ports, url_port
 from browserbay.ladder import parse_major, read_dir_version
 from browserbay.model import BrowserHandle, BrowserInfo, LaunchSpec, ProviderRow, context_options
@@ -65,6 +66,12 @@ class Running:
     """The allowed domains of every context in it: a fence is a property of the process."""
     guard: Guard | None = None
     """Its in-browser request check (see browserbay.keeper.guard), when it needs one."""
+    pid_started: int | None = field(init=False, default=None)
+    """When its process started: a pid the kernel gives to another process later is not it."""
+
+    def __post_init__(self) -> None:
+        if self.handle.pid is not None:
+            self.pid_started = procfs.start_time(self.handle.pid)
 
     def info(self) -> BrowserInfo:
         return BrowserInfo(self.id, self.provider.id, self.handle.pid, self.ephemeral)
@@ -391,7 +398,9 @@ class BrowserPool:
         """The browser's process has exited (a crash its driver may not have reported yet).
         A browser without a known pid (not ours to watch) is never taken for gone."""
         pid = running.handle.pid
-        return not running.closing and pid is not None and not _pid_alive(pid)
+        if running.closing or pid is None:
+            return False
+        return not procfs.alive(pid, running.pid_started)
 
     async def new_page(self, running: Running | None, context: Any) -> Any:
         """``context.new_page()``, which never returns when the browser dies meanwhile
@@ -505,60 +514,5 @@ def sweep_orphans(registry: Registry) -> list[str]:
     return swept
 
 
-#: The kernel's "this task is exiting" flag (/proc/<pid>/stat field 9): set as a killed
-#: process starts to exit, before its pipes close — so before its driver can tell anyone.
-PF_EXITING = 0x4
-
-
-def _pid_alive(pid: int) -> bool:
-    """The process runs: not exiting, not a zombie (killed, not yet reaped)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
-    except OSError:
-        return False
-    return fields[0] not in ("Z", "X") and not int(fields[6]) & PF_EXITING
-
-
 def _is_ours(pid: int, browser_id: str) -> bool:
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-    return f"--bay-browser={browser_id}".encode() in cmdline.split(b"\0")
-
-
-def process_tree(pid: int) -> list[int]:
-    """The process and all its descendants, read from /proc (blocking: a worker thread)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo.extend(children.get(p, ()))
-    return out
-
-
-def pss_kib(pid: int | None) -> int | None:
-    """Proportional set size of a process and all its descendants, in KiB (reported, never
-    used to decide anything). Runs in a worker thread: it reads /proc."""
-    if pid is None:
-        return None
-    total = 0
-    for p in process_tree(pid):
-        try:
-            for line in Path(f"/proc/{p}/smaps_rollup").read_text().splitlines():
-                if line.startswith("Pss:"):
-                    total += int(line.split()[1])
-                    break
-        except OSError:
-            continue
-    return total
+    return f"--bay-browser={browser_id}" in procfs.argv(pid)

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 import anyio
 
+from browserbay import procfs
 from browserbay.keeper.browsers import BrowserPool, Running
 from browserbay.keeper.guard import host_allowed
 from browserbay.keeper.profiles import ProfileBook
@@ -531,7 +532,7 @@ class Leases:
         if session is not None:
             return time.monotonic() - session.last_used <= self.idle_timeout
         if holder.startswith("shell-") and holder[6:].isdigit():
-            return bool(await anyio.to_thread.run_sync(_sid_alive, int(holder[6:])))
+            return bool(await anyio.to_thread.run_sync(procfs.in_session, int(holder[6:])))
         return time.time() - since <= self.idle_timeout
 
     def _busy(
@@ -549,15 +550,3 @@ class Leases:
         return Refusal(
             "profile_busy", profile=label, holder=holder, group=group, since=when, fix=fix
         )
-
-
-def _sid_alive(sid: int) -> bool:
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[4]) == sid:
-                return True
-    return False

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from browserbay.keeper.browsers import pss_kib
+from browserbay import procfs
 from browserbay.keeper.leases import blocked_requests, goto_guarded
 from browserbay.keeper.profiles import parse_domains
 from browserbay.keeper.sessions import Lease, Session
@@ -287,7 +287,7 @@ class SessionVerbsMixin(ChoosingMixin):
         leases: list[dict[str, Any]] = []
         for lease in list(session.leases.values()):
             pss = (
-                await anyio.to_thread.run_sync(pss_kib, lease.browser.handle.pid)
+                await anyio.to_thread.run_sync(procfs.tree_pss_kib, lease.browser.handle.pid)
                 if lease.browser
                 else None
             )

@@ -8,12 +8,11 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from browserbay import sandbox
+from browserbay import procfs, sandbox
 from browserbay.model import LaunchSpec
 from browserbay.refusals import Refusal
 from browserbay_phone import find
@@ -58,16 +57,12 @@ def device(playwright: Playwright, name: str) -> dict[str, Any]:
 
 def find_pid(browser_id: str) -> int | None:
     """The browser's main process: the one whose command line carries our marker."""
-    needle = marker(browser_id).encode()
+    needle = marker(browser_id)
     found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if needle in cmdline and not any(a.startswith(b"--type=") for a in cmdline):
-                found.append(int(entry.name))
+    for pid in procfs.pids():
+        argv = procfs.argv(pid)
+        if needle in argv and not any(a.startswith("--type=") for a in argv):
+            found.append(pid)
     return min(found, default=None)
 
 

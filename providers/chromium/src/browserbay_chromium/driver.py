@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from browserbay import sandbox
+from browserbay import procfs, sandbox
 from browserbay.model import LaunchSpec
 from browserbay.refusals import Refusal
 from browserbay_chromium.find import NotFound, find_chromium
@@ -109,22 +109,13 @@ async def start(
 
 def find_pid(browser_id: str) -> int | None:
     """The pid of the browser's main process, found by its marker switch in /proc."""
-    needle = marker(browser_id).encode()
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return None
-    best: int | None = None
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if needle in cmdline.split(b"\0") and b"--type=" not in cmdline:
-            pid = int(entry.name)
-            best = pid if best is None else min(best, pid)
-    return best
+    needle = marker(browser_id)
+    found = []
+    for pid in procfs.pids():
+        argv = procfs.argv(pid)
+        if needle in argv and not any("--type=" in a for a in argv):
+            found.append(pid)
+    return min(found, default=None)
 
 
 class ChromiumHandle:

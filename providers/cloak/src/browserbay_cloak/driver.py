@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from browserbay import sandbox
+from browserbay import procfs, sandbox
 from browserbay.model import LaunchSpec
 from browserbay.paths import bay_paths
 from browserbay.refusals import Refusal
@@ -38,21 +38,11 @@ if TYPE_CHECKING:
 LIVE: dict[str, CloakHandle] = {}
 
 
-def _alive(pid: int | None) -> bool:
-    if pid is None:
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
-
-
 def seats_in_use() -> dict[str, str]:
     """browser id -> the profile it runs (its directory's name) for the live cloak browsers;
     the ones that died by themselves are dropped."""
     for browser_id, handle in list(LIVE.items()):
-        if not _alive(handle.pid):
+        if handle.pid is None or not procfs.alive(handle.pid):
             LIVE.pop(browser_id, None)
     return {b: h.profile for b, h in LIVE.items()}
 

@@ -23,6 +23,7 @@ import anyio
 import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from browserbay import procfs
 from browserbay_local_window import procs, xauth
 from browserbay_local_window.plugin import LAUNCHERS
 from browserbay_local_window.settings import Settings
@@ -284,7 +285,7 @@ def sweep(state_dir: Path) -> list[int]:
     runtime = str(row.get("runtime", ""))
     ended = []
     for pid in row.get("pids", []):
-        argv = procs.argv_of(int(pid))
+        argv = procfs.argv(int(pid))
         if argv and Path(argv[0]).name in OURS:
             with contextlib.suppress(OSError):
                 os.kill(int(pid), 15)

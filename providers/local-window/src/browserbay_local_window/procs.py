@@ -17,11 +17,12 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.abc
+
+from browserbay import procfs
 
 log = logging.getLogger("browserbay.local_window")
 
@@ -93,43 +94,6 @@ async def end(proc: anyio.abc.Process, grace: float = 3.0, *, term: bool = True)
     return proc.returncode
 
 
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
-
-
-def family(pid: int) -> set[int]:
-    """``pid`` and every process descended from it (an app's helpers, a browser's renderers)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = Path(entry.path, "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[-1].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
-    found, todo = {pid}, [pid]
-    while todo:
-        for child in children.get(todo.pop(), ()):
-            if child not in found:
-                found.add(child)
-                todo.append(child)
-    return found
-
-
-def argv_of(pid: int) -> list[str]:
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return []
-    return [a.decode("utf-8", "replace") for a in raw.split(b"\0") if a]
-
-
 def _end_all_at_exit() -> None:
     """The keeper is exiting (``bay keeper stop``, SIGTERM): whatever is still running ends
     with it. Applications first (SIGTERM, a short grace, SIGKILL), then the rest."""
@@ -137,7 +101,7 @@ def _end_all_at_exit() -> None:
     for pid in pids:
         _signal_group(pid, signal.SIGTERM)
     end_at = time.monotonic() + 3.0
-    while time.monotonic() < end_at and any(alive(p) for p in pids):
+    while time.monotonic() < end_at and any(procfs.alive(p) for p in pids):
         for pid in pids:
             with contextlib.suppress(ChildProcessError, OSError):
                 os.waitpid(pid, os.WNOHANG)

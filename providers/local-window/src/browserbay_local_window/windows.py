@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from browserbay import sandbox
+from browserbay import procfs, sandbox
 from browserbay.model import LiveLease, TargetLeases, VerbContext
 from browserbay.refusals import Refusal
 from browserbay.urls import normalize_url
@@ -231,7 +231,7 @@ class Windows:
             assert window.xid is not None
             return await window.display.x.run(X_TIMEOUT, _window, window.xid)
         assert window.pid is not None
-        family = await anyio.to_thread.run_sync(procs.family, window.pid)
+        family = set(await anyio.to_thread.run_sync(procfs.tree, window.pid))
         found = await window.display.x.run(X_TIMEOUT, _windows_of, family)
         return found[0] if found else None
 
@@ -243,7 +243,7 @@ class Windows:
         if window.desktop:
             return [window.pid] if window.pid else []
         assert window.pid is not None
-        return sorted(await anyio.to_thread.run_sync(procs.family, window.pid))
+        return sorted(await anyio.to_thread.run_sync(procfs.tree, window.pid))
 
 
 def _toplevels(x: Any) -> list[TopLevel]:
@@ -459,7 +459,7 @@ async def act_close(book: Windows, ctx: VerbContext) -> tuple[dict[str, Any], st
     assert window.pid is not None
     polite = 0
     try:
-        family = await anyio.to_thread.run_sync(procs.family, window.pid)
+        family = set(await anyio.to_thread.run_sync(procfs.tree, window.pid))
         tops = await window.display.x.run(X_TIMEOUT, _windows_of, family)
         for top in tops:
             if await window.display.x.run(X_TIMEOUT, _delete, top.xid):
