@@ -18,7 +18,7 @@ from browserbay import keys as keys_module
 from browserbay.fakevendor import FakeVendor
 from browserbay.keys import (
     PIN_SUFFIX,
-    KeyAdmin,
+    BookAdmin,
     KeyBook,
     Masked,
     Secret,
@@ -27,13 +27,14 @@ from browserbay.keys import (
     origin,
     seal_environment,
 )
-from browserbay.keytest import Target, Verdict, derive_target, run_test
+from browserbay.keytest import Target, derive_target, run_test
 from browserbay.model import (
     Capabilities,
     Exchange,
     IntegrationRow,
     KeyField,
     KeySource,
+    KeyVerdict,
     ProviderRow,
 )
 from browserbay.refusals import Refusal
@@ -252,7 +253,7 @@ def test_set_answers_a_masked_view_and_unknown_names_are_usage() -> None:
     }
     assert_refused(_refusal(lambda: book.set("cloud:nope", "api_key", KEY)), "usage")
     assert_refused(_refusal(lambda: book.set(ROW.id, "nope", KEY)), "usage")
-    admin_view = KeyAdmin(book).view(ROW.id)
+    admin_view = BookAdmin(book, run_test).view(ROW.id)
     assert KEY not in json.dumps(admin_view)
     assert admin_view["fields"][0]["view"] == "••••WXYZ"
 
@@ -290,7 +291,7 @@ def _pointed_at(vendor: FakeVendor) -> tuple[KeyBook, Store]:
     return _book(user, Store()), user
 
 
-Runner = Callable[..., Verdict]
+Runner = Callable[..., KeyVerdict]
 
 
 def check_runner_reaches_only_the_derived_host(runner: Runner) -> None:

@@ -28,14 +28,14 @@ import os
 import re
 import sys
 import urllib.parse
-from collections.abc import Collection, Iterable, Mapping, MutableMapping
+from collections.abc import Callable, Collection, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 from dataclasses import field as _field
 from types import MappingProxyType
 from typing import Any, Literal
 
 from browserbay import scrub
-from browserbay.model import IntegrationRow, KeyField, KeySource, ProviderRow
+from browserbay.model import IntegrationRow, KeyField, KeySource, KeyStored, KeyVerdict, ProviderRow
 from browserbay.refusals import Refusal
 
 INTEGRATION_PREFIX = "BAY_INTEGRATION_"
@@ -312,18 +312,6 @@ def _clip(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + f"…(+{len(text) - limit})"
 
 
-@dataclass(frozen=True)
-class Stored:
-    """What ``bay keys set`` did: the store, a view of the value (masked for a secret), the
-    secrets it dropped (a URL field moved to another host) and the origin a secret is now
-    pinned to."""
-
-    store: str
-    view: str
-    cleared: tuple[str, ...] = ()
-    pinned: str | None = None
-
-
 def check_value(row: IntegrationRow, field: KeyField, value: str) -> None:
     """Refuse a value that cannot be right (``key_invalid``), without echoing it."""
     expected = field.help or (f"matching {field.pattern}" if field.pattern else "a value")
@@ -474,7 +462,7 @@ class KeyBook:
             )
         return available[0]
 
-    def set(self, integration_id: str, field_name: str, value: str) -> Stored:
+    def set(self, integration_id: str, field_name: str, value: str) -> KeyStored:
         """Validate and store one field in the user's store.
 
         A key is only ever sent to the host it was stored for. Storing a secret pins it to
@@ -520,7 +508,7 @@ class KeyBook:
                 fix="bay keys list   (shows each store and its problem)",
             ) from None
         shown = str(Secret(value).masked()) if field.secret else value
-        return Stored(source.name, shown, tuple(cleared), pinned)
+        return KeyStored(source.name, shown, tuple(cleared), pinned)
 
     def clear(self, integration_id: str) -> list[str]:
         """Drop the user's values of one integration from every user store that holds any;
@@ -688,12 +676,18 @@ def _reason(exc: BaseException) -> str:
     return text[:300]
 
 
-class KeyAdmin:
-    """What a plugin verb gets as ``ctx.keys``: masked views, writes, tests. Nothing here
-    returns a plaintext key."""
+#: Runs an integration's key test on resolved values (:func:`browserbay.keytest.run_test`).
+KeyTester = Callable[[IntegrationRow, Resolution], KeyVerdict]
 
-    def __init__(self, book: KeyBook):
+
+class BookAdmin:
+    """The core's :class:`browserbay.model.KeyAdmin` over a :class:`KeyBook`: what a plugin
+    verb gets as ``ctx.keys``. Nothing here returns a plaintext key. The key test runner is
+    given (it is built on this module's resolutions: :mod:`browserbay.keytest`)."""
+
+    def __init__(self, book: KeyBook, tester: KeyTester):
         self._book = book
+        self._tester = tester
 
     def ids(self) -> list[str]:
         return sorted(self._book.integrations)
@@ -704,15 +698,12 @@ class KeyAdmin:
     def view(self, integration_id: str) -> dict[str, Any]:
         return self._book.view(self._book.resolve(integration_id))
 
-    def set(self, integration_id: str, field: str, value: str) -> Stored:
+    def set(self, integration_id: str, field: str, value: str) -> KeyStored:
         return self._book.set(integration_id, field, value)
 
     def clear(self, integration_id: str) -> list[str]:
         return self._book.clear(integration_id)
 
-    def test(self, integration_id: str) -> Any:
-        """Run the integration's key test (see :mod:`browserbay.keytest`): a Verdict."""
-        from browserbay.keytest import run_test
-
+    def test(self, integration_id: str) -> KeyVerdict:
         row = self._book.row(integration_id)
-        return run_test(row, self._book.resolve(integration_id))
+        return self._tester(row, self._book.resolve(integration_id))

@@ -25,36 +25,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from browserbay.keys import Resolution, check_pins
-from browserbay.model import IntegrationRow
+from browserbay.model import IntegrationRow, KeyVerdict
 from browserbay.refusals import Refusal
 
 TIMEOUT = 5.0
 MAX_BODY = 64 * 1024
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """The outcome of one key test. ``fix`` says what to run when it failed."""
-
-    integration: str
-    kind: str
-    ok: bool
-    detail: str
-    host: str | None
-    at: float
-    fix: str = ""
-
-    def as_row(self) -> dict[str, Any]:
-        return {
-            "integration": self.integration,
-            "kind": self.kind,
-            "ok": self.ok,
-            "detail": self.detail,
-            "host": self.host,
-            "at": self.at,
-            "fix": self.fix,
-        }
 
 
 @dataclass(frozen=True)
@@ -116,16 +92,16 @@ def run_test(
     *,
     target_of: TargetOf = derive_target,
     timeout: float = TIMEOUT,
-) -> Verdict:
+) -> KeyVerdict:
     """Run ``row``'s key test on resolved values. Blocking (at most one request of at most
     ``timeout`` seconds): the keeper runs it in a worker thread."""
     kind = row.test_kind
     shape = _shape(row, res)
     if shape is not None:
         detail, fix = shape
-        return Verdict(row.id, kind, False, detail, None, time.time(), fix)
+        return KeyVerdict(row.id, kind, False, detail, None, time.time(), fix)
     if kind == "shape-only":
-        return Verdict(
+        return KeyVerdict(
             row.id, kind, True, "the format is right (no network used)", None, time.time()
         )
     target = target_of(row, res)
@@ -140,7 +116,7 @@ def run_test(
             headers = {k: t.format_map(values) for k, t in row.exchange.headers.items()}
             query = {k: t.format_map(values) for k, t in row.exchange.query.items()}
         except KeyError as exc:
-            return Verdict(
+            return KeyVerdict(
                 row.id,
                 kind,
                 False,
@@ -155,7 +131,7 @@ def run_test(
     try:
         status = one_request(url, headers, timeout)
     except TimeoutError:
-        return Verdict(
+        return KeyVerdict(
             row.id,
             kind,
             False,
@@ -166,7 +142,7 @@ def run_test(
         )
     except urllib.error.URLError as exc:
         reason = str(exc.reason)[:200]
-        return Verdict(
+        return KeyVerdict(
             row.id,
             kind,
             False,
@@ -194,15 +170,15 @@ def _shape(row: IntegrationRow, res: Resolution) -> tuple[str, str] | None:
     return None
 
 
-def _judge(row: IntegrationRow, kind: str, status: int, target: Target) -> Verdict:
+def _judge(row: IntegrationRow, kind: str, status: int, target: Target) -> KeyVerdict:
     now = time.time()
     secret = next((f.name for f in row.fields if f.secret), "")
     if kind == "reachability":
         ok = status < 500
         detail = f"{target.host} answered HTTP {status}"
-        return Verdict(row.id, kind, ok, detail, target.host, now, "" if ok else "try later")
+        return KeyVerdict(row.id, kind, ok, detail, target.host, now, "" if ok else "try later")
     if 200 <= status < 300:
-        return Verdict(
+        return KeyVerdict(
             row.id, kind, True, f"{target.host} accepted the key (HTTP {status})", target.host, now
         )
     if 300 <= status < 400:
@@ -214,7 +190,7 @@ def _judge(row: IntegrationRow, kind: str, status: int, target: Target) -> Verdi
     else:
         detail = f"{target.host} answered HTTP {status}"
         fix = f"check {target.field} (bay keys set {row.id} {target.field}), or try later"
-    return Verdict(row.id, kind, False, detail, target.host, now, fix)
+    return KeyVerdict(row.id, kind, False, detail, target.host, now, fix)
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):

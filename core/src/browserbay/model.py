@@ -17,8 +17,6 @@ from browserbay.verbs import Verb
 if TYPE_CHECKING:
     from playwright.async_api import Browser, BrowserContext, Page, Playwright
 
-    from browserbay.keys import KeyAdmin
-
 Tier = Literal[1, 2, 3]
 KeyScope = Literal["none", "user", "cluster", "user_or_cluster"]
 LeaseKind = Literal["tab", "window", "browser"]
@@ -340,6 +338,74 @@ class KeySource:
     protection: Callable[[], str] | None = None
     """What holds a stored value against whom, one line for ``bay keys list`` (``key file
     beside it: …``, ``passphrase: …``). None: not said."""
+
+
+@dataclass(frozen=True)
+class KeyStored:
+    """What ``bay keys set`` did: the store, a view of the value (masked for a secret), the
+    secrets it dropped (a URL field moved to another host) and the origin a secret is now
+    pinned to."""
+
+    store: str
+    view: str
+    cleared: tuple[str, ...] = ()
+    pinned: str | None = None
+
+
+@dataclass(frozen=True)
+class KeyVerdict:
+    """The outcome of one key test (:mod:`browserbay.keytest`). ``fix`` says what to run
+    when it failed."""
+
+    integration: str
+    kind: str
+    ok: bool
+    detail: str
+    host: str | None
+    at: float
+    fix: str = ""
+
+    def as_row(self) -> dict[str, Any]:
+        return {
+            "integration": self.integration,
+            "kind": self.kind,
+            "ok": self.ok,
+            "detail": self.detail,
+            "host": self.host,
+            "at": self.at,
+            "fix": self.fix,
+        }
+
+
+class KeyAdmin(Protocol):
+    """What a plugin verb gets as ``ctx.keys`` (``bay keys`` is built on it): masked views,
+    writes and tests of the keys. Nothing here returns a plaintext key. The core's
+    implementation is :class:`browserbay.keys.BookAdmin`; each call may block (a keychain, a
+    test's one request): run it in a worker thread."""
+
+    def ids(self) -> list[str]:
+        """The installed integrations' ids, sorted."""
+        ...
+
+    def sources(self) -> list[dict[str, Any]]:
+        """The key sources: name, precedence, availability (and why not), protection."""
+        ...
+
+    def view(self, integration_id: str) -> dict[str, Any]:
+        """One integration's resolution, every value masked."""
+        ...
+
+    def set(self, integration_id: str, field: str, value: str) -> KeyStored:
+        """Store the user's value of one field."""
+        ...
+
+    def clear(self, integration_id: str) -> list[str]:
+        """Drop the user's values of one integration: the stores they were in."""
+        ...
+
+    def test(self, integration_id: str) -> KeyVerdict:
+        """Run the integration's key test."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ from typing import Any, TypeVar, cast
 import pluggy
 
 from browserbay import hookspecs
-from browserbay.keys import KeyAdmin, KeyBook
+from browserbay.keys import BookAdmin, KeyBook
+from browserbay.keytest import run_test
 from browserbay.model import (
     ActionTarget,
     ActionTrace,
@@ -213,7 +214,7 @@ class Plugins:
         #: Key resolution over the two tables above (the keeper's one reveal is
         #: ``keys.child_env``); ``key_admin`` is what plugin verbs get: views, never values.
         self.keys = KeyBook(self.key_sources, self.integrations)
-        self.key_admin = KeyAdmin(self.keys)
+        self.key_admin = BookAdmin(self.keys, run_test)
         verb_owner: dict[str, str] = {}
         self.verbs = _collect("bay_verbs", hooks.bay_verbs(), lambda r: r.verb.name, verb_owner)
         for name, pv in self.verbs.items():

@@ -20,8 +20,7 @@ from typing import Any
 import anyio
 
 from browserbay.hookspecs import hookimpl
-from browserbay.keys import KeyAdmin
-from browserbay.model import PluginVerb, VerbContext
+from browserbay.model import KeyAdmin, PluginVerb, VerbContext
 from browserbay.refusals import Refusal
 from browserbay.verbs import PLUGIN, Arg, Verb
 
