@@ -358,11 +358,7 @@ def run(argv: list[str]) -> int:
         _secret_args(verb, args)
         _stdin_args(verb, args)
         _check_sizes(args)
-        if verb.name == "screenshot" and args.get("path"):
-            args["path"] = os.path.abspath(str(args["path"]))
-        for a in verb.args:  # a file the keeper reads (`bay run script.py`): from our cwd
-            if a.type == "path" and isinstance(args.get(a.name), str):
-                args[a.name] = os.path.abspath(args[a.name])
+        args = verb.with_local_paths(args)  # a file of ours (`bay screenshot x.png`): our cwd
     except Refusal as r:
         return _refuse(r, as_json, verb.name)
     if verb.scope == LOCAL:  # pragma: no cover - every local verb is handled above

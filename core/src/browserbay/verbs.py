@@ -7,6 +7,8 @@ the verb, never in the CLI.
 
 from __future__ import annotations
 
+import os
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -18,11 +20,17 @@ KEEPER = "keeper"  # on the keeper itself
 LOCAL = "local"  # in the client, no keeper needed
 PLUGIN = "plugin"  # contributed by a plugin (bay_verbs): its handler runs in the keeper
 
+#: The :attr:`Arg.type` of a file on the caller's machine (``bay screenshot shot.png``, ``bay run
+#: steps.py``): every client makes it absolute against its own working directory before
+#: sending, since the keeper has another one (:meth:`Verb.with_local_paths`).
+PATH = "path"
+
 
 class Arg:
     """One argument. ``kind``: ``pos`` (required word), ``opt`` (optional word), ``rest``
     (one or more words), ``tail`` (optional: every word after ``--``, as a list), ``flag``
-    (boolean option), ``value`` (option with a value)."""
+    (boolean option), ``value`` (option with a value). ``type``: ``str``, ``int``, ``float``,
+    ``secret`` (never from argv: ``-`` reads it from stdin) or :data:`PATH`."""
 
     __slots__ = ("choices", "default", "help", "kind", "long", "name", "short", "type")
 
@@ -118,6 +126,15 @@ class Verb:
             "secret_args": list(self.secret_args),
             "example": self.example,
             "plugin": self.plugin,
+        }
+
+    def with_local_paths(self, args: dict[str, Any]) -> dict[str, Any]:
+        """``args`` with each given :data:`PATH` argument made absolute (the CLI, the Python
+        API and the MCP server all send it so)."""
+        local = {a.name for a in self.args if a.type == PATH}
+        return {
+            k: os.path.abspath(v) if k in local and isinstance(v, (str, os.PathLike)) and v else v
+            for k, v in args.items()
         }
 
     @classmethod
@@ -243,7 +260,7 @@ VERBS: tuple[Verb, ...] = (
         PAGE,
         "Save a PNG of the viewport (or --full page) and print its path.",
         (
-            Arg("path", "opt", "where to write it (default: the state dir)"),
+            Arg("path", "opt", "where to write it (default: the state dir)", type=PATH),
             Arg("full", "flag", "the whole page, not just the viewport"),
         ),
         needs=("has_cdp", "screenshots"),
