@@ -11,5 +11,7 @@ echo "== mypy" >&2
 .venv/bin/mypy
 echo "== import contracts" >&2
 .venv/bin/lint-imports
+echo "== unasync" >&2
+scripts/unasync.py --check
 echo "== pytest" >&2
 exec .venv/bin/pytest "$@"

@@ -3,13 +3,15 @@ typed answers built from frames, and the package's lazy exports."""
 
 from __future__ import annotations
 
+import inspect
+import os
 import subprocess
 import sys
 
 import pytest
 
 import browserbay
-from browserbay import api, errors
+from browserbay import _answers, api, errors
 from browserbay.refusals import CODES, Refusal
 
 
@@ -68,7 +70,7 @@ def test_answers_are_built_from_frames() -> None:
         "text": "X\nhttp://x/",
         "notice": "hello",
     }
-    page = api._answer(frame, api.Page)
+    page = _answers.answer(frame, api.Page)
     assert (page.url, page.title, page.tab, page.status, page.hint) == (
         "http://x/",
         "X",
@@ -82,10 +84,10 @@ def test_answers_are_built_from_frames() -> None:
     assert page.profile.row["chosen"] == "ephemeral"  # fields newer than the client are kept
     assert page.notice == "hello"
     assert page["title"] == "X"
-    keeper = api._answer({"ok": True, "verb": "plugins", "profile": None, "data": {}}, api.Answer)
+    keeper = _answers.answer({"ok": True, "verb": "plugins", "profile": None, "data": {}}, api.Answer)
     assert keeper.profile is None
     with pytest.raises(errors.BY_CODE["tab_gone"]):
-        api._answer(Refusal("tab_gone", tab="t9", reason="closed").frame(), api.Answer)
+        _answers.answer(Refusal("tab_gone", tab="t9", reason="closed").frame(), api.Answer)
 
 
 def test_status_tabs_come_from_the_lease_it_acted_on() -> None:
@@ -103,7 +105,7 @@ def test_status_tabs_come_from_the_lease_it_acted_on() -> None:
             ],
         },
     }
-    status = api._answer(frame, api.Status)
+    status = _answers.answer(frame, api.Status)
     assert [t.id for t in status.tabs] == ["t2"]
     assert status.current == api.Tab("t2", "u", "T", True, None)
     assert status.browser == "bb-1"
@@ -128,6 +130,44 @@ def test_frames_leave_out_unset_options_and_check_the_timeout() -> None:
     assert c._frame("wait", {"what": "5", "load": True}, 2.5)["timeout"] == 2.5
     with pytest.raises(errors.BY_CODE["usage"]):
         c._frame("wait", {}, 0)
+
+
+#: The async client's names that have another name in the blocking one.
+TWINS = {"Client": "SyncClient", "__aenter__": "__enter__", "__aexit__": "__exit__"}
+TWINS["aclose"] = "disconnect"
+
+
+def _blocking(text: str) -> str:
+    """What the async client's signature or docstring says, in the blocking client's words."""
+    for a, b in TWINS.items():
+        text = text.replace(a, b)
+    return text.replace("await ", "").replace("async with", "with")
+
+
+def test_the_blocking_client_has_the_async_clients_methods_signatures_and_docstrings() -> None:
+    public = {n for n in vars(api.Client) if not n.startswith("_") or n in TWINS}
+    assert {"open", "snapshot", "screenshot", "call", "keeper_status", "aclose"} <= public
+    for name in public | {"__init__"}:
+        mine, twin = vars(api.Client)[name], vars(api.SyncClient)[TWINS.get(name, name)]
+        assert _blocking(inspect.getdoc(mine) or "") == (inspect.getdoc(twin) or ""), name
+        if isinstance(mine, property):
+            assert isinstance(twin, property), name
+            continue
+        assert inspect.iscoroutinefunction(mine) != inspect.iscoroutinefunction(twin) or (
+            name == "__init__"
+        ), name
+        assert _blocking(str(inspect.signature(mine))) == str(inspect.signature(twin)), name
+    methods = {n for n in vars(api.SyncClient) if not n.startswith("_")}
+    assert methods == {TWINS.get(n, n) for n in public if not n.startswith("_")}
+    assert api.SyncClient.__doc__ == _blocking(api.Client.__doc__ or "")
+
+
+def test_a_file_of_the_caller_is_sent_absolute_for_every_verb_the_table_marks() -> None:
+    c = api.SyncClient("s", home="/tmp/unused")
+    shot = c._frame("screenshot", {"path": "shot.png", "full": False}, None)
+    assert shot["args"] == {"path": os.path.join(os.getcwd(), "shot.png")}
+    assert c._frame("screenshot", {"path": None}, None)["args"] == {}
+    assert c._frame("open", {"url": "shot.png"}, None)["args"] == {"url": "shot.png"}
 
 
 LAZY = """

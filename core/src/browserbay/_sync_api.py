@@ -1,0 +1,269 @@
+"""The blocking client, generated from :class:`browserbay.api.Client` by
+``scripts/unasync.py`` — do not edit: change ``api.py`` and run the script again.
+
+The same methods as the async client, without ``await``, over
+:class:`browserbay._connection.SyncConnection` (the thin client's own socket code: no event
+loop, no thread). Imported as :class:`browserbay.api.SyncClient`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any
+
+from browserbay._answers import (
+    A,
+    Answer,
+    Page,
+    Shot,
+    Snapshot,
+    Status,
+    Tabs,
+    Value,
+    answer,
+    api_session,
+    refused,
+)
+from browserbay._connection import SyncConnection, clean_args, home_paths
+from browserbay.paths import BayPaths
+from browserbay.refusals import Refusal
+from browserbay.verbs import DEFAULT_TIMEOUT
+
+
+class SyncClient:
+    """A client of one session, over one connection to the keeper: opened at the first verb
+    (or ``with``) and kept open. Verbs sent on it take turns (tasks or threads sharing
+    it wait), as one session's verbs do in the keeper anyway: use one client per session.
+    :meth:`disconnect` closes the connection only (the session stays: ``close()`` ends
+    it)."""
+
+    def __init__(
+        self,
+        session: str | None = None,
+        *,
+        home: str | os.PathLike[str] | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        profile: str | None = None,
+        autostart: bool | None = None,
+    ):
+        self.session = api_session(session)
+        self.timeout = timeout
+        self.profile = profile
+        """A profile handle every verb acts on (the frame's ``profile`` field, like ``bay
+        --profile``); None: the session's default."""
+        self.road = "api"
+        """The road the keeper's audit names for this client's verbs (the MCP server's client
+        says ``mcp``): a label only; every road passes the same guards."""
+        self._conn = SyncConnection(home_paths(home), autostart)
+        self._n = 0
+
+    @property
+    def paths(self) -> BayPaths:
+        """The paths of the home this client reaches the keeper in."""
+        return self._conn.paths
+
+    @property
+    def autostart(self) -> bool | None:
+        """Whether connecting starts a keeper when none runs (None: unless
+        ``BAY_NO_AUTOSTART`` is set)."""
+        return self._conn.autostart
+
+    @property
+    def keeper(self) -> dict[str, Any]:
+        """The keeper's hello (version, protocol, pid), once connected."""
+        return self._conn.keeper
+
+    def __enter__(self) -> SyncClient:
+        self.connect()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.disconnect()
+
+    def connect(self) -> None:
+        """Connect (starting the keeper when needed). Verbs connect by themselves."""
+        self._conn.connect()
+
+    def disconnect(self) -> None:
+        """Close the connection (the session and its browser stay: ``close()`` ends
+        them)."""
+        self._conn.disconnect()
+
+    def call(
+        self,
+        verb: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        **kwargs: Any,
+    ) -> Answer:
+        """Any verb by name — the core's or a plugin's (``bay_verbs``) — with its arguments
+        as the verb table names them: ``bay.call("greet", name="Ada")``."""
+        return self._request(verb, {**(args or {}), **kwargs}, timeout, Answer)
+
+    def _request(
+        self, verb: str, args: Mapping[str, Any], timeout: float | None, kind: type[A]
+    ) -> A:
+        return answer(self._conn.exchange(self._frame(verb, args, timeout)), kind)
+
+    def _frame(self, verb: str, args: Mapping[str, Any], timeout: float | None) -> dict[str, Any]:
+        t = self.timeout if timeout is None else timeout
+        if not 0 < t <= 3600:
+            raise refused(Refusal("usage", detail="timeout must be in (0, 3600]", verb=verb))
+        self._n += 1
+        frame: dict[str, Any] = {
+            "id": str(self._n),
+            "verb": verb,
+            "args": clean_args(verb, args),
+            "session": self.session,
+            "timeout": t,
+            "road": self.road,
+        }
+        if self.profile:
+            frame["profile"] = self.profile
+        return frame
+
+    # -- page verbs ---------------------------------------------------------------------
+
+    def open(self, url: str, *, timeout: float | None = None) -> Page:
+        """Navigate the current tab (http, https or about:blank); waits for load."""
+        return self._request("open", {"url": url}, timeout, Page)
+
+    def snapshot(
+        self, *, interactive: bool = False, depth: int | None = None, timeout: float | None = None
+    ) -> Snapshot:
+        """The ARIA tree with ``[ref=eN]`` references (``interactive``: only what can be
+        acted on, flat)."""
+        args = {"interactive": interactive, "depth": depth}
+        return self._request("snapshot", args, timeout, Snapshot)
+
+    def click(self, target: str, *, timeout: float | None = None) -> Answer:
+        """Click an element (an ``@eN`` reference from the last snapshot, or a selector)."""
+        return self._request("click", {"target": target}, timeout, Answer)
+
+    def fill(self, target: str, text: str, *, timeout: float | None = None) -> Answer:
+        """Replace a field's value (never logged, audited or shown to plugins)."""
+        return self._request("fill", {"target": target, "text": text}, timeout, Answer)
+
+    def type(self, target: str, text: str, *, timeout: float | None = None) -> Answer:
+        """Type key by key, keeping what is there."""
+        return self._request("type", {"target": target, "text": text}, timeout, Answer)
+
+    def press(self, key: str, *, timeout: float | None = None) -> Answer:
+        """Press a key or chord on the focused element (``Enter``, ``Tab``, ``Control+a``)."""
+        return self._request("press", {"key": key}, timeout, Answer)
+
+    def select(self, target: str, *values: str, timeout: float | None = None) -> Answer:
+        """Choose options by value or label; ``data["selected"]`` lists the chosen values."""
+        args = {"target": target, "values": list(values)}
+        return self._request("select", args, timeout, Answer)
+
+    def check(self, target: str, *, timeout: float | None = None) -> Answer:
+        """Tick a checkbox or radio."""
+        return self._request("check", {"target": target}, timeout, Answer)
+
+    def uncheck(self, target: str, *, timeout: float | None = None) -> Answer:
+        """Untick a checkbox."""
+        return self._request("uncheck", {"target": target}, timeout, Answer)
+
+    def hover(self, target: str, *, timeout: float | None = None) -> Answer:
+        """Move the pointer over an element."""
+        return self._request("hover", {"target": target}, timeout, Answer)
+
+    def scroll(
+        self,
+        direction: str = "down",
+        pixels: int | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> Answer:
+        """``up``/``down``/``left``/``right`` by ``pixels`` (default 600), or a target to
+        bring into view."""
+        args = {"direction": direction, "pixels": pixels}
+        return self._request("scroll", args, timeout, Answer)
+
+    def wait(
+        self, what: str | int | None = None, *, load: bool = False, timeout: float | None = None
+    ) -> Answer:
+        """Until a target is visible, ``what`` milliseconds pass, or (``load``) the load
+        event."""
+        args = {"what": None if what is None else str(what), "load": load}
+        return self._request("wait", args, timeout, Answer)
+
+    def get(self, what: str, target: str | None = None, *, timeout: float | None = None) -> Value:
+        """``title``, ``url``, or an element's (the page's) ``text``, ``value``, ``html``."""
+        return self._request("get", {"what": what, "target": target}, timeout, Value)
+
+    def eval(self, js: str, *, timeout: float | None = None) -> Value:
+        """Evaluate a JavaScript expression in the page; ``value`` is its JSON value."""
+        return self._request("eval", {"js": js}, timeout, Value)
+
+    def screenshot(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        full: bool = False,
+        timeout: float | None = None,
+    ) -> Shot:
+        """Save a PNG of the viewport (``full``: the whole page) at ``path`` (default: the
+        state dir); ``Shot.path`` says where."""
+        return self._request("screenshot", {"path": path, "full": full}, timeout, Shot)
+
+    def back(self, *, timeout: float | None = None) -> Page:
+        """Go back in the tab's history."""
+        return self._request("back", {}, timeout, Page)
+
+    def forward(self, *, timeout: float | None = None) -> Page:
+        """Go forward in the tab's history."""
+        return self._request("forward", {}, timeout, Page)
+
+    def reload(self, *, timeout: float | None = None) -> Page:
+        """Reload the page."""
+        return self._request("reload", {}, timeout, Page)
+
+    # -- tabs and the session ---------------------------------------------------------
+
+    def tabs(self, *, timeout: float | None = None) -> Tabs:
+        """The session's own tabs (``current`` marks the one verbs act on)."""
+        return self._request("tab", {"action": "list"}, timeout, Tabs)
+
+    def new_tab(self, url: str | None = None, *, timeout: float | None = None) -> Page:
+        """Open a tab (at ``url``) and make it current."""
+        return self._request("tab", {"action": "new", "arg": url}, timeout, Page)
+
+    def close_tab(self, tab: str | None = None, *, timeout: float | None = None) -> Answer:
+        """Close one of your tabs (default: the current one)."""
+        return self._request("tab", {"action": "close", "arg": tab}, timeout, Answer)
+
+    def switch_tab(self, tab: str, *, timeout: float | None = None) -> Page:
+        """Make one of your tabs (an id from :meth:`tabs`) the current one."""
+        return self._request("tab", {"action": tab}, timeout, Page)
+
+    def close(self, *, timeout: float | None = None) -> Answer:
+        """End the session: its tabs and browser context (other sessions are untouched)."""
+        return self._request("close", {}, timeout, Answer)
+
+    def status(self, *, timeout: float | None = None) -> Status:
+        """Your session, the profile it acts on, its browser and tabs."""
+        return self._request("status", {}, timeout, Status)
+
+    # -- the keeper ---------------------------------------------------------------------
+
+    def plugins(self, *, timeout: float | None = None) -> Answer:
+        """``data["plugins"]`` (name, distribution, version, hooks) and ``data["providers"]``."""
+        return self._request("plugins", {}, timeout, Answer)
+
+    def verbs(self, *, timeout: float | None = None) -> Answer:
+        """``data["verbs"]``: the verb table as the keeper knows it, plugins' verbs included."""
+        return self._request("verbs", {}, timeout, Answer)
+
+    def keeper_status(self, *, timeout: float | None = None) -> Answer:
+        """The keeper's own status: version, pid, its browsers."""
+        return self._request("keeper", {"action": "status"}, timeout, Answer)
