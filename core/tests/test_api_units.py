@@ -84,7 +84,9 @@ def test_answers_are_built_from_frames() -> None:
     assert page.profile.row["chosen"] == "ephemeral"  # fields newer than the client are kept
     assert page.notice == "hello"
     assert page["title"] == "X"
-    keeper = _answers.answer({"ok": True, "verb": "plugins", "profile": None, "data": {}}, api.Answer)
+    keeper = _answers.answer(
+        {"ok": True, "verb": "plugins", "profile": None, "data": {}}, api.Answer
+    )
     assert keeper.profile is None
     with pytest.raises(errors.BY_CODE["tab_gone"]):
         _answers.answer(Refusal("tab_gone", tab="t9", reason="closed").frame(), api.Answer)
