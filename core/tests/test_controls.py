@@ -60,7 +60,7 @@ def test_a_takeover_pauses_and_the_handback_leaves_a_notice() -> None:
     controls.check(lease, exempt=False)  # nothing paused yet
     info = controls.take_over("s1", "ep-s1", "viewer 1")
     assert info.origin == "takeover"
-    assert lease.input_holder == "user"
+    assert lease.control.holder == "user"
     assert lease.info().input_holder == "user"
     with pytest.raises(Refusal) as refused:
         controls.check(lease, exempt=False)
@@ -74,8 +74,8 @@ def test_a_takeover_pauses_and_the_handback_leaves_a_notice() -> None:
         controls.hand_back("s1", "ep-s1", "viewer 2", "explicit")
     assert controls.hand_back("s1", "ep-s1", "viewer 1", "explicit")
     assert not controls.hand_back("s1", "ep-s1", "viewer 1", "explicit")
-    assert lease.pause is None
-    assert lease.input_holder == "agent"
+    assert lease.control.pause is None
+    assert lease.control.holder == "agent"
     assert len(session.notices) == 1
     assert "handed the controls back" in session.notices[0]
     assert [h for h, _ in hooks.calls] == ["bay_takeover", "bay_handback"]
@@ -102,9 +102,9 @@ def test_a_verb_in_flight_is_cut_and_named_in_the_notice() -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(agent)
             await anyio.sleep(0.05)
-            assert len(lease.inflight) == 1
+            assert len(lease.control.inflight) == 1
             controls.take_over("s1", "ep-s1", "viewer 1")
-        assert not lease.inflight
+        assert not lease.control.inflight
         # An exempt verb runs while paused and is not cut.
         done = await controls.run(lease, click, {}, True, lambda: _value(7))
         assert done == 7
@@ -128,12 +128,12 @@ def test_idle_handback_and_handoff() -> None:
     assert info.origin == "handoff"
     assert info.holder is None
     controls.expire_idle()
-    assert lease.pause is not None
+    assert lease.control.pause is not None
     assert hooks.calls == []  # nobody took over yet
     # A viewer takes it up; then gives no input.
     controls.take_over("s1", "ep-s1", "viewer 3")
-    assert lease.pause is not None
-    assert lease.pause.holder == "viewer 3"
+    assert lease.control.pause is not None
+    assert lease.control.pause.holder == "viewer 3"
 
     async def wait() -> tuple[bool, bool]:
         early = await controls.wait_handback("s1", "ep-s1", 0.01)
@@ -154,11 +154,11 @@ def test_a_lease_that_ends_while_paused_wakes_the_handoff() -> None:
 
     async def main() -> bool:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_later, lease.unpause)
+            tg.start_soon(_later, lambda: Controls.let_go(lease))
             return await controls.wait_handback("s1", "ep-s1", 5)
 
     assert anyio.run(main) is True
-    assert lease.input_holder == "agent"
+    assert lease.control.holder == "agent"
     assert lease.info("closed").ended == "closed"
 
 

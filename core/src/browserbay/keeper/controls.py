@@ -16,17 +16,17 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
 from browserbay import verbs
+from browserbay.keeper.pause import Inflight, Pause
+from browserbay.keeper.sessions import Lease, Session
 from browserbay.model import LiveTransport, PauseInfo
 from browserbay.refusals import Refusal, clip
 
 if TYPE_CHECKING:
-    from browserbay.keeper.sessions import Lease, Session
     from browserbay.plugins import Plugins
 
 log = logging.getLogger("browserbay.keeper")
@@ -37,37 +37,6 @@ _WHY = {
     "idle": "the human gave no input for {idle:g}s, so the controls came back to you",
     "timeout": "nobody handed the controls back within your --wait; they are yours again",
 }
-
-
-@dataclass
-class Pause:
-    origin: Literal["takeover", "handoff"]
-    by: str
-    reason: str
-    since: float
-    """time.time() when it began."""
-    started: float
-    """time.monotonic() when it began."""
-    holder: str | None = None
-    claimed: float | None = None
-    """time.monotonic() when a viewer took the controls (the idle clock starts)."""
-    last_input: float | None = None
-    interrupted: list[str] = field(default_factory=list)
-    released: anyio.Event = field(default_factory=anyio.Event)
-
-    def info(self) -> PauseInfo:
-        return PauseInfo(self.origin, self.by, self.reason, self.since, self.holder)
-
-
-@dataclass
-class Inflight:
-    verb: str
-    command: str
-    mutates: bool
-    scope: anyio.CancelScope
-    cut: bool = False
-    restart: str | None = None
-    """Cut by a backend switch to this provider (not by a human): browser_restarting."""
 
 
 def command_line(verb: verbs.Verb, args: Mapping[str, Any]) -> str:
@@ -118,7 +87,7 @@ class Controls:
 
     def check(self, lease: Lease, exempt: bool) -> None:
         """Refuse a verb on a paused lease (before anything runs)."""
-        pause = lease.pause
+        pause = lease.control.pause
         if pause is None or exempt:
             return
         raise Refusal(
@@ -144,7 +113,7 @@ class Controls:
         if exempt:
             return await fn()
         entry = Inflight(verb.name, command_line(verb, args), verb.mutates, anyio.CancelScope())
-        lease.inflight[id(entry)] = entry
+        lease.control.track(entry)
         try:
             with entry.scope:
                 return await fn()
@@ -152,7 +121,7 @@ class Controls:
             if not entry.cut:
                 raise
         finally:
-            lease.inflight.pop(id(entry), None)
+            lease.control.untrack(entry)
         if entry.restart is not None:
             raise Refusal(
                 "browser_restarting",
@@ -168,14 +137,19 @@ class Controls:
         """Cut the verbs still running on the lease: its browser is about to be stopped
         for a backend switch. Answers how many were cut."""
         cut = 0
-        for entry in list(lease.inflight.values()):
+        for entry in lease.control.inflight:
             entry.cut, entry.restart = True, provider
             entry.scope.cancel()
             cut += 1
         return cut
 
+    @staticmethod
+    def let_go(lease: Lease) -> None:
+        """The lease ended: nobody holds its controls any more (a handoff waiting wakes)."""
+        lease.control.release()
+
     def _interrupted(self, lease: Lease, entry: Inflight) -> Refusal:
-        pause = lease.pause
+        pause = lease.control.pause
         if pause is not None and entry.command not in pause.interrupted:
             pause.interrupted.append(entry.command)
         reached = (
@@ -215,7 +189,7 @@ class Controls:
     ) -> PauseInfo:
         _session, lease = self._find(session_id, profile_id)
         now = time.monotonic()
-        pause = lease.pause
+        pause = lease.control.pause
         if pause is not None:
             if viewer is None or pause.holder == viewer:
                 return pause.info()
@@ -237,9 +211,8 @@ class Controls:
         else:
             by = f"a human in the live view ({viewer})"
             pause = Pause("takeover", by, reason, time.time(), now, viewer, now)
-        lease.pause = pause
-        lease.input_holder = "user"
-        for entry in list(lease.inflight.values()):
+        lease.control.hold(pause)
+        for entry in lease.control.inflight:
             entry.cut = True
             entry.scope.cancel()
         if viewer is not None:
@@ -248,12 +221,13 @@ class Controls:
 
     def release(self, session_id: str, profile_id: str, viewer: str) -> None:
         lease = self.lease(session_id, profile_id)
-        if lease is not None and lease.pause is not None and lease.pause.holder == viewer:
-            lease.pause.holder = None
+        pause = lease.control.pause if lease is not None else None
+        if pause is not None and pause.holder == viewer:
+            pause.holder = None
 
     def hand_back(self, session_id: str, profile_id: str, viewer: str, why: str) -> bool:
         session, lease = self._find(session_id, profile_id)
-        pause = lease.pause
+        pause = lease.control.pause
         if pause is None:
             return False
         if why == "explicit" and pause.holder not in (None, viewer):
@@ -265,9 +239,7 @@ class Controls:
                 since=time.strftime("%H:%M:%S", time.localtime(pause.since)),
                 holder=pause.holder,
             )
-        lease.pause = None
-        lease.input_holder = "agent"
-        pause.released.set()
+        lease.control.release()
         words = _WHY.get(why, "the controls came back to you ({why})").format(
             idle=self.handback_idle, why=why
         )
@@ -295,14 +267,15 @@ class Controls:
 
     def note_input(self, session_id: str, profile_id: str) -> None:
         lease = self.lease(session_id, profile_id)
-        if lease is not None and lease.pause is not None:
-            lease.pause.last_input = time.monotonic()
+        pause = lease.control.pause if lease is not None else None
+        if pause is not None:
+            pause.last_input = time.monotonic()
 
     def expire_idle(self) -> None:
         now = time.monotonic()
         for session in list(self.sessions.values()):
             for lease in [*session.leases.values(), *session.targets.values()]:
-                pause = lease.pause
+                pause = lease.control.pause
                 if pause is None or pause.claimed is None:
                     continue  # a handoff nobody has taken up yet waits for its --wait
                 last = max(pause.claimed, pause.last_input or 0.0)
@@ -314,7 +287,7 @@ class Controls:
 
     async def wait_handback(self, session_id: str, profile_id: str, timeout: float) -> bool:
         lease = self.lease(session_id, profile_id)
-        pause = lease.pause if lease is not None else None
+        pause = lease.control.pause if lease is not None else None
         if pause is None:
             return True
         with anyio.move_on_after(max(0.0, timeout)):

@@ -17,6 +17,7 @@ import anyio
 
 from browserbay import procfs
 from browserbay.keeper.browsers import BrowserPool, Running
+from browserbay.keeper.controls import Controls
 from browserbay.keeper.guard import host_allowed
 from browserbay.keeper.profiles import ProfileBook
 from browserbay.keeper.sessions import Lease, Session, Tab, TabBook
@@ -393,7 +394,7 @@ class Leases:
                 await self.db(self.registry.park_kept, session.ref.id, lease.profile.id)
             elif lease.tabs:
                 await self.db(self.registry.mark_kept, session.ref.id, lease.profile.id, "auto")
-        lease.unpause()
+        Controls.let_go(lease)
         self.plugins.hooks.bay_lease_changed(lease=lease.info(reason), change="detached")
         closed = len(lease.tabs)
         pages = [t.page for t in lease.tabs.values()]
@@ -447,7 +448,7 @@ class Leases:
         # The tabs as the session last saw them (a verb that answered may not have written
         # them yet): the pages a crash closes stay in the lease until now (see adopt).
         seen = [(t.page.url, t.id == lease.current) for t in lease.tabs.values()]
-        lease.unpause()
+        Controls.let_go(lease)
         self.plugins.hooks.bay_lease_changed(lease=lease.info("crashed"), change="detached")
         for tab in list(lease.tabs.values()):
             self.tabs.drop(tab, lease, "its browser stopped unexpectedly")

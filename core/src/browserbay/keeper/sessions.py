@@ -16,10 +16,11 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from browserbay.keeper.pause import LeaseControl
 from browserbay.model import LeaseInfo, LiveWindow, PauseInfo, ProfileRef, SessionRef
 from browserbay.refusals import Refusal
 
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page
 
     from browserbay.keeper.browsers import Running
-    from browserbay.keeper.controls import Inflight, Pause
 
 
 @dataclass
@@ -67,13 +67,11 @@ class Lease:
     """What was last written to the registry's kept tabs (written again only on change)."""
     blocked: int = 0
     """Sub-resource requests refused by the allowed-domains list."""
-    input_holder: str = "agent"
     restoring: bool = False
     """Kept tabs are being reopened: new pages are adopted in order by the restore itself."""
-    pause: Pause | None = None
-    """Set while a human holds the controls (see browserbay.keeper.controls)."""
-    inflight: dict[int, Inflight] = field(default_factory=dict)
-    """The verbs running on the lease now, which a takeover cuts."""
+    control: LeaseControl = field(default_factory=LeaseControl)
+    """Who holds the controls and the verbs running now, which a takeover cuts (changed only
+    by browserbay.keeper.controls.Controls)."""
     agent_point: tuple[str, float, float] | None = None
     """(tab, x, y): where the agent's last pointer verb acted, for the live view's cursor."""
     after_frame: Any = None
@@ -96,8 +94,7 @@ class Lease:
         return self.profile.label if self.profile.chosen == "target" else f"profile {self.handle}"
 
     def info(self, ended: str | None = None) -> LeaseInfo:
-        holder: Literal["agent", "user"] = "user" if self.input_holder == "user" else "agent"
-        return LeaseInfo(self.profile, self.session, holder, tuple(self.tabs), ended)
+        return LeaseInfo(self.profile, self.session, self.control.holder, tuple(self.tabs), ended)
 
     def pages(self) -> dict[str, Page]:
         if self.context is None:
@@ -105,14 +102,7 @@ class Lease:
         return {tab_id: tab.page for tab_id, tab in self.tabs.items()}
 
     def pause_info(self) -> PauseInfo | None:
-        return self.pause.info() if self.pause is not None else None
-
-    def unpause(self) -> None:
-        """The lease ended: nobody holds its controls any more (a handoff waiting wakes)."""
-        if self.pause is not None:
-            self.pause.released.set()
-            self.pause = None
-        self.input_holder = "agent"
+        return self.control.pause_info()
 
 
 @dataclass
@@ -143,7 +133,7 @@ class Session:
                     "browser": lease.browser.id if lease.browser else None,
                     "tabs": len(lease.tabs),
                     "current_tab": lease.current,
-                    "inflight": [e.command for e in lease.inflight.values()],
+                    "inflight": [e.command for e in lease.control.inflight],
                 }
                 for lease in [*self.leases.values(), *self.targets.values()]
             ],

@@ -204,7 +204,7 @@ class BackendMixin(ChoosingMixin):
                 continue
             if lease.context is not None:
                 others.add(s.ref.id)
-            if lease.pause is not None or lease.input_holder == "user":
+            if lease.control.pause is not None:
                 driven.append((s, lease))
         others.discard(session.ref.id)
         return sorted(others), driven
@@ -367,13 +367,13 @@ class BackendMixin(ChoosingMixin):
             ]
 
         end = time.monotonic() + DRAIN_TIMEOUT
-        while any(held.inflight for _s, held in leases()) and time.monotonic() < end:  # noqa: ASYNC110 - bounded; a verb's end sets no event
+        while any(held.control.inflight for _s, held in leases()) and time.monotonic() < end:  # noqa: ASYNC110 - bounded; a verb's end sets no event
             await anyio.sleep(0.05)
         for _s, held in leases():
             if Controls.cut_for_restart(held, target):
                 log.info("cut the verbs in flight on %s for a backend switch", profile_id)
         end = time.monotonic() + DRAIN_TIMEOUT
-        while any(held.inflight for _s, held in leases()) and time.monotonic() < end:  # noqa: ASYNC110 - bounded; a verb's end sets no event
+        while any(held.control.inflight for _s, held in leases()) and time.monotonic() < end:  # noqa: ASYNC110 - bounded; a verb's end sets no event
             await anyio.sleep(0.05)
         return [(s, held) for s, held in leases() if held.context is not None]
 

@@ -11,6 +11,7 @@ and ends them through ``ctx.targets`` (:class:`browserbay.model.TargetLeases`).
 
 from __future__ import annotations
 
+from browserbay.keeper.controls import Controls
 from browserbay.keeper.sessions import Lease, Session
 from browserbay.model import LiveWindow, ProfileRef, Tier
 from browserbay.plugins import Plugins
@@ -50,5 +51,5 @@ class TargetBook:
         lease = session.targets.pop(key, None) if session is not None else None
         if lease is None:
             return
-        lease.unpause()
+        Controls.let_go(lease)
         self.plugins.hooks.bay_lease_changed(lease=lease.info(reason), change="detached")
