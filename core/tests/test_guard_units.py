@@ -51,4 +51,3 @@ def test_a_cdp_url_with_a_port_names_the_port_to_guard() -> None:
     assert devtools_ports(_Handle("ws://10.0.0.5:9222/devtools/browser/x")) == (9222,)
     assert devtools_ports(_Handle("wss://vendor.example/connect?token=x")) == ()
     assert devtools_ports(_Handle(None)) == ()
-    assert devtools_ports(object()) == ()

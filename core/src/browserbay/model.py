@@ -107,31 +107,39 @@ class LaunchSpec:
 
 
 class BrowserHandle(Protocol):
-    """A running browser the keeper owns, as a driver hands it back."""
+    """A running browser the keeper owns, as a driver hands it back.
+
+    Its optional capabilities are attributes every handle declares, None when it has not
+    got them (the keeper reads them, it never probes for them): a handle class may subclass
+    this protocol to inherit those None defaults."""
 
     browser_id: str
     pid: int | None
     browser: Browser | None
     """The Playwright browser, when sessions get their own contexts in it."""
     persistent_context: BrowserContext | None
-    """The one context of a persistent user-data-dir, when there is one. A handle may also
-    carry ``cdp_url`` (a ``ws://`` URL): the browser's own CDP endpoint, for providers with
-    the ``cdp_endpoint`` cell, ``context_options`` (see :func:`context_options`), and
-    ``live_view_url``: the vendor's own live viewer, for providers with the ``provider_view``
-    cell."""
+    """The one context of a persistent user-data-dir, when there is one."""
+    cdp_url: str | None = None
+    """The browser's own CDP endpoint (a ``ws://`` URL), for providers with the
+    ``cdp_endpoint`` cell."""
+    live_view_url: str | None = None
+    """The vendor's own live viewer of this browser, for providers with the
+    ``provider_view`` cell."""
+    context_options: Mapping[str, Any] | None = None
+    """What every session's context in this browser is made with (see
+    :func:`context_options`)."""
 
     async def close(self, timeout: float) -> None:
         """Close gracefully (CDP ``Browser.close``) within ``timeout`` seconds. Never SIGKILL a
         browser that holds a profile: it would lose its newest cookies."""
 
 
-def context_options(handle: object) -> dict[str, Any]:
+def context_options(handle: BrowserHandle) -> dict[str, Any]:
     """The keyword arguments of Playwright's ``browser.new_context`` that a handle asks for
-    every session's context in its browser: its optional ``context_options`` mapping (a device
-    to emulate: ``viewport``, ``user_agent``, ``device_scale_factor``, ``is_mobile``,
+    every session's context in its browser: its ``context_options`` mapping (a device to
+    emulate: ``viewport``, ``user_agent``, ``device_scale_factor``, ``is_mobile``,
     ``has_touch``, as in ``playwright.devices[...]``). Empty when it has none."""
-    options = getattr(handle, "context_options", None)
-    return dict(options) if isinstance(options, Mapping) else {}
+    return dict(handle.context_options or {})
 
 
 class Driver(Protocol):
@@ -543,10 +551,36 @@ class LeaseInfo:
     backend switch: the lease reattaches to the new browser at once). None otherwise."""
 
 
-@dataclass
+class VerbHost(Protocol):
+    """What a plugin verb may ask of the keeper about the lease it runs on. The keeper's one
+    implementation is made once per verb (``ctx.host``); the methods of the same names on
+    :class:`VerbContext` are the way to call it."""
+
+    async def page(self) -> Page:
+        """The session's current Playwright page (its browser starts lazily)."""
+
+    def adopt(self, page: Page) -> str:
+        """Make a page of the lease's browser context one of the lease's tabs; its tab id."""
+
+    async def keeper_verb(self, name: str, args: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        """Run one of the keeper's own verbs; its ``(data, text)``."""
+
+    def cdp_url(self) -> str | None:
+        """The lease's browser's own CDP endpoint, when it runs and has one."""
+
+    def live_view_url(self) -> str | None:
+        """The vendor's own live viewer of the lease's browser, when it runs and has one."""
+
+    async def guard(self, method: str, params: Mapping[str, Any], road: str) -> None:
+        """The keeper's guards on a CDP call relayed to the lease; raises the refusal."""
+
+
+@dataclass(frozen=True)
 class VerbContext:
-    """What a plugin verb's handler gets. ``args`` are validated against the verb's row;
-    ``deadline`` is ``time.monotonic()`` by which the answer must be back."""
+    """What a plugin verb's handler gets: the call as data, and its methods (``page()``,
+    ``adopt()``, ``keeper_verb()``, ``cdp_url()``, ``live_view_url()``, ``guard()``,
+    ``progress()``), which ask the keeper through ``host``. ``args`` are validated against
+    the verb's row; ``deadline`` is ``time.monotonic()`` by which the answer must be back."""
 
     verb: str
     args: Mapping[str, Any]
@@ -555,37 +589,16 @@ class VerbContext:
     deadline: float
     state_dir: Path
     """A directory of the plugin's own may be made under it (``state_dir / <plugin>``)."""
-    page: Callable[[], Awaitable[Any]]
-    """``await ctx.page()``: the session's current Playwright page (its browser starts
-    lazily), for verbs that need CDP. Declare ``needs=("has_cdp",)`` on the verb."""
+    host: VerbHost
+    """The keeper's side of this call (the methods below forward to it)."""
     keys: KeyAdmin | None = None
     """The keys, as masked views and writes (``bay keys`` is built on it); it never hands
     out a plaintext key."""
-    progress: Callable[[str], Awaitable[bool]] = say_progress
-    """``await ctx.progress(text)``: a line the client prints (on stderr) while the verb
-    still runs — a link a human must open before the verb can end. False when the client
-    did not ask for progress lines."""
     lease: LiveLease | None = None
     """The lease the verb acts on (read it, never change it): its tabs (``pages()``), who
     holds its controls (``info().input_holder``)."""
-    cdp_url: Callable[[], str | None] = lambda: None
-    """``ctx.cdp_url()``: the lease's browser's own CDP endpoint once it runs (``await
-    ctx.page()`` first), for providers with the ``cdp_endpoint`` cell; None otherwise. Never
-    hand it to an agent: it reaches every session's tabs."""
-    adopt: Callable[[Page], str] | None = None
-    """``ctx.adopt(page)``: make a page of the lease's browser context one of the lease's
-    tabs (a tab the plugin opened through a CDP connection of its own); answers its tab id."""
-    keeper_verb: Callable[[str, dict[str, Any]], Awaitable[tuple[dict[str, Any], str]]] | None = (
-        None
-    )
-    """``await ctx.keeper_verb("new", args)``: run one of the keeper's own verbs (``new``,
-    ``profiles``…) as part of this one; answers its ``(data, text)``."""
     providers: Mapping[str, ProviderRow] = field(default_factory=dict)
     """The provider rows the keeper loaded, by id (read them, never change them)."""
-    live_view_url: Callable[[], str | None] = lambda: None
-    """``ctx.live_view_url()``: the vendor's own live viewer of the lease's browser once it
-    runs (``await ctx.page()`` first), for providers with the ``provider_view`` cell; None
-    otherwise."""
     target: LiveLease | None = None
     """The target lease the verb acts on, when its :attr:`PluginVerb.target` names one the
     session holds (a native window): takeover, ``browser_paused`` and ``browser_interrupted``
@@ -593,12 +606,48 @@ class VerbContext:
     targets: TargetLeases | None = None
     """Leases on targets that are not browser profiles (``ctx.targets.hold(...)``): what a
     plugin that owns such targets (the ``local-window`` provider) gives its holders."""
-    guard: Callable[[str, Mapping[str, Any], str], Awaitable[None]] | None = None
-    """``await ctx.guard(method, params, road)``: the keeper's guards (pause, restart gap,
-    ``bay_before_verb``, domain fence, audit) on a CDP call the plugin relays to the lease
-    on an agent's behalf (road ``cdp`` or ``run``); raises the refusal. Calls that are a
-    verb in all but name (``Page.navigate``, ``Target.createTarget``: ``open``) are judged
-    as that verb; others pass."""
+
+    async def page(self) -> Page:
+        """``await ctx.page()``: the session's current Playwright page (its browser starts
+        lazily), for verbs that need CDP. Declare ``needs=("has_cdp",)`` on the verb."""
+        return await self.host.page()
+
+    def adopt(self, page: Page) -> str:
+        """``ctx.adopt(page)``: make a page of the lease's browser context one of the lease's
+        tabs (a tab the plugin opened through a CDP connection of its own); answers its tab
+        id."""
+        return self.host.adopt(page)
+
+    async def keeper_verb(self, name: str, args: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        """``await ctx.keeper_verb("new", args)``: run one of the keeper's own verbs (``new``,
+        ``profiles``…) as part of this one; answers its ``(data, text)``."""
+        return await self.host.keeper_verb(name, args)
+
+    def cdp_url(self) -> str | None:
+        """``ctx.cdp_url()``: the lease's browser's own CDP endpoint once it runs (``await
+        ctx.page()`` first), for providers with the ``cdp_endpoint`` cell; None otherwise.
+        Never hand it to an agent: it reaches every session's tabs."""
+        return self.host.cdp_url()
+
+    def live_view_url(self) -> str | None:
+        """``ctx.live_view_url()``: the vendor's own live viewer of the lease's browser once
+        it runs (``await ctx.page()`` first), for providers with the ``provider_view`` cell;
+        None otherwise."""
+        return self.host.live_view_url()
+
+    async def guard(self, method: str, params: Mapping[str, Any], road: str) -> None:
+        """``await ctx.guard(method, params, road)``: the keeper's guards (pause, restart gap,
+        ``bay_before_verb``, domain fence, audit) on a CDP call the plugin relays to the
+        lease on an agent's behalf (road ``cdp`` or ``run``); raises the refusal. Calls that
+        are a verb in all but name (``Page.navigate``, ``Target.createTarget``: ``open``) are
+        judged as that verb; others pass."""
+        await self.host.guard(method, params, road)
+
+    async def progress(self, text: str) -> bool:
+        """``await ctx.progress(text)``: a line the client prints (on stderr) while the verb
+        still runs — a link a human must open before the verb can end. False when the client
+        did not ask for progress lines."""
+        return await say_progress(text)
 
 
 VerbHandler = Callable[[VerbContext], Awaitable[tuple[dict[str, Any], str]]]

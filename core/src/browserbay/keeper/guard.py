@@ -30,6 +30,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
+from browserbay.model import BrowserHandle
 from browserbay.refusals import Refusal
 
 if TYPE_CHECKING:
@@ -67,13 +68,13 @@ def url_port(url: object) -> tuple[int, ...]:
     return ()
 
 
-def devtools_ports(handle: object) -> tuple[int, ...]:
+def devtools_ports(handle: BrowserHandle) -> tuple[int, ...]:
     """The port of the browser's own DevTools HTTP endpoint, when its handle names one
     (``cdp_url``, e.g. ``ws://127.0.0.1:9222/devtools/browser/…``). The port is refused on
     every host, as the scoped endpoint's :func:`browserbay_cdp.policy.check_url` does: a
     browser listening on all addresses answers on this machine's other addresses too, and a
     remote browser on its own host's."""
-    return url_port(getattr(handle, "cdp_url", None))
+    return url_port(handle.cdp_url)
 
 
 def hop_refusal(

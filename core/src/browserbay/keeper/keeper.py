@@ -41,6 +41,7 @@ from browserbay.keeper.sessions import Lease, Session, TabBook, reserve_tab_ids
 from browserbay.keeper.sessionverbs import SessionVerbsMixin
 from browserbay.keeper.switch import BackendMixin
 from browserbay.keeper.targets import TargetBook
+from browserbay.keeper.verbhost import LeaseVerbHost
 from browserbay.model import (
     ActionTrace,
     ProfileRef,
@@ -440,25 +441,12 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
                 profile=lease.profile,
                 deadline=deadline,
                 state_dir=self.paths.state,
-                page=lambda: self._page_of(session, lease),
+                host=LeaseVerbHost(self.leases, self.guards, self._keeper_verb, session, lease),
                 keys=self.plugins.key_admin,
                 lease=lease,
-                cdp_url=lambda: (
-                    getattr(lease.browser.handle, "cdp_url", None)
-                    if lease.browser is not None
-                    else None
-                ),
-                adopt=lambda page: self.leases.adopt(page, lease).id,
-                keeper_verb=lambda name, a: self._keeper_verb(name, a, None),
                 providers=self.plugins.providers,
-                live_view_url=lambda: (
-                    getattr(lease.browser.handle, "live_view_url", None)
-                    if lease.browser is not None
-                    else None
-                ),
                 target=target,
                 targets=TargetBook(self.plugins, self.sessions, session),
-                guard=functools.partial(self.guards.cdp_call, lease),
             )
             data, text = await self.plugins.verbs[verb.name].handler(ctx)
             return data, text, lease.profile
@@ -515,9 +503,6 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
 
     def _traced(self, call: VerbCall, outcome: VerbOutcome, trace: ActionTrace) -> None:
         self.plugins.hooks.bay_action_traced(call=call, outcome=outcome, trace=trace)
-
-    async def _page_of(self, session: Session, lease: Lease) -> Any:
-        return (await self.leases.current_tab(session, lease)).page
 
     # -- housekeeping -------------------------------------------------------------------
 

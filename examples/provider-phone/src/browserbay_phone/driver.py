@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -79,7 +80,9 @@ class PhoneHandle:
         self.browser = browser
         self.persistent_context = context
         self.pid = pid
-        self.context_options = context_options
+        self.context_options: Mapping[str, Any] | None = context_options
+        self.cdp_url: str | None = None
+        self.live_view_url: str | None = None
 
     async def close(self, timeout: float) -> None:
         """Graceful (CDP ``Browser.close``) within ``timeout``; an ephemeral browser that does

@@ -181,7 +181,6 @@ async def chrome_verb(ctx: VerbContext) -> tuple[dict[str, Any], str]:
                 log=str(log),
             )
         started = True
-    assert ctx.keeper_verb is not None
     listing, _ = await ctx.keeper_verb("profiles", {})
     rows = [
         p

@@ -3,7 +3,8 @@ and never close it or a tab we did not open: closing the handle disconnects."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -26,8 +27,10 @@ class CdpHandle:
         self.persistent_context: BrowserContext | None = browser.contexts[0]
         """The browser's default context: sessions share it (its logins) and own tabs in it."""
         self.pid: int | None = None
-        self.cdp_url = cdp_url
+        self.cdp_url: str | None = cdp_url
         """The browser's own WebSocket URL (the session-scoped endpoint's upstream)."""
+        self.live_view_url: str | None = None
+        self.context_options: Mapping[str, Any] | None = None
 
     async def close(self, timeout: float) -> None:
         """Disconnect. The browser and every tab we did not open stay as they are (the

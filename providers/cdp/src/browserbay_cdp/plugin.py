@@ -56,7 +56,7 @@ async def _grant(ctx: VerbContext) -> tuple[Grant, str]:
     """The lease's grant and the target id of its current tab (the browser starts lazily)."""
     page = await ctx.page()
     upstream = ctx.cdp_url()
-    if ctx.lease is None or ctx.adopt is None or upstream is None:
+    if ctx.lease is None or upstream is None:
         raise Refusal(
             "capability_missing",
             provider=ctx.profile.provider,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -130,6 +131,9 @@ class ChromiumHandle:
         self.browser = browser
         self.persistent_context = context
         self.pid = pid
+        self.cdp_url: str | None = None
+        self.live_view_url: str | None = None
+        self.context_options: Mapping[str, Any] | None = None
 
     async def close(self, timeout: float) -> None:
         """``Browser.close`` over CDP with a bounded wait. An ephemeral browser (nothing on

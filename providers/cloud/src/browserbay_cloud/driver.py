@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -88,6 +89,10 @@ class CloudHandle:
         self.pid: int | None = None
         self.live_view_url = live_view_url
         """The vendor's own live viewer of this session (a ``provider-view`` target)."""
+        self.cdp_url: str | None = None
+        """None: the vendor's CDP URL may carry a credential; it is never served (no
+        ``cdp_endpoint`` cell)."""
+        self.context_options: Mapping[str, Any] | None = None
         self.releaser = releaser
         self._tasks: set[asyncio.Task[None]] = set()
         self._closing = False
