@@ -128,6 +128,13 @@ class Verb:
             "plugin": self.plugin,
         }
 
+    def arg(self, name: str) -> Arg:
+        """The argument called ``name`` (a KeyError when the verb has none)."""
+        for a in self.args:
+            if a.name == name:
+                return a
+        raise KeyError(f"{self.name} has no argument {name!r}")
+
     def with_local_paths(self, args: dict[str, Any]) -> dict[str, Any]:
         """``args`` with each given :data:`PATH` argument made absolute (the CLI, the Python
         API and the MCP server all send it so)."""

@@ -204,3 +204,15 @@ def test_page_escapes_are_escaped_and_refusals_clipped(env: dict[str, str], demo
         assert "…(+" in big.structured_content["message"]
 
     anyio.run(_session_run, env, body)
+
+
+def test_the_tools_run_verbs_of_the_table_with_the_arguments_it_names() -> None:
+    from typing import get_args
+
+    from browserbay.verbs import BY_NAME
+    from browserbay_mcp import server
+
+    for verb in (*get_args(server.Action), *get_args(server.Go)):
+        assert verb in BY_NAME, verb
+    for action in get_args(server.Action):
+        assert {a.name for a in BY_NAME[action].args} <= set(server.ACT_PARAMS), action

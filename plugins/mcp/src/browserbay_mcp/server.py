@@ -15,16 +15,19 @@ from __future__ import annotations
 import base64
 import os
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent
-from pydantic import Field
+from pydantic import AfterValidator, Field
+from pydantic_core import PydanticCustomError
 
 from browserbay import __version__
 from browserbay.api import Answer, Client
 from browserbay.errors import BayRefusal
 from browserbay.refusals import Refusal, printable
+from browserbay.verbs import BY_NAME
 
 INSTRUCTIONS = """\
 A browser of your own, isolated from other sessions (browserbay). Work in this loop:
@@ -87,9 +90,55 @@ async def answered(
     return result(answer, text(answer) if text else None)
 
 
-Ref = Annotated[
-    str | None, Field(description="an @eN reference from the last snapshot (or a CSS selector)")
-]
+def helps(verb: str, arg: str) -> str:
+    """The help of one argument of the verb table: a tool's parameter says what ``bay help``
+    says of the argument it gives."""
+    return BY_NAME[verb].arg(arg).help
+
+
+def one_of(verb: str, arg: str) -> tuple[Any, ...]:
+    """A parameter that takes one of the choices of a verb's argument: the choices in its
+    schema (as an enum) and checked on the way in, read from the verb table."""
+    choices = BY_NAME[verb].arg(arg).choices
+    *first, last = map(repr, choices)
+    expected = f"{', '.join(first)} or {last}" if first else last
+
+    def check(value: str) -> str:
+        if value not in choices:  # as pydantic words it for a Literal
+            raise PydanticCustomError(
+                "literal_error", "Input should be {expected}", {"expected": expected}
+            )
+        return value
+
+    return Field(json_schema_extra={"enum": list(choices)}), AfterValidator(check)
+
+
+#: The verbs the ``act`` tool runs (each a row of the verb table).
+Action = Literal["click", "fill", "type", "select", "check", "uncheck", "hover", "press"]
+#: ``navigate go=``: the verbs that move in the tab's history.
+Go = Literal["back", "forward", "reload"]
+
+
+@dataclass(frozen=True)
+class Param:
+    """A parameter of ``act`` as the verb argument it gives: its name in the tool, the way
+    out when a verb needs it and it is missing, and whether an empty value is one (``fill``
+    with ``text=""`` clears the field)."""
+
+    name: str
+    way_out: str
+    empty_ok: bool = False
+
+
+#: The verb arguments ``act`` gives, by their name in the verb table.
+ACT_PARAMS = {
+    "target": Param("ref", "take a snapshot and give ref=@eN"),
+    "text": Param("text", "give text=", empty_ok=True),
+    "values": Param("values", "give values=[...]"),
+    "key": Param("key", "give key=, e.g. Enter"),
+}
+
+Ref = Annotated[str | None, Field(description=helps("click", "target"))]
 
 
 def build(client: Client) -> MCPServer[Any]:
@@ -100,11 +149,9 @@ def build(client: Client) -> MCPServer[Any]:
 
     @server.tool()
     async def navigate(
-        url: Annotated[
-            str | None, Field(description="http(s) URL (or about:blank) to open")
-        ] = None,
+        url: Annotated[str | None, Field(description=helps("open", "url"))] = None,
         go: Annotated[
-            Literal["back", "forward", "reload"] | None,
+            Go | None,
             Field(description="instead of a URL: move in the tab's history, or reload"),
         ] = None,
         new_tab: Annotated[bool, Field(description="open the URL in a new tab")] = False,
@@ -114,8 +161,7 @@ def build(client: Client) -> MCPServer[Any]:
         if (url is None) == (go is None):
             return usage("open", "navigate needs exactly one of url or go", "give url= or go=")
         if go is not None:
-            method = {"back": client.back, "forward": client.forward, "reload": client.reload}
-            return await answered(method[go])
+            return await answered(lambda: client.call(go))
         assert url is not None
         if new_tab:
             return await answered(lambda: client.new_tab(url))
@@ -123,63 +169,46 @@ def build(client: Client) -> MCPServer[Any]:
 
     @server.tool()
     async def snapshot(
-        interactive: Annotated[
-            bool, Field(description="only what you can act on, as a flat list")
-        ] = True,
-        depth: Annotated[int | None, Field(description="limit the tree depth")] = None,
+        interactive: Annotated[bool, Field(description=helps("snapshot", "interactive"))] = True,
+        depth: Annotated[int | None, Field(description=helps("snapshot", "depth"))] = None,
     ) -> CallToolResult:
         """The page's accessibility tree; elements carry [ref=eN]: act on them as @eN."""
         return await answered(lambda: client.snapshot(interactive=interactive, depth=depth))
 
     @server.tool()
     async def act(
-        action: Annotated[
-            Literal["click", "fill", "type", "select", "check", "uncheck", "hover", "press"],
-            Field(description="what to do"),
-        ],
+        action: Annotated[Action, Field(description="what to do")],
         ref: Ref = None,
         text: Annotated[
-            str | None, Field(description="fill: the new value; type: text to add")
+            str | None,
+            Field(description=f"fill: {helps('fill', 'text')}; type: {helps('type', 'text')}"),
         ] = None,
         values: Annotated[
-            list[str] | None, Field(description="select: option values or labels")
+            list[str] | None, Field(description=f"select: {helps('select', 'values')}")
         ] = None,
-        key: Annotated[
-            str | None, Field(description="press: a key or chord (Enter, Tab, Control+a)")
-        ] = None,
+        key: Annotated[str | None, Field(description=f"press: {helps('press', 'key')}")] = None,
     ) -> CallToolResult:
         """Act on an element by its @eN reference: click, fill (replace the value), type
         (add keys), select options, check/uncheck, hover; or press a key on the focused
         element. Take a new snapshot after the page changes."""
-        if action == "press":
-            if not key:
-                return usage("press", "press needs key", "give key=, e.g. Enter")
-            return await answered(lambda: client.press(key))
-        if not ref:
-            return usage(action, f"{action} needs ref", "take a snapshot and give ref=@eN")
-        if action in ("fill", "type"):
-            if text is None:
-                return usage(action, f"{action} needs text", "give text=")
-            method = client.fill if action == "fill" else client.type
-            return await answered(lambda: method(ref, text))
-        if action == "select":
-            if not values:
-                return usage("select", "select needs values", "give values=[...]")
-            return await answered(lambda: client.select(ref, *values))
-        one = {
-            "click": client.click,
-            "check": client.check,
-            "uncheck": client.uncheck,
-            "hover": client.hover,
-        }[action]
-        return await answered(lambda: one(ref))
+        given: dict[str, str | list[str] | None] = {
+            "target": ref,
+            "text": text,
+            "values": values,
+            "key": key,
+        }
+        args: dict[str, Any] = {}
+        for arg in BY_NAME[action].args:  # the verb's own arguments, in the table's order
+            value, param = given[arg.name], ACT_PARAMS[arg.name]
+            if value is None or (not value and not param.empty_ok):
+                return usage(action, f"{action} needs {param.name}", param.way_out)
+            args[arg.name] = value
+        return await answered(lambda: client.call(action, args))
 
     @server.tool()
     async def read(
-        what: Annotated[
-            Literal["title", "url", "text", "value", "html"], Field(description="what to read")
-        ],
-        ref: Ref = None,
+        what: Annotated[str, Field(description=helps("get", "what")), *one_of("get", "what")],
+        ref: Annotated[str | None, Field(description=helps("get", "target"))] = None,
     ) -> CallToolResult:
         """Read the page's title or url, or the text, value or html of an element (text and
         html default to the whole page)."""
@@ -209,7 +238,7 @@ def build(client: Client) -> MCPServer[Any]:
 
     @server.tool()
     async def screenshot(
-        full: Annotated[bool, Field(description="the whole page, not just the viewport")] = False,
+        full: Annotated[bool, Field(description=helps("screenshot", "full"))] = False,
     ) -> CallToolResult:
         """A PNG of the page, as an image."""
         try:
