@@ -25,7 +25,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from browserbay import procfs
 from browserbay_local_window import procs, xauth
-from browserbay_local_window.plugin import LAUNCHERS
+from browserbay_local_window.names import launcher
 from browserbay_local_window.settings import Settings
 from browserbay_local_window.walkerclient import WalkerClient
 from browserbay_local_window.x11 import XConn
@@ -45,10 +45,6 @@ class DisplayError(Exception):
         super().__init__(reason)
         self.reason = reason
         self.fix = fix
-
-
-def launcher() -> str | None:
-    return next((p for p in LAUNCHERS if os.access(p, os.X_OK)), None)
 
 
 @dataclass

@@ -4,48 +4,19 @@ XTEST is asked for, a pixel is read. ``bay doctor`` prints its machine part (doc
 
 from __future__ import annotations
 
-import shutil
 import time
 from typing import Any
 
 from browserbay.model import VerbContext
 from browserbay.refusals import Refusal
-from browserbay_local_window import chromium, procs
-from browserbay_local_window.display import Display, launcher
+from browserbay_local_window.book import Windows
+from browserbay_local_window.display import Display
+from browserbay_local_window.doctor_checks import Row, machine, row
 from browserbay_local_window.walkerclient import WalkerError
 from browserbay_local_window.x11 import XError
 
-Row = dict[str, Any]
 
-
-def _row(ok: bool, detail: str) -> Row:
-    return {"ok": ok, "detail": detail}
-
-
-def machine(book: Any) -> dict[str, Row]:
-    """What is installed: cheap, no process started."""
-    s = book.settings
-    xvfb = shutil.which(s.xvfb)
-    spi = launcher()
-    dbus = shutil.which("dbus-daemon")
-    browser = chromium.find()
-    tool = procs.setpriv()
-    return {
-        "xvfb": _row(xvfb is not None, xvfb or f"{s.xvfb} not found (apt-get install -y xvfb)"),
-        "dbus": _row(dbus is not None, dbus or "dbus-daemon not found (apt-get install -y dbus)"),
-        "atspi_launcher": _row(
-            spi is not None,
-            spi or "at-spi-bus-launcher not found (apt-get install -y at-spi2-core)",
-        ),
-        "chromium": _row(browser is not None, browser or chromium.INSTALL),
-        "keeper_death_cleanup": _row(
-            tool is not None,
-            f"{tool} --pdeathsig" if tool else "no setpriv: a killed keeper leaves its display",
-        ),
-    }
-
-
-async def live(book: Any, display: Display) -> dict[str, Row]:
+async def live(book: Windows, display: Display) -> dict[str, Row]:
     """What works on a running display."""
     rows: dict[str, Row] = {}
     started = time.monotonic()
@@ -54,33 +25,33 @@ async def live(book: Any, display: Display) -> dict[str, Row]:
         hello = await display.walker.call("hello", 10.0, call_ms=2000)
     except WalkerError as exc:
         if exc.kind == "unavailable":
-            rows["walker_python"] = _row(False, f"{python}: {exc.reason}")
-            rows["atspi_bus"] = _row(False, "not probed: the walker cannot run")
+            rows["walker_python"] = row(False, f"{python}: {exc.reason}")
+            rows["atspi_bus"] = row(False, "not probed: the walker cannot run")
         else:
-            rows["walker_python"] = _row(True, python)
-            rows["atspi_bus"] = _row(False, f"{exc.kind}: {exc.reason}")
+            rows["walker_python"] = row(True, python)
+            rows["atspi_bus"] = row(False, f"{exc.kind}: {exc.reason}")
     else:
-        rows["walker_python"] = _row(True, python)
-        rows["atspi_bus"] = _row(
+        rows["walker_python"] = row(True, python)
+        rows["atspi_bus"] = row(
             True,
             f"{hello['a11y_bus'].split(',')[0]} · {hello['apps']} application(s) · "
             f"{(time.monotonic() - started) * 1000:.0f} ms",
         )
     ok, detail = await book.xtest(display)
-    rows["xtest"] = _row(ok, detail)
+    rows["xtest"] = row(ok, detail)
     try:
         w, h = await display.x.run(5.0, lambda x: x.screen_size())
         await display.x.run(5.0, lambda x: x.grab(0, 0, 1, 1))
         import PIL
 
-        rows["screenshot"] = _row(True, f"get_image on a {w}x{h} screen · Pillow {PIL.__version__}")
+        rows["screenshot"] = row(True, f"get_image on a {w}x{h} screen · Pillow {PIL.__version__}")
     except (XError, ImportError) as exc:
-        rows["screenshot"] = _row(False, str(exc))
+        rows["screenshot"] = row(False, str(exc))
     return rows
 
 
-async def probe_matrix(book: Any, ctx: VerbContext) -> tuple[dict[str, Any], str]:
-    machine_rows = machine(book)
+async def probe_matrix(book: Windows, ctx: VerbContext) -> tuple[dict[str, Any], str]:
+    machine_rows = machine(book.settings)
     displays: list[dict[str, Any]] = []
     try:
         own = await book.ensure_own(ctx)

@@ -1,6 +1,7 @@
 """``bay doctor`` rows of the local-window provider: the machine part of its probe matrix
-(:func:`browserbay_local_window.doctor.machine`), plus two things tried for real and undone at
-once — an Xvfb that starts and answers, and the AT-SPI bindings under the walker's python."""
+(:func:`machine`, which ``bay window doctor`` shows too), plus two things tried for real and
+undone at once — an Xvfb that starts and answers, and the AT-SPI bindings under the walker's
+python."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ import select
 import shutil
 import subprocess
 import time
-from types import SimpleNamespace
+from typing import Any
 
 from browserbay.model import DoctorCheck
-from browserbay_local_window.doctor import machine
+from browserbay_local_window import chromium, procs
+from browserbay_local_window.names import launcher
 from browserbay_local_window.settings import Settings
 
 #: How long Xvfb may take to report its display, and the walker's python its imports.
@@ -26,6 +28,37 @@ _MACHINE = {
     "atspi_launcher": ("at-spi", "apt-get install -y at-spi2-core"),
     "keeper_death_cleanup": ("display", "apt-get install -y util-linux   (for setpriv)"),
 }
+
+Row = dict[str, Any]
+
+
+def row(ok: bool, detail: str) -> Row:
+    """One probe's result: whether it works, and what was found (or what fixes it)."""
+    return {"ok": ok, "detail": detail}
+
+
+def machine(s: Settings) -> dict[str, Row]:
+    """What is installed: cheap, no process started (the machine part of ``bay window
+    doctor``'s probe matrix, and of ``bay doctor``'s rows)."""
+    xvfb = shutil.which(s.xvfb)
+    spi = launcher()
+    dbus = shutil.which("dbus-daemon")
+    browser = chromium.find()
+    tool = procs.setpriv()
+    return {
+        "xvfb": row(xvfb is not None, xvfb or f"{s.xvfb} not found (apt-get install -y xvfb)"),
+        "dbus": row(dbus is not None, dbus or "dbus-daemon not found (apt-get install -y dbus)"),
+        "atspi_launcher": row(
+            spi is not None,
+            spi or "at-spi-bus-launcher not found (apt-get install -y at-spi2-core)",
+        ),
+        "chromium": row(browser is not None, browser or chromium.INSTALL),
+        "keeper_death_cleanup": row(
+            tool is not None,
+            f"{tool} --pdeathsig" if tool else "no setpriv: a killed keeper leaves its display",
+        ),
+    }
+
 
 ATSPI_IMPORT = (
     "import gi; gi.require_version('Atspi', '2.0'); from gi.repository import Atspi; "
@@ -99,18 +132,18 @@ def atspi_bindings(python: str) -> DoctorCheck:
 def checks(settings: Settings | None = None) -> list[DoctorCheck]:
     settings = Settings.from_env() if settings is None else settings
     rows = []
-    for key, row in machine(SimpleNamespace(settings=settings)).items():
+    for key, found in machine(settings).items():
         if key not in _MACHINE:
             continue
         area, fix = _MACHINE[key]
-        if row["ok"]:
-            rows.append(DoctorCheck(area, key.replace("_", " "), "ok", row["detail"]))
+        if found["ok"]:
+            rows.append(DoctorCheck(area, key.replace("_", " "), "ok", found["detail"]))
         else:
             name = key.replace("_", " ")
             if key == "keeper_death_cleanup":
-                rows.append(DoctorCheck(area, name, "warn", row["detail"], fix))
+                rows.append(DoctorCheck(area, name, "warn", found["detail"], fix))
             else:
-                rows.append(DoctorCheck(area, name, "fail", row["detail"], fix))
+                rows.append(DoctorCheck(area, name, "fail", found["detail"], fix))
     rows.append(xvfb_starts(settings.xvfb))
     rows.append(atspi_bindings(settings.python))
     return rows

@@ -20,15 +20,13 @@ import hashlib
 import io
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 from Xlib import XK
 
+from browserbay_local_window.book import Window, Windows
 from browserbay_local_window.x11 import XError, char_keysym
-
-if TYPE_CHECKING:
-    from browserbay_local_window.windows import Window, Windows
 
 JPEG_QUALITY = 70
 X_DEADLINE = 5.0

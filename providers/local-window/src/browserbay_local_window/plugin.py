@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Mapping
 from typing import Any
@@ -18,30 +17,8 @@ from browserbay.model import (
 )
 from browserbay.refusals import Refusal
 from browserbay.verbs import PLUGIN, Arg, Verb
+from browserbay_local_window.names import ACTIONS, PROVIDER, launcher
 from browserbay_local_window.settings import Settings
-
-PROVIDER = "local-window"
-#: The actions of `bay window` (their handlers are in windows.py, imported at first use so
-#: that a keeper which never opens a window does not pay for Xlib).
-ACTIONS = (
-    "open",
-    "browser",
-    "list",
-    "attach",
-    "detach",
-    "close",
-    "snapshot",
-    "click",
-    "type",
-    "key",
-    "screenshot",
-    "doctor",
-)
-LAUNCHERS = (
-    "/usr/libexec/at-spi-bus-launcher",
-    "/usr/lib/at-spi2-core/at-spi-bus-launcher",
-    "/usr/lib/at-spi2/at-spi-bus-launcher",
-)
 
 CAPABILITIES = Capabilities(
     has_cdp=False,
@@ -76,7 +53,7 @@ def probe() -> str | None:
         for name, found in (
             (settings.xvfb, shutil.which(settings.xvfb)),
             ("dbus-daemon", shutil.which("dbus-daemon")),
-            ("at-spi-bus-launcher", next((p for p in LAUNCHERS if os.access(p, os.X_OK)), None)),
+            ("at-spi-bus-launcher", launcher()),
             (settings.python, shutil.which(settings.python)),
         )
         if not found
@@ -145,6 +122,7 @@ def bay_verbs() -> list[PluginVerb]:
 
 
 async def handle(ctx: VerbContext) -> tuple[dict[str, Any], str]:
+    # Imported at first use: a keeper that never opens a window does not pay for Xlib.
     from browserbay_local_window import windows
 
     return await windows.handle(ctx)

@@ -1,22 +1,14 @@
-"""The windows the keeper knows, their leases, and the ``bay window`` actions.
-
-A window handle (``w1``, ``w2``…) names one application we started on our display (its
-top-level windows, the largest first) or, when ``BAY_WINDOW_DESKTOP=1``, one top-level
-window of the user's own desktop (``d1``…, marked ``desktop``). A window is held by at most
-one session — the one that opened or attached it — and only its holder acts on it.
-"""
+"""The ``bay window`` actions, on the book of windows (:mod:`browserbay_local_window.book`)."""
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import logging
 import os
 import re
 import secrets
 import shutil
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +16,15 @@ import anyio
 import anyio.abc
 
 from browserbay import procfs, sandbox
-from browserbay.model import LiveLease, TargetLeases, VerbContext
+from browserbay.model import VerbContext
 from browserbay.refusals import Refusal
 from browserbay.urls import normalize_url
 from browserbay_local_window import chromium, procs
-from browserbay_local_window import display as displays
-from browserbay_local_window.display import Display, DisplayError
-from browserbay_local_window.plugin import ACTIONS as ACTION_NAMES
-from browserbay_local_window.settings import Settings
+from browserbay_local_window.book import X_TIMEOUT, Window, Windows, toplevels, windows_of
+from browserbay_local_window.display import Display
+from browserbay_local_window.doctor import probe_matrix
+from browserbay_local_window.live import WindowLive
+from browserbay_local_window.names import ACTIONS as ACTION_NAMES
 from browserbay_local_window.tree import render_tree
 from browserbay_local_window.walkerclient import WalkerError
 from browserbay_local_window.x11 import KeyNameError, TopLevel, XError, parse_chord
@@ -39,7 +32,6 @@ from browserbay_local_window.x11 import KeyNameError, TopLevel, XError, parse_ch
 log = logging.getLogger("browserbay.local_window")
 
 WINDOW_WAIT = 10.0
-X_TIMEOUT = 5.0
 CLOSE_GRACE = 5.0
 #: Characters typed through XTEST per X call (a cut verb stops within one run).
 TYPE_RUN = 16
@@ -47,216 +39,6 @@ _REF = re.compile(r"^@?(e\d+)$")
 _AT = re.compile(r"^\s*(-?\d+)\s*,\s*(-?\d+)\s*$")
 #: Action names a click by reference prefers, in order; else the first that is not a menu.
 CLICK_ACTIONS = ("click", "press", "jump", "activate", "toggle", "open", "dodefault")
-
-
-@dataclass
-class Window:
-    handle: str
-    display: Display
-    program: str
-    kind: str  # app | browser | desktop
-    proc: anyio.abc.Process | None = None
-    pid: int | None = None
-    xid: int | None = None
-    holder: str | None = None
-    lease: LiveLease | None = None
-    """The holder's core lease on this window (takeover, live view), while it is held."""
-    started_at: float = field(default_factory=time.time)
-    refs: dict[str, dict[str, Any]] = field(default_factory=dict)
-    url: str | None = None
-
-    @property
-    def desktop(self) -> bool:
-        return self.display.desktop
-
-
-class Windows:
-    """One per keeper: the displays, the windows on them and who holds each."""
-
-    def __init__(self, settings: Settings | None = None):
-        self._settings = settings
-        self.windows: dict[str, Window] = {}
-        self.gone: dict[str, str] = {}
-        self.own: Display | None = None
-        self._desktop: Display | None = None
-        self._desktop_checked = False
-        self._display_lock = anyio.Lock()
-        self._ids = itertools.count(1)
-        self._desk_ids = itertools.count(1)
-        self._xtest: dict[str, tuple[bool, str]] = {}
-        self.targets: TargetLeases | None = None
-        """The keeper's target leases, as the last verb handed them (ending one works for
-        any session; holding one is for the verb's own session)."""
-
-    @property
-    def settings(self) -> Settings:
-        if self._settings is None:
-            self._settings = Settings.from_env()
-        return self._settings
-
-    # -- displays ---------------------------------------------------------------------
-
-    async def ensure_own(self, ctx: VerbContext) -> Display:
-        async with self._display_lock:
-            if self.own is None:
-                try:
-                    with anyio.fail_after(displays.START_TIMEOUT + 5):
-                        self.own = await displays.start_own(self.settings, ctx.state_dir)
-                except DisplayError as exc:
-                    raise Refusal("display_unavailable", reason=exc.reason, fix=exc.fix) from None
-                except TimeoutError:
-                    raise Refusal(
-                        "display_unavailable",
-                        reason="the display did not start in time",
-                        fix="bay keeper logs",
-                    ) from None
-            return self.own
-
-    def desktop(self) -> Display | None:
-        if not self._desktop_checked:
-            self._desktop_checked = True
-            self._desktop = displays.desktop(self.settings)
-        return self._desktop
-
-    async def stop_own_if_unused(self, ctx: VerbContext) -> bool:
-        async with self._display_lock:
-            own = self.own
-            if own is None or any(w.display is own for w in self.windows.values()):
-                return False
-            self.own = None
-            self._xtest.pop(own.name, None)
-            with anyio.CancelScope(shield=True):
-                await own.stop()
-            displays.forget(ctx.state_dir)
-            log.info("display %s stopped: its last window went", own.name)
-            return True
-
-    # -- probes -----------------------------------------------------------------------
-
-    async def xtest(self, display: Display) -> tuple[bool, str]:
-        """Can we inject input on this display? (ok, what the probe found)."""
-        if display.name in self._xtest:
-            return self._xtest[display.name]
-        if display.desktop and not display.xtest_allowed:
-            found = (False, "input injection into desktop windows is off (BAY_WINDOW_XTEST=0)")
-        else:
-            try:
-                has = await display.x.run(X_TIMEOUT, type(display.x).xtest)
-            except XError as exc:
-                found = (False, exc.reason)
-            else:
-                if has:
-                    found = (True, f"XTEST present on {display.name}")
-                else:
-                    why = " (started without it: BAY_WINDOW_XTEST=0)" if not display.desktop else ""
-                    found = (False, f"the X server {display.name} has no XTEST extension{why}")
-        self._xtest[display.name] = found
-        return found
-
-    async def require_injection(self, window: Window, verb: str) -> None:
-        ok, detail = await self.xtest(window.display)
-        if not ok:
-            raise Refusal(
-                "injection_unavailable",
-                window=window.handle,
-                verb=verb,
-                reason=detail,
-                probe={"xtest": {"ok": ok, "detail": detail}, "display": window.display.name},
-            )
-
-    # -- bookkeeping --------------------------------------------------------------------
-
-    async def reap(self, ctx: VerbContext) -> None:
-        """Forget windows whose application exited (and stop our display when none is
-        left); desktop windows that are gone likewise."""
-        for window in list(self.windows.values()):
-            if window.proc is not None and window.proc.returncode is not None:
-                self._drop(window, f"its application exited (code {window.proc.returncode})")
-                procs.LIVE.pop(window.proc.pid, None)
-        desk = [w for w in self.windows.values() if w.desktop]
-        if desk:
-            try:
-                alive = {t.xid for t in await desk[0].display.x.run(X_TIMEOUT, _toplevels)}
-            except XError:
-                alive = set()
-            for window in desk:
-                if window.xid not in alive:
-                    self._drop(window, "the window was closed on the desktop")
-        await self.stop_own_if_unused(ctx)
-
-    def _drop(self, window: Window, reason: str) -> None:
-        self.windows.pop(window.handle, None)
-        self.gone[window.handle] = reason
-        self.let_go(window)
-
-    def hold(self, window: Window, ctx: VerbContext) -> None:
-        """The calling session holds the window: its lease on it (the same lease object as a
-        browser's: a live view shows it, a human takes it over)."""
-        from browserbay_local_window.live import WindowLive
-        from browserbay_local_window.plugin import PROVIDER
-
-        window.holder = ctx.session.id
-        if ctx.targets is not None:
-            label = f"window {window.handle}"
-            window.lease = ctx.targets.hold(
-                window.handle, label, PROVIDER, WindowLive(self, window)
-            )
-
-    def let_go(self, window: Window) -> None:
-        """Its holder's lease on it ends (a human driving it is let go, live links end)."""
-        if window.holder is not None and self.targets is not None:
-            self.targets.end(window.holder, window.handle, "closed")
-        window.lease = None
-
-    def lookup(self, handle: str | None, ctx: VerbContext, *, held: bool = True) -> Window:
-        if not handle:
-            raise Refusal(
-                "usage", detail="say which window: bay window <action> <handle>", verb="window"
-            )
-        window = self.windows.get(handle)
-        if window is None:
-            reason = self.gone.get(handle, "no window has this handle (bay window list)")
-            raise Refusal("window_gone", window=handle, reason=reason)
-        if held and window.holder != ctx.session.id:
-            held_by = "held by another session" if window.holder else "attached to no session"
-            raise Refusal(
-                "not_your_window", window=handle, held=held_by, holder=window.holder or None
-            )
-        return window
-
-    # -- X helpers ----------------------------------------------------------------------
-
-    async def main_window(self, window: Window) -> TopLevel | None:
-        if window.desktop:
-            assert window.xid is not None
-            return await window.display.x.run(X_TIMEOUT, _window, window.xid)
-        assert window.pid is not None
-        family = set(await anyio.to_thread.run_sync(procfs.tree, window.pid))
-        found = await window.display.x.run(X_TIMEOUT, _windows_of, family)
-        return found[0] if found else None
-
-    async def origin(self, window: Window) -> tuple[int, int]:
-        main = await self.main_window(window)
-        return (main.x, main.y) if main is not None else (0, 0)
-
-    async def pids(self, window: Window) -> list[int]:
-        if window.desktop:
-            return [window.pid] if window.pid else []
-        assert window.pid is not None
-        return sorted(await anyio.to_thread.run_sync(procfs.tree, window.pid))
-
-
-def _toplevels(x: Any) -> list[TopLevel]:
-    return list(x.toplevels())
-
-
-def _window(x: Any, xid: int) -> TopLevel | None:
-    found: TopLevel | None = x.window(xid)
-    return found
-
-
-def _windows_of(x: Any, pids: set[int]) -> list[TopLevel]:
-    return list(x.windows_of(pids))
 
 
 def left(ctx: VerbContext, cap: float) -> float:
@@ -320,7 +102,7 @@ async def _start(
     cwd = str(display.home) if display.home is not None else None
     proc = await procs.spawn(argv, env, f"window app {Path(argv[0]).name}", cwd=cwd)
     window = Window(
-        handle=f"w{next(book._ids)}",
+        handle=book.new_handle(),
         display=display,
         program=Path(argv[0]).name,
         kind=kind,
@@ -328,7 +110,7 @@ async def _start(
         pid=proc.pid,
     )
     book.windows[window.handle] = window
-    book.hold(window, ctx)
+    book.hold(window, ctx, WindowLive(book, window))
     main: TopLevel | None = None
     end = time.monotonic() + left(ctx, WINDOW_WAIT)
     while time.monotonic() < end and proc.returncode is None:
@@ -337,7 +119,7 @@ async def _start(
             break
         await anyio.sleep(0.05)
     if proc.returncode is not None:
-        book._drop(window, f"its application exited (code {proc.returncode})")
+        book.drop(window, f"its application exited (code {proc.returncode})")
         procs.LIVE.pop(proc.pid, None)
         await book.stop_own_if_unused(ctx)
         raise Refusal(
@@ -402,7 +184,7 @@ async def act_list(book: Windows, ctx: VerbContext) -> tuple[dict[str, Any], str
 
 async def _discover_desktop(book: Windows, desk: Display) -> None:
     try:
-        tops = await desk.x.run(X_TIMEOUT, _toplevels)
+        tops = await desk.x.run(X_TIMEOUT, toplevels)
     except XError as exc:
         log.info("desktop %s not readable: %s", desk.name, exc.reason)
         return
@@ -410,7 +192,7 @@ async def _discover_desktop(book: Windows, desk: Display) -> None:
     for top in tops:
         if top.xid in known or not top.viewable or top.width < 2 or top.height < 2:
             continue
-        handle = f"d{next(book._desk_ids)}"
+        handle = book.new_handle(desktop=True)
         book.windows[handle] = Window(
             handle=handle,
             display=desk,
@@ -431,7 +213,7 @@ async def act_attach(book: Windows, ctx: VerbContext) -> tuple[dict[str, Any], s
             held="held by another session",
             holder=window.holder,
         )
-    book.hold(window, ctx)
+    book.hold(window, ctx, WindowLive(book, window))
     return _row(window, None, ctx), f"{window.handle} is yours"
 
 
@@ -449,7 +231,7 @@ async def act_close(book: Windows, ctx: VerbContext) -> tuple[dict[str, Any], st
     await book.reap(ctx)
     window = book.lookup(ctx.args.get("handle"), ctx)
     if window.desktop:
-        book._drop(window, "let go with bay window close (it stays open on your desktop)")
+        book.drop(window, "let go with bay window close (it stays open on your desktop)")
         return {"handle": window.handle, "closed": False, "desktop": True}, (
             f"{window.handle} is a window of your desktop: browserbay did not start it and does "
             "not close it; let go of it (bay window list shows it again, with a new handle)"
@@ -460,7 +242,7 @@ async def act_close(book: Windows, ctx: VerbContext) -> tuple[dict[str, Any], st
     polite = 0
     try:
         family = set(await anyio.to_thread.run_sync(procfs.tree, window.pid))
-        tops = await window.display.x.run(X_TIMEOUT, _windows_of, family)
+        tops = await window.display.x.run(X_TIMEOUT, windows_of, family)
         for top in tops:
             if await window.display.x.run(X_TIMEOUT, _delete, top.xid):
                 polite += 1
@@ -471,7 +253,7 @@ async def act_close(book: Windows, ctx: VerbContext) -> tuple[dict[str, Any], st
             await proc.wait()
     how = "closed its windows" if proc.returncode is not None else "ended it"
     code = await procs.end(proc, grace=2.0)
-    book._drop(window, "closed by bay window close")
+    book.drop(window, "closed by bay window close")
     stopped = await book.stop_own_if_unused(ctx)
     data = {"handle": window.handle, "closed": True, "exit_code": code, "display_stopped": stopped}
     tail = f"; display {window.display.name} stopped (no window left)" if stopped else ""
@@ -812,8 +594,6 @@ def _save_jpeg(path: Path, width: int, height: int, pixels: bytes) -> int:
 
 
 async def act_doctor(book: Windows, ctx: VerbContext) -> tuple[dict[str, Any], str]:
-    from browserbay_local_window.doctor import probe_matrix
-
     return await probe_matrix(book, ctx)
 
 
@@ -832,7 +612,7 @@ ACTIONS: dict[str, Any] = {
     "doctor": act_doctor,
 }
 
-assert tuple(ACTIONS) == ACTION_NAMES, "plugin.ACTIONS and windows.ACTIONS must agree"
+assert tuple(ACTIONS) == ACTION_NAMES, "names.ACTIONS and windows.ACTIONS must agree"
 BOOK = Windows()
 
 
