@@ -1,0 +1,141 @@
+"""The import contracts (``[tool.importlinter]``, checked by ``lint-imports`` in the test
+command) cover every distribution, and their custom types (scripts/importcontracts.py) fail
+on what they forbid: a third-party import in the thin client whether it sits at module level,
+under ``TYPE_CHECKING`` or in a function; an import cycle made of such imports; a listed
+pending cycle that no longer exists; a configuration that hides ``TYPE_CHECKING`` imports.
+
+Fast: no keeper, no browser.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+#: Where the workspace's distributions keep their packages (the cli's and the core's too).
+SOURCES = ("core/src", "cli/src", "providers/*/src", "plugins/*/src")
+
+
+def _config() -> dict[str, Any]:
+    with (REPO / "pyproject.toml").open("rb") as f:
+        config: dict[str, Any] = tomllib.load(f)["tool"]["importlinter"]
+    return config
+
+
+def _contract(name_starts: str) -> dict[str, Any]:
+    found = [c for c in _config()["contracts"] if c["name"].startswith(name_starts)]
+    assert len(found) == 1, name_starts
+    return found[0]
+
+
+def test_every_distribution_is_a_root_package() -> None:
+    packages = {init.parent.name for glob in SOURCES for init in REPO.glob(f"{glob}/*/__init__.py")}
+    assert sorted(_config()["root_packages"]) == sorted(packages)
+
+
+def test_every_provider_and_plugin_is_kept_off_the_keeper() -> None:
+    plugins = set(_config()["root_packages"]) - {"browserbay", "browserbay_cli"}
+    contract = _contract("Providers and plugins")
+    assert set(contract["source_modules"]) == plugins | {"browserbay.builtins"}
+    assert contract["forbidden_modules"] == ["browserbay.keeper"]
+
+
+def test_every_import_counts() -> None:
+    assert _config()["exclude_type_checking_imports"] is False
+    assert _config()["include_external_packages"] is True
+
+
+def _lint(tmp_path: Path, config: str) -> tuple[int, str]:
+    (tmp_path / "pyproject.toml").write_text(config)
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}",  # the contract types, the package
+        "COLUMNS": "300",  # one line per import in the report
+    }
+    done = subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache", "--no-logo"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+def _package(tmp_path: Path) -> None:
+    pkg = tmp_path / "lay"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "thin.py").write_text(
+        "import json\n"
+        "from typing import TYPE_CHECKING\n"
+        "from lay import thin2\n"
+        "if TYPE_CHECKING:\n"
+        "    import pydantic\n"
+        "def later() -> None:\n"
+        "    import anyio\n"
+        "    from lay import a\n"
+    )
+    (pkg / "thin2.py").write_text("import os\nimport playwright\n")
+    (pkg / "a.py").write_text("def later() -> None:\n    from lay import b\n")
+    (pkg / "b.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from lay import a\n"
+    )
+
+
+CONFIG = """
+[tool.importlinter]
+root_packages = ["lay"]
+include_external_packages = true
+exclude_type_checking_imports = {exclude}
+contract_types = [
+    "stdlib_only: scripts.importcontracts.StdlibOnlyContract",
+    "acyclic: scripts.importcontracts.AcyclicContract",
+]
+
+[[tool.importlinter.contracts]]
+name = "thin"
+type = "stdlib_only"
+modules = ["lay.thin", "lay.thin2"]
+
+[[tool.importlinter.contracts]]
+name = "acyclic"
+type = "acyclic"
+pending = ["lay.thin, lay.thin2"]
+"""
+
+
+def test_the_contracts_fail_on_every_kind_of_import(tmp_path: Path) -> None:
+    _package(tmp_path)
+    code, out = _lint(tmp_path, CONFIG.format(exclude="false"))
+    assert code == 1, out
+    assert "Contracts: 0 kept, 2 broken." in out
+    for stray in (
+        "lay.thin -> pydantic (l.5)",  # under TYPE_CHECKING
+        "lay.thin -> anyio (l.7)",  # inside a function
+        "lay.thin -> lay.a (l.8)",  # ours, outside the layer
+        "lay.thin2 -> playwright (l.2)",  # at module level
+    ):
+        assert stray in out, out
+    assert "lay.thin -> json" not in out
+    assert "lay.thin -> lay.thin2" not in out  # inside the layer
+    assert "lay.thin2 -> os" not in out
+    # a.py imports b in a function, b imports a under TYPE_CHECKING: still a cycle
+    assert "Import cycle lay.a ↔ lay.b:" in out
+    assert "lay.a -> lay.b (l.2)" in out
+    assert "lay.b -> lay.a (l.3)" in out
+    assert "no longer a cycle (take it off the list): lay.thin ↔ lay.thin2" in out
+
+
+def test_a_graph_without_type_checking_imports_is_refused(tmp_path: Path) -> None:
+    _package(tmp_path)
+    code, out = _lint(tmp_path, CONFIG.format(exclude="true"))
+    assert code != 0
+    assert "needs exclude_type_checking_imports = false" in out
