@@ -125,3 +125,11 @@ def test_the_hot_path_imports_only_cheap_standard_library_modules() -> None:
         "playwright",
     }
     assert not (heavy & {m.split(".")[0] for m in loaded}), heavy & loaded
+
+
+def test_every_local_verb_of_the_table_has_one_handler_in_the_client() -> None:
+    from browserbay.verbs import LOCAL
+    from browserbay_cli import extras, main
+
+    assert set(main.OFF_HOT_PATH) == set(extras.HANDLERS)
+    assert {v.name for v in VERBS if v.scope == LOCAL} == {*extras.HANDLERS, "help"}

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
@@ -38,27 +39,48 @@ class Reply:
     code: int = EXIT_OK
 
 
-def run_extra(verb: str, args: dict[str, Any], options: dict[str, Any]) -> Reply | None:
-    """Run one of the heavier local verbs; None when it wrote its own output (``bay mcp``
-    speaks MCP on stdout until the client hangs up)."""
-    if verb == "mcp":
-        mcp(options.get("session"))
-        return None
-    if verb == "doctor":
-        return Reply(*run_doctor())
-    if verb == "install-skill":
-        return Reply(*install_skill(args))
+#: A local verb's handler: the parsed arguments and global options in, its answer out (None
+#: when it wrote its own output: ``bay mcp`` speaks MCP on stdout until the client hangs up).
+Handler = Callable[[dict[str, Any], dict[str, Any]], Reply | None]
+
+
+def _mcp(args: dict[str, Any], options: dict[str, Any]) -> None:
+    mcp(options.get("session"))
+
+
+def _doctor(args: dict[str, Any], options: dict[str, Any]) -> Reply:
+    return Reply(*run_doctor())
+
+
+def _install_skill(args: dict[str, Any], options: dict[str, Any]) -> Reply:
+    return Reply(*install_skill(args))
+
+
+def _install(args: dict[str, Any], options: dict[str, Any]) -> Reply:
     dists = [str(d) for d in args["distributions"]]
-    if verb == "install":
-        data, text = install(
-            dists,
-            upgrade=bool(args.get("upgrade")),
-            no_deps=bool(args.get("no_deps")),
-            quiet=bool(options.get("json")),
-        )
-    else:
-        data, text = uninstall(dists, quiet=bool(options.get("json")))
-    return Reply(data, text)
+    upgrade, no_deps = bool(args.get("upgrade")), bool(args.get("no_deps"))
+    return Reply(*install(dists, upgrade=upgrade, no_deps=no_deps, quiet=bool(options.get("json"))))
+
+
+def _uninstall(args: dict[str, Any], options: dict[str, Any]) -> Reply:
+    dists = [str(d) for d in args["distributions"]]
+    return Reply(*uninstall(dists, quiet=bool(options.get("json"))))
+
+
+#: The handler of each local verb of the table that runs here (every one but ``help``, which
+#: stays on the hot path); a test holds it to the table and to ``main.OFF_HOT_PATH``.
+HANDLERS: dict[str, Handler] = {
+    "mcp": _mcp,
+    "doctor": _doctor,
+    "install-skill": _install_skill,
+    "install": _install,
+    "uninstall": _uninstall,
+}
+
+
+def run_extra(verb: str, args: dict[str, Any], options: dict[str, Any]) -> Reply | None:
+    """Run one of the heavier local verbs (see :data:`HANDLERS`)."""
+    return HANDLERS[verb](args, options)
 
 
 # -- mcp ----------------------------------------------------------------------------------

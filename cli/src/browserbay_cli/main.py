@@ -23,7 +23,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-#: Local verbs whose code is imported only when they run (browserbay_cli.extras).
+#: Local verbs whose code is imported only when they run (``browserbay_cli.extras.HANDLERS``;
+#: a test holds the two to the table's local verbs).
 OFF_HOT_PATH = ("mcp", "install", "uninstall", "doctor", "install-skill")
 
 #: Output longer than this is cut; the full text goes to a file the marker names.
