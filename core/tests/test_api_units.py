@@ -7,12 +7,15 @@ import inspect
 import os
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
 import browserbay
 from browserbay import _answers, api, errors
+from browserbay._connection import SyncConnection
 from browserbay.refusals import CODES, Refusal
+from browserbay.verbs import BY_NAME
 
 
 @pytest.mark.parametrize("code", sorted(CODES))
@@ -170,6 +173,46 @@ def test_a_file_of_the_caller_is_sent_absolute_for_every_verb_the_table_marks() 
     assert shot["args"] == {"path": os.path.join(os.getcwd(), "shot.png")}
     assert c._frame("screenshot", {"path": None}, None)["args"] == {}
     assert c._frame("open", {"url": "shot.png"}, None)["args"] == {"url": "shot.png"}
+
+
+#: One call of each typed verb method.
+CALLS: dict[str, tuple[object, ...]] = {
+    **dict.fromkeys(("click", "check", "uncheck", "hover"), ("@e1",)),
+    **dict.fromkeys(("fill", "type"), ("@e1", "Ada")),
+    **dict.fromkeys(("snapshot", "scroll", "wait", "back", "forward", "reload"), ()),
+    **dict.fromkeys(("tabs", "close", "status", "plugins", "verbs", "keeper_status"), ()),
+    "open": ("https://example.org",),
+    "press": ("Enter",),
+    "select": ("@e1", "a", "b"),
+    "get": ("text", "@e1"),
+    "eval": ("1 + 1",),
+    "screenshot": ("shot.png",),
+    "new_tab": ("https://example.org",),
+    "close_tab": ("t2",),
+    "switch_tab": ("t2",),
+}
+
+
+def test_the_typed_methods_send_verbs_and_arguments_of_the_table(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sent: list[dict[str, Any]] = []
+
+    def exchange(self: SyncConnection, frame: dict[str, Any]) -> dict[str, Any]:
+        sent.append(frame)
+        return {"ok": True, "verb": frame["verb"], "data": {}}
+
+    monkeypatch.setattr(SyncConnection, "exchange", exchange)
+    c = api.SyncClient("s", home="/tmp/unused")
+    untyped = {"connect", "disconnect", "call", "paths", "autostart", "keeper"}
+    assert set(CALLS) == {n for n in vars(api.SyncClient) if not n.startswith("_")} - untyped
+    for name, args in CALLS.items():
+        getattr(c, name)(*args)
+        frame = sent.pop()
+        row = BY_NAME[frame["verb"]]
+        for arg, value in frame["args"].items():
+            spec = row.arg(arg)
+            assert not spec.choices or value in spec.choices, (name, arg)
 
 
 LAZY = """
