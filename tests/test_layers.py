@@ -18,13 +18,25 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
-#: Where the workspace's distributions keep their packages (the cli's and the core's too).
-SOURCES = ("core/src", "cli/src", "providers/*/src", "plugins/*/src")
+#: Core modules that are neither the thin client nor kept off the keeper: the keeper itself,
+#: ``bay doctor`` (it runs the keeper's backend checks), the built-in plugins (held to the
+#: plugins' contract), and test support on its way out of the product (issue 16, item 8).
+CORE_EXEMPT = {
+    "browserbay.keeper",
+    "browserbay.doctor",
+    "browserbay.builtins",
+    "browserbay.fakevendor",
+    "browserbay.testing",
+}
+
+
+def _pyproject() -> dict[str, Any]:
+    with (REPO / "pyproject.toml").open("rb") as f:
+        return tomllib.load(f)
 
 
 def _config() -> dict[str, Any]:
-    with (REPO / "pyproject.toml").open("rb") as f:
-        config: dict[str, Any] = tomllib.load(f)["tool"]["importlinter"]
+    config: dict[str, Any] = _pyproject()["tool"]["importlinter"]
     return config
 
 
@@ -35,8 +47,23 @@ def _contract(name_starts: str) -> dict[str, Any]:
 
 
 def test_every_distribution_is_a_root_package() -> None:
-    packages = {init.parent.name for glob in SOURCES for init in REPO.glob(f"{glob}/*/__init__.py")}
+    members = _pyproject()["tool"]["uv"]["workspace"]["members"]
+    packages = {
+        init.parent.name for glob in members for init in REPO.glob(f"{glob}/src/*/__init__.py")
+    }
     assert sorted(_config()["root_packages"]) == sorted(packages)
+
+
+def test_every_core_module_is_in_a_layer() -> None:
+    """A new core module joins the thin client (standard library only) or the core that
+    imports no keeper code, or says here why it is neither."""
+    core = REPO / "core/src/browserbay"
+    modules = {f"browserbay.{p.stem}" for p in core.glob("*.py") if p.stem != "__init__"}
+    modules |= {f"browserbay.{p.parent.name}" for p in core.glob("*/__init__.py")}
+    thin = {m for m in _contract("The thin client")["modules"] if m.startswith("browserbay.")}
+    layered = thin | set(_contract("The core outside the keeper")["source_modules"])
+    assert sorted(modules - layered - CORE_EXEMPT) == []
+    assert sorted((layered | CORE_EXEMPT) - modules) == []
 
 
 def test_every_provider_and_plugin_is_kept_off_the_keeper() -> None:
