@@ -101,6 +101,7 @@ def test_the_hot_path_imports_only_cheap_standard_library_modules() -> None:
         "browserbay",
         "browserbay._version",
         "browserbay.client",
+        "browserbay.identity",
         "browserbay.protocol",
         "browserbay.refusals",
         "browserbay.sockpath",

@@ -47,7 +47,7 @@ def test_a_zombie_is_not_alive(sleeper: subprocess.Popen[bytes]) -> None:
     """Killed, not yet reaped: ``/proc/<pid>`` still exists (the CLI's wait for a keeper
     to exit took it for alive)."""
     sleeper.kill()
-    assert _wait(lambda: getattr(procfs.stat(sleeper.pid), "state", "") == "Z")
+    assert _wait(lambda: (st := procfs.stat(sleeper.pid)) is not None and st.state == "Z")
     assert os.path.exists(f"/proc/{sleeper.pid}")
     assert not procfs.alive(sleeper.pid)
     sleeper.wait()
@@ -151,7 +151,7 @@ def test_the_tree_is_the_process_first_then_all_its_descendants() -> None:
 
 
 def test_argv_environ_and_memory(sleeper: subprocess.Popen[bytes]) -> None:
-    assert procfs.argv(sleeper.pid) == ["sleep", "30"]
+    assert _wait(lambda: procfs.argv(sleeper.pid) == ["sleep", "30"])  # once it has exec()ed
     assert procfs.argv(2**22 + 1) == []
     assert procfs.environ(os.getpid()).get("PATH") == os.environ.get("PATH")
     rss = procfs.rss_kib(os.getpid())

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-from browserbay import client, procfs
+from browserbay import client, identity, procfs
 from browserbay.plugins import ENTRY_POINT_GROUP
 from browserbay.refusals import EXIT_OK, Refusal
 from browserbay_cli.doctor import run_doctor
@@ -195,7 +195,7 @@ def reload_keeper() -> str:
     except (Refusal, OSError):
         return "not running"
     try:
-        me = client.session_identity()
+        me = identity.resolve()
         status = conn.request("keeper", {"action": "status"}, me, 10.0)
         browsers = (status.get("data") or {}).get("browsers") or []
         if browsers:

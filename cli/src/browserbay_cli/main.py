@@ -12,7 +12,7 @@ import os
 import sys
 import time
 
-from browserbay import client, protocol
+from browserbay import client, identity, protocol
 from browserbay._version import __version__
 from browserbay.refusals import EXIT_OK, EXIT_USAGE, Refusal, exit_code, json_safe, printable
 from browserbay.sockpath import distrust
@@ -214,7 +214,7 @@ def _local_frame(verb: str, data: dict[str, Any]) -> dict[str, Any]:
     return {
         "ok": True,
         "verb": verb,
-        "session": client.session_identity(),
+        "session": identity.resolve(),
         "profile": None,
         "data": data,
     }
@@ -364,7 +364,7 @@ def run(argv: list[str]) -> int:
         return _refuse(r, as_json, verb.name)
     if verb.scope == LOCAL:  # pragma: no cover - every local verb is handled above
         return EXIT_USAGE
-    session = client.session_identity(options.get("session"))
+    session = identity.resolve(options.get("session"))
     extra = {**client.context(options.get("profile"), options.get("session")), "road": "cli"}
     frame = client.call(verb.name, args, session=session, timeout=timeout, extra=extra)
     secret = _secret_wanted(verb, args, frame)

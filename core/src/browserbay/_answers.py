@@ -5,12 +5,12 @@ names are :mod:`browserbay.api`'s."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from browserbay import identity
 from browserbay.errors import BayRefusal
 from browserbay.refusals import Refusal
 
@@ -210,8 +210,7 @@ class Status(Tabs):
 def api_session(session: str | None = None) -> dict[str, str]:
     """The identity a program acts as: ``session``, else ``BAY_SESSION``, else the calling
     shell's session; origin ``api`` either way."""
-    sid = session or os.environ.get("BAY_SESSION", "") or f"shell-{os.getsid(0)}"
-    return {"id": sid, "origin": "api"}
+    return identity.resolve(session, origin="api")
 
 
 def answer(frame: dict[str, Any], kind: type[A]) -> A:

@@ -13,7 +13,7 @@ import socket
 import sys
 import time
 
-from browserbay import protocol
+from browserbay import identity, protocol
 from browserbay.refusals import Refusal, printable
 from browserbay.sockpath import distrust, socket_path
 
@@ -24,16 +24,6 @@ if TYPE_CHECKING:
     from browserbay.paths import BayPaths
 
 SPAWN_WAIT = 20.0  # seconds a new keeper has to bind its socket
-
-
-def session_identity(explicit: str | None = None) -> dict[str, str]:
-    """The calling session: ``--session``/``BAY_SESSION``, else the calling shell's session."""
-    if explicit:
-        return {"id": explicit, "origin": "flag"}
-    value = os.environ.get("BAY_SESSION", "")
-    if value:
-        return {"id": value, "origin": "env"}
-    return {"id": f"shell-{os.getsid(0)}", "origin": "shell"}
 
 
 def context(profile: str | None = None, session_flag: str | None = None) -> dict[str, Any]:
@@ -47,7 +37,7 @@ def context(profile: str | None = None, session_flag: str | None = None) -> dict
     if group:
         extra["group"] = group
     if session_flag:
-        extra["actor"] = session_identity()
+        extra["actor"] = identity.resolve()
     return extra
 
 
@@ -321,7 +311,7 @@ def call(
             conn = connect(paths)
         try:
             return conn.request(
-                verb, args or {}, session or session_identity(), timeout, extra or context()
+                verb, args or {}, session or identity.resolve(), timeout, extra or context()
             )
         finally:
             conn.close()

@@ -3,7 +3,6 @@ so the keeper's parts (choosing a lease, session verbs, admin verbs) type-check 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -21,7 +20,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 Answer = tuple[dict[str, Any], str]
 
-_SESSION_ID = re.compile(r"^[A-Za-z0-9._:@-]{1,128}$")
 #: Verbs that work on the session as a whole, not on one chosen lease.
 _WHOLE_SESSION = ("status", "close", "use", "pin")
 

@@ -4,17 +4,11 @@ the timeout, and the frame's ``profile``/``group``/``actor``."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from browserbay import protocol, verbs
+from browserbay import identity, protocol, verbs
 from browserbay.model import SessionRef
 from browserbay.refusals import Refusal
-
-if TYPE_CHECKING:
-    pass
-
-
-from browserbay.keeper.base import _SESSION_ID
 
 #: The largest number an argument may be (JSON's safe integers; SQLite's are 64-bit).
 MAX_NUMBER = 2**53
@@ -29,16 +23,10 @@ def _context(
     if handle is not None and (not isinstance(handle, str) or not 0 < len(handle) <= 256):
         raise Refusal("bad_frame", reason="profile must be a handle of 1-256 characters")
     group = frame.get("group")
-    if group is not None and (not isinstance(group, str) or not _SESSION_ID.match(group)):
-        raise Refusal("bad_frame", reason="group is 1-128 of A-Z a-z 0-9 . _ : @ -")
-    actor = frame.get("actor")
-    actor_ref = None
-    if (
-        isinstance(actor, dict)
-        and isinstance(actor.get("id"), str)
-        and _SESSION_ID.match(actor["id"])
-    ):
-        actor_ref = SessionRef(actor["id"], "flag")
+    if group is not None and not identity.is_session_id(group):
+        raise Refusal("bad_frame", reason=f"group is {identity.RULE}")
+    actor = identity.from_row(frame.get("actor"))
+    actor_ref = None if actor is None else SessionRef(actor[0], "flag")
     return handle, group, actor_ref
 
 
@@ -71,12 +59,10 @@ def _validate(
     session = frame.get("session")
     if not isinstance(session, dict) or not isinstance(session.get("id"), str):
         raise Refusal("bad_frame", reason="session must be an object with an id")
-    sid = session["id"]
-    if not _SESSION_ID.match(sid):
-        raise Refusal("bad_frame", reason="a session id is 1-128 of A-Z a-z 0-9 . _ : @ -")
-    origin = session.get("origin", "api")
-    if origin not in ("env", "flag", "shell", "api"):
-        origin = "api"
+    ref = identity.from_row(session)
+    if ref is None:
+        raise Refusal("bad_frame", reason=f"a session id is {identity.RULE}")
+    sid, origin = ref
     timeout = frame.get("timeout", verbs.DEFAULT_TIMEOUT)
     if (
         not isinstance(timeout, (int, float))

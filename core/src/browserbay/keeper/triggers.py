@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from browserbay import verbs
+from browserbay import identity, verbs
 from browserbay.keeper.leases import goto_guarded
 from browserbay.model import SessionRef, VerbCall, VerbOutcome
 from browserbay.paths import BayPaths, ensure_private
@@ -53,7 +53,6 @@ FIELDS = {
     "stop": ({"version", "action", "session"}, {"profile", "timeout_ms"}),
 }
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-_SESSION = re.compile(r"^[A-Za-z0-9._:@-]{1,128}$")
 DEFAULT_TIMEOUT_MS = 30_000
 CONCURRENCY = 4
 #: The verb each action is, as the guards, the hooks and the audit see it.
@@ -83,7 +82,7 @@ def validate(name: str, raw: bytes) -> dict[str, Any]:
         if key not in required | optional:
             raise ValueError(f"unsupported field: {key}")
     session = request["session"]
-    if not isinstance(session, str) or not _SESSION.match(session):
+    if not identity.is_session_id(session):
         raise ValueError("bad session id")
     profile = request.get("profile")
     if profile is not None and (not isinstance(profile, str) or not 0 < len(profile) <= 256):

@@ -23,7 +23,7 @@ from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent
 from pydantic import AfterValidator, Field
 from pydantic_core import PydanticCustomError
 
-from browserbay import __version__
+from browserbay import __version__, identity
 from browserbay.api import Answer, Client
 from browserbay.errors import BayRefusal
 from browserbay.refusals import Refusal, printable
@@ -266,13 +266,10 @@ def build(client: Client) -> MCPServer[Any]:
     return server
 
 
-def session_id(explicit: str | None = None) -> str:
-    return explicit or os.environ.get("BAY_SESSION", "") or f"mcp-{os.getpid()}"
-
-
 async def serve(session: str | None = None) -> None:
     """Serve MCP on stdin/stdout until the client hangs up."""
-    client = Client(session_id(session))  # connects (and starts the keeper) at the first call
+    me = identity.resolve(session, fallback=f"mcp-{os.getpid()}")["id"]
+    client = Client(me)  # connects (and starts the keeper) at the first call
     client.road = "mcp"
     try:
         await build(client).run_stdio_async()
