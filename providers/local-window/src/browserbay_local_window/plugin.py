@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 from browserbay.hookspecs import hookimpl
 from browserbay.model import (
@@ -36,7 +36,7 @@ class NoPageDriver:
     """Page verbs never reach this provider: they need ``has_cdp``, which it lacks, and the
     keeper refuses them by that cell first. Windows are started by ``bay window``."""
 
-    async def launch(self, playwright: object, spec: LaunchSpec) -> object:
+    async def launch(self, playwright: object, spec: LaunchSpec) -> NoReturn:
         raise Refusal(
             "capability_missing",
             provider=PROVIDER,
@@ -98,7 +98,7 @@ def bay_providers() -> list[ProviderRow]:
             summary="Native windows on a display of our own: AT-SPI tree, actions, XTEST input, "
             "pixels (bay window …). No CDP.",
             capabilities=CAPABILITIES,
-            driver_factory=NoPageDriver,  # type: ignore[arg-type]
+            driver_factory=NoPageDriver,
             probe=probe,
         )
     ]
