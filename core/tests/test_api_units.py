@@ -138,8 +138,12 @@ def test_frames_leave_out_unset_options_and_check_the_timeout() -> None:
 
 
 #: The async client's names that have another name in the blocking one.
-TWINS = {"Client": "SyncClient", "__aenter__": "__enter__", "__aexit__": "__exit__"}
-TWINS["aclose"] = "disconnect"
+TWINS = {
+    "Client": "SyncClient",
+    "__aenter__": "__enter__",
+    "__aexit__": "__exit__",
+    "aclose": "disconnect",
+}
 
 
 def _blocking(text: str) -> str:
