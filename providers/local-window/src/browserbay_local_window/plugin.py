@@ -17,6 +17,7 @@ from browserbay.model import (
 )
 from browserbay.refusals import Refusal
 from browserbay.verbs import PLUGIN, Arg, Verb
+from browserbay_local_window.doctor_checks import checks
 from browserbay_local_window.names import ACTIONS, PROVIDER, launcher
 from browserbay_local_window.settings import Settings
 
@@ -131,6 +132,4 @@ async def handle(ctx: VerbContext) -> tuple[dict[str, Any], str]:
 @hookimpl
 def bay_doctor_checks() -> list[DoctorCheck]:
     """Display and AT-SPI rows for ``bay doctor`` (Xvfb is started for a moment)."""
-    from browserbay_local_window.doctor_checks import checks
-
     return checks()
