@@ -104,6 +104,7 @@ def test_the_hot_path_imports_only_cheap_standard_library_modules() -> None:
         "browserbay.identity",
         "browserbay.protocol",
         "browserbay.refusals",
+        "browserbay.render",
         "browserbay.sockpath",
         "browserbay.verbs",
         "browserbay_cli",

@@ -12,7 +12,7 @@ import os
 import sys
 import time
 
-from browserbay import client, identity, protocol
+from browserbay import client, identity, protocol, render
 from browserbay._version import __version__
 from browserbay.refusals import EXIT_OK, EXIT_USAGE, Refusal, exit_code, json_safe, printable
 from browserbay.sockpath import distrust
@@ -59,24 +59,6 @@ def _cut(text: str, verb: str) -> tuple[str, dict[str, Any] | None]:
         return text[:MAX_OUTPUT] + marker, {"file": None, "chars": len(text), "shown": MAX_OUTPUT}
     marker = f"\n… [cut at {MAX_OUTPUT:,} of {len(text):,} characters; full text: {path}]"
     return text[:MAX_OUTPUT] + marker, {"file": str(path), "chars": len(text), "shown": MAX_OUTPUT}
-
-
-_ORIGINS = {"env": "BAY_SESSION", "flag": "--session", "shell": "your shell's session"}
-
-
-def _footer(frame: dict[str, Any]) -> str:
-    """``profile: work (bp-3f9a1c02) · default · 2 attached · session a (from BAY_SESSION)``"""
-    p = frame.get("profile") or {}
-    s = frame.get("session") or {}
-    origin = _ORIGINS.get(str(s.get("origin")), "the API")
-    session = f"session {s.get('id')} (from {origin})"
-    if not p:
-        return session
-    if p.get("ephemeral"):
-        how = "own isolated browser"
-    else:
-        how = f"{p.get('chosen')} · {p.get('attached', 0)} attached"
-    return f"profile: {p.get('label')} ({p.get('id')}) · {p.get('provider')} · {how} · {session}"
 
 
 def _emit_json(frame: dict[str, Any], verb: str) -> None:
@@ -388,7 +370,7 @@ def run(argv: list[str]) -> int:
     if hint:
         _say(sys.stderr, f"hint: {hint}")
     if verb.scope != KEEPER:
-        _say(sys.stderr, _footer(frame))
+        _say(sys.stderr, render.footer(frame.get("profile"), frame.get("session") or {}))
     return EXIT_OK
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from browserbay import identity
+from browserbay import identity, render
 from browserbay.errors import BayRefusal
 from browserbay.refusals import Refusal
 
@@ -81,6 +81,13 @@ class Answer:
 
     def __getitem__(self, key: str) -> Any:
         return self.data[key]
+
+    @property
+    def footer(self) -> str:
+        """The line ``bay`` prints under this answer: the profile it acted on, the session
+        and where its identity came from (:func:`browserbay.render.footer`)."""
+        session = {"id": self.session.id, "origin": self.session.origin}
+        return render.footer(self.profile.row if self.profile else None, session)
 
 
 A = TypeVar("A", bound=Answer)
