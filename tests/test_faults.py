@@ -114,15 +114,15 @@ def test_kept_tabs_are_one_snapshot_even_if_a_crash_clears_the_lease_meanwhile()
 
     ref = SessionRef("s", "api")
     lease = Lease(ref, ProfileRef("bp-1", "p", "chromium", 1, False))
-    lease.context = object()  # type: ignore[assignment]
+    lease.binding.bind(object(), None)  # type: ignore[arg-type]
     book = TabBook()
 
     def crash() -> None:
-        lease.current = None  # what the crash path does between two awaits
+        book.select(lease, None)  # what the crash path does between two awaits
 
     first = book.add(_Page("http://x/form", crash), lease, None)  # type: ignore[arg-type]
     book.add(_Page("http://x/item"), lease, None)  # type: ignore[arg-type]
-    lease.current = first.id
+    book.select(lease, first.id)
     registry = _Registry()
 
     async def db(fn: Any, *args: Any) -> Any:
@@ -292,7 +292,7 @@ def test_a_switch_whose_browser_dies_leaves_the_current_tab_as_it_was() -> None:
         book = TabBook()
         first = book.add(_DyingPage("http://a/", False), lease, None)  # type: ignore[arg-type]
         second = book.add(_DyingPage("http://b/", dies), lease, None)  # type: ignore[arg-type]
-        lease.current = first.id
+        book.select(lease, first.id)
 
         class Keeper:
             tabs = book
@@ -350,12 +350,12 @@ def test_a_tab_new_whose_browser_dies_as_it_loads_is_not_answered_ok() -> None:
         lease = Lease(ref, ProfileRef("bp-1", "work", "chromium", 1, False))
         book = TabBook()
         first = book.add(_LoadingPage(), lease, None)  # type: ignore[arg-type]
-        lease.current = first.id
+        book.select(lease, first.id)
 
         def crash() -> None:  # what the keeper's crash path does to the lease
             for tab in list(lease.tabs.values()):
                 book.drop(tab, lease, "its browser stopped unexpectedly")
-            lease.current = None
+            book.select(lease, None)
 
         class Leases:
             async def ensure(self, session: Any, lease: Any) -> None:
@@ -363,7 +363,7 @@ def test_a_tab_new_whose_browser_dies_as_it_loads_is_not_answered_ok() -> None:
 
             async def new_tab(self, lease: Lease) -> Any:
                 tab = book.add(_LoadingPage(crash if crashes else None), lease, None)  # type: ignore[arg-type]
-                lease.current = tab.id
+                book.select(lease, tab.id)
                 return tab
 
         class Keeper:

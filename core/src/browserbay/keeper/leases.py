@@ -117,7 +117,7 @@ class Leases:
         (a backend switch reopens them under the same ids)."""
         if lease.context is not None:
             return
-        lease.kept_at_start = None
+        lease.binding.started_with(None)
         if lease.profile.ephemeral:
             context, running = await self.pool.isolated_context(
                 lease.profile.provider, lease.allowed_domains
@@ -163,10 +163,10 @@ class Leases:
             running.users.add(session.ref.id)
             running.idle_since = None
             await self.db(self.registry.profile_used, row.id)
-        lease.context, lease.browser = context, running
+        lease.binding.bind(context, running)
         self.plugins.hooks.bay_lease_changed(lease=lease.info(), change="attached")
         state, kept = await self.db(self.registry.kept_tabs, session.ref.id, lease.profile.id)
-        lease.kept_at_start = (state, kept)
+        lease.binding.started_with((state, kept))
         if kept and state in ("auto", "live"):
             restored = await self.restore(lease, kept, reopen_ids)
             await self.persist(session, lease)  # they are live again: never restored twice
@@ -233,7 +233,7 @@ class Leases:
             lease = only if only is not None and only.context is context else None
             if opener_tab is not None:
                 lease = self.lease_of(opener_tab)
-            if lease is None or (lease.restoring and opener_tab is None):
+            if lease is None or (lease.binding.restoring and opener_tab is None):
                 return  # a page we are creating ourselves, or one a human opened by hand
             tab = self.adopt(page, lease)
             tab.opener = opener_tab.id if opener_tab is not None else None
@@ -271,7 +271,7 @@ class Leases:
         if guard is not None and lease.profile.ephemeral and lease.allowed_domains:
             await guard.target_of(page, lease)  # its context's refused hops count here
         tab = self.adopt(page, lease)
-        lease.current = tab.id
+        self.tabs.select(lease, tab.id)
         return tab
 
     async def current_tab(self, session: Session, lease: Lease) -> Tab:
@@ -296,7 +296,7 @@ class Leases:
         tabs, current = list(lease.tabs.values()), lease.current
         urls = tuple(t.page.url for t in tabs)
         signature = (urls, current)
-        if signature == lease.kept_signature:
+        if signature == lease.binding.kept_signature:
             return
         kept = []
         for t, url in zip(tabs, urls, strict=True):
@@ -308,7 +308,7 @@ class Leases:
                 title = ""
             kept.append(KeptTab(url, title, t.id == current))
         await self.db(self.registry.keep_tabs, session.ref.id, lease.profile.id, kept, "live")
-        lease.kept_signature = signature
+        lease.binding.kept(signature)
 
     async def restore(self, lease: Lease, kept: list[KeptTab], ids: list[str] | None = None) -> int:
         """Reopen kept tabs, all at once, in their order; the one that was current is
@@ -327,13 +327,13 @@ class Leases:
             except Exception as exc:  # raised once all are done (never as a group)
                 failed.append(exc)
 
-        lease.restoring = True
+        lease.binding.set_restoring(True)
         try:
             async with anyio.create_task_group() as tg:
                 for i in range(len(kept)):
                     tg.start_soon(make, i)
         finally:
-            lease.restoring = False
+            lease.binding.set_restoring(False)
         if failed:
             raise failed[0]
         opened = [
@@ -352,8 +352,8 @@ class Leases:
                 tg.start_soon(load, tab, k)
         current = next((t for t, k in opened if k.current), opened[-1][0] if opened else None)
         if current is not None:
-            lease.current = current.id
-        lease.kept_signature = ()
+            self.tabs.select(lease, current.id)
+        lease.binding.kept(())
         return len(opened)
 
     async def resume_parked(self, session: Session, lease: Lease) -> int:
@@ -380,12 +380,13 @@ class Leases:
         """Close the lease's share of its browser. Its tabs are kept: for ``resume`` after a
         deliberate ``close``, reopened by themselves after any other stop. ``undo``: the
         verb that started it was answered ``deadline``: the registry gets back the kept tabs
-        it held when the context started (``Lease.kept_at_start``), none of this one's."""
+        it held when the context started (``LeaseBinding.kept_at_start``), none of this
+        one's."""
         if lease.context is None:
             return 0
         if undo:
-            if lease.kept_at_start is not None:  # else: not read yet, nothing written since
-                state, tabs = lease.kept_at_start
+            if lease.binding.kept_at_start is not None:  # else: not read yet, nothing since
+                state, tabs = lease.binding.kept_at_start
                 back = "auto" if state in (None, "auto", "live") else state
                 await self.db(self.registry.keep_tabs, session.ref.id, lease.profile.id, tabs, back)
         else:
@@ -400,9 +401,8 @@ class Leases:
         pages = [t.page for t in lease.tabs.values()]
         for tab in list(lease.tabs.values()):
             self.tabs.drop(tab, lease, f"its session's lease ended ({reason})")
-        running, context = lease.browser, lease.context
-        lease.context, lease.browser, lease.current = None, None, None
-        lease.kept_signature = ()
+        running, context = lease.binding.unbind()
+        self.tabs.select(lease, None)
         if running is not None:
             if lease.profile.ephemeral:
                 running.users.discard(session.ref.id)
@@ -452,8 +452,8 @@ class Leases:
         self.plugins.hooks.bay_lease_changed(lease=lease.info("crashed"), change="detached")
         for tab in list(lease.tabs.values()):
             self.tabs.drop(tab, lease, "its browser stopped unexpectedly")
-        lease.context, lease.browser, lease.current = None, None, None
-        lease.kept_signature = ()
+        lease.binding.unbind()
+        self.tabs.select(lease, None)
         sid, pid = session.ref.id, lease.profile.id
         seen = [(url, current) for url, current in seen if url not in ("about:blank", "")]
         if seen:
@@ -467,6 +467,20 @@ class Leases:
             f"the browser of profile {lease.handle} stopped unexpectedly; a new one "
             "starts with your next verb and reopens your tabs"
         )
+
+    def set_aside(self, session: Session, lease: Lease, target: str) -> None:
+        """The lease lets go of the browser about to stop for a backend switch to provider
+        ``target`` — it is not ended: no park, no close; its tab ids are set aside until
+        they come back."""
+        self.plugins.hooks.bay_lease_changed(lease=lease.info("switch"), change="detached")
+        for tab in list(lease.tabs.values()):
+            self.tabs.drop(
+                tab, lease, f"its profile's backend is switching to {target} (it comes back)"
+            )
+        running, _context = lease.binding.unbind()
+        self.tabs.select(lease, None)
+        if running is not None:
+            running.users.discard(session.ref.id)
 
     # -- exclusive holds --------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,24 +51,120 @@ class Tab:
         return {"id": self.id, "url": self.page.url, "title": title, "opener": self.opener}
 
 
+class LeaseTabs(Mapping[str, Tab]):
+    """A lease's tabs by id, in the order they opened, and its current one (the tab its
+    verbs act on). Read it as a mapping; it is changed only by the :class:`TabBook`, which
+    keeps every tab of the keeper — its methods below are the book's."""
+
+    def __init__(self) -> None:
+        self._tabs: dict[str, Tab] = {}
+        self._current: str | None = None
+
+    def __getitem__(self, tab_id: str) -> Tab:
+        return self._tabs[tab_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tabs)
+
+    def __len__(self) -> int:
+        return len(self._tabs)
+
+    @property
+    def current(self) -> str | None:
+        return self._current
+
+    # -- the writer's side (TabBook) ----------------------------------------------------
+
+    def put(self, tab: Tab) -> None:
+        self._tabs[tab.id] = tab
+        if self._current is None:
+            self._current = tab.id
+
+    def pop(self, tab_id: str) -> None:
+        """The tab is no longer the lease's; the current one, if it was, is the newest left."""
+        self._tabs.pop(tab_id, None)
+        if self._current == tab_id:
+            self._current = next(reversed(self._tabs), None) if self._tabs else None
+
+    def select(self, tab_id: str | None) -> None:
+        self._current = tab_id
+
+
+class LeaseBinding:
+    """What a lease holds of its browser while it runs — the context, the running browser —
+    and what :class:`~browserbay.keeper.leases.Leases` remembers of its kept tabs. Changed
+    only by ``Leases``: its methods below are that service's."""
+
+    def __init__(self) -> None:
+        self._context: BrowserContext | None = None
+        self._browser: Running | None = None
+        self._kept_signature: tuple[Any, ...] = ()
+        self._kept_at_start: tuple[str | None, list[Any]] | None = None
+        self._restoring = False
+
+    @property
+    def context(self) -> BrowserContext | None:
+        return self._context
+
+    @property
+    def browser(self) -> Running | None:
+        return self._browser
+
+    @property
+    def kept_signature(self) -> tuple[Any, ...]:
+        """What was last written to the registry's kept tabs (written again only on change)."""
+        return self._kept_signature
+
+    @property
+    def kept_at_start(self) -> tuple[str | None, list[Any]] | None:
+        """(state, kept tabs) the registry held when this context was started: what a verb
+        answered ``deadline`` puts back when it ends the context it started (see
+        Keeper._undo)."""
+        return self._kept_at_start
+
+    @property
+    def restoring(self) -> bool:
+        """Kept tabs are being reopened: new pages are adopted in order by the restore
+        itself."""
+        return self._restoring
+
+    # -- the writer's side (Leases) -----------------------------------------------------
+
+    def bind(self, context: BrowserContext, browser: Running | None) -> None:
+        self._context, self._browser = context, browser
+
+    def unbind(self) -> tuple[Running | None, BrowserContext | None]:
+        """The lease lets go of its browser (once: cleared before any await). Answers the
+        browser and context it held."""
+        held = self._browser, self._context
+        self._context, self._browser = None, None
+        self._kept_signature = ()
+        return held
+
+    def kept(self, signature: tuple[Any, ...]) -> None:
+        self._kept_signature = signature
+
+    def started_with(self, kept: tuple[str | None, list[Any]] | None) -> None:
+        self._kept_at_start = kept
+
+    def set_restoring(self, restoring: bool) -> None:
+        self._restoring = restoring
+
+
 @dataclass
 class Lease:
-    """A session's share of one profile's browser."""
+    """A session's share of one profile's browser: who and what it is bound to, and its
+    parts, each changed by one service only — its tabs (the :class:`TabBook`), its hold on
+    the browser (``Leases``), its controls (``Controls``)."""
 
     session: SessionRef
     profile: ProfileRef
     alias: str | None = None
     allowed_domains: tuple[str, ...] = ()
-    context: BrowserContext | None = None
-    browser: Running | None = None
-    tabs: dict[str, Tab] = field(default_factory=dict)
-    current: str | None = None
-    kept_signature: tuple[Any, ...] = ()
-    """What was last written to the registry's kept tabs (written again only on change)."""
+    tabs: LeaseTabs = field(default_factory=LeaseTabs)
+    binding: LeaseBinding = field(default_factory=LeaseBinding)
     blocked: int = 0
     """Sub-resource requests refused by the allowed-domains list."""
-    restoring: bool = False
-    """Kept tabs are being reopened: new pages are adopted in order by the restore itself."""
     control: LeaseControl = field(default_factory=LeaseControl)
     """Who holds the controls and the verbs running now, which a takeover cuts (changed only
     by browserbay.keeper.controls.Controls)."""
@@ -79,9 +175,20 @@ class Lease:
     keeper.frames.settle): the lease's next verb waits for it, briefly."""
     window: LiveWindow | None = None
     """A target lease's native window (see browserbay.keeper.targets); None for a browser."""
-    kept_at_start: tuple[str | None, list[Any]] | None = None
-    """(state, kept tabs) the registry held when this context was started: what a verb
-    answered ``deadline`` puts back when it ends the context it started (see Keeper._undo)."""
+
+    @property
+    def context(self) -> BrowserContext | None:
+        """Its browser context while its browser runs."""
+        return self.binding.context
+
+    @property
+    def browser(self) -> Running | None:
+        return self.binding.browser
+
+    @property
+    def current(self) -> str | None:
+        """The tab the agent acts on."""
+        return self.tabs.current
 
     @property
     def handle(self) -> str:
@@ -188,9 +295,7 @@ class TabBook:
         tab = Tab(new_id, page, lease.session.id, lease.profile.id, opener)
         self.tabs[tab.id] = tab
         self.by_page[id(page)] = tab
-        lease.tabs[tab.id] = tab
-        if lease.current is None:
-            lease.current = tab.id
+        lease.tabs.put(tab)
         return tab
 
     def _next_id(self) -> int:
@@ -206,9 +311,12 @@ class TabBook:
         self.by_page.pop(id(tab.page), None)
         self.gone[tab.id] = reason
         if lease is not None:
-            lease.tabs.pop(tab.id, None)
-            if lease.current == tab.id:
-                lease.current = next(reversed(lease.tabs), None) if lease.tabs else None
+            lease.tabs.pop(tab.id)
+
+    @staticmethod
+    def select(lease: Lease, tab_id: str | None) -> None:
+        """Make ``tab_id`` the lease's current tab (None: it has none)."""
+        lease.tabs.select(tab_id)
 
     def lookup(self, tab_id: str, session: Session) -> Tab:
         """The caller's tab ``tab_id``, or the refusal that says why not — before anything

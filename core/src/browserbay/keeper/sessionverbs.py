@@ -67,7 +67,7 @@ class SessionVerbsMixin(ChoosingMixin):
                 # It becomes the current tab once loaded: until then (a crash, a keeper
                 # killed meanwhile) the current tab is, and is kept as, the one it was.
                 if was in lease.tabs:
-                    lease.current = was
+                    self.tabs.select(lease, was)
                 try:
                     await goto_guarded(lease, tab.page, url, wait_until="load")
                     data.update(url=tab.page.url, title=await tab.page.title())
@@ -80,13 +80,13 @@ class SessionVerbsMixin(ChoosingMixin):
                             reason="its browser stopped as the new tab loaded (your tabs come "
                             "back with your next verb)",
                         )
-                    lease.current = tab.id
+                    self.tabs.select(lease, tab.id)
                 except BaseException:
                     # A refused `tab new` leaves no blank tab behind, and the current tab
                     # is the one it was.
                     self.tabs.drop(tab, lease, "its `tab new` failed")
                     if was in lease.tabs:
-                        lease.current = was
+                        self.tabs.select(lease, was)
                     with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
                         with anyio.move_on_after(5):
                             await tab.page.close()
@@ -107,7 +107,7 @@ class SessionVerbsMixin(ChoosingMixin):
         # Current only once it is in front: a switch refused because its browser died under
         # it changes nothing (the crash path keeps the current tab as it was).
         await tab.page.bring_to_front()
-        owner.current = tab.id
+        self.tabs.select(owner, tab.id)
         row = await tab.row()
         return dict(row, current=True), f"{tab.id}  {row['title']}  {row['url']}"
 

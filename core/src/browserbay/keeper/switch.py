@@ -297,7 +297,7 @@ class BackendMixin(ChoosingMixin):
                     None,
                 )  # also a browser in its grace period, with no lease left on it
                 for s, held in affected:
-                    self._release(s, held, target.id)
+                    self.leases.set_aside(s, held, target.id)
                 if running is not None:
                     await self.pool.stop(running, "switch")
                 await self._set_backend(row, target, plan.options)
@@ -394,20 +394,6 @@ class BackendMixin(ChoosingMixin):
         await self.db(self.registry.keep_tabs, session.ref.id, lease.profile.id, kept, "auto")
         return [tab_id for tab_id, *_rest in tabs]
 
-    def _release(self, session: Session, lease: Lease, target: str) -> None:
-        """The lease lets go of the browser about to stop — it is not ended: no park, no
-        close; its tab ids are set aside until they come back."""
-        self.plugins.hooks.bay_lease_changed(lease=lease.info("switch"), change="detached")
-        for tab in list(lease.tabs.values()):
-            self.tabs.drop(
-                tab, lease, f"its profile's backend is switching to {target} (it comes back)"
-            )
-        running = lease.browser
-        lease.context, lease.browser, lease.current = None, None, None
-        lease.kept_signature = ()
-        if running is not None:
-            running.users.discard(session.ref.id)
-
     async def _set_backend(
         self, row: ProfileRow, target: ProviderRow, options: dict[str, str]
     ) -> None:
@@ -447,7 +433,7 @@ class BackendMixin(ChoosingMixin):
             if r.profile_id == row.id:
                 for s, held in affected:
                     if held.browser is r:
-                        self._release(s, held, row.provider)
+                        self.leases.set_aside(s, held, row.provider)
                 await self.pool.stop(r, "switch_failed")
         source = self.plugins.providers.get(row.provider)
         if source is None:
