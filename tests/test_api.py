@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 import browserbay
-from browserbay import errors
+from browserbay import errors, procfs
 from browserbay.api import Answer, Client, Page, Snapshot, SyncClient
 from tests.helpers import Bay, assert_refused
 
@@ -169,7 +169,7 @@ def test_plugin_verbs_through_call_and_reconnecting_after_a_keeper_restart(
         old = bay.keeper["pid"]
         fresh_bay.ok("keeper", "stop")
         end = time.monotonic() + 15
-        while Path(f"/proc/{old}").exists() and time.monotonic() < end:
+        while procfs.alive(old) and time.monotonic() < end:
             time.sleep(0.05)
         # The next verb finds the connection gone before sending: it starts a new keeper
         # (with this process's environment: no greeter) and asks it.

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from browserbay import procfs
 from browserbay.fakevendor import FakeVendor
 from browserbay.paths import bay_paths
 from browserbay_keys_keyring.testing import private_secret_service
@@ -135,25 +136,9 @@ def contextlib_for(store: str, tmp_path: Path) -> Any:
 
 
 def _children(pid: int) -> dict[int, int]:
-    """Every live descendant of ``pid`` -> its parent."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                parents[int(entry.name)] = int(
-                    (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
-                )
-            except (OSError, ValueError, IndexError):
-                continue
-    found: dict[int, int] = {}
-    todo = [pid]
-    while todo:
-        p = todo.pop()
-        for child, parent in parents.items():
-            if parent == p and child not in found:
-                found[child] = parent
-                todo.append(child)
-    return found
+    """Every descendant of ``pid`` -> its parent."""
+    stats = (procfs.stat(p) for p in procfs.tree(pid)[1:])
+    return {st.pid: st.ppid for st in stats if st is not None}
 
 
 def _proc(pid: int, name: str) -> bytes:
@@ -241,7 +226,7 @@ def test_secrets_census_the_key_reaches_the_provider_child_and_nothing_else(
 
     b.stop()
     end = time.monotonic() + 15
-    while Path(f"/proc/{keeper_pid}").exists() and time.monotonic() < end:
+    while procfs.alive(keeper_pid) and time.monotonic() < end:
         time.sleep(0.05)
 
     for r in results:

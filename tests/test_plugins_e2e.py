@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from browserbay import procfs
 from browserbay.paths import bay_paths
 from tests.helpers import Bay, assert_refused
 
@@ -38,7 +39,7 @@ def test_lifecycle_hooks_in_the_order_the_keeper_calls_them(fresh_bay: Bay, demo
     fresh_bay.ok("close")
     pid = fresh_bay.ok("keeper", "stop")["pid"]
     end = time.monotonic() + 15
-    while Path(f"/proc/{pid}").exists() and time.monotonic() < end:
+    while procfs.alive(pid) and time.monotonic() < end:
         time.sleep(0.05)
     events = [
         (r["hook"], r.get("change") or r.get("reason") or r.get("call", {}).get("verb"))

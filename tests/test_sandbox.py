@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from browserbay import procfs
 from tests.helpers import BAY, REPO, TEST_PLUGINS, Result, assert_refused
 
 
@@ -176,16 +177,7 @@ def _ns(pid: int, kind: str) -> str:
 
 def _descendants(root: int) -> list[int]:
     """``root`` and every process below it (renderers are the zygote's children)."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError, KeyError, ValueError):
-                parents[int(entry.name)] = int(_status(int(entry.name))["PPid"])
-    found, frontier = [root], [root]
-    while frontier:
-        frontier = [p for p, parent in parents.items() if parent in frontier]
-        found += frontier
-    return found
+    return procfs.tree(root)
 
 
 def _assert_sandboxed(user: AsUser, marker: str) -> tuple[list[str], list[int]]:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from browserbay import procfs
 from tests.helpers import Bay
 
 
@@ -140,7 +141,7 @@ def test_a_kill_between_claim_and_result_answers_uncertain_and_does_not_replay(
     time.sleep(1.0)  # claimed, not yet acted on
     os.kill(status["pid"], signal.SIGKILL)
     end = time.monotonic() + 15
-    while Path(f"/proc/{status['pid']}").exists() and time.monotonic() < end:
+    while procfs.alive(status["pid"]) and time.monotonic() < end:
         time.sleep(0.05)
     fresh_bay.env["BAY_PLUGIN_MODULES"] = "recorder"
     fresh_bay.ok("keeper", "start")

@@ -18,6 +18,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
+from browserbay import procfs
 from providers.cdp.tests.cdp_helpers import FLAGS, DebugBrowser, Raw, attach, chromium, refusal
 from tests.helpers import Bay, Result, assert_refused
 
@@ -370,7 +371,7 @@ def test_bay_chrome_starts_a_browser_of_the_users_registers_it_and_it_outlives_t
         assert again["profile"] == got["profile"]
         b.ok("close", session="ch")
         b.stop()
-        assert Path(f"/proc/{pid}").exists(), "the keeper's stop leaves the user's Chrome running"
+        assert procfs.alive(pid), "the keeper's stop leaves the user's Chrome running"
         assert _ws(int(got["endpoint"].rsplit(":", 1)[1])).startswith("ws://")
     finally:
         b.stop()
@@ -384,9 +385,9 @@ def _close_chrome(pid: int, endpoint: str) -> None:
         ws.send(json.dumps({"id": 1, "method": "Browser.close"}))
         ws.recv(timeout=5)
     end = time.monotonic() + 10
-    while Path(f"/proc/{pid}").exists() and time.monotonic() < end:
+    while procfs.alive(pid) and time.monotonic() < end:
         time.sleep(0.05)
-    if Path(f"/proc/{pid}").exists():
+    if procfs.alive(pid):
         os.kill(pid, 15)
 
 
