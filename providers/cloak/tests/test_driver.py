@@ -4,17 +4,19 @@ rule (a profile's stored seed, never minted behind its back)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from browserbay import procfs
 from browserbay.demo.server import serve
 from browserbay.model import LaunchSpec
 from browserbay.refusals import Refusal
 from browserbay.testing import check_provider
-from browserbay_cloak import contract, plugin
-from browserbay_cloak.driver import seed_of
+from browserbay_cloak import contract, driver, plugin
+from browserbay_cloak.driver import CloakHandle, seed_of
 from browserbay_cloak.find import find_binary
 from tests.helpers import assert_refused
 
@@ -78,3 +80,19 @@ def test_doctor_says_where_the_binary_is_or_how_to_install_it(
     monkeypatch.setenv(contract.BINARY_ENV, "/bin/sh")
     (row,) = plugin.bay_doctor_checks()
     assert (row.status, row.detail, row.fix) == ("ok", "/bin/sh", "")
+
+
+def test_a_seat_is_not_held_by_a_pid_another_process_has_since(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The seat count drops a browser whose pid now names another process (its start time
+    differs), as it drops one that died."""
+    started = procfs.start_time(os.getpid())
+    assert started is not None
+    ours, reused = (
+        CloakHandle("bb-ours", None, None, os.getpid()),
+        CloakHandle("bb-reused", None, None, os.getpid()),
+    )
+    ours.started, reused.started = started, started - 1
+    monkeypatch.setattr(driver, "LIVE", {"bb-ours": ours, "bb-reused": reused})
+    assert driver.seats_in_use() == {"bb-ours": "ephemeral"}

@@ -42,13 +42,15 @@ def seats_in_use() -> dict[str, str]:
     """browser id -> the profile it runs (its directory's name) for the live cloak browsers;
     the ones that died by themselves are dropped."""
     for browser_id, handle in list(LIVE.items()):
-        if handle.pid is None or not procfs.alive(handle.pid):
+        if handle.pid is None or not procfs.alive(handle.pid, handle.started):
             LIVE.pop(browser_id, None)
     return {b: h.profile for b, h in LIVE.items()}
 
 
 class CloakHandle(ChromiumHandle):
     profile = "ephemeral"
+    started: int | None = None
+    """When its process started: a seat is not held by a pid the kernel has given away."""
 
     async def close(self, timeout: float) -> None:
         # The seat is given back as the close starts: the keeper stops listing the browser
@@ -114,6 +116,8 @@ class CloakDriver:
         handle = CloakHandle(spec.browser_id, browser, context, pid)
         if spec.user_data_dir is not None:
             handle.profile = spec.user_data_dir.name
+        if pid is not None:
+            handle.started = procfs.start_time(pid)
         LIVE[spec.browser_id] = handle
         await anyio.to_thread.run_sync(book.launched, key, len(seats_in_use()))
         return handle
