@@ -802,7 +802,7 @@ COMPONENTS = r"""
 import asyncio, json, sys, time
 t0 = time.perf_counter()
 import anyio, sqlite3
-import browserbay.keeper.daemon, browserbay.keeper.keeper, browserbay.plugins, browserbay.store
+import browserbay.keeper.daemon, browserbay.keeper.keeper, browserbay.plugins, browserbay.registry
 t1 = time.perf_counter()
 from browserbay.plugins import load_plugins
 load_plugins()

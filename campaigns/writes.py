@@ -28,6 +28,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,48 +57,46 @@ _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 def transaction_audit(scratch: Path) -> tuple[list[dict[str, Any]], list[str]]:
     """Each write method of the registry, traced: how many write statements it issued and
     whether they were all inside one transaction."""
-    from browserbay.store import KeptTab, ProfileRow, SqliteRegistry
+    from browserbay.registry import Database, KeptTab, ProfileRow, sqlite_registry
 
-    reg = SqliteRegistry(scratch / "audit.sqlite3")
+    db = Database(scratch / "audit.sqlite3")
+    reg = sqlite_registry(db)
     statements: list[str] = []
-    reg.db.set_trace_callback(statements.append)
+    db.conn.set_trace_callback(statements.append)
     now = time.time()
     row = ProfileRow(
         "bp-00000001", "p", "chromium", str(scratch), None, (), False, False, now, None
     )
     tabs = [KeptTab("http://x/1", "one", True), KeptTab("http://x/2", "two", False)]
-    calls: list[tuple[str, tuple[Any, ...]]] = [
-        ("keeper_started", (1, "v")),
-        ("session_seen", ("s", "api")),
-        ("profile_create", (row,)),
-        ("attach", ("s", row.id, "a", False)),
-        ("set_pin", ("s", row.id, True)),
-        ("set_last_profile", ("s", row.id)),
-        ("ack_set", ("s", ["a"])),
-        ("set_ephemeral_domains", ("s", ["example.org"])),
-        ("keep_tabs", ("s", row.id, tabs, "live")),
-        ("mark_kept", ("s", row.id, "auto")),
-        ("park_kept", ("s", row.id)),
-        ("keep_tabs", ("s", row.id, tabs, "live")),
-        ("mark_live_tabs_auto", ()),
-        ("drop_kept_tabs", ("s", row.id + "@closed")),
-        ("set_hold", (row.id, "s", "g")),
-        ("release_hold", (row.id,)),
-        ("set_group_default", ("g", row.id)),
-        ("claim_trigger", ("u-1", "open", "s")),
-        ("finish_trigger", ("u-1", "{}")),
-        ("audit", ("s", row.id, "open", True, None)),
-        ("profile_used", (row.id,)),
-        ("detach", ("s", row.id, False)),
-        ("session_closed", ("s",)),
-        ("profile_delete", (row.id,)),
-        ("keeper_stopped", (1,)),
+    calls: list[tuple[str, Callable[..., object], tuple[Any, ...]]] = [
+        ("runs.started", reg.runs.started, (1, "v")),
+        ("sessions.seen", reg.sessions.seen, ("s", "api")),
+        ("profiles.create", reg.profiles.create, (row,)),
+        ("attachments.attach", reg.attachments.attach, ("s", row.id, "a", False)),
+        ("sessions.set_pin", reg.sessions.set_pin, ("s", row.id, True)),
+        ("sessions.set_last_profile", reg.sessions.set_last_profile, ("s", row.id)),
+        ("sessions.ack_set", reg.sessions.ack_set, ("s", ["a"])),
+        ("sessions.set_ephemeral_domains", reg.sessions.set_ephemeral_domains, ("s", ["x.org"])),
+        ("kept_tabs.keep", reg.kept_tabs.keep, ("s", row.id, tabs, "live")),
+        ("kept_tabs.mark", reg.kept_tabs.mark, ("s", row.id, "auto")),
+        ("kept_tabs.park", reg.kept_tabs.park, ("s", row.id)),
+        ("kept_tabs.keep", reg.kept_tabs.keep, ("s", row.id, tabs, "live")),
+        ("kept_tabs.mark_live_auto", reg.kept_tabs.mark_live_auto, ()),
+        ("kept_tabs.drop", reg.kept_tabs.drop, ("s", row.id + "@closed")),
+        ("holds.set", reg.holds.set, (row.id, "s", "g")),
+        ("holds.release", reg.holds.release, (row.id,)),
+        ("groups.set", reg.groups.set, ("g", row.id)),
+        ("triggers.claim", reg.triggers.claim, ("u-1", "open", "s")),
+        ("triggers.finish", reg.triggers.finish, ("u-1", "{}")),
+        ("audit.record", reg.audit.record, ("s", row.id, "open", True, None)),
+        ("profiles.used", reg.profiles.used, (row.id,)),
+        ("attachments.detach", reg.attachments.detach, ("s", row.id, False)),
+        ("sessions.closed", reg.sessions.closed, ("s",)),
+        ("profiles.delete", reg.profiles.delete, (row.id,)),
+        ("runs.stopped", reg.runs.stopped, (1,)),
     ]
     rows, problems = [], []
-    for name, args in calls:
-        method = getattr(reg, name, None)
-        if method is None:
-            continue
+    for name, method, args in calls:
         statements.clear()
         method(*args)
         writes = [s for s in statements if s.lstrip().upper().startswith(_WRITES)]
@@ -128,54 +127,54 @@ def _wrapped(statements: list[str]) -> bool:
 
 def child(path: str, seed: int) -> None:
     """The writer: random registry writes, forever (until killed)."""
-    from browserbay.store import PARKED, KeptTab, ProfileRow, SqliteRegistry
+    from browserbay.registry import PARKED, KeptTab, ProfileRow, open_sqlite
 
     rng = random.Random(seed)
     root = Path(path).parent / "profiles"
     root.mkdir(exist_ok=True)
-    reg = SqliteRegistry(Path(path))
+    reg = open_sqlite(Path(path))
     print("ready", flush=True)
     sessions = [f"s{i}" for i in range(6)]
     while True:
-        ids = [p.id for p in reg.profiles()]
+        ids = [p.id for p in reg.profiles.all()]
         op = rng.randrange(11)
         s = rng.choice(sessions)
         pid = rng.choice(ids) if ids else None
         if op == 0 or pid is None:
             new = f"bp-{rng.getrandbits(32):08x}"
             (root / new).mkdir(mode=0o700)  # the keeper's order: the directory, then the row
-            reg.profile_create(
+            reg.profiles.create(
                 ProfileRow(new, "l", "chromium", str(root / new), None, (), False, False, 0, None)
             )
         elif op == 1 and len(ids) > 3:
-            reg.profile_delete(pid)
+            reg.profiles.delete(pid)
             shutil.rmtree(root / pid, ignore_errors=True)
         elif op == 2:
-            reg.attach(s, pid, rng.choice([None, "a", "b"]), rng.random() < 0.3)
+            reg.attachments.attach(s, pid, rng.choice([None, "a", "b"]), rng.random() < 0.3)
         elif op == 3:
-            reg.detach(s, pid, rng.random() < 0.3)
+            reg.attachments.detach(s, pid, rng.random() < 0.3)
         elif op == 4:
-            reg.set_pin(s, rng.choice([None, pid]), rng.random() < 0.3)
+            reg.sessions.set_pin(s, rng.choice([None, pid]), rng.random() < 0.3)
         elif op in (5, 6):
             gen = rng.getrandbits(20)
             n = gen % 6 + 1
             tabs = [KeptTab(f"http://g/{gen}/{i}", f"gen {gen}", i == gen % n) for i in range(n)]
-            reg.keep_tabs(s, pid, tabs, "live")
+            reg.kept_tabs.keep(s, pid, tabs, "live")
         elif op == 7:
-            reg.park_kept(s, pid)
+            reg.kept_tabs.park(s, pid)
             if rng.random() < 0.3:
-                reg.drop_kept_tabs(s, pid + PARKED)
+                reg.kept_tabs.drop(s, pid + PARKED)
         elif op == 8:
             if rng.random() < 0.5:
-                reg.set_hold(pid, s, s)
+                reg.holds.set(pid, s, s)
             else:
-                reg.release_hold(pid)
+                reg.holds.release(pid)
         elif op == 9:
             uuid = f"u-{rng.getrandbits(32):08x}"
-            if reg.claim_trigger(uuid, "open", s) is None:
-                reg.finish_trigger(uuid, '{"ok": true}')
+            if reg.triggers.claim(uuid, "open", s) is None:
+                reg.triggers.finish(uuid, '{"ok": true}')
         else:
-            reg.audit(s, pid, "open", True, None)
+            reg.audit.record(s, pid, "open", True, None)
 
 
 def store_problems(path: Path) -> list[str]:

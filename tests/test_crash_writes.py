@@ -17,7 +17,13 @@ def test_every_registry_write_of_several_statements_is_one_transaction(tmp_path:
     rows, problems = transaction_audit(tmp_path)
     assert problems == []
     several = {r["method"] for r in rows if r["writes"] > 1}
-    assert {"attach", "detach", "keep_tabs", "park_kept", "profile_delete"} <= several
+    assert {
+        "attachments.attach",
+        "attachments.detach",
+        "kept_tabs.keep",
+        "kept_tabs.park",
+        "profiles.delete",
+    } <= several
 
 
 def test_a_writer_killed_mid_write_leaves_the_registry_whole(tmp_path: Path) -> None:

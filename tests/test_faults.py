@@ -93,12 +93,17 @@ class _Page:
         return "t"
 
 
-class _Registry:
+class _KeptTabs:
     def __init__(self) -> None:
         self.kept: list[Any] = []
 
-    def keep_tabs(self, session: str, profile: str, tabs: list[Any], state: str) -> None:
+    def keep(self, session: str, profile: str, tabs: list[Any], state: str) -> None:
         self.kept = tabs
+
+
+class _Registry:
+    def __init__(self) -> None:
+        self.kept_tabs = _KeptTabs()
 
 
 def test_kept_tabs_are_one_snapshot_even_if_a_crash_clears_the_lease_meanwhile() -> None:
@@ -130,7 +135,7 @@ def test_kept_tabs_are_one_snapshot_even_if_a_crash_clears_the_lease_meanwhile()
 
     leases = Leases(None, book, registry, None, None, db, {})  # type: ignore[arg-type]
     anyio.run(leases.persist, Session(ref, "s"), lease)
-    assert [(k.url, k.current) for k in registry.kept] == [
+    assert [(k.url, k.current) for k in registry.kept_tabs.kept] == [
         ("http://x/form", True),
         ("http://x/item", False),
     ]

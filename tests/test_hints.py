@@ -16,7 +16,7 @@ import pytest
 
 from browserbay.model import SiteHint
 from browserbay.refusals import Refusal
-from browserbay.store import SqliteRegistry
+from browserbay.registry import Database, sqlite_registry
 from tests.helpers import Bay, assert_refused
 
 # -- the rule at the model level ----------------------------------------------------------
@@ -37,21 +37,22 @@ def test_a_tier_is_legal_only_while_no_backend_is_named() -> None:
 
 
 def test_the_store_refuses_a_row_that_breaks_the_rule(tmp_path: Path) -> None:
-    registry = SqliteRegistry(tmp_path / "r.sqlite3")
-    registry.migrate()
-    registry.add_site_hint(SiteHint("a.example", 3, None, "s1", 1.0, "why"))
-    registry.add_site_hint(SiteHint("a.example", None, "cloak", "s2", 2.0, "why"))
-    assert [(h.tier, h.backend) for h in registry.site_hints("a.example")] == [
+    db = Database(tmp_path / "r.sqlite3")
+    db.migrate()
+    registry = sqlite_registry(db)
+    registry.hints.add(SiteHint("a.example", 3, None, "s1", 1.0, "why"))
+    registry.hints.add(SiteHint("a.example", None, "cloak", "s2", 2.0, "why"))
+    assert [(h.tier, h.backend) for h in registry.hints.of("a.example")] == [
         (3, None),
         (None, "cloak"),
     ]
-    assert registry.site_hints("b.example") == []
+    assert registry.hints.of("b.example") == []
     with pytest.raises(sqlite3.IntegrityError):  # the same rule, held by the table too
-        registry.db.execute(
+        db.execute(
             "INSERT INTO site_hints(host, tier, backend, by, at, why) "
             "VALUES ('a.example', 2, 'cloak', 's', 0, 'w')"
         )
-    columns = {r[1] for r in registry.db.execute("PRAGMA table_info(profiles)")}
+    columns = {r[1] for r in db.execute("PRAGMA table_info(profiles)")}
     assert "tier" not in columns  # a profile's tier is derived, never stored
     registry.close()
 

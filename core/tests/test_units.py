@@ -14,8 +14,8 @@ from browserbay import protocol
 from browserbay.keeper.keeper import _redact, _validate
 from browserbay.paths import bay_paths
 from browserbay.refusals import CODES, EXIT_DEADLINE, EXIT_USAGE, Refusal, exit_code
+from browserbay.registry import MIGRATIONS, BrowserRow, open_sqlite
 from browserbay.snapshot import compact, main_frame_prefix, strip_prefix
-from browserbay.store import MIGRATIONS, BrowserRow, SqliteRegistry
 from browserbay.urls import normalize_url
 from browserbay.verbs import BY_NAME
 from tests.helpers import assert_refused
@@ -228,21 +228,21 @@ def test_snapshot_compaction_keeps_every_reference_to_what_can_be_acted_on() -> 
 
 def test_registry_migrates_once_and_is_private(tmp_path: Path) -> None:
     path = tmp_path / "r.sqlite3"
-    reg = SqliteRegistry(path)
-    assert reg.schema_version() == len(MIGRATIONS)
+    reg = open_sqlite(path)
+    assert reg.schema.schema_version() == len(MIGRATIONS)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    reg.browser_started(BrowserRow("bb-1", "chromium", None, os.getpid(), "/h", True, 1.0))
-    reg.browser_pid("bb-1", 7)
-    assert [r.pid for r in reg.unstopped_browsers()] == [7]
-    reg.browser_stopped("bb-1", "closed")
-    reg.browser_stopped("bb-1", "again")  # the first reason stays
-    assert reg.unstopped_browsers() == []
-    reg.session_seen("s", "env")
-    reg.session_seen("s", "env")
-    reg.audit("s", None, "open", True, None)
+    reg.browsers.started(BrowserRow("bb-1", "chromium", None, os.getpid(), "/h", True, 1.0))
+    reg.browsers.set_pid("bb-1", 7)
+    assert [r.pid for r in reg.browsers.unstopped()] == [7]
+    reg.browsers.stopped("bb-1", "closed")
+    reg.browsers.stopped("bb-1", "again")  # the first reason stays
+    assert reg.browsers.unstopped() == []
+    reg.sessions.seen("s", "env")
+    reg.sessions.seen("s", "env")
+    reg.audit.record("s", None, "open", True, None)
     reg.close()
-    again = SqliteRegistry(path)  # reopening applies nothing twice
-    assert again.integrity_check() == "ok"
+    again = open_sqlite(path)  # reopening applies nothing twice
+    assert again.schema.integrity_check() == "ok"
     with sqlite3.connect(path) as db:
         assert db.execute("SELECT stop_reason FROM browsers").fetchone() == ("closed",)
         assert db.execute("SELECT count(*) FROM sessions").fetchone() == (1,)
@@ -255,19 +255,19 @@ def test_a_registry_from_a_newer_browserbay_is_refused(tmp_path: Path) -> None:
     with sqlite3.connect(path) as db:
         db.execute(f"PRAGMA user_version={len(MIGRATIONS) + 1}")
     with pytest.raises(RuntimeError, match="upgrade browserbay"):
-        SqliteRegistry(path)
+        open_sqlite(path)
 
 
 def test_a_failed_migration_leaves_nothing_half_applied(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import browserbay.store as store
+    import browserbay.registry.db as registry_db
 
     monkeypatch.setattr(
-        store, "MIGRATIONS", (*MIGRATIONS, "CREATE TABLE t1 (a); CREATE TABLE oops (")
+        registry_db, "MIGRATIONS", (*MIGRATIONS, "CREATE TABLE t1 (a); CREATE TABLE oops (")
     )
     with pytest.raises(sqlite3.OperationalError):
-        SqliteRegistry(tmp_path / "r.sqlite3")
+        open_sqlite(tmp_path / "r.sqlite3")
     with sqlite3.connect(tmp_path / "r.sqlite3") as db:
         assert db.execute("PRAGMA user_version").fetchone() == (len(MIGRATIONS),)
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}

@@ -62,7 +62,7 @@ class AdminMixin(KeeperBase):
         if name == "plugins":
             return await self._plugins()
         if name == "hints":
-            return await hints_listing(args, self.registry, self.db, self.plugins.providers)
+            return await hints_listing(args, self.registry.hints, self.db, self.plugins.providers)
         if name == "new":
             made = await self.profiles.new(args)
             await self.pool.spread_devtools_ports()  # a cdp profile's port, kept off every tab
@@ -91,14 +91,14 @@ class AdminMixin(KeeperBase):
             return {"path": str(path), "processed": str(path / "processed")}, str(path)
         if name == "group":
             target = self.profiles.find(str(args["profile"]))
-            await self.db(self.registry.set_group_default, str(args["name"]), target.id)
+            await self.db(self.registry.groups.set, str(args["name"]), target.id)
             return {"group": args["name"], "profile": target.id}, (
                 f"sessions with BAY_GROUP={args['name']} default to {target.label} ({target.id})"
             )
         if name == "audit":
             pid = self.profiles.find(handle).id if handle else None
             rows: list[dict[str, Any]] = await self.db(
-                self.registry.audit_rows, pid, int(args.get("last") or 50)
+                self.registry.audit.rows, pid, int(args.get("last") or 50)
             )
             text = "\n".join(
                 f"{time.strftime('%H:%M:%S', time.localtime(float(r['at'])))} {r['session']:<16} "

@@ -14,8 +14,8 @@ if TYPE_CHECKING:
     from browserbay.keeper.sessions import Session, TabBook
     from browserbay.paths import BayPaths
     from browserbay.plugins import Plugins
+    from browserbay.registry import Registry
     from browserbay.settings import BaySettings
-    from browserbay.store import Registry
 
 T = TypeVar("T")
 Answer = tuple[dict[str, Any], str]

@@ -24,7 +24,7 @@ from browserbay.ladder import parse_major, read_dir_version
 from browserbay.model import BrowserHandle, BrowserInfo, LaunchSpec, ProviderRow, context_options
 from browserbay.paths import BayPaths
 from browserbay.refusals import Refusal
-from browserbay.store import BrowserRow, Registry
+from browserbay.registry import BrowserRow, Browsers, Registry
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Playwright
@@ -255,7 +255,7 @@ class BrowserPool:
         if major is None:
             major = (await anyio.to_thread.run_sync(read_dir_version, directory)).major
         if major is not None:
-            await self.db(self.registry.record_major, profile_id, major, running.provider.id)
+            await self.db(self.registry.versions.record, profile_id, major, running.provider.id)
 
     async def _launch(
         self,
@@ -285,7 +285,7 @@ class BrowserPool:
             key_source=key_source,
         )
         await self.db(
-            self.registry.browser_started,
+            self.registry.browsers.started,
             BrowserRow(
                 browser_id, row.id, None, os.getpid(), str(home), user_data_dir is None, time.time()
             ),
@@ -297,10 +297,10 @@ class BrowserPool:
             with anyio.CancelScope(shield=True):
                 handle = await row.driver_factory().launch(playwright, spec)
         except BaseException:
-            await self.db(self.registry.browser_stopped, browser_id, "failed_to_start")
+            await self.db(self.registry.browsers.stopped, browser_id, "failed_to_start")
             shutil.rmtree(home, ignore_errors=True)
             raise
-        await self.db(self.registry.browser_pid, browser_id, handle.pid)
+        await self.db(self.registry.browsers.set_pid, browser_id, handle.pid)
         running = Running(
             browser_id, row, handle, home, user_data_dir is None, time.time(), fence=fence
         )
@@ -309,7 +309,7 @@ class BrowserPool:
         except BaseException:
             with contextlib.suppress(Exception):
                 await handle.close(CLOSE_TIMEOUT)
-            await self.db(self.registry.browser_stopped, browser_id, "failed_to_start")
+            await self.db(self.registry.browsers.stopped, browser_id, "failed_to_start")
             shutil.rmtree(home, ignore_errors=True)
             raise
         self.running[browser_id] = running
@@ -337,7 +337,7 @@ class BrowserPool:
         ``cdp`` profile's URL (its browser may run before any session uses it) and of every
         running browser's handle. A tab of *any* browser is kept off them: an isolated
         session's tab read a cdp browser's ``/json/list``, every other session's tab."""
-        rows = await self.db(self.registry.profiles)
+        rows = await self.db(self.registry.profiles.all)
         ports = {p for row in rows for p in url_port(row.options.get("cdp_url"))}
         for r in self.running.values():
             ports.update(devtools_ports(r.handle))
@@ -447,7 +447,7 @@ class BrowserPool:
         log.warning("browser %s disconnected unexpectedly", running.id)
         running.closing = True
         self.running.pop(running.id, None)
-        await self.db(self.registry.browser_stopped, running.id, "crashed")
+        await self.db(self.registry.browsers.stopped, running.id, "crashed")
         self.plugins.hooks.bay_browser_stopped(browser=running.info(), reason="crashed")
         if self.on_crash is not None:
             await self.on_crash(running)
@@ -466,7 +466,7 @@ class BrowserPool:
         running.closing = True
         self.running.pop(running.id, None)
         await running.handle.close(CLOSE_TIMEOUT)
-        await self.db(self.registry.browser_stopped, running.id, reason)
+        await self.db(self.registry.browsers.stopped, running.id, reason)
         # The per-browser HOME (never a profile's own user-data-dir) goes with it.
         await anyio.to_thread.run_sync(lambda: shutil.rmtree(running.home, ignore_errors=True))
         log.info("browser %s stopped (%s)", running.id, reason)
@@ -490,13 +490,13 @@ class BrowserPool:
                 tg.start_soon(self.stop, r, reason)
 
 
-def sweep_orphans(registry: Registry) -> list[str]:
+def sweep_orphans(browsers: Browsers) -> list[str]:
     """At keeper start: every browser the registry says is running belonged to a keeper
     that is gone. A browser started over Playwright's pipe exits by itself when its keeper
     dies; give it a moment, then end what is left of an ephemeral one and remove its dirs.
     Runs in a worker thread (it sleeps)."""
     swept = []
-    for row in registry.unstopped_browsers():
+    for row in browsers.unstopped():
         pid = row.pid
         alive = pid is not None and _is_ours(pid, row.id)
         if alive and pid is not None:
@@ -509,7 +509,7 @@ def sweep_orphans(registry: Registry) -> list[str]:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGTERM)
         shutil.rmtree(row.home, ignore_errors=True)  # the per-browser HOME, not a profile
-        registry.browser_stopped(row.id, "orphan_swept")
+        browsers.stopped(row.id, "orphan_swept")
         swept.append(row.id)
     return swept
 

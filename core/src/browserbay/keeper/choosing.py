@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from browserbay.keeper.sessions import Lease, Session
 from browserbay.model import ProfileRef
 from browserbay.refusals import Refusal
+from browserbay.registry import Attachment
 
 if TYPE_CHECKING:
     pass
@@ -52,7 +53,7 @@ class ChoosingMixin(KeeperBase):
             lease.profile, lease.alias = ref, alias
         return lease
 
-    def _handles(self, atts: list[tuple[str, str | None]]) -> list[str]:
+    def _handles(self, atts: list[Attachment]) -> list[str]:
         out = []
         for pid, alias in atts:
             row = self.profiles.rows.get(pid)
@@ -65,12 +66,12 @@ class ChoosingMixin(KeeperBase):
         else (with none) the last-used profile, the group's, the instance's, or the
         session's own ephemeral browser. Two or more attachments and no pin: refused."""
         sid = session.ref.id
-        atts: list[tuple[str, str | None]] = await self.db(self.registry.attachments, sid)
-        atts = [(pid, alias) for pid, alias in atts if pid in self.profiles.rows]
-        state = await self.db(self.registry.session_state, sid)
+        atts = await self.db(self.registry.attachments.of_session, sid)
+        atts = [a for a in atts if a.profile in self.profiles.rows]
+        state = await self.db(self.registry.sessions.state, sid)
         handles = self._handles(atts)
         if state["changed"]:
-            await self.db(self.registry.ack_set, sid, handles)
+            await self.db(self.registry.sessions.ack_set, sid, handles)
             pinned = [h for (pid, _a), h in zip(atts, handles, strict=True) if pid == state["pin"]]
             if pinned:
                 now_default = pinned[0] + ", the pin"
@@ -122,7 +123,7 @@ class ChoosingMixin(KeeperBase):
             )
         ladder: list[tuple[str | None, str]] = [
             (state["last_profile"], "last-used"),
-            (await self.db(self.registry.group_default, session.group), "group"),
+            (await self.db(self.registry.groups.get, session.group), "group"),
             (self._instance_default(), "instance"),
         ]
         for candidate, rung in ladder:

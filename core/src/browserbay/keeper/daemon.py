@@ -455,12 +455,12 @@ async def _run(sock: socket.socket, paths: BayPaths, settings: BaySettings) -> N
     from browserbay.keeper.browsers import sweep_orphans
     from browserbay.keeper.keeper import Keeper
     from browserbay.plugins import load_plugins
-    from browserbay.store import SqliteRegistry
+    from browserbay.registry import open_sqlite
 
     def prune_outputs() -> None:
         outputs.prune(paths.outputs, settings.outputs_max_age, settings.outputs_max_bytes)
 
-    registry = await anyio.to_thread.run_sync(SqliteRegistry, paths.registry)
+    registry = await anyio.to_thread.run_sync(open_sqlite, paths.registry)
     plugins = load_plugins(strict=False)
     keeper = Keeper(plugins, registry, paths, settings)
     await keeper.start()
@@ -516,14 +516,14 @@ async def _run(sock: socket.socket, paths: BayPaths, settings: BaySettings) -> N
         # need a browser.
         tg.start_soon(prewarm)
         await anyio.to_thread.run_sync(write_plugin_verbs, paths, keeper.plugin_verb_rows())
-        keeper.swept = await anyio.to_thread.run_sync(sweep_orphans, registry)
+        keeper.swept = await anyio.to_thread.run_sync(sweep_orphans, registry.browsers)
         await anyio.to_thread.run_sync(prune_outputs)
         said = await anyio.to_thread.run_sync(sandbox.state)
         if not said.sandboxed:  # root (Chromium's rule), or no sandbox possible: refused
             log.warning("Chromium's renderer sandbox is off: %s", said.detail)
         if keeper.swept:
             log.info("swept %d orphaned browser(s): %s", len(keeper.swept), ", ".join(keeper.swept))
-        await keeper.db(registry.keeper_started, os.getpid(), __version__)
+        await keeper.db(registry.runs.started, os.getpid(), __version__)
         log.info("keeper %s (pid %d) listening on %s", __version__, os.getpid(), paths.socket)
         tg.start_soon(serve)
         tg.start_soon(on_signal)
@@ -540,7 +540,7 @@ async def _run(sock: socket.socket, paths: BayPaths, settings: BaySettings) -> N
     started = time.monotonic()
     with anyio.CancelScope(shield=True):
         await keeper.close()
-        await keeper.db(registry.keeper_stopped, os.getpid())
+        await keeper.db(registry.runs.stopped, os.getpid())
     registry.close()
     log.info("keeper stopped (shutdown took %.2fs)", time.monotonic() - started)
 

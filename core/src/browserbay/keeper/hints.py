@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from browserbay.model import ProviderRow, SessionRef, SiteHint
 from browserbay.refusals import Refusal
-from browserbay.store import Registry
+from browserbay.registry import SiteHints
 
 Db = Callable[..., Awaitable[Any]]
 
@@ -62,7 +62,7 @@ def _says(hint: dict[str, Any]) -> str:
 
 async def listing(
     args: Mapping[str, Any],
-    registry: Registry,
+    hints: SiteHints,
     db: Db,
     providers: Mapping[str, ProviderRow],
 ) -> tuple[dict[str, Any], str]:
@@ -74,9 +74,9 @@ async def listing(
             raise Refusal(
                 "usage", detail="hints --forget needs the host whose hints go", verb="hints"
             )
-        dropped = await db(registry.forget_site_hints, host)
+        dropped = await db(hints.forget, host)
         return {"host": host, "forgotten": dropped}, f"forgot {dropped} hint(s) for {host}"
-    rows = [hint_row(h, providers) for h in await db(registry.site_hints, host)]
+    rows = [hint_row(h, providers) for h in await db(hints.of, host)]
     if not rows:
         return {"hints": []}, f"no site hints{f' for {host}' if host else ''}"
     lines: list[str] = []
@@ -90,7 +90,7 @@ async def listing(
 async def blocked(
     args: Mapping[str, Any],
     session: SessionRef,
-    registry: Registry,
+    hints: SiteHints,
     db: Db,
     providers: Mapping[str, ProviderRow],
 ) -> tuple[dict[str, Any], str]:
@@ -109,8 +109,8 @@ async def blocked(
         )
     tier = _tier(args.get("tier"))
     hint = SiteHint(_host(url), tier, backend, session.id, time.time(), why[:500])  # type: ignore[arg-type]
-    await db(registry.add_site_hint, hint)
-    rows = [hint_row(h, providers) for h in await db(registry.site_hints, hint.host)]
+    await db(hints.add, hint)
+    rows = [hint_row(h, providers) for h in await db(hints.of, hint.host)]
     text = "\n".join(
         [
             f"recorded: you say {hint.host} blocked you. This is a claim for the user, not a "

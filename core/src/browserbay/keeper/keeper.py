@@ -54,8 +54,8 @@ from browserbay.model import (
 from browserbay.paths import BayPaths
 from browserbay.plugins import Plugins
 from browserbay.refusals import Refusal
+from browserbay.registry import Registry
 from browserbay.settings import BaySettings
-from browserbay.store import Registry
 
 if TYPE_CHECKING:
     from playwright.async_api import Playwright
@@ -131,10 +131,10 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
         """Load what the registry knows. Tabs that were live when the last keeper died are
         now kept tabs that come back by themselves."""
         await self.profiles.load()
-        dropped = await self.db(self.registry.drop_orphan_holds)
+        dropped = await self.db(self.registry.holds.drop_orphans)
         if dropped:
             log.info("%d exclusive hold(s) of a cut `use --exclusive` released", dropped)
-        revived = await self.db(self.registry.mark_live_tabs_auto)
+        revived = await self.db(self.registry.kept_tabs.mark_live_auto)
         if revived:
             log.info("%d tab(s) of the last keeper's browsers are kept for restore", revived)
 
@@ -287,7 +287,7 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
         profile = call.profile.id if call.profile else None
         try:
             await self.db(
-                self.registry.audit, call.session.id, profile, call.verb, ok, code, call.road
+                self.registry.audit.record, call.session.id, profile, call.verb, ok, code, call.road
             )
         except Exception as exc:
             self.audit_failures += 1
@@ -336,7 +336,7 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
 
     async def _first_sight(self, session: Session) -> None:
         if not session.leases and not getattr(session, "_seen", False):
-            await self.db(self.registry.session_seen, session.ref.id, session.ref.origin)
+            await self.db(self.registry.sessions.seen, session.ref.id, session.ref.origin)
             session._seen = True  # type: ignore[attr-defined]
 
     # -- running a verb -----------------------------------------------------------------
@@ -366,7 +366,7 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
             return await self._status(session, handle)
         if verb.name == "blocked":  # a claim recorded for the user; no profile is touched
             data, text = await blocked(
-                args, session.ref, self.registry, self.db, self.plugins.providers
+                args, session.ref, self.registry.hints, self.db, self.plugins.providers
             )
             return data, text, None
         if verb.name == "use":
@@ -453,7 +453,9 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
         if lease.context is None and verb.scope != verbs.PLUGIN:
             # Tabs kept by an automatic stop come back with the session's next verb, even
             # one that would not start a browser by itself (`tab list`).
-            state, kept = await self.db(self.registry.kept_tabs, session.ref.id, lease.profile.id)
+            state, kept = await self.db(
+                self.registry.kept_tabs.kept, session.ref.id, lease.profile.id
+            )
             if kept and state in ("auto", "live"):
                 await self.leases.ensure(session, lease)
         if verb.name == "resume":

@@ -23,7 +23,7 @@ from browserbay.model import ProfileRef, ProviderRow
 from browserbay.paths import BayPaths, ensure_private
 from browserbay.plugins import Plugins
 from browserbay.refusals import Refusal
-from browserbay.store import ProfileRow, Registry
+from browserbay.registry import ProfileRow, Registry
 
 log = logging.getLogger("browserbay.keeper")
 T = TypeVar("T")
@@ -98,10 +98,10 @@ class ProfileBook:
         return self.paths.data / "profiles"
 
     async def load(self) -> None:
-        rows = await self.db(self.registry.profiles)
+        rows = await self.db(self.registry.profiles.all)
         self.rows = {r.id: r for r in rows}
         for pid in self.rows:
-            self.attached[pid] = len(await self.db(self.registry.attachments_of_profile, pid))
+            self.attached[pid] = len(await self.db(self.registry.attachments.of_profile, pid))
         removed = await anyio.to_thread.run_sync(self._leftovers)
         if removed:
             log.info("removed %d profile dir(s) a killed keeper left: %s", len(removed), removed)
@@ -208,7 +208,7 @@ class ProfileBook:
             last_used=None,
             options=options,
         )
-        await self.db(self.registry.profile_create, row)
+        await self.db(self.registry.profiles.create, row)
         self.rows[pid] = row
         self.attached[pid] = 0
         return self.describe(row), f"{label} ({pid}) · {provider}\nuse it: bay use {pid}"
@@ -258,7 +258,7 @@ class ProfileBook:
             time.time(),
             None,
         )
-        await self.db(self.registry.profile_create, row)
+        await self.db(self.registry.profiles.create, row)
         self.rows[pid] = row
         self.attached[pid] = 0
         return self.describe(row), f"adopted {directory} as {row.label} ({pid})"
@@ -267,7 +267,7 @@ class ProfileBook:
         self, handle: str, running: Callable[[str], bool]
     ) -> tuple[dict[str, Any], str]:
         row = self.find(handle)
-        holders = await self.db(self.registry.attachments_of_profile, row.id)
+        holders = await self.db(self.registry.attachments.of_profile, row.id)
         if holders or running(row.id):
             raise Refusal(
                 "profile_busy",
@@ -281,7 +281,7 @@ class ProfileBook:
         owned = not row.adopted and bool(row.dir)  # a cdp profile has no directory of ours
         if owned:
             archive = await anyio.to_thread.run_sync(self._archive, row)
-        await self.db(self.registry.profile_delete, row.id)
+        await self.db(self.registry.profiles.delete, row.id)
         self.rows.pop(row.id, None)
         self.attached.pop(row.id, None)
         if owned:
@@ -319,10 +319,10 @@ class ProfileBook:
                     running=live is not None,
                     browser=live,
                     disk_bytes=size,
-                    sessions=await self.db(self.registry.attachments_of_profile, r.id),
+                    sessions=await self.db(self.registry.attachments.of_profile, r.id),
                     proposal=(
                         proposal.as_row()
-                        if (proposal := await self.db(self.registry.proposal, r.id))
+                        if (proposal := await self.db(self.registry.proposals.get, r.id))
                         else None
                     ),
                 )

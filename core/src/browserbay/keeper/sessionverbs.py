@@ -126,7 +126,7 @@ class SessionVerbsMixin(ChoosingMixin):
         sid = session.ref.id
         if args.get("ephemeral"):
             domains = list(parse_domains(args.get("allowed_domains")))
-            await self.db(self.registry.set_ephemeral_domains, sid, domains)
+            await self.db(self.registry.sessions.set_ephemeral_domains, sid, domains)
             lease = self._ephemeral(session, "explicit", domains)
             if lease.context is not None and tuple(domains) != lease.allowed_domains:
                 await self.leases.end(session, lease, "restart")
@@ -146,14 +146,14 @@ class SessionVerbsMixin(ChoosingMixin):
         else:
             await self.leases.check_hold(session, row.id)
         alias = args.get("alias")
-        await self.db(self.registry.attach, sid, row.id, alias, by_other)
+        await self.db(self.registry.attachments.attach, sid, row.id, alias, by_other)
         self.profiles.attached[row.id] = len(
-            await self.db(self.registry.attachments_of_profile, row.id)
+            await self.db(self.registry.attachments.of_profile, row.id)
         )
-        atts = await self.db(self.registry.attachments, sid)
+        atts = await self.db(self.registry.attachments.of_session, sid)
         handles = self._handles(atts)
         if not by_other:
-            await self.db(self.registry.ack_set, sid, handles)
+            await self.db(self.registry.sessions.ack_set, sid, handles)
         ref = self.profiles.ref(row, "explicit")
         data = {
             "attachments": handles,
@@ -168,7 +168,7 @@ class SessionVerbsMixin(ChoosingMixin):
         self, session: Session, handle: str | None, by_other: bool, check: Callable[..., None]
     ) -> tuple[dict[str, Any], str, ProfileRef | None]:
         sid = session.ref.id
-        atts = await self.db(self.registry.attachments, sid)
+        atts = await self.db(self.registry.attachments.of_session, sid)
         if handle is None and not atts:
             raise Refusal(
                 "profile_unknown",
@@ -208,11 +208,11 @@ class SessionVerbsMixin(ChoosingMixin):
             await self.leases.end(session, lease, "closed")
             session.leases.pop(pid, None)
         await self.leases.release_hold(session, pid)
-        await self.db(self.registry.detach, sid, pid, by_other)
-        self.profiles.attached[pid] = len(await self.db(self.registry.attachments_of_profile, pid))
-        handles = self._handles(await self.db(self.registry.attachments, sid))
+        await self.db(self.registry.attachments.detach, sid, pid, by_other)
+        self.profiles.attached[pid] = len(await self.db(self.registry.attachments.of_profile, pid))
+        handles = self._handles(await self.db(self.registry.attachments.of_session, sid))
         if not by_other:
-            await self.db(self.registry.ack_set, sid, handles)
+            await self.db(self.registry.sessions.ack_set, sid, handles)
         row = self.profiles.rows.get(pid)
         ref = self.profiles.ref(row, "explicit") if row else None
         return {"detached": pid, "attachments": handles}, f"detached {pid}", ref
@@ -222,12 +222,12 @@ class SessionVerbsMixin(ChoosingMixin):
     ) -> tuple[dict[str, Any], str, ProfileRef | None]:
         sid = session.ref.id
         if args.get("none"):
-            await self.db(self.registry.set_pin, sid, None, by_other)
+            await self.db(self.registry.sessions.set_pin, sid, None, by_other)
             return {"pin": None}, "unpinned", None
         handle = args.get("profile")
         if not handle:
             raise Refusal("usage", detail="pin needs a handle (or --none)", verb="pin")
-        atts = await self.db(self.registry.attachments, sid)
+        atts = await self.db(self.registry.attachments.of_session, sid)
         pid = None
         if handle == "ephemeral":
             pid = "ephemeral"
@@ -242,9 +242,9 @@ class SessionVerbsMixin(ChoosingMixin):
                 why="attached to this session",
                 fix=f"bay use {handle}   (then bay pin {handle})",
             )
-        await self.db(self.registry.set_pin, sid, pid, by_other)
+        await self.db(self.registry.sessions.set_pin, sid, pid, by_other)
         if not by_other:
-            await self.db(self.registry.ack_set, sid, self._handles(atts))
+            await self.db(self.registry.sessions.ack_set, sid, self._handles(atts))
         return {"pin": pid}, f"pinned {handle}", None
 
     async def _close(
@@ -263,12 +263,17 @@ class SessionVerbsMixin(ChoosingMixin):
         held = (
             [lease.profile.id for lease in leases]
             if handle
-            else [pid for pid, _alias in await self.db(self.registry.attachments, session.ref.id)]
+            else [
+                pid
+                for pid, _alias in await self.db(
+                    self.registry.attachments.of_session, session.ref.id
+                )
+            ]
         )
         for pid in held:
             await self.leases.release_hold(session, pid)
         if not handle:
-            await self.db(self.registry.session_closed, session.ref.id)
+            await self.db(self.registry.sessions.closed, session.ref.id)
         text = f"closed {closed} tab(s); they are kept: bay resume reopens them"
         profile = leases[0].profile if len(leases) == 1 else None
         return {"closed_tabs": closed, "leases": len(leases)}, text, profile
@@ -282,8 +287,8 @@ class SessionVerbsMixin(ChoosingMixin):
         except Refusal as r:
             if r.code not in ("profile_required",):
                 raise
-        atts = await self.db(self.registry.attachments, session.ref.id)
-        state = await self.db(self.registry.session_state, session.ref.id)
+        atts = await self.db(self.registry.attachments.of_session, session.ref.id)
+        state = await self.db(self.registry.sessions.state, session.ref.id)
         leases: list[dict[str, Any]] = []
         for lease in list(session.leases.values()):
             pss = (
@@ -304,7 +309,9 @@ class SessionVerbsMixin(ChoosingMixin):
                     "proposal": (
                         proposal.as_row()
                         if not lease.profile.ephemeral
-                        and (proposal := await self.db(self.registry.proposal, lease.profile.id))
+                        and (
+                            proposal := await self.db(self.registry.proposals.get, lease.profile.id)
+                        )
                         else None
                     ),
                     "blocked_requests": blocked_requests(lease),

@@ -39,7 +39,7 @@ from browserbay.keeper.sessions import Lease, Session
 from browserbay.ladder import Verdict, decide, read_dir_version
 from browserbay.model import ProfileRef, ProviderRow
 from browserbay.refusals import Refusal
-from browserbay.store import KeptTab, ProfileRow, Proposal
+from browserbay.registry import KeptTab, ProfileRow, Proposal
 
 log = logging.getLogger("browserbay.keeper")
 
@@ -108,7 +108,7 @@ class BackendMixin(ChoosingMixin):
         data["current"] = chosen.profile.as_row() if chosen else None
         proposal = None
         if chosen is not None and not chosen.profile.ephemeral:
-            proposal = await self.db(self.registry.proposal, chosen.profile.id)
+            proposal = await self.db(self.registry.proposals.get, chosen.profile.id)
         data["proposal"] = proposal.as_row() if proposal else None
         text = listing_text(data, chosen.profile.provider if chosen else None)
         if chosen is not None:
@@ -156,7 +156,7 @@ class BackendMixin(ChoosingMixin):
                 reason="; ".join(key["problems"]) or "no key of yours and no cluster default",
             )
         found = await anyio.to_thread.run_sync(read_dir_version, Path(row.dir))
-        recorded = await self.db(self.registry.recorded_major, row.id)
+        recorded = await self.db(self.registry.versions.recorded, row.id)
         major = (
             await anyio.to_thread.run_sync(target.browser_major)
             if target.browser_major is not None
@@ -196,7 +196,7 @@ class BackendMixin(ChoosingMixin):
     ) -> tuple[list[str], list[tuple[Session, Lease]]]:
         """The other sessions holding the profile (attached, or with a running lease), and
         the leases on it a human drives (a takeover or a handoff)."""
-        others = set(await self.db(self.registry.attachments_of_profile, profile_id))
+        others = set(await self.db(self.registry.attachments.of_profile, profile_id))
         driven = []
         for s in self.sessions.values():
             lease = s.leases.get(profile_id)
@@ -235,7 +235,7 @@ class BackendMixin(ChoosingMixin):
             tuple(sorted({*others, session.ref.id})),
             tab.page.url if tab is not None else None,
         )
-        await self.db(self.registry.propose, proposal)
+        await self.db(self.registry.proposals.propose, proposal)
         data = {"switched": False, "proposal": proposal.as_row(), "accept": _accept_cmd(row)}
         text = (
             f"NOT switched: {proposal.why}, so switching profile {row.label} ({row.id}) to "
@@ -258,13 +258,13 @@ class BackendMixin(ChoosingMixin):
 
     async def _decline(self, session: Session, lease: Lease, row: ProfileRow) -> SwitchAnswer:
         proposal = await self._proposal_of(row)
-        await self.db(self.registry.drop_proposal, row.id)
+        await self.db(self.registry.proposals.drop, row.id)
         who = "withdrawn" if proposal.by == session.ref.id else "declined"
         data = {"switched": False, "declined": proposal.as_row()}
         return data, f"{who}: switching {row.label} to {proposal.provider}", lease.profile
 
     async def _proposal_of(self, row: ProfileRow) -> Proposal:
-        proposal = await self.db(self.registry.proposal, row.id)
+        proposal = await self.db(self.registry.proposals.get, row.id)
         if proposal is None:
             raise Refusal("no_proposal", profile=row.id)
         return proposal
@@ -391,13 +391,13 @@ class BackendMixin(ChoosingMixin):
             except Exception:
                 title = ""
             kept.append(KeptTab(url or "about:blank", title, current))
-        await self.db(self.registry.keep_tabs, session.ref.id, lease.profile.id, kept, "auto")
+        await self.db(self.registry.kept_tabs.keep, session.ref.id, lease.profile.id, kept, "auto")
         return [tab_id for tab_id, *_rest in tabs]
 
     async def _set_backend(
         self, row: ProfileRow, target: ProviderRow, options: dict[str, str]
     ) -> None:
-        await self.db(self.registry.profile_set_backend, row.id, target.id, options)
+        await self.db(self.registry.profiles.set_backend, row.id, target.id, options)
         self.profiles.rows[row.id] = dataclasses.replace(row, provider=target.id, options=options)
         for s in self.sessions.values():
             held = s.leases.get(row.id)

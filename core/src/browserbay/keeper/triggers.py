@@ -36,7 +36,7 @@ from browserbay.keeper.leases import goto_guarded
 from browserbay.model import SessionRef, VerbCall, VerbOutcome
 from browserbay.paths import BayPaths, ensure_private
 from browserbay.refusals import Refusal
-from browserbay.store import PARKED
+from browserbay.registry import PARKED
 from browserbay.urls import normalize_url
 
 if TYPE_CHECKING:
@@ -222,7 +222,7 @@ class TriggerIntake:
 
     async def _once(self, stem: str, request: dict[str, Any]) -> dict[str, Any]:
         db, reg = self.keeper.db, self.keeper.registry
-        previous = await db(reg.claim_trigger, stem, request["action"], request["session"])
+        previous = await db(reg.triggers.claim, stem, request["action"], request["session"])
         if previous:
             return dict(json.loads(previous))  # handled before: the first result, no replay
         if previous == "":
@@ -237,7 +237,7 @@ class TriggerIntake:
             )
         else:
             answer = await self._act(request)
-        await db(reg.finish_trigger, stem, json.dumps(answer))
+        await db(reg.triggers.finish, stem, json.dumps(answer))
         return answer
 
     async def _act(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -296,7 +296,7 @@ class TriggerIntake:
                     if action == "resume":
                         kept = []
                         for key in (lease.profile.id, lease.profile.id + PARKED):
-                            kept += (await keeper.db(keeper.registry.kept_tabs, sid, key))[1]
+                            kept += (await keeper.db(keeper.registry.kept_tabs.kept, sid, key))[1]
                         if not kept and lease.context is None:
                             return result(
                                 action, sid, False, "not-found", "no kept tabs for this session"

@@ -1,0 +1,142 @@
+"""The registry: what the keeper knows that must survive it, as small repositories.
+
+Each repository is a narrow :class:`typing.Protocol` (profiles, sessions, attachment sets,
+kept tabs, holds, …) with typed rows; :class:`Registry` composes one of each, and a keeper
+service is given the repositories it uses, never the whole registry. The SQLite backend
+(:func:`open_sqlite`: one file in WAL mode, :mod:`browserbay.registry.db`) implements them
+all; a server database implements the same protocols without touching a caller.
+
+The keeper is the only writer, and calls every repository method from its one writer
+thread (``Keeper.db``), off the event loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from browserbay.registry.audit import Audit, SqliteAudit
+from browserbay.registry.browsers import (
+    BrowserRow,
+    Browsers,
+    KeeperRuns,
+    SqliteBrowsers,
+    SqliteKeeperRuns,
+)
+from browserbay.registry.db import MIGRATIONS, Database
+from browserbay.registry.hints import SiteHints, SqliteSiteHints
+from browserbay.registry.holds import (
+    GroupDefaults,
+    Hold,
+    Holds,
+    SqliteGroupDefaults,
+    SqliteHolds,
+)
+from browserbay.registry.profiles import ProfileRow, Profiles, SqliteProfiles
+from browserbay.registry.sessions import (
+    Attachment,
+    Attachments,
+    Sessions,
+    SqliteAttachments,
+    SqliteSessions,
+)
+from browserbay.registry.switches import (
+    Proposal,
+    Proposals,
+    Recorded,
+    SqliteProposals,
+    SqliteVersions,
+    Versions,
+)
+from browserbay.registry.tabs import PARKED, Kept, KeptTab, KeptTabs, SqliteKeptTabs
+from browserbay.registry.triggers import SqliteTriggerClaims, TriggerClaims
+
+__all__ = [
+    "MIGRATIONS",
+    "PARKED",
+    "Attachment",
+    "Attachments",
+    "Audit",
+    "BrowserRow",
+    "Browsers",
+    "Database",
+    "GroupDefaults",
+    "Hold",
+    "Holds",
+    "KeeperRuns",
+    "Kept",
+    "KeptTab",
+    "KeptTabs",
+    "ProfileRow",
+    "Profiles",
+    "Proposal",
+    "Proposals",
+    "Recorded",
+    "Registry",
+    "Schema",
+    "Sessions",
+    "SiteHints",
+    "TriggerClaims",
+    "Versions",
+    "open_sqlite",
+    "sqlite_registry",
+]
+
+
+class Schema(Protocol):
+    """The store as a whole: its schema version, its health, its end."""
+
+    def schema_version(self) -> int: ...
+    def integrity_check(self) -> str:
+        """``"ok"``, or what is wrong."""
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Registry:
+    """One repository of each kind, over one store."""
+
+    schema: Schema
+    runs: KeeperRuns
+    browsers: Browsers
+    sessions: Sessions
+    attachments: Attachments
+    profiles: Profiles
+    kept_tabs: KeptTabs
+    holds: Holds
+    groups: GroupDefaults
+    triggers: TriggerClaims
+    hints: SiteHints
+    versions: Versions
+    proposals: Proposals
+    audit: Audit
+
+    def close(self) -> None:
+        self.schema.close()
+
+
+def sqlite_registry(db: Database) -> Registry:
+    """The registry over an open SQLite :class:`Database`."""
+    return Registry(
+        schema=db,
+        runs=SqliteKeeperRuns(db),
+        browsers=SqliteBrowsers(db),
+        sessions=SqliteSessions(db),
+        attachments=SqliteAttachments(db),
+        profiles=SqliteProfiles(db),
+        kept_tabs=SqliteKeptTabs(db),
+        holds=SqliteHolds(db),
+        groups=SqliteGroupDefaults(db),
+        triggers=SqliteTriggerClaims(db),
+        hints=SqliteSiteHints(db),
+        versions=SqliteVersions(db),
+        proposals=SqliteProposals(db),
+        audit=SqliteAudit(db),
+    )
+
+
+def open_sqlite(path: Path) -> Registry:
+    """The registry in the SQLite file at ``path`` (created private and migrated)."""
+    return sqlite_registry(Database(path))

@@ -1,0 +1,228 @@
+"""The registry's SQLite file: the connection, its settings and the numbered migrations.
+
+One :class:`Database` is shared by every SQLite repository of :mod:`browserbay.registry`.
+The keeper is its only writer and calls it from one thread (``Keeper.db`` runs each call
+off the event loop, one at a time), so the connection is not locked here.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+#: Ordered migrations. Never edit a released one: append a new one.
+MIGRATIONS: Sequence[str] = (
+    # 1: the foundation — sessions, the browsers the keeper started, keeper runs, audit.
+    """
+    CREATE TABLE sessions (
+        id TEXT PRIMARY KEY,
+        origin TEXT NOT NULL,
+        first_seen REAL NOT NULL,
+        last_seen REAL NOT NULL,
+        closed_at REAL
+    );
+    CREATE TABLE browsers (
+        id TEXT PRIMARY KEY,
+        provider TEXT NOT NULL,
+        pid INTEGER,
+        keeper_pid INTEGER NOT NULL,
+        home TEXT NOT NULL,
+        ephemeral INTEGER NOT NULL,
+        started_at REAL NOT NULL,
+        stopped_at REAL,
+        stop_reason TEXT
+    );
+    CREATE INDEX browsers_running ON browsers(stopped_at) WHERE stopped_at IS NULL;
+    CREATE TABLE keeper_runs (
+        pid INTEGER NOT NULL,
+        version TEXT NOT NULL,
+        started_at REAL NOT NULL,
+        stopped_at REAL
+    );
+    CREATE TABLE audit (
+        id INTEGER PRIMARY KEY,
+        at REAL NOT NULL,
+        session TEXT NOT NULL,
+        profile TEXT,
+        verb TEXT NOT NULL,
+        ok INTEGER NOT NULL,
+        code TEXT
+    );
+    """,
+    # 2: persistent profiles, attachment sets, kept tabs, exclusive holds, group defaults.
+    """
+    CREATE TABLE profiles (
+        id TEXT PRIMARY KEY,
+        label TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        dir TEXT NOT NULL,
+        proxy TEXT,
+        allowed_domains TEXT NOT NULL DEFAULT '[]',
+        headed INTEGER NOT NULL DEFAULT 0,
+        adopted INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL,
+        last_used REAL
+    );
+    CREATE INDEX profiles_label ON profiles(label);
+    CREATE TABLE attachments (
+        session TEXT NOT NULL,
+        profile TEXT NOT NULL REFERENCES profiles(id) ON DELETE CASCADE,
+        alias TEXT,
+        position INTEGER NOT NULL,
+        attached_at REAL NOT NULL,
+        PRIMARY KEY (session, profile)
+    );
+    CREATE TABLE session_state (
+        session TEXT PRIMARY KEY,
+        pin TEXT,
+        last_profile TEXT,
+        set_version INTEGER NOT NULL DEFAULT 0,
+        seen_version INTEGER NOT NULL DEFAULT 0,
+        seen_handles TEXT NOT NULL DEFAULT '[]',
+        ephemeral_domains TEXT NOT NULL DEFAULT '[]'
+    );
+    CREATE TABLE kept_tabs (
+        session TEXT NOT NULL,
+        profile TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        url TEXT NOT NULL,
+        title TEXT NOT NULL,
+        current INTEGER NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('live', 'auto', 'deliberate')),
+        kept_at REAL NOT NULL,
+        PRIMARY KEY (session, profile, position)
+    );
+    CREATE TABLE holds (
+        profile TEXT PRIMARY KEY,
+        holder TEXT NOT NULL,
+        group_name TEXT NOT NULL,
+        since REAL NOT NULL
+    );
+    CREATE TABLE group_defaults (
+        group_name TEXT PRIMARY KEY,
+        profile TEXT NOT NULL
+    );
+    """,
+    # 3: trigger intake — a request UUID is claimed durably before it is acted on.
+    """
+    CREATE TABLE trigger_claims (
+        uuid TEXT PRIMARY KEY,
+        action TEXT NOT NULL,
+        session TEXT NOT NULL,
+        claimed_at REAL NOT NULL,
+        result TEXT
+    );
+    """,
+    # 4: provider options of a profile (the cdp provider's cdp_url), a JSON object.
+    """
+    ALTER TABLE profiles ADD COLUMN options TEXT NOT NULL DEFAULT '{}';
+    """,
+    # 5: site hints — claims that a host needs another tier or backend (never a detection).
+    # A tier only while no backend is named (a provider's tier is derived from its row).
+    """
+    CREATE TABLE site_hints (
+        id INTEGER PRIMARY KEY,
+        host TEXT NOT NULL,
+        tier INTEGER CHECK (tier IS NULL OR tier IN (1, 2, 3)),
+        backend TEXT,
+        by TEXT NOT NULL,
+        at REAL NOT NULL,
+        why TEXT NOT NULL,
+        CHECK (tier IS NULL OR backend IS NULL)
+    );
+    CREATE INDEX site_hints_host ON site_hints(host);
+    """,
+    # 6: backend switches — the highest Chromium major that has written each profile's
+    # directory (the version ladder's record), and switches proposed for a profile's owner.
+    """
+    CREATE TABLE profile_versions (
+        profile TEXT PRIMARY KEY,
+        major INTEGER NOT NULL,
+        backend TEXT NOT NULL,
+        at REAL NOT NULL
+    );
+    CREATE TABLE backend_proposals (
+        profile TEXT PRIMARY KEY,
+        provider TEXT NOT NULL,
+        by_session TEXT NOT NULL,
+        at REAL NOT NULL,
+        why TEXT NOT NULL,
+        affects TEXT NOT NULL DEFAULT '[]',
+        url TEXT
+    );
+    """,
+    # 7: the road each audited action came by (cli, api, mcp, trigger, cdp, run).
+    """
+    ALTER TABLE audit ADD COLUMN road TEXT;
+    """,
+)
+
+
+Statement = tuple[str, tuple[Any, ...]]
+"""One SQL statement and its parameters (a write of :meth:`Database.tx`)."""
+
+
+class Database:
+    """One SQLite file (WAL, synchronous=NORMAL, private mode 0600), migrated on open."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        fresh = not path.exists()
+        self.conn = sqlite3.connect(
+            path, isolation_level=None, check_same_thread=False, timeout=10.0
+        )
+        if fresh:
+            os.chmod(path, 0o600)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.execute("PRAGMA foreign_keys=ON")
+        self.migrate()
+
+    def schema_version(self) -> int:
+        return int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def migrate(self) -> int:
+        current = self.schema_version()
+        if current > len(MIGRATIONS):
+            raise RuntimeError(
+                f"{self.path} has schema version {current}, newer than this browserbay "
+                f"({len(MIGRATIONS)}); upgrade browserbay, or set BAY_HOME to another directory"
+            )
+        for number, script in enumerate(MIGRATIONS[current:], start=current + 1):
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in _statements(script):
+                    self.conn.execute(statement)
+                self.conn.execute(f"PRAGMA user_version={number}")
+                self.conn.execute("COMMIT")
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+        return self.schema_version()
+
+    def integrity_check(self) -> str:
+        return str(self.conn.execute("PRAGMA integrity_check").fetchone()[0])
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
+        return self.conn.execute(sql, params)
+
+    def tx(self, *statements: Statement) -> None:
+        """Several writes, all or none."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            for sql, params in statements:
+                self.conn.execute(sql, params)
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _statements(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]

@@ -1,0 +1,84 @@
+"""Exclusive holds and group defaults (migration 2). The FIFO queue of sessions waiting
+for a held profile lives in the keeper's memory (:mod:`browserbay.keeper.leases`): a
+waiter does not outlive its keeper."""
+
+from __future__ import annotations
+
+import time
+from typing import NamedTuple, Protocol
+
+from browserbay.registry.db import Database
+
+
+class Hold(NamedTuple):
+    """Who holds a profile exclusively (``bay use --exclusive``), for which group, since."""
+
+    holder: str
+    group: str
+    since: float
+
+
+class Holds(Protocol):
+    """At most one exclusive hold per profile."""
+
+    def get(self, profile_id: str) -> Hold | None: ...
+    def set(self, profile_id: str, holder: str, group: str) -> None: ...
+    def release(self, profile_id: str) -> None: ...
+    def drop_orphans(self) -> int:
+        """At keeper start: a hold whose holder does not have the profile attached is what a
+        ``use --exclusive`` cut between its two writes (the hold, then the attachment)
+        leaves; nothing else makes one. It goes, so the profile is not held for nobody.
+        Answers how many went."""
+
+
+class GroupDefaults(Protocol):
+    """The profile a group's sessions (``BAY_GROUP``) default to."""
+
+    def get(self, group: str) -> str | None: ...
+    def set(self, group: str, profile_id: str) -> None: ...
+
+
+class SqliteHolds:
+    def __init__(self, db: Database):
+        self.db = db
+
+    def get(self, profile_id: str) -> Hold | None:
+        row = self.db.execute(
+            "SELECT holder, group_name, since FROM holds WHERE profile=?", (profile_id,)
+        ).fetchone()
+        return Hold(row[0], row[1], row[2]) if row else None
+
+    def set(self, profile_id: str, holder: str, group: str) -> None:
+        self.db.execute(
+            "INSERT INTO holds(profile, holder, group_name, since) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT(profile) DO UPDATE SET holder=excluded.holder, "
+            "group_name=excluded.group_name, since=excluded.since",
+            (profile_id, holder, group, time.time()),
+        )
+
+    def release(self, profile_id: str) -> None:
+        self.db.execute("DELETE FROM holds WHERE profile=?", (profile_id,))
+
+    def drop_orphans(self) -> int:
+        return self.db.execute(
+            "DELETE FROM holds WHERE NOT EXISTS (SELECT 1 FROM attachments a "
+            "WHERE a.profile = holds.profile AND a.session = holds.holder)"
+        ).rowcount
+
+
+class SqliteGroupDefaults:
+    def __init__(self, db: Database):
+        self.db = db
+
+    def get(self, group: str) -> str | None:
+        row = self.db.execute(
+            "SELECT profile FROM group_defaults WHERE group_name=?", (group,)
+        ).fetchone()
+        return row[0] if row else None
+
+    def set(self, group: str, profile_id: str) -> None:
+        self.db.execute(
+            "INSERT INTO group_defaults(group_name, profile) VALUES (?, ?) "
+            "ON CONFLICT(group_name) DO UPDATE SET profile=excluded.profile",
+            (group, profile_id),
+        )

@@ -1,0 +1,183 @@
+"""Sessions (migration 1), their attachment sets and what each was last told (migration 2).
+
+A session's attachment set and its state row change together: attaching or detaching
+bumps the set's version in the same transaction, so a session is told of a change once
+(``profile_changed``) and never of half of one.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, NamedTuple, Protocol
+
+from browserbay.registry.db import Database, Statement
+
+
+class Attachment(NamedTuple):
+    """One profile of a session's attachment set."""
+
+    profile: str
+    alias: str | None
+
+
+class Sessions(Protocol):
+    """Which sessions the keeper has seen, and what each was last told."""
+
+    def seen(self, session_id: str, origin: str) -> None: ...
+    def closed(self, session_id: str) -> None: ...
+    def state(self, session: str) -> dict[str, Any]: ...
+    def set_pin(self, session: str, pin: str | None, by_other: bool) -> None: ...
+    def set_last_profile(self, session: str, profile_id: str | None) -> None: ...
+    def ack_set(self, session: str, handles: list[str]) -> None:
+        """The session has been told its attachment set is ``handles``."""
+
+    def set_ephemeral_domains(self, session: str, domains: list[str]) -> None: ...
+
+
+class Attachments(Protocol):
+    """Each session's attachment set: profiles in the order attached (the first is the
+    default)."""
+
+    def attach(self, session: str, profile_id: str, alias: str | None, by_other: bool) -> None:
+        """Attach (or re-alias); ``by_other``: somebody else did it, so the session is told."""
+
+    def detach(self, session: str, profile_id: str, by_other: bool) -> None:
+        """Detach; the pin and the last-used profile go with it."""
+
+    def of_session(self, session: str) -> list[Attachment]: ...
+    def of_profile(self, profile_id: str) -> list[str]:
+        """The sessions that have the profile attached, in the order they attached it."""
+
+
+def _state_row(session: str) -> Statement:
+    return ("INSERT OR IGNORE INTO session_state(session) VALUES (?)", (session,))
+
+
+def _bump(session: str, by_other: bool) -> Statement:
+    """A change by somebody else bumps set_version only: the session is told once."""
+    if by_other:
+        return (
+            "UPDATE session_state SET set_version=set_version+1 WHERE session=?",
+            (session,),
+        )
+    return (
+        "UPDATE session_state SET set_version=set_version+1, seen_version=set_version+1 "
+        "WHERE session=?",
+        (session,),
+    )
+
+
+class SqliteSessions:
+    def __init__(self, db: Database):
+        self.db = db
+
+    def seen(self, session_id: str, origin: str) -> None:
+        now = time.time()
+        self.db.execute(
+            "INSERT INTO sessions(id, origin, first_seen, last_seen) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT(id) DO UPDATE SET last_seen=excluded.last_seen, closed_at=NULL",
+            (session_id, origin, now, now),
+        )
+
+    def closed(self, session_id: str) -> None:
+        self.db.execute("UPDATE sessions SET closed_at=? WHERE id=?", (time.time(), session_id))
+
+    def state(self, session: str) -> dict[str, Any]:
+        row = self.db.execute(
+            "SELECT pin, last_profile, set_version, seen_version, seen_handles, "
+            "ephemeral_domains FROM session_state WHERE session=?",
+            (session,),
+        ).fetchone()
+        if row is None:
+            return {
+                "pin": None,
+                "last_profile": None,
+                "changed": False,
+                "seen_handles": [],
+                "ephemeral_domains": [],
+            }
+        return {
+            "pin": row[0],
+            "last_profile": row[1],
+            "changed": row[2] != row[3],
+            "seen_handles": json.loads(row[4]),
+            "ephemeral_domains": json.loads(row[5]),
+        }
+
+    def set_pin(self, session: str, pin: str | None, by_other: bool) -> None:
+        self.db.tx(
+            _state_row(session),
+            ("UPDATE session_state SET pin=? WHERE session=?", (pin, session)),
+            _bump(session, by_other),
+        )
+
+    def set_last_profile(self, session: str, profile_id: str | None) -> None:
+        self.db.tx(
+            _state_row(session),
+            ("UPDATE session_state SET last_profile=? WHERE session=?", (profile_id, session)),
+        )
+
+    def ack_set(self, session: str, handles: list[str]) -> None:
+        self.db.tx(
+            _state_row(session),
+            (
+                "UPDATE session_state SET seen_version=set_version, seen_handles=? WHERE session=?",
+                (json.dumps(handles), session),
+            ),
+        )
+
+    def set_ephemeral_domains(self, session: str, domains: list[str]) -> None:
+        self.db.tx(
+            _state_row(session),
+            (
+                "UPDATE session_state SET ephemeral_domains=? WHERE session=?",
+                (json.dumps(domains), session),
+            ),
+        )
+
+
+class SqliteAttachments:
+    def __init__(self, db: Database):
+        self.db = db
+
+    def attach(self, session: str, profile_id: str, alias: str | None, by_other: bool) -> None:
+        self.db.tx(
+            _state_row(session),
+            (
+                "INSERT INTO attachments(session, profile, alias, position, attached_at) "
+                "VALUES (?, ?, ?, (SELECT coalesce(max(position), 0) + 1 FROM attachments "
+                "WHERE session=?), ?) ON CONFLICT(session, profile) DO UPDATE SET "
+                "alias=coalesce(excluded.alias, attachments.alias)",
+                (session, profile_id, alias, session, time.time()),
+            ),
+            ("UPDATE session_state SET last_profile=? WHERE session=?", (profile_id, session)),
+            _bump(session, by_other),
+        )
+
+    def detach(self, session: str, profile_id: str, by_other: bool) -> None:
+        self.db.tx(
+            _state_row(session),
+            ("DELETE FROM attachments WHERE session=? AND profile=?", (session, profile_id)),
+            (
+                "UPDATE session_state SET pin=NULL WHERE session=? AND pin=?",
+                (session, profile_id),
+            ),
+            (
+                "UPDATE session_state SET last_profile=NULL WHERE session=? AND last_profile=?",
+                (session, profile_id),
+            ),
+            _bump(session, by_other),
+        )
+
+    def of_session(self, session: str) -> list[Attachment]:
+        rows = self.db.execute(
+            "SELECT profile, alias FROM attachments WHERE session=? ORDER BY position", (session,)
+        ).fetchall()
+        return [Attachment(r[0], r[1]) for r in rows]
+
+    def of_profile(self, profile_id: str) -> list[str]:
+        rows = self.db.execute(
+            "SELECT session FROM attachments WHERE profile=? ORDER BY attached_at", (profile_id,)
+        ).fetchall()
+        return [r[0] for r in rows]

@@ -1,0 +1,99 @@
+"""Kept tabs (migration 2): a lease's tabs written down so ``bay resume`` (or the next
+keeper) can reopen them after its browser stopped."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import NamedTuple, Protocol
+
+from browserbay.registry.db import Database
+
+#: Suffix of the key under which a deliberate close parks a lease's tabs for ``resume``.
+PARKED = "@closed"
+
+
+@dataclass(frozen=True)
+class KeptTab:
+    url: str
+    title: str
+    current: bool
+
+
+class Kept(NamedTuple):
+    """A lease's kept tabs and the state they were kept in (``live``, ``auto`` or
+    ``deliberate``; None when none are kept)."""
+
+    state: str | None
+    tabs: list[KeptTab]
+
+
+class KeptTabs(Protocol):
+    """Each lease's (session, profile) kept tabs."""
+
+    def keep(self, session: str, profile_id: str, tabs: list[KeptTab], state: str) -> None:
+        """Replace the lease's kept tabs (one write: never half a list)."""
+
+    def kept(self, session: str, profile_id: str) -> Kept: ...
+    def drop(self, session: str, profile_id: str) -> None: ...
+    def mark(self, session: str, profile_id: str, state: str) -> None: ...
+    def mark_live_auto(self) -> int:
+        """At keeper start: the browsers of 'live' tabs died with the last keeper; they
+        become 'auto' (reopened by themselves). Answers how many."""
+
+    def park(self, session: str, profile_id: str) -> None:
+        """A deliberate close: the lease's kept tabs move aside (``<profile>@closed``) where
+        only ``bay resume`` takes them, so tabs the session opens meanwhile do not replace
+        them. The newest close wins."""
+
+
+class SqliteKeptTabs:
+    def __init__(self, db: Database):
+        self.db = db
+
+    def keep(self, session: str, profile_id: str, tabs: list[KeptTab], state: str) -> None:
+        now = time.time()
+        self.db.tx(
+            ("DELETE FROM kept_tabs WHERE session=? AND profile=?", (session, profile_id)),
+            *(
+                (
+                    "INSERT INTO kept_tabs(session, profile, position, url, title, current, "
+                    "state, kept_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (session, profile_id, i, t.url, t.title, int(t.current), state, now),
+                )
+                for i, t in enumerate(tabs)
+            ),
+        )
+
+    def kept(self, session: str, profile_id: str) -> Kept:
+        rows = self.db.execute(
+            "SELECT url, title, current, state FROM kept_tabs WHERE session=? AND profile=? "
+            "ORDER BY position",
+            (session, profile_id),
+        ).fetchall()
+        state = rows[0][3] if rows else None
+        return Kept(state, [KeptTab(r[0], r[1], bool(r[2])) for r in rows])
+
+    def drop(self, session: str, profile_id: str) -> None:
+        self.db.execute(
+            "DELETE FROM kept_tabs WHERE session=? AND profile=?", (session, profile_id)
+        )
+
+    def mark(self, session: str, profile_id: str, state: str) -> None:
+        self.db.execute(
+            "UPDATE kept_tabs SET state=? WHERE session=? AND profile=?",
+            (state, session, profile_id),
+        )
+
+    def mark_live_auto(self) -> int:
+        return self.db.execute("UPDATE kept_tabs SET state='auto' WHERE state='live'").rowcount
+
+    def park(self, session: str, profile_id: str) -> None:
+        parked = profile_id + PARKED
+        self.db.tx(
+            ("DELETE FROM kept_tabs WHERE session=? AND profile=?", (session, parked)),
+            (
+                "UPDATE kept_tabs SET profile=?, state='deliberate' WHERE session=? AND profile=?",
+                (parked, session, profile_id),
+            ),
+        )
