@@ -67,3 +67,12 @@ def test_the_apis_answer_renders_the_same_footer() -> None:
     assert Answer.from_frame(frame).footer == render.footer(WORK, frame["session"])
     bare = Answer.from_frame({"ok": True, "verb": "verbs", "session": frame["session"]})
     assert bare.footer == "session a (from the API)"
+
+
+def test_a_refusal_reads_code_message_and_way_out() -> None:
+    frame = {"ok": False, "code": "ref_stale", "message": "gone", "way_out": "bay snapshot -i"}
+    assert render.refusal(frame) == "refused [ref_stale]: gone\nway out: bay snapshot -i"
+    assert render.refusal(frame, indent="  ") == (
+        "refused [ref_stale]: gone\n  way out: bay snapshot -i"
+    )
+    assert render.refusal({**frame, "way_out": ""}) == "refused [ref_stale]: gone"

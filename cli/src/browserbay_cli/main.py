@@ -83,9 +83,7 @@ def _refuse(refusal: Refusal | dict[str, Any], as_json: bool, verb: str = "") ->
     if as_json:
         _emit_json(frame, verb)
     else:
-        _say(sys.stderr, f"refused [{frame['code']}]: {frame['message']}")
-        if frame.get("way_out"):
-            _say(sys.stderr, f"  way out: {frame['way_out']}")
+        _say(sys.stderr, render.refusal(frame, indent="  "))
     return exit_code(str(frame["code"]))
 
 

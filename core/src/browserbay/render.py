@@ -1,12 +1,15 @@
-"""How an answer reads as text: the footer that names the profile a verb acted on and the
-session that asked, one line under every answer (``bay`` prints it on stderr, the MCP server
-ends each result with it, the Python API has it as :attr:`browserbay.api.Answer.footer`)::
+"""How an answer reads as text, for ``bay``, the MCP server and the Python API alike.
+
+The footer names the profile a verb acted on and the session that asked, one line under every
+answer (``bay`` prints it on stderr, the MCP server ends each result with it, the Python API
+has it as :attr:`browserbay.api.Answer.footer`)::
 
     profile: work (bp-3f9a1c02) · chromium · default · 2 attached · session a7 (from BAY_SESSION)
 
-It reads the answer frame's ``profile`` and ``session`` rows, so the thin client renders it
-without the Python API's classes. Standard library only and cheap to import: the CLI's hot
-path imports it.
+A refusal reads ``refused [<code>]: <message>`` and, under it, ``way out: <what to run next>``.
+
+Both read the frame's rows, so the thin client renders them without the Python API's
+classes. Standard library only and cheap to import: the CLI's hot path imports it.
 """
 
 from __future__ import annotations
@@ -41,3 +44,11 @@ def footer(profile: Mapping[str, Any] | None, session: Mapping[str, Any]) -> str
         f"profile: {profile.get('label')} ({profile.get('id')}) · {profile.get('provider')} · "
         f"{how} · {who}"
     )
+
+
+def refusal(frame: Mapping[str, Any], indent: str = "") -> str:
+    """A refusal frame as text: ``refused [<code>]: <message>``, then ``way out: …`` on its
+    own line (after ``indent``: ``bay`` sets it off by two spaces) when it has one."""
+    text = f"refused [{frame.get('code')}]: {frame.get('message')}"
+    way_out = frame.get("way_out")
+    return f"{text}\n{indent}way out: {way_out}" if way_out else text

@@ -23,7 +23,7 @@ from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent
 from pydantic import AfterValidator, Field
 from pydantic_core import PydanticCustomError
 
-from browserbay import __version__, identity
+from browserbay import __version__, identity, render
 from browserbay.api import Answer, Client
 from browserbay.errors import BayRefusal
 from browserbay.refusals import Refusal, printable
@@ -55,12 +55,9 @@ def result(answer: Answer, text: str | None = None) -> CallToolResult:
 
 
 def refused(r: BayRefusal) -> CallToolResult:
-    text = f"refused [{r.code}]: {r.message}"
-    if r.way_out:
-        text += f"\nway out: {r.way_out}"
-    return CallToolResult(
-        content=[TextContent(text=printable(text))], structured_content=r.frame(), is_error=True
-    )
+    frame = r.frame()
+    text = printable(render.refusal(frame))
+    return CallToolResult(content=[TextContent(text=text)], structured_content=frame, is_error=True)
 
 
 def usage(verb: str, detail: str, way_out: str) -> CallToolResult:
