@@ -26,10 +26,13 @@ from PIL import Image, ImageChops, ImageStat
 
 from browserbay.demo.server import serve
 from browserbay.keeper.frames import Recorder, jpeg_size
+from browserbay.model import ProfileRef
 from tests.helpers import Bay, assert_refused
 
 pytestmark = pytest.mark.browser
 CHROMIUM = "/usr/lib/chromium/chromium"
+#: The profile a recorder made by hand (without a keeper) records for.
+PROFILE = ProfileRef("bp-1", "p", "chromium", 1, False)
 SECRET = "tr-secret-5b1e77c3a9"
 KEY = "Shift+KeyQ"  # a key name no page, record or report would contain by chance
 
@@ -265,21 +268,14 @@ def test_a_frame_that_cannot_be_taken_is_none_with_its_reason() -> None:
             browser = await p.chromium.launch(executable_path=CHROMIUM)
             page = await browser.new_page()
             await page.set_content("<p>hello</p>")
-            act: Any = SimpleNamespace(
-                verb="press",
-                args={"key": "Enter"},
-                lease=SimpleNamespace(profile=None),
-                tab=SimpleNamespace(id="t1"),
-                page=page,
-                deadline=time.monotonic() + 30,
-            )
-            ok = Recorder(act)
-            await ok.take_before(act)
-            await ok.take_after(act)
-            broken = Recorder(act)
-            await broken.take_before(act)
+            deadline = time.monotonic() + 30
+            ok = Recorder("press", {"key": "Enter"}, PROFILE, "t1", page, deadline)
+            await ok.take_before()
+            await ok.take_after()
+            broken = Recorder("press", {"key": "Enter"}, PROFILE, "t1", page, deadline)
+            await broken.take_before()
             await page.close()
-            await broken.take_after(act)
+            await broken.take_after()
             await browser.close()
             return ok.result(), broken.result()
 
@@ -309,10 +305,13 @@ def test_the_next_verb_waits_briefly_for_an_after_frame_then_gives_it_up() -> No
         slow: Any = SimpleNamespace(after_task=asyncio.create_task(stuck()), missing=[])
         # A 2 s verb: it waits 0.2 s, then gives the frame up (a frame that never comes would
         # otherwise hold it, and this test, for ever).
-        await frames.settle(SimpleNamespace(after_frame=slow), time.monotonic() + 2.0)
+        trace = frames.LeaseTrace()
+        trace.taking(slow)
+        await trace.settle(time.monotonic() + 2.0)
         done: Any = SimpleNamespace(after_task=asyncio.create_task(asyncio.sleep(0)), missing=[])
         await done.after_task
-        await frames.settle(SimpleNamespace(after_frame=done), time.monotonic() + 30)
+        trace.taking(done)
+        await trace.settle(time.monotonic() + 30)
         return slow.missing, slow.after_task.cancelled(), done.missing
 
     missing, cancelled, done_missing = asyncio.run(go())
@@ -385,16 +384,8 @@ def test_text_fields_in_iframes_and_shadow_roots_are_masked_too() -> None:
             page = await browser.new_page()
             await page.set_content(html)
             await page.frames[1].wait_for_selector("input")
-            act: Any = SimpleNamespace(
-                verb="press",
-                args={},
-                lease=SimpleNamespace(profile=None),
-                tab=SimpleNamespace(id="t1"),
-                page=page,
-                deadline=time.monotonic() + 30,
-            )
-            recorder = Recorder(act)
-            await recorder.take_before(act)
+            recorder = Recorder("press", {}, PROFILE, "t1", page, time.monotonic() + 30)
+            await recorder.take_before()
             await browser.close()
             return recorder.before.jpeg if recorder.before else None
 

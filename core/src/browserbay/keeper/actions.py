@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from browserbay.model import ActionTarget, ProfileRef, SessionRef, VerbCall
+from browserbay.keeper.act import Act
+from browserbay.model import ActionTarget, VerbCall
 from browserbay.refusals import Refusal
 from browserbay.verbs import BY_NAME
 
 if TYPE_CHECKING:
     from playwright.async_api import Locator
-
-    from browserbay.keeper.pageverbs import Act
 
 #: The verbs that change the page through one element (mutating, with a ``target``).
 ACTION_VERBS = frozenset(
@@ -55,16 +54,6 @@ def _redacted(verb: str, args: dict[str, Any]) -> dict[str, Any]:
     return {k: ({"chars": len(str(v))} if k in secret else v) for k, v in args.items()}
 
 
-def _who(act: Act) -> tuple[SessionRef, ProfileRef]:
-    """The session and the profile the verb acts for: its lease's (a keeper with profiles),
-    or its session's (a keeper where every session has one ephemeral profile)."""
-    holder: Any = getattr(act, "lease", None)
-    if holder is not None:
-        return holder.session, holder.profile
-    session: Any = act.__dict__["session"]
-    return session.ref, session.profile
-
-
 async def before_action(act: Act, target: str, loc: Locator) -> None:
     """Ask ``bay_before_action`` about the element ``loc`` that ``act`` is about to change;
     raise the first refusal. If the element cannot even be described, nothing is done to
@@ -95,8 +84,7 @@ async def before_action(act: Act, target: str, loc: Locator) -> None:
         name=str(desc.get("name") or ""),
         text=str(desc.get("text") or ""),
     )
-    session, profile = _who(act)
-    call = VerbCall(act.verb, _redacted(act.verb, act.args), session, profile)
+    call = VerbCall(act.verb, _redacted(act.verb, act.args), act.lease.session, act.lease.profile)
     refusal = act.plugins.hooks.bay_before_action(call=call, target=described)
     if refusal is not None:
         raise refusal.with_defaults(verb=act.verb, plugin="a policy")

@@ -10,7 +10,8 @@ the reason in ``missing``, and the action goes on. Every text field is masked in
 
 The after-frame is taken off the answer's path: the keeper answers the agent while it is
 being taken, and the lease's next verb waits for it first (:func:`settle`), so it always shows
-the page as the action left it. The recorder of a request travels to :meth:`Keeper.handle`
+the page as the action left it (a lease's :class:`LeaseTrace` holds it meanwhile). The recorder
+of a request travels to :meth:`Keeper.handle`
 (which knows the verb's outcome) in :data:`PENDING`, a per-request slot; the hook is called
 once both the outcome and the after-frame are in.
 """
@@ -20,19 +21,17 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 
 from browserbay import verbs
-from browserbay.model import ActionTrace, Frame
+from browserbay.model import ActionTrace, Frame, ProfileRef
 
 if TYPE_CHECKING:
     from playwright.async_api import Locator, Page
-
-    from browserbay.keeper.pageverbs import Act
 
 #: The page verbs that act on the page (they change it, or move the pointer or the view).
 TRACED_VERBS = frozenset(
@@ -71,20 +70,42 @@ _AFTER: set[asyncio.Task[None]] = set()
 SETTLE_MAX = 1.0
 
 
-async def settle(lease: Any, deadline: float) -> None:
-    """Wait, briefly, for the after-frame of the lease's last action: the next verb must not
-    change the page before that frame is taken. A frame not in by then is given up (the
-    trace says so) rather than taken of a page the next verb may be changing."""
-    recorder: Recorder | None = getattr(lease, "after_frame", None)
-    if recorder is None or recorder.after_task is None or recorder.after_task.done():
-        return
-    task = recorder.after_task
-    wait = min(SETTLE_MAX, max(0.0, (deadline - time.monotonic()) / 10))
-    done, _ = await asyncio.wait({task}, timeout=wait)
-    if not done:
-        recorder.missing.append("after: given up, the next verb came before it was taken")
-        task.cancel()
-        await asyncio.wait({task}, timeout=1)
+class LeaseTrace:
+    """What a lease's last page action left for those who watch it: the after-frame its
+    :class:`Recorder` is still taking (written only by that recorder), and where the agent's
+    last pointer verb acted (written only by the pointer verbs, for the live view's cursor)."""
+
+    def __init__(self) -> None:
+        self._after: Recorder | None = None
+        self._point: tuple[str, float, float] | None = None
+
+    @property
+    def agent_point(self) -> tuple[str, float, float] | None:
+        """(tab, x, y): where the agent's last pointer verb acted (CSS pixels of that tab's
+        viewport)."""
+        return self._point
+
+    def pointed(self, tab: str, x: float, y: float) -> None:
+        self._point = (tab, x, y)
+
+    def taking(self, recorder: Recorder) -> None:
+        """``recorder`` takes its after-frame now (see :meth:`Recorder.start_after`)."""
+        self._after = recorder
+
+    async def settle(self, deadline: float) -> None:
+        """Wait, briefly, for the after-frame of the lease's last action: the next verb must
+        not change the page before that frame is taken. A frame not in by then is given up
+        (the trace says so) rather than taken of a page the next verb may be changing."""
+        recorder = self._after
+        if recorder is None or recorder.after_task is None or recorder.after_task.done():
+            return
+        task = recorder.after_task
+        wait = min(SETTLE_MAX, max(0.0, (deadline - time.monotonic()) / 10))
+        done, _ = await asyncio.wait({task}, timeout=wait)
+        if not done:
+            recorder.missing.append("after: given up, the next verb came before it was taken")
+            task.cancel()
+            await asyncio.wait({task}, timeout=1)
 
 
 def bare_url(url: str) -> str:
@@ -123,17 +144,30 @@ def _reason(exc: BaseException) -> str:
 
 
 class Recorder:
-    """One action's frames, taken as its verb runs."""
+    """One action's frames, taken as its verb runs: verb ``verb`` with ``args`` on tab
+    ``tab`` (its ``page``) of a lease on ``profile``, due by ``deadline``
+    (``time.monotonic()``)."""
 
-    def __init__(self, act: Act, screenshots: bool = True):
-        self.verb = act.verb
-        self.profile = act.lease.profile
+    def __init__(
+        self,
+        verb: str,
+        args: Mapping[str, Any],
+        profile: ProfileRef,
+        tab: str,
+        page: Page,
+        deadline: float,
+        screenshots: bool = True,
+    ):
+        self.verb = verb
+        self.profile = profile
         self.screenshots = screenshots
-        self.tab = act.tab.id
+        self.tab = tab
+        self.page = page
+        self.deadline = deadline
         self.at = time.time()
-        target = act.args.get("target")
+        target = args.get("target")
         self.target = str(target) if target is not None and self.verb in ELEMENT_VERBS else None
-        self.url = bare_url(act.page.url)
+        self.url = bare_url(page.url)
         self.url_after = self.url
         self.box: tuple[float, float, float, float] | None = None
         self.point: tuple[float, float] | None = None
@@ -146,7 +180,7 @@ class Recorder:
         self.emit: Callable[[ActionTrace], None] | None = None
         self.emitted = False
 
-    async def take_before(self, act: Act, loc: Locator | None = None) -> None:
+    async def take_before(self, loc: Locator | None = None) -> None:
         """The frame just before acting (once). With ``loc``: scroll it into view (as the
         action itself would) and measure its box first."""
         if self.started:
@@ -154,7 +188,7 @@ class Recorder:
         self.started = True
         if loc is not None:
             try:
-                with anyio.fail_after(self._budget(act)):
+                with anyio.fail_after(self._budget()):
                     await loc.evaluate(_SCROLL_JS)
                     box = await loc.bounding_box()
             except Exception as exc:
@@ -164,22 +198,23 @@ class Recorder:
                 self.box = (box["x"], box["y"], box["width"], box["height"])
                 if self.verb in POINTER_VERBS:
                     self.point = (box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-        self.before = await self._frame(act.page, act, "before")
+        self.before = await self._frame("before")
 
-    async def take_after(self, act: Act) -> None:
+    async def take_after(self) -> None:
         if not self.started:
             self.missing.append("before: the action never started")
             return
-        self.url_after = bare_url(act.page.url)
-        self.after = await self._frame(act.page, act, "after", FRAME_TIMEOUT)
+        self.url_after = bare_url(self.page.url)
+        self.after = await self._frame("after", FRAME_TIMEOUT)
 
-    def start_after(self, act: Act) -> Recorder:
-        """Take the after-frame in a task of its own (the answer goes out meanwhile)."""
+    def start_after(self, trace: LeaseTrace) -> None:
+        """Take the after-frame in a task of its own (the answer goes out meanwhile); the
+        lease's ``trace`` holds it until it is in, for the lease's next verb to wait on."""
         self.after_pending = True
 
         async def run() -> None:
             try:
-                await self.take_after(act)
+                await self.take_after()
             finally:
                 self.after_pending = False
                 self._maybe_emit()
@@ -188,7 +223,7 @@ class Recorder:
         _AFTER.add(task)
         task.add_done_callback(_AFTER.discard)
         self.after_task = task
-        return self
+        trace.taking(self)
 
     def outcome_known(self, emit: Callable[[ActionTrace], None]) -> None:
         """The verb's answer is out: ``emit`` the trace now, or once the after-frame is in."""
@@ -200,17 +235,15 @@ class Recorder:
             self.emitted = True
             self.emit(self.result())
 
-    @staticmethod
-    def _budget(act: Act) -> float:
-        return max(0.05, min(FRAME_TIMEOUT, (act.deadline - time.monotonic()) / 4))
+    def _budget(self) -> float:
+        return max(0.05, min(FRAME_TIMEOUT, (self.deadline - time.monotonic()) / 4))
 
-    async def _frame(
-        self, page: Page, act: Act, which: str, budget: float | None = None
-    ) -> Frame | None:
+    async def _frame(self, which: str, budget: float | None = None) -> Frame | None:
+        page = self.page
         if not self.screenshots:
             self.missing.append(f"{which}: the provider takes no screenshots")
             return None
-        budget = self._budget(act) if budget is None else budget
+        budget = self._budget() if budget is None else budget
         try:
             with anyio.fail_after(budget):
                 jpeg = await page.screenshot(

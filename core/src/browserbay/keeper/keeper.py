@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from browserbay import verbs
+from browserbay.keeper.act import Act
 from browserbay.keeper.admin import AdminMixin
 from browserbay.keeper.base import (  # noqa: F401 - re-exported for the keeper's parts and tests
     Answer,
@@ -25,10 +26,10 @@ from browserbay.keeper.browsers import BrowserPool
 from browserbay.keeper.controls import Controls, make_transports
 from browserbay.keeper.downloads import Downloads
 from browserbay.keeper.faults import disk_full, is_disk_full
-from browserbay.keeper.frames import ELEMENT_VERBS, PENDING, TRACED_VERBS, Recorder, settle
+from browserbay.keeper.frames import ELEMENT_VERBS, PENDING, TRACED_VERBS, Recorder
 from browserbay.keeper.hints import blocked
 from browserbay.keeper.leases import Leases
-from browserbay.keeper.pageverbs import HANDLERS, Act, page_error
+from browserbay.keeper.pageverbs import HANDLERS, page_error
 from browserbay.keeper.profiles import ProfileBook
 from browserbay.keeper.requests import (  # noqa: F401 - re-exported for tests
     _check_arg,
@@ -425,7 +426,7 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
         target: Lease | None = None,
     ) -> tuple[dict[str, Any], str, ProfileRef | None]:
         """Run a verb on its lease (cut by a takeover: see browserbay.keeper.controls)."""
-        await settle(lease, deadline)  # the last action's after-frame is taken first
+        await lease.trace.settle(deadline)  # the last action's after-frame is taken first
         await self.leases.check_browser(session, lease)  # died since? restarted below
         row = self.plugins.providers.get(lease.profile.provider)
         for cell in verb.needs if target is None else ():  # a target's verb needs no browser
@@ -476,7 +477,7 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
             act.trace = self._recorder(act, row)
             try:
                 if act.trace is not None and verb.name not in ELEMENT_VERBS:
-                    await act.trace.take_before(act)  # an element's verb: once it is found
+                    await act.trace.take_before()  # an element's verb: once it is found
                 data, text = await HANDLERS[verb.name](act)
             except Refusal:
                 raise
@@ -489,7 +490,7 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
                 with contextlib.suppress(Exception):
                     await self.leases.persist(session, lease)
                 if act.trace is not None:  # not reached when the verb was cut
-                    lease.after_frame = act.trace.start_after(act)
+                    act.trace.start_after(lease.trace)
         await self.leases.persist(session, lease)
         return data, text, lease.profile
 
@@ -497,7 +498,15 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
         """Frames for ``bay_action_traced``, only when some plugin implements it."""
         if act.verb not in TRACED_VERBS or not self.plugins.hooks.traces_actions():
             return None
-        recorder = Recorder(act, screenshots=row is None or row.capabilities.screenshots)
+        recorder = Recorder(
+            act.verb,
+            act.args,
+            act.lease.profile,
+            act.tab.id,
+            act.page,
+            act.deadline,
+            screenshots=row is None or row.capabilities.screenshots,
+        )
         pending = PENDING.get()
         if pending is not None:
             pending.append(recorder)

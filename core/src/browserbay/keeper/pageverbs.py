@@ -12,13 +12,13 @@ import json
 import re
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from browserbay.keeper import fastclick
+from browserbay.keeper.act import Act
 from browserbay.keeper.actions import before_action
 from browserbay.model import Failure
 from browserbay.paths import ensure_private, write_private
@@ -29,34 +29,8 @@ from browserbay.urls import normalize_url
 if TYPE_CHECKING:
     from playwright.async_api import Locator, Page
 
-    from browserbay.keeper.frames import Recorder
-    from browserbay.keeper.sessions import Lease, Tab
-    from browserbay.plugins import Plugins
-
 Answer = tuple[dict[str, Any], str]
 _REF = re.compile(r"^@?(?P<ref>(?:f\d+)?e\d+)$")
-
-
-@dataclass
-class Act:
-    verb: str
-    args: dict[str, Any]
-    lease: Lease
-    tab: Tab
-    deadline: float  # time.monotonic() by which the verb must be done
-    plugins: Plugins
-    shots_dir: Path
-    trace: Recorder | None = None
-    """Takes the action's frames when a plugin traces actions (bay_action_traced)."""
-
-    @property
-    def page(self) -> Page:
-        return self.tab.page
-
-    def ms_left(self, margin: float = 0.25) -> float:
-        """Playwright's own timeout: a little under our deadline, so its precise error
-        (target missing, not enabled…) wins over the generic deadline."""
-        return max(50.0, (self.deadline - time.monotonic() - margin) * 1000)
 
 
 # -- targets ----------------------------------------------------------------------------
@@ -93,7 +67,7 @@ async def act_on(act: Act, target: str, run: Callable[[Locator], Awaitable[Any]]
     loc = await locate(act, target)
     await before_action(act, target, loc)
     if act.trace is not None:
-        await act.trace.take_before(act, loc)
+        await act.trace.take_before(loc)
     try:
         return await run(loc)
     except Refusal:
@@ -282,7 +256,7 @@ async def pointer_on(act: Act, loc: Locator, run: Callable[[Locator, bool], Awai
         point = False
     ready = bool(point)
     if isinstance(point, list) and len(point) == 2:  # the live view's agent cursor
-        act.lease.agent_point = (act.tab.id, float(point[0]), float(point[1]))
+        act.lease.trace.pointed(act.tab.id, float(point[0]), float(point[1]))
     return await run(loc, ready)
 
 
@@ -297,7 +271,7 @@ async def verb_click(act: Act) -> Answer:
         point = await fastclick.ready_point(act.page, selector)
         if point is None:
             return False
-        act.lease.agent_point = (act.tab.id, point[0], point[1])
+        act.lease.trace.pointed(act.tab.id, point[0], point[1])
         try:
             return await fastclick.click_fast(act.page, point, act.ms_left() / 1000)
         except Exception as exc:

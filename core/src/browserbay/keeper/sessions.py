@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from browserbay.keeper.frames import LeaseTrace
 from browserbay.keeper.pause import LeaseControl
 from browserbay.model import LeaseInfo, LiveWindow, PauseInfo, ProfileRef, SessionRef
 from browserbay.refusals import Refusal
@@ -168,11 +169,9 @@ class Lease:
     control: LeaseControl = field(default_factory=LeaseControl)
     """Who holds the controls and the verbs running now, which a takeover cuts (changed only
     by browserbay.keeper.controls.Controls)."""
-    agent_point: tuple[str, float, float] | None = None
-    """(tab, x, y): where the agent's last pointer verb acted, for the live view's cursor."""
-    after_frame: Any = None
-    """The recorder of the last traced action while its after-frame is taken (see
-    keeper.frames.settle): the lease's next verb waits for it, briefly."""
+    trace: LeaseTrace = field(default_factory=LeaseTrace)
+    """What its last page action left: the after-frame still being taken (its next verb
+    waits for it, briefly), where the agent last pointed."""
     window: LiveWindow | None = None
     """A target lease's native window (see browserbay.keeper.targets); None for a browser."""
 
@@ -189,6 +188,12 @@ class Lease:
     def current(self) -> str | None:
         """The tab the agent acts on."""
         return self.tabs.current
+
+    @property
+    def agent_point(self) -> tuple[str, float, float] | None:
+        """(tab, x, y): where the agent's last pointer verb acted, for the live view's
+        cursor."""
+        return self.trace.agent_point
 
     @property
     def handle(self) -> str:

@@ -1,0 +1,42 @@
+"""One page verb's call as its handler sees it (:class:`Act`): the lease and tab it acts on,
+its arguments, its deadline, and the recorder of its frames when actions are traced.
+
+It sits below the page verbs (browserbay.keeper.pageverbs) and the gate they ask before
+touching an element (browserbay.keeper.actions), which both read it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from browserbay.keeper.frames import Recorder
+from browserbay.keeper.sessions import Lease, Tab
+from browserbay.plugins import Plugins
+
+if TYPE_CHECKING:
+    from playwright.async_api import Page
+
+
+@dataclass
+class Act:
+    verb: str
+    args: dict[str, Any]
+    lease: Lease
+    tab: Tab
+    deadline: float  # time.monotonic() by which the verb must be done
+    plugins: Plugins
+    shots_dir: Path
+    trace: Recorder | None = None
+    """Takes the action's frames when a plugin traces actions (bay_action_traced)."""
+
+    @property
+    def page(self) -> Page:
+        return self.tab.page
+
+    def ms_left(self, margin: float = 0.25) -> float:
+        """Playwright's own timeout: a little under our deadline, so its precise error
+        (target missing, not enabled…) wins over the generic deadline."""
+        return max(50.0, (self.deadline - time.monotonic() - margin) * 1000)
