@@ -190,6 +190,19 @@ def test_exclusive_holds_queue_fifo_and_refuse_when_the_wait_runs_out(fresh_bay:
     assert answer["data"]["waited_s"] > 0.3  # it queued behind the holder, then got it
 
 
+def test_a_shells_exclusive_hold_outlives_a_keeper_restart_while_the_shell_runs(
+    fresh_bay: Bay,
+) -> None:
+    """A hold by ``shell-<sid>`` (no BAY_SESSION) stays the shell's while a process of that
+    session runs, also once a restarted keeper no longer knows the session. (The check read
+    the tty field of /proc/<pid>/stat as the session id, and took such a hold for stale.)"""
+    fresh_bay.ok("new", "solo")
+    assert fresh_bay.ok("use", "solo", "--exclusive", session=None)["exclusive"] is True
+    fresh_bay.stop()
+    frame = assert_refused(fresh_bay("use", "solo", "--exclusive", session="w1"), "profile_busy")
+    assert frame["data"]["holder"] == f"shell-{os.getsid(0)}"
+
+
 def test_the_browser_ceiling_names_who_holds_what(tmp_path: Path, demo: str) -> None:
     b = Bay(tmp_path, BAY_MAX_BROWSERS="1")
     try:

@@ -82,3 +82,13 @@ def test_the_cli_and_the_api_resolve_alike(monkeypatch: pytest.MonkeyPatch) -> N
             assert api.api_session(explicit) == {**cli_side, "origin": "api"}
     monkeypatch.setenv("BAY_SESSION", "")
     assert client.context(session_flag="other")["actor"] == identity.resolve()
+
+
+def test_a_shell_identity_names_its_shell_session() -> None:
+    """What the keeper reads to tell whether an exclusive hold's shell still runs."""
+    assert identity.shell_of(identity.shell_session()) == os.getsid(0)
+    assert identity.shell_of("shell-42") == 42
+    assert identity.shell_of("shell-") is None
+    assert identity.shell_of("shell-4x") is None
+    assert identity.shell_of("mcp-42") is None
+    assert identity.shell_of("agent") is None

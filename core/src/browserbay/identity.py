@@ -41,6 +41,12 @@ def shell_session() -> str:
     return f"shell-{os.getsid(0)}"
 
 
+def shell_of(session_id: str) -> int | None:
+    """The shell session (``getsid``) a ``shell-<sid>`` identity names; None for any other."""
+    prefix, _, number = session_id.partition("-")
+    return int(number) if prefix == "shell" and number.isdigit() else None
+
+
 def resolve(
     explicit: str | None = None, *, fallback: str | None = None, origin: str | None = None
 ) -> dict[str, str]:

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import anyio
 
-from browserbay import procfs
+from browserbay import identity, procfs
 from browserbay.keeper.browsers import BrowserPool, Running
 from browserbay.keeper.controls import Controls
 from browserbay.keeper.guard import host_allowed
@@ -552,8 +552,9 @@ class Leases:
         session = self.sessions.get(holder)
         if session is not None:
             return time.monotonic() - session.last_used <= self.idle_timeout
-        if holder.startswith("shell-") and holder[6:].isdigit():
-            return bool(await anyio.to_thread.run_sync(procfs.in_session, int(holder[6:])))
+        shell = identity.shell_of(holder)
+        if shell is not None:
+            return bool(await anyio.to_thread.run_sync(procfs.in_session, shell))
         return time.time() - since <= self.idle_timeout
 
     def _busy(
