@@ -45,6 +45,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from browserbay import procfs
+
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 VENV_PY = ROOT / ".venv" / "bin" / "python"
@@ -110,10 +112,10 @@ def reap() -> None:
 
 
 class Proc:
-    __slots__ = ("cmd", "pid", "ppid", "state")
+    __slots__ = ("cmd", "pid", "ppid", "runs")
 
-    def __init__(self, pid: int, ppid: int, state: str, cmd: list[str]):
-        self.pid, self.ppid, self.state, self.cmd = pid, ppid, state, cmd
+    def __init__(self, pid: int, ppid: int, runs: bool, cmd: list[str]):
+        self.pid, self.ppid, self.runs, self.cmd = pid, ppid, runs, cmd
 
     @property
     def exe(self) -> str:
@@ -125,25 +127,17 @@ class Proc:
 
 
 def proc_table() -> dict[int, Proc]:
+    """One snapshot of the process table (browserbay.procfs's reading of it)."""
     table: dict[int, Proc] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read().decode("utf-8", "replace")
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                raw = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        cmd = [c.decode("utf-8", "replace") for c in raw.split(b"\0") if c]
-        table[int(entry)] = Proc(int(entry), int(fields[1]), fields[0], cmd)
+    for pid in procfs.pids():
+        st = procfs.stat(pid)
+        if st is not None:
+            table[pid] = Proc(pid, st.ppid, st.runs, procfs.argv(pid))
     return table
 
 
 def live(p: Proc) -> bool:
-    return p.state not in ("Z", "X")
+    return p.runs
 
 
 def descendants(roots: Iterable[int], table: dict[int, Proc]) -> set[int]:
@@ -200,14 +194,7 @@ def end_pids(pids: set[int], why: str, notes: list[str]) -> None:
 
 
 def pss_kib(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as f:
-            for line in f:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
+    return procfs.pss_kib([pid])
 
 
 def kind(p: Proc) -> str:
