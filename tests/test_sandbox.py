@@ -137,26 +137,20 @@ def nobody() -> Iterator[AsUser]:
 def _argv(pid: int) -> list[str]:
     """The process's switches; Chromium's children rewrite theirs into one space-joined
     string, so every element is split on spaces too."""
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-    except OSError:
-        return []
-    return [word for arg in raw.split("\0") for word in arg.split(" ") if word]
+    return [word for arg in procfs.argv(pid) for word in arg.split(" ") if word]
 
 
 def _browser_processes(uid: int, needle: str) -> list[int]:
     """Every live process of ``uid`` whose argv holds ``needle`` (a browser of this test)."""
     found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for pid in procfs.pids():
         try:
-            if entry.stat().st_uid != uid:
+            if os.stat(f"/proc/{pid}").st_uid != uid:
                 continue
         except OSError:
             continue
-        if any(needle in a for a in _argv(int(entry.name))):
-            found.append(int(entry.name))
+        if any(needle in a for a in _argv(pid)):
+            found.append(pid)
     return found
 
 
