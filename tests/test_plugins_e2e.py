@@ -45,7 +45,12 @@ def test_lifecycle_hooks_in_the_order_the_keeper_calls_them(fresh_bay: Bay, demo
         (r["hook"], r.get("change") or r.get("reason") or r.get("call", {}).get("verb"))
         for r in fresh_bay.recorded()
     ]
-    lifecycle = [e for e in events if e[0] not in ("bay_before_verb", "bay_after_verb")]
+    keeper = [e[0] for e in events if e[0] in ("bay_keeper_started", "bay_keeper_stopping")]
+    assert keeper == ["bay_keeper_started", "bay_keeper_stopping"]
+    assert events[0][0] == "bay_keeper_started"  # before the keeper serves
+    stopping = events.index(("bay_keeper_stopping", None))
+    assert stopping < events.index(("bay_browser_stopped", "keeper_stop"))
+    lifecycle = [e for e in events if e[0] not in ("bay_before_verb", "bay_after_verb", *keeper)]
     assert lifecycle[0] == ("bay_browser_started", None)
     assert lifecycle[1] == ("bay_lease_changed", "attached")
     assert lifecycle[-1] == ("bay_browser_stopped", "keeper_stop")

@@ -18,6 +18,7 @@ from browserbay.model import (
     Capabilities,
     Failure,
     IntegrationRow,
+    KeeperInfo,
     KeyField,
     KeySource,
     LeaseInfo,
@@ -29,6 +30,7 @@ from browserbay.model import (
     VerbCall,
     VerbOutcome,
 )
+from browserbay.paths import bay_paths
 from browserbay.plugins import Hooks, PluginError, load_plugins
 from browserbay.refusals import Refusal
 
@@ -241,22 +243,69 @@ def test_lifecycle_hooks_browser_lease_takeover_handback() -> None:
         bay_lease_changed=lambda lease, change: events.append(("lease", change)),
         bay_takeover=lambda lease, viewer: events.append(("takeover", viewer)),
         bay_handback=lambda lease, viewer: events.append(("handback", viewer)),
+        bay_keeper_started=lambda keeper: events.append(("keeper", keeper.pid)),
+        bay_keeper_stopping=lambda: events.append(("stopping", None)),
     )
     hook = _load(mod).hooks
     browser = BrowserInfo("bb-1", "chromium", 42, True)
     lease = LeaseInfo(PROFILE, SESSION, "user", ("t1",))
+    hook.bay_keeper_started(keeper=KeeperInfo(7, "0.1.0", bay_paths({"HOME": "/nowhere"})))
     hook.bay_browser_started(browser=browser)
     hook.bay_browser_stopped(browser=browser, reason="idle")
     hook.bay_lease_changed(lease=lease, change="attached")
     hook.bay_takeover(lease=lease, viewer="v1")
     hook.bay_handback(lease=lease, viewer="v1")
+    hook.bay_keeper_stopping()
     assert events == [
+        ("keeper", 7),
         ("started", "bb-1"),
         ("stopped", "idle"),
         ("lease", "attached"),
         ("takeover", "v1"),
         ("handback", "v1"),
+        ("stopping", None),
     ]
+
+
+class _Stateful:
+    """A plugin class an entry point names: one instance per load, its state on it."""
+
+    def __init__(self) -> None:
+        self.started: KeeperInfo | None = None
+
+    @hookimpl
+    def bay_keeper_started(self, keeper: KeeperInfo) -> None:
+        self.started = keeper
+
+
+def test_an_entry_point_naming_a_class_registers_one_instance_per_load() -> None:
+    ep = metadata.EntryPoint("stateful", f"{__name__}:_Stateful", "browserbay")
+    first, second = load_plugins({}, entry_points=[ep]), load_plugins({}, entry_points=[ep])
+    one, two = first.pm.get_plugin("stateful"), second.pm.get_plugin("stateful")
+    assert isinstance(one, _Stateful)
+    assert isinstance(two, _Stateful)
+    assert one is not two
+    info = KeeperInfo(7, "0.1.0", bay_paths({"HOME": "/nowhere"}))
+    first.hooks.bay_keeper_started(keeper=info)
+    assert one.started is info
+    assert two.started is None
+
+
+def test_a_notification_hook_that_raises_is_logged_and_skipped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    seen: list[str] = []
+
+    def boom() -> None:
+        raise RuntimeError("on purpose")
+
+    plugins = _load(
+        _module("first", bay_keeper_stopping=lambda: seen.append("first")),
+        _module("boom", bay_keeper_stopping=boom),
+    )
+    plugins.hooks.bay_keeper_stopping()
+    assert seen == ["first"]
+    assert "plugin 'boom' failed in bay_keeper_stopping; carrying on" in caplog.text
 
 
 def test_listing_names_distribution_version_and_hooks() -> None:

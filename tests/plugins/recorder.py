@@ -16,7 +16,14 @@ from dataclasses import asdict, is_dataclass
 from typing import Any
 
 from browserbay.hookspecs import hookimpl
-from browserbay.model import ActionTarget, BrowserInfo, LeaseInfo, VerbCall, VerbOutcome
+from browserbay.model import (
+    ActionTarget,
+    BrowserInfo,
+    KeeperInfo,
+    LeaseInfo,
+    VerbCall,
+    VerbOutcome,
+)
 from browserbay.refusals import Refusal
 
 
@@ -65,6 +72,16 @@ def bay_after_verb(call: VerbCall, outcome: VerbOutcome) -> None:
     _record("bay_after_verb", call=call, outcome=outcome)
     if os.environ.get("BAY_TEST_CRASH_AFTER") == call.verb:
         raise RuntimeError("the recorder's after-verb hook crashes on purpose")
+
+
+@hookimpl
+def bay_keeper_started(keeper: KeeperInfo) -> None:
+    _record("bay_keeper_started", keeper=keeper)
+
+
+@hookimpl
+def bay_keeper_stopping() -> None:
+    _record("bay_keeper_stopping")
 
 
 @hookimpl

@@ -25,6 +25,7 @@ from browserbay.model import (
     DoctorCheck,
     Failure,
     IntegrationRow,
+    KeeperInfo,
     KeySource,
     LeaseInfo,
     PluginVerb,
@@ -128,6 +129,25 @@ def bay_doctor_checks() -> Sequence[DoctorCheck]:
 
 
 # -- lifecycle --------------------------------------------------------------------------
+
+
+@hookspec
+def bay_keeper_started(keeper: KeeperInfo) -> None:
+    """The keeper has loaded its plugins and its registry and is about to serve. Make here
+    what the plugin keeps for the keeper's life (a server, a writer thread, a book of
+    windows), on the plugin object — an entry point may name a class, which the core makes
+    one instance of per load — never in a module global; let it go in
+    :func:`bay_keeper_stopping`. A plugin that raises is logged and skipped."""
+    raise NotImplementedError
+
+
+@hookspec
+def bay_keeper_stopping() -> None:
+    """The keeper is shutting down, its last answers sent: called before its live views stop
+    and its browsers close (``bay_browser_stopped`` with ``keeper_stop`` follows). Stop and
+    drop what :func:`bay_keeper_started` made, quickly (a thread of your own may finish the
+    work). A plugin that raises is logged and skipped."""
+    raise NotImplementedError
 
 
 @hookspec

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from browserbay.paths import BayPaths
 from browserbay.progress import say_progress
 from browserbay.verbs import Verb
 
@@ -529,6 +530,18 @@ class ActionTrace:
     """The viewport once the verb ended, or None."""
     missing: tuple[str, ...] = ()
     """Why a frame is None (``before: the action never started``, ``after: Timeout…``)."""
+
+
+@dataclass(frozen=True)
+class KeeperInfo:
+    """The keeper that loaded the plugins, as :func:`browserbay.hookspecs.bay_keeper_started`
+    sees it."""
+
+    pid: int
+    version: str
+    paths: BayPaths
+    """Its directories (``state``, ``data``, ``runtime``, ``logs``): a plugin's files go in a
+    directory of its own under one of them."""
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from browserbay.model import (
     DoctorCheck,
     Failure,
     IntegrationRow,
+    KeeperInfo,
     KeySource,
     LeaseInfo,
     PluginVerb,
@@ -141,6 +142,12 @@ class Hooks:
         return bool(self._pm.hook.bay_before_action.get_hookimpls())
 
     # -- notifications ----------------------------------------------------------------
+
+    def bay_keeper_started(self, keeper: KeeperInfo) -> None:
+        _notify(self._pm.hook.bay_keeper_started, keeper=keeper)
+
+    def bay_keeper_stopping(self) -> None:
+        _notify(self._pm.hook.bay_keeper_stopping)
 
     def bay_after_verb(self, call: VerbCall, outcome: VerbOutcome) -> None:
         _notify(self._pm.hook.bay_after_verb, call=call, outcome=outcome)
@@ -323,7 +330,7 @@ def load_plugins(
                     f"plugin {ep.name!r} ({dist}) failed to import: {exc!r}; reinstall it, or "
                     f"skip it with BAY_DISABLE_PLUGINS={ep.name}"
                 ) from exc
-            _register(pm, plugin, ep.name)
+            _register(pm, _instance(plugin), ep.name)
         except PluginError as exc:
             if strict:
                 raise
@@ -363,6 +370,13 @@ def load_plugins(
         for i in infos
     ]
     return Plugins(pm, infos + broken)
+
+
+def _instance(plugin: object) -> object:
+    """What an entry point names, as registered: a module or an object as it is, a class as
+    one instance of it (made per load: what a plugin keeps for a keeper's life lives on it,
+    from ``bay_keeper_started`` on, never in a module global)."""
+    return plugin() if isinstance(plugin, type) else plugin
 
 
 def _register(pm: pluggy.PluginManager, plugin: object, name: str) -> None:

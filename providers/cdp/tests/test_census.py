@@ -138,7 +138,7 @@ def test_a_method_with_no_row_is_forwarded_while_you_drive_and_refused_by_name_w
 def test_the_provider_row_and_the_conformance_suite(
     tmp_path: Path, debug_browser: DebugBrowser, demo: str
 ) -> None:
-    (row,) = plugin.bay_providers()
+    (row,) = plugin.CdpPlugin().bay_providers()
     assert row.id == "cdp"
     assert row.tier == 1
     caps = row.capabilities
@@ -156,7 +156,7 @@ def test_every_verb_of_the_plugin_is_in_docs_cdp_md_with_its_usage_line() -> Non
     from browserbay_cli.parse import usage_line
 
     text = (Path(__file__).resolve().parents[3] / "docs" / "cdp.md").read_text()
-    for pv in plugin.bay_verbs():
+    for pv in plugin.CdpPlugin().bay_verbs():
         heading = f"### {pv.verb.name}\n"
         assert heading in text, f"docs/cdp.md has no {heading.strip()!r}"
         section = text.split(heading, 1)[1].split("\n#", 1)[0]

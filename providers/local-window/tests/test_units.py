@@ -26,7 +26,7 @@ from tests.helpers import assert_refused
 
 
 def test_the_provider_row_is_tier_3_without_cdp() -> None:
-    (row,) = plugin.bay_providers()
+    (row,) = plugin.LocalWindowPlugin().bay_providers()
     check_row(row)
     assert row.id == "local-window"
     assert row.tier == 3
@@ -37,7 +37,7 @@ def test_the_provider_row_is_tier_3_without_cdp() -> None:
 
 
 def test_its_driver_refuses_a_page_by_capability() -> None:
-    (row,) = plugin.bay_providers()
+    (row,) = plugin.LocalWindowPlugin().bay_providers()
     assert row.driver_factory is not None
     with pytest.raises(Refusal) as info:
         anyio.run(row.driver_factory().launch, None, None)

@@ -8,6 +8,7 @@ import dataclasses
 import functools
 import importlib
 import logging
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from browserbay import verbs
+from browserbay._version import __version__
 from browserbay.keeper.act import Act
 from browserbay.keeper.admin import AdminMixin
 from browserbay.keeper.base import (  # noqa: F401 - re-exported for the keeper's parts and tests
@@ -45,6 +47,7 @@ from browserbay.keeper.targets import TargetBook
 from browserbay.keeper.verbhost import LeaseVerbHost
 from browserbay.model import (
     ActionTrace,
+    KeeperInfo,
     ProfileRef,
     ProviderRow,
     SessionRef,
@@ -138,6 +141,7 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
         revived = await self.db(self.registry.kept_tabs.mark_live_auto)
         if revived:
             log.info("%d tab(s) of the last keeper's browsers are kept for restore", revived)
+        self.plugins.hooks.bay_keeper_started(KeeperInfo(os.getpid(), __version__, self.paths))
 
     def begin_stop(self) -> None:
         """Stop taking new connections at once (a client arriving now starts the next
@@ -169,6 +173,7 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
             return self._pw
 
     async def close(self) -> None:
+        self.plugins.hooks.bay_keeper_stopping()
         for transport in self.live:  # viewers go before the browsers they watch
             try:
                 with anyio.move_on_after(5):

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from browserbay.hookspecs import hookimpl
@@ -27,40 +26,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("browserbay.liveview")
 
 KIND = "web"
-#: The transports the keeper made (one per keeper; weak so a stopped one goes away).
-_ACTIVE: weakref.WeakSet[WebTransport] = weakref.WeakSet()
-
-
-def make_transport(host: LiveHost) -> WebTransport:
-    from browserbay_liveview_web.server import WebTransport
-
-    transport = WebTransport(host)
-    _ACTIVE.add(transport)
-    return transport
-
-
-def _transport() -> WebTransport:
-    for transport in _ACTIVE:
-        return transport
-    raise Refusal(
-        "backend_unavailable",
-        provider="liveview-web",
-        reason="the keeper made no live-view transport",
-        fix="bay keeper logs   (then bay keeper stop; the next command starts a fresh keeper)",
-    )
-
-
-@hookimpl
-def bay_live_view_transports() -> list[TransportRow]:
-    return [
-        TransportRow(
-            KIND,
-            "A tab's CDP screencast or a native window's X11 frames in a web page on 127.0.0.1 "
-            "(watch, take over, hand back)",
-            ("tab", "window"),
-            make_transport,
-        )
-    ]
 
 
 # -- verbs ----------------------------------------------------------------------------------
@@ -108,7 +73,7 @@ def live_target(args: Mapping[str, Any]) -> str | None:
     return str(target) if target else None
 
 
-async def live(ctx: VerbContext) -> tuple[dict[str, Any], str]:
+async def live(ctx: VerbContext, transport: Transport) -> tuple[dict[str, Any], str]:
     wanted = live_target(ctx.args)
     if wanted is not None and ctx.target is None:
         raise Refusal(
@@ -126,7 +91,7 @@ async def live(ctx: VerbContext) -> tuple[dict[str, Any], str]:
             return viewed
     mode: Mode = "watch" if ctx.args.get("watch") else "control"
     key = ctx.target.profile.id if ctx.target is not None else ctx.profile.id
-    url = await _transport().link(ctx.session.id, key, mode)
+    url = await transport().link(ctx.session.id, key, mode)
     data = {
         "url": url,
         "transport": KIND,
@@ -148,7 +113,7 @@ async def live(ctx: VerbContext) -> tuple[dict[str, Any], str]:
     return data, text
 
 
-async def handoff(ctx: VerbContext) -> tuple[dict[str, Any], str]:
+async def handoff(ctx: VerbContext, transport_of: Transport) -> tuple[dict[str, Any], str]:
     reason = str(ctx.args.get("reason") or "").strip()
     if not reason:
         raise Refusal(
@@ -165,7 +130,7 @@ async def handoff(ctx: VerbContext) -> tuple[dict[str, Any], str]:
             f"{float(wait) + 10:g}",
             verb="handoff",
         )
-    transport = _transport()
+    transport = transport_of()
     page = await ctx.page()  # the human must see a running browser (a viewer never starts one)
     sid, pid = ctx.session.id, ctx.profile.id
     transport.host.take_over(sid, pid, None, reason)
@@ -196,61 +161,114 @@ async def handoff(ctx: VerbContext) -> tuple[dict[str, Any], str]:
     return data, f"{head}; the page is now at\n{page.url}"
 
 
-@hookimpl
-def bay_verbs() -> list[PluginVerb]:
-    return [
-        PluginVerb(
-            Verb(
-                "live",
-                PLUGIN,
-                "Print a one-use link (60 s) to watch your browser (or a window you hold) live "
-                "and take it over.",
-                (
-                    Arg("target", "opt", "a window handle (w1) to show instead of the browser"),
-                    Arg("watch", "flag", "a link that can only watch (no takeover)"),
+Transport = Callable[[], "WebTransport"]
+
+
+class LiveViewPlugin:
+    """The plugin (the entry point names this class: one instance per load). Its transport
+    is the one the keeper makes at its start (``TransportRow.factory``); the verbs and the
+    lifecycle hooks reach it here."""
+
+    def __init__(self) -> None:
+        self._transports: list[WebTransport] = []
+
+    def make_transport(self, host: LiveHost) -> WebTransport:
+        from browserbay_liveview_web.server import WebTransport
+
+        transport = WebTransport(host)
+        self._transports.append(transport)
+        return transport
+
+    def transport(self) -> WebTransport:
+        for transport in self._transports:
+            return transport
+        raise Refusal(
+            "backend_unavailable",
+            provider="liveview-web",
+            reason="the keeper made no live-view transport",
+            fix="bay keeper logs   (then bay keeper stop; the next command starts a fresh keeper)",
+        )
+
+    @hookimpl
+    def bay_keeper_stopping(self) -> None:
+        """The keeper stops its transports next: they are let go (a viewer of a stopping
+        keeper gets no more lease news)."""
+        self._transports.clear()
+
+    @hookimpl
+    def bay_live_view_transports(self) -> list[TransportRow]:
+        return [
+            TransportRow(
+                KIND,
+                "A tab's CDP screencast or a native window's X11 frames in a web page on "
+                "127.0.0.1 (watch, take over, hand back)",
+                ("tab", "window"),
+                self.make_transport,
+            )
+        ]
+
+    async def live(self, ctx: VerbContext) -> tuple[dict[str, Any], str]:
+        return await live(ctx, self.transport)
+
+    async def handoff(self, ctx: VerbContext) -> tuple[dict[str, Any], str]:
+        return await handoff(ctx, self.transport)
+
+    @hookimpl
+    def bay_verbs(self) -> list[PluginVerb]:
+        return [
+            PluginVerb(
+                Verb(
+                    "live",
+                    PLUGIN,
+                    "Print a one-use link (60 s) to watch your browser (or a window you hold) live "
+                    "and take it over.",
+                    (
+                        Arg("target", "opt", "a window handle (w1) to show instead of the browser"),
+                        Arg("watch", "flag", "a link that can only watch (no takeover)"),
+                    ),
+                    needs=("has_cdp",),
+                    example="bay live",
                 ),
-                needs=("has_cdp",),
-                example="bay live",
+                self.live,
+                while_paused=True,
+                target=live_target,
             ),
-            live,
-            while_paused=True,
-            target=live_target,
-        ),
-        PluginVerb(
-            Verb(
-                "handoff",
-                PLUGIN,
-                "Pause and hand your browser to a human (a live link), until they hand back.",
-                (
-                    Arg("reason", "value", "what the human should do (log in to X)"),
-                    Arg("wait", "value", "seconds to wait (default: the --timeout)", type="float"),
+            PluginVerb(
+                Verb(
+                    "handoff",
+                    PLUGIN,
+                    "Pause and hand your browser to a human (a live link), until they hand back.",
+                    (
+                        Arg("reason", "value", "what the human should do (log in to X)"),
+                        Arg(
+                            "wait",
+                            "value",
+                            "seconds to wait (default: the --timeout)",
+                            type="float",
+                        ),
+                    ),
+                    needs=("has_cdp",),
+                    example='bay handoff --reason "log in to the shop" --wait 300 --timeout 320',
                 ),
-                needs=("has_cdp",),
-                example='bay handoff --reason "log in to the shop" --wait 300 --timeout 320',
+                self.handoff,
+                while_paused=True,
             ),
-            handoff,
-            while_paused=True,
-        ),
-    ]
+        ]
 
+    # -- lifecycle: keep viewers in step --------------------------------------------------
 
-# -- lifecycle: keep viewers in step --------------------------------------------------------
+    @hookimpl
+    def bay_lease_changed(self, lease: LeaseInfo, change: str) -> None:
+        for transport in self._transports:
+            ended = lease.ended if change == "detached" else None
+            transport.lease_changed(lease.session.id, lease.profile.id, ended)
 
+    @hookimpl
+    def bay_takeover(self, lease: LeaseInfo, viewer: str) -> None:
+        for transport in self._transports:
+            transport.poke(lease.session.id, lease.profile.id)
 
-@hookimpl
-def bay_lease_changed(lease: LeaseInfo, change: str) -> None:
-    for transport in list(_ACTIVE):
-        ended = lease.ended if change == "detached" else None
-        transport.lease_changed(lease.session.id, lease.profile.id, ended)
-
-
-@hookimpl
-def bay_takeover(lease: LeaseInfo, viewer: str) -> None:
-    for transport in list(_ACTIVE):
-        transport.poke(lease.session.id, lease.profile.id)
-
-
-@hookimpl
-def bay_handback(lease: LeaseInfo, viewer: str) -> None:
-    for transport in list(_ACTIVE):
-        transport.poke(lease.session.id, lease.profile.id)
+    @hookimpl
+    def bay_handback(self, lease: LeaseInfo, viewer: str) -> None:
+        for transport in self._transports:
+            transport.poke(lease.session.id, lease.profile.id)

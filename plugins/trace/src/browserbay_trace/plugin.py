@@ -54,20 +54,8 @@ def tracing_on(env: Mapping[str, str] = os.environ) -> bool:
     return env.get(TRACE_ENV, "").strip().lower() in ("1", "on", "true", "yes")
 
 
-_writer: Writer | None = None
-_ids = itertools.count()
-
-
 def traces_root() -> Path:
     return bay_paths().data / "traces"
-
-
-def writer() -> Writer:
-    """The one writer of this keeper (made at the first action)."""
-    global _writer
-    if _writer is None:
-        _writer = Writer(traces_root(), Retention.from_env())
-    return _writer
 
 
 def _frame_row(frame: Frame | None) -> dict[str, int] | None:
@@ -76,11 +64,12 @@ def _frame_row(frame: Frame | None) -> dict[str, int] | None:
     return {"width": frame.width, "height": frame.height, "bytes": len(frame.jpeg)}
 
 
-def record_action(call: VerbCall, outcome: VerbOutcome, trace: ActionTrace) -> None:
-    """Queue one action's record and frames for the writer (off the keeper's loop)."""
+def action_job(call: VerbCall, outcome: VerbOutcome, trace: ActionTrace, serial: int) -> Job:
+    """One action's record and frames, for the writer (``serial`` tells apart two actions
+    of one millisecond)."""
     profile = call.profile
     profile_id = profile.id if profile is not None else f"ep-{call.session.id}"
-    action_id = f"{int(trace.at * 1000):013d}-{next(_ids) % 1_000_000:06d}"
+    action_id = f"{int(trace.at * 1000):013d}-{serial % 1_000_000:06d}"
     record: dict[str, Any] = {
         "id": action_id,
         "at": trace.at,
@@ -105,14 +94,7 @@ def record_action(call: VerbCall, outcome: VerbOutcome, trace: ActionTrace) -> N
         },
     }
     frames = {w: f.jpeg for w, f in (("before", trace.before), ("after", trace.after)) if f}
-    writer().put(Job(trace_key(profile_id), action_id, record, frames))
-
-
-if tracing_on():  # read once, as the keeper loads its plugins
-
-    @hookimpl
-    def bay_action_traced(call: VerbCall, outcome: VerbOutcome, trace: ActionTrace) -> None:
-        record_action(call, outcome, trace)
+    return Job(trace_key(profile_id), action_id, record, frames)
 
 
 # -- bay trace show ---------------------------------------------------------------------------
@@ -149,11 +131,12 @@ def _out_path(ctx: VerbContext, key: str) -> Path:
     return store.ensure(store.reports) / f"{key}-{stamp}-{secrets.token_hex(3)}.html"
 
 
-def _report(ctx: VerbContext, last: int) -> tuple[dict[str, Any], str]:
-    """Runs in a worker thread: reading frames and writing the page is disk work."""
+def _report(ctx: VerbContext, last: int, writer: Writer | None) -> tuple[dict[str, Any], str]:
+    """Runs in a worker thread: reading frames and writing the page is disk work (after what
+    ``writer`` still holds is on disk)."""
     key = trace_key(ctx.profile.id)
-    if _writer is not None:
-        _writer.flush()
+    if writer is not None:
+        writer.flush()
     store = TraceStore(traces_root())
     warning = None
     try:
@@ -182,14 +165,36 @@ def _report(ctx: VerbContext, last: int) -> tuple[dict[str, Any], str]:
     return data, str(path)
 
 
-async def trace(ctx: VerbContext) -> tuple[dict[str, Any], str]:
-    last = ctx.args.get("last")
-    n = DEFAULT_LAST if last is None else int(last)
-    if not 1 <= n <= MAX_LAST:
-        raise Refusal("usage", detail=f"--last must be 1 to {MAX_LAST}, not {n}", verb="trace")
-    return await anyio.to_thread.run_sync(_report, ctx, n)
+class TracePlugin:
+    """The plugin (the entry point names this class: one instance per load). Its writer is
+    made at the keeper's first traced action (a bad ``BAY_TRACE_DAYS`` fails that action's
+    hook, logged, not the keeper's start) and flushed at the process's exit."""
 
+    def __init__(self) -> None:
+        self._writer: Writer | None = None
+        self._serials = itertools.count()
 
-@hookimpl
-def bay_verbs() -> list[PluginVerb]:
-    return [PluginVerb(TRACE_VERB, trace, while_paused=True)]
+    def writer(self) -> Writer:
+        if self._writer is None:
+            self._writer = Writer(traces_root(), Retention.from_env())
+        return self._writer
+
+    if tracing_on():  # read once, as the keeper loads its plugins
+
+        @hookimpl
+        def bay_action_traced(
+            self, call: VerbCall, outcome: VerbOutcome, trace: ActionTrace
+        ) -> None:
+            """Queue the action for the writer's thread (off the keeper's loop)."""
+            self.writer().put(action_job(call, outcome, trace, next(self._serials)))
+
+    async def trace(self, ctx: VerbContext) -> tuple[dict[str, Any], str]:
+        last = ctx.args.get("last")
+        n = DEFAULT_LAST if last is None else int(last)
+        if not 1 <= n <= MAX_LAST:
+            raise Refusal("usage", detail=f"--last must be 1 to {MAX_LAST}, not {n}", verb="trace")
+        return await anyio.to_thread.run_sync(_report, ctx, n, self._writer)
+
+    @hookimpl
+    def bay_verbs(self) -> list[PluginVerb]:
+        return [PluginVerb(TRACE_VERB, self.trace, while_paused=True)]

@@ -10,6 +10,7 @@ from typing import Any
 from browserbay.hookspecs import hookimpl
 from browserbay.model import (
     Capabilities,
+    KeeperInfo,
     LeaseInfo,
     PluginVerb,
     ProviderRow,
@@ -20,39 +21,13 @@ from browserbay.verbs import PLUGIN, Arg, Verb
 from browserbay_cdp.chrome import chrome_verb
 from browserbay_cdp.driver import CdpDriver
 from browserbay_cdp.endpoint import check_options
-from browserbay_cdp.proxy import SERVER, Grant
+from browserbay_cdp.proxy import Grant, ScopedServer
 from browserbay_cdp.run import run_script
 
 _NEEDS = ("has_cdp", "cdp_endpoint")
 
 
-@hookimpl
-def bay_providers() -> list[ProviderRow]:
-    return [
-        ProviderRow(
-            id="cdp",
-            tier=1,
-            summary="Somebody else's running browser, reached at a CDP URL (we never own its "
-            "directory, never close it or a tab we did not open).",
-            capabilities=Capabilities(
-                has_cdp=True,
-                owns_dir=False,
-                ephemeral_contexts=False,
-                screenshots=True,
-                key_scope="none",
-                lease_kind="tab",
-                headed=False,
-                allowed_domains=False,
-                cdp_endpoint=True,
-            ),
-            driver_factory=CdpDriver,
-            options=("cdp_url",),
-            check_options=check_options,
-        )
-    ]
-
-
-async def _grant(ctx: VerbContext) -> tuple[Grant, str]:
+async def _grant(server: ScopedServer, ctx: VerbContext) -> tuple[Grant, str]:
     """The lease's grant and the target id of its current tab (the browser starts lazily)."""
     page = await ctx.page()
     upstream = ctx.cdp_url()
@@ -63,18 +38,18 @@ async def _grant(ctx: VerbContext) -> tuple[Grant, str]:
             verb=ctx.verb,
             capability="cdp_endpoint",
         )
-    grant = await SERVER.grant(ctx.lease, upstream, page.context, ctx.adopt, ctx.guard)
+    grant = await server.grant(ctx.lease, upstream, page.context, ctx.adopt, ctx.guard)
     target, _context = await grant.target_of(page)
     return grant, target
 
 
-async def cdp_url(ctx: VerbContext) -> tuple[dict[str, Any], str]:
-    grant, target = await _grant(ctx)
+async def cdp_url(server: ScopedServer, ctx: VerbContext) -> tuple[dict[str, Any], str]:
+    grant, target = await _grant(server, ctx)
     assert ctx.lease is not None
-    url = SERVER.url(grant)
+    url = server.url(grant)
     data = {
         "url": url,
-        "http_url": SERVER.http_url(grant),
+        "http_url": server.http_url(grant),
         "tab": ctx.lease.current,
         "target": target,
         "upload_dir": str(grant.upload),
@@ -84,11 +59,11 @@ async def cdp_url(ctx: VerbContext) -> tuple[dict[str, Any], str]:
     return data, url
 
 
-async def run(ctx: VerbContext) -> tuple[dict[str, Any], str]:
+async def run(server: ScopedServer, ctx: VerbContext) -> tuple[dict[str, Any], str]:
     started = time.monotonic()
     timeout = ctx.deadline - started
-    grant, target = await _grant(ctx)
-    data = await run_script(ctx, grant, target, timeout)
+    grant, target = await _grant(server, ctx)
+    data = await run_script(ctx, server.url(grant), target, timeout)
     assert ctx.lease is not None
     page = ctx.lease.pages().get(ctx.lease.current or "")
     if page is not None:
@@ -104,70 +79,123 @@ async def run(ctx: VerbContext) -> tuple[dict[str, Any], str]:
     return data, text
 
 
-@hookimpl
-def bay_verbs() -> list[PluginVerb]:
-    return [
-        PluginVerb(
-            Verb(
-                "chrome",
-                PLUGIN,
-                "Start your own Chrome with remote debugging on a directory of its own and "
-                "register it as a cdp profile.",
-                (
-                    Arg("profile", "value", "the profile's label (default chrome)"),
-                    Arg("headless", "flag", "no window (servers, tests)"),
-                    Arg(
-                        "allow_open_port",
-                        "flag",
-                        "accept a DevTools port every local user can drive (refused without)",
-                    ),
-                    Arg("args", "tail", "more Chrome switches, after --"),
+class CdpPlugin:
+    """The plugin (the entry point names this class: one instance per load). Its
+    session-scoped endpoint server is made at the keeper's start (it listens from the first
+    grant on); the verbs and the lease hooks reach it here."""
+
+    def __init__(self) -> None:
+        self._server: ScopedServer | None = None
+
+    @hookimpl
+    def bay_providers(self) -> list[ProviderRow]:
+        return [
+            ProviderRow(
+                id="cdp",
+                tier=1,
+                summary="Somebody else's running browser, reached at a CDP URL (we never own its "
+                "directory, never close it or a tab we did not open).",
+                capabilities=Capabilities(
+                    has_cdp=True,
+                    owns_dir=False,
+                    ephemeral_contexts=False,
+                    screenshots=True,
+                    key_scope="none",
+                    lease_kind="tab",
+                    headed=False,
+                    allowed_domains=False,
+                    cdp_endpoint=True,
                 ),
-                example="bay chrome --profile work --allow-open-port",
-            ),
-            chrome_verb,
-            lease_free=True,
-        ),
-        PluginVerb(
-            Verb(
-                "cdp-url",
-                PLUGIN,
-                "A loopback CDP WebSocket URL that reaches only your tabs (for your own "
-                "Playwright or Puppeteer code).",
-                needs=_NEEDS,
-                example="bay cdp-url --profile work",
-            ),
-            cdp_url,
-        ),
-        PluginVerb(
-            Verb(
-                "run",
-                PLUGIN,
-                "Run a Python script with page (your current tab), context and browser bound, "
-                "through your session-scoped CDP endpoint.",
-                (
-                    Arg(
-                        "script",
-                        "pos",
-                        "the script (Playwright's async API, top-level await)",
-                        type="path",
+                driver_factory=CdpDriver,
+                options=("cdp_url",),
+                check_options=check_options,
+            )
+        ]
+
+    @hookimpl
+    def bay_keeper_started(self, keeper: KeeperInfo) -> None:
+        self._server = ScopedServer()
+
+    def server(self) -> ScopedServer:
+        if self._server is None:
+            raise Refusal(
+                "backend_unavailable",
+                provider="cdp",
+                reason="the session-scoped CDP endpoint was not made at the keeper's start",
+                fix="bay keeper logs   (then bay keeper stop; the next command starts a fresh "
+                "keeper)",
+            )
+        return self._server
+
+    async def cdp_url(self, ctx: VerbContext) -> tuple[dict[str, Any], str]:
+        return await cdp_url(self.server(), ctx)
+
+    async def run(self, ctx: VerbContext) -> tuple[dict[str, Any], str]:
+        return await run(self.server(), ctx)
+
+    @hookimpl
+    def bay_verbs(self) -> list[PluginVerb]:
+        return [
+            PluginVerb(
+                Verb(
+                    "chrome",
+                    PLUGIN,
+                    "Start your own Chrome with remote debugging on a directory of its own and "
+                    "register it as a cdp profile.",
+                    (
+                        Arg("profile", "value", "the profile's label (default chrome)"),
+                        Arg("headless", "flag", "no window (servers, tests)"),
+                        Arg(
+                            "allow_open_port",
+                            "flag",
+                            "accept a DevTools port every local user can drive (refused without)",
+                        ),
+                        Arg("args", "tail", "more Chrome switches, after --"),
                     ),
+                    example="bay chrome --profile work --allow-open-port",
                 ),
-                needs=_NEEDS,
-                mutates=True,
-                example="bay run steps.py --timeout 60",
+                chrome_verb,
+                lease_free=True,
             ),
-            run,
-        ),
-    ]
+            PluginVerb(
+                Verb(
+                    "cdp-url",
+                    PLUGIN,
+                    "A loopback CDP WebSocket URL that reaches only your tabs (for your own "
+                    "Playwright or Puppeteer code).",
+                    needs=_NEEDS,
+                    example="bay cdp-url --profile work",
+                ),
+                self.cdp_url,
+            ),
+            PluginVerb(
+                Verb(
+                    "run",
+                    PLUGIN,
+                    "Run a Python script with page (your current tab), context and browser bound, "
+                    "through your session-scoped CDP endpoint.",
+                    (
+                        Arg(
+                            "script",
+                            "pos",
+                            "the script (Playwright's async API, top-level await)",
+                            type="path",
+                        ),
+                    ),
+                    needs=_NEEDS,
+                    mutates=True,
+                    example="bay run steps.py --timeout 60",
+                ),
+                self.run,
+            ),
+        ]
 
+    @hookimpl
+    def bay_lease_changed(self, lease: LeaseInfo, change: str) -> None:
+        if change == "detached" and self._server is not None:
+            self._server.revoke(lease.session.id, lease.profile.id)
 
-@hookimpl
-def bay_lease_changed(lease: LeaseInfo, change: str) -> None:
-    if change == "detached":
-        SERVER.revoke(lease.session.id, lease.profile.id)
-
-
-@hookimpl
-def bay_takeover(lease: LeaseInfo, viewer: str) -> None:
-    SERVER.kick(lease.session.id, lease.profile.id)
+    @hookimpl
+    def bay_takeover(self, lease: LeaseInfo, viewer: str) -> None:
+        if self._server is not None:
+            self._server.kick(lease.session.id, lease.profile.id)

@@ -737,6 +737,3 @@ class ScopedServer:
             await conn.run()
         finally:
             grant.conns.discard(conn)
-
-
-SERVER = ScopedServer()

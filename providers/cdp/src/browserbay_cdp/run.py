@@ -24,7 +24,7 @@ from anyio.abc import Process
 
 from browserbay.model import VerbContext
 from browserbay.refusals import Refusal
-from browserbay_cdp.proxy import RUN_ROAD, SERVER, Grant
+from browserbay_cdp.proxy import RUN_ROAD
 
 #: Output longer than this is cut (the same limit the ``bay`` client applies to answers).
 MAX_OUTPUT = 50_000
@@ -137,8 +137,11 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-async def run_script(ctx: VerbContext, grant: Grant, target: str, timeout: float) -> dict[str, Any]:
-    """Run the script; ``timeout`` is the verb's own (for the words of a deadline)."""
+async def run_script(
+    ctx: VerbContext, endpoint: str, target: str, timeout: float
+) -> dict[str, Any]:
+    """Run the script through ``endpoint`` (the lease's grant's URL); ``timeout`` is the
+    verb's own (for the words of a deadline)."""
     script = Path(str(ctx.args["script"]))
     if not script.is_absolute() or not await anyio.to_thread.run_sync(script.is_file):
         raise Refusal("usage", detail=f"{script} is not a script file (give its path)", verb="run")
@@ -169,7 +172,7 @@ async def run_script(ctx: VerbContext, grant: Grant, target: str, timeout: float
         assert process.stdin is not None
         assert process.stdout is not None
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-            await process.stdin.send(f"{SERVER.url(grant)}?{RUN_ROAD}\n".encode())
+            await process.stdin.send(f"{endpoint}?{RUN_ROAD}\n".encode())
         await process.stdin.aclose()
         with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError):
             while True:

@@ -21,7 +21,7 @@ import anyio
 import anyio.abc
 
 from browserbay import procfs
-from browserbay.model import LiveLease, LiveWindow, TargetLeases, VerbContext
+from browserbay.model import LiveLease, LiveWindow, VerbContext
 from browserbay.refusals import Refusal
 from browserbay_local_window import display as displays
 from browserbay_local_window import procs
@@ -71,9 +71,6 @@ class Windows:
         self._ids = itertools.count(1)
         self._desk_ids = itertools.count(1)
         self._xtest: dict[str, tuple[bool, str]] = {}
-        self.targets: TargetLeases | None = None
-        """The keeper's target leases, as the last verb handed them (ending one works for
-        any session; holding one is for the verb's own session)."""
 
     @property
     def settings(self) -> Settings:
@@ -158,7 +155,7 @@ class Windows:
         left); desktop windows that are gone likewise."""
         for window in list(self.windows.values()):
             if window.proc is not None and window.proc.returncode is not None:
-                self.drop(window, f"its application exited (code {window.proc.returncode})")
+                self.drop(window, f"its application exited (code {window.proc.returncode})", ctx)
                 procs.LIVE.pop(window.proc.pid, None)
         desk = [w for w in self.windows.values() if w.desktop]
         if desk:
@@ -168,18 +165,18 @@ class Windows:
                 alive = set()
             for window in desk:
                 if window.xid not in alive:
-                    self.drop(window, "the window was closed on the desktop")
+                    self.drop(window, "the window was closed on the desktop", ctx)
         await self.stop_own_if_unused(ctx)
 
     def new_handle(self, desktop: bool = False) -> str:
         """The next window handle: ``w1``, ``w2``… for ours, ``d1``… for the desktop's."""
         return f"d{next(self._desk_ids)}" if desktop else f"w{next(self._ids)}"
 
-    def drop(self, window: Window, reason: str) -> None:
+    def drop(self, window: Window, reason: str, ctx: VerbContext) -> None:
         """Forget the window (``reason``: what ``window_gone`` says of its handle)."""
         self.windows.pop(window.handle, None)
         self.gone[window.handle] = reason
-        self.let_go(window)
+        self.let_go(window, ctx)
 
     def hold(self, window: Window, ctx: VerbContext, live: LiveWindow) -> None:
         """The calling session holds the window: its lease on it (the same lease object as a
@@ -189,10 +186,11 @@ class Windows:
             label = f"window {window.handle}"
             window.lease = ctx.targets.hold(window.handle, label, PROVIDER, live)
 
-    def let_go(self, window: Window) -> None:
-        """Its holder's lease on it ends (a human driving it is let go, live links end)."""
-        if window.holder is not None and self.targets is not None:
-            self.targets.end(window.holder, window.handle, "closed")
+    def let_go(self, window: Window, ctx: VerbContext) -> None:
+        """Its holder's lease on it ends (a human driving it is let go, live links end):
+        through the verb's ``ctx.targets``, whose ``end`` works for any session."""
+        if window.holder is not None and ctx.targets is not None:
+            ctx.targets.end(window.holder, window.handle, "closed")
         window.lease = None
 
     def lookup(self, handle: str | None, ctx: VerbContext, *, held: bool = True) -> Window:

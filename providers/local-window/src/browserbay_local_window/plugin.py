@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Mapping
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from browserbay.hookspecs import hookimpl
 from browserbay.model import (
@@ -20,6 +20,9 @@ from browserbay.verbs import PLUGIN, Arg, Verb
 from browserbay_local_window.doctor_checks import checks
 from browserbay_local_window.names import ACTIONS, PROVIDER, launcher
 from browserbay_local_window.settings import Settings
+
+if TYPE_CHECKING:
+    from browserbay_local_window.book import Windows
 
 CAPABILITIES = Capabilities(
     has_cdp=False,
@@ -90,21 +93,6 @@ WINDOW_VERB = Verb(
 )
 
 
-@hookimpl
-def bay_providers() -> list[ProviderRow]:
-    return [
-        ProviderRow(
-            id=PROVIDER,
-            tier=3,
-            summary="Native windows on a display of our own: AT-SPI tree, actions, XTEST input, "
-            "pixels (bay window …). No CDP.",
-            capabilities=CAPABILITIES,
-            driver_factory=NoPageDriver,
-            probe=probe,
-        )
-    ]
-
-
 #: The actions that act on one window (their handle names the window's lease, so a human
 #: driving that window pauses them: browser_paused, browser_interrupted).
 ON_A_WINDOW = ("attach", "detach", "close", "snapshot", "click", "type", "key", "screenshot")
@@ -117,19 +105,41 @@ def window_target(args: Mapping[str, Any]) -> str | None:
     return None
 
 
-@hookimpl
-def bay_verbs() -> list[PluginVerb]:
-    return [PluginVerb(WINDOW_VERB, handle, target=window_target, lease_free=True)]
+class LocalWindowPlugin:
+    """The plugin (the entry point names this class: one instance per load). Its book of
+    displays and windows is made at the keeper's first ``bay window`` and lives as long as
+    the keeper."""
 
+    def __init__(self) -> None:
+        self._book: Windows | None = None
 
-async def handle(ctx: VerbContext) -> tuple[dict[str, Any], str]:
-    # Imported at first use: a keeper that never opens a window does not pay for Xlib.
-    from browserbay_local_window import windows
+    @hookimpl
+    def bay_providers(self) -> list[ProviderRow]:
+        return [
+            ProviderRow(
+                id=PROVIDER,
+                tier=3,
+                summary="Native windows on a display of our own: AT-SPI tree, actions, XTEST "
+                "input, pixels (bay window …). No CDP.",
+                capabilities=CAPABILITIES,
+                driver_factory=NoPageDriver,
+                probe=probe,
+            )
+        ]
 
-    return await windows.handle(ctx)
+    @hookimpl
+    def bay_verbs(self) -> list[PluginVerb]:
+        return [PluginVerb(WINDOW_VERB, self.handle, target=window_target, lease_free=True)]
 
+    async def handle(self, ctx: VerbContext) -> tuple[dict[str, Any], str]:
+        # Imported at first use: a keeper that never opens a window does not pay for Xlib.
+        from browserbay_local_window import book, windows
 
-@hookimpl
-def bay_doctor_checks() -> list[DoctorCheck]:
-    """Display and AT-SPI rows for ``bay doctor`` (Xvfb is started for a moment)."""
-    return checks()
+        if self._book is None:
+            self._book = book.Windows()
+        return await windows.handle(self._book, ctx)
+
+    @hookimpl
+    def bay_doctor_checks(self) -> list[DoctorCheck]:
+        """Display and AT-SPI rows for ``bay doctor`` (Xvfb is started for a moment)."""
+        return checks()

@@ -119,7 +119,7 @@ async def _start(
             break
         await anyio.sleep(0.05)
     if proc.returncode is not None:
-        book.drop(window, f"its application exited (code {proc.returncode})")
+        book.drop(window, f"its application exited (code {proc.returncode})", ctx)
         procs.LIVE.pop(proc.pid, None)
         await book.stop_own_if_unused(ctx)
         raise Refusal(
@@ -219,7 +219,7 @@ async def act_attach(book: Windows, ctx: VerbContext) -> tuple[dict[str, Any], s
 
 async def act_detach(book: Windows, ctx: VerbContext) -> tuple[dict[str, Any], str]:
     window = book.lookup(ctx.args.get("handle"), ctx)
-    book.let_go(window)
+    book.let_go(window, ctx)
     window.holder = None
     window.refs.clear()
     return _row(
@@ -231,7 +231,7 @@ async def act_close(book: Windows, ctx: VerbContext) -> tuple[dict[str, Any], st
     await book.reap(ctx)
     window = book.lookup(ctx.args.get("handle"), ctx)
     if window.desktop:
-        book.drop(window, "let go with bay window close (it stays open on your desktop)")
+        book.drop(window, "let go with bay window close (it stays open on your desktop)", ctx)
         return {"handle": window.handle, "closed": False, "desktop": True}, (
             f"{window.handle} is a window of your desktop: browserbay did not start it and does "
             "not close it; let go of it (bay window list shows it again, with a new handle)"
@@ -253,7 +253,7 @@ async def act_close(book: Windows, ctx: VerbContext) -> tuple[dict[str, Any], st
             await proc.wait()
     how = "closed its windows" if proc.returncode is not None else "ended it"
     code = await procs.end(proc, grace=2.0)
-    book.drop(window, "closed by bay window close")
+    book.drop(window, "closed by bay window close", ctx)
     stopped = await book.stop_own_if_unused(ctx)
     data = {"handle": window.handle, "closed": True, "exit_code": code, "display_stopped": stopped}
     tail = f"; display {window.display.name} stopped (no window left)" if stopped else ""
@@ -613,10 +613,10 @@ ACTIONS: dict[str, Any] = {
 }
 
 assert tuple(ACTIONS) == ACTION_NAMES, "names.ACTIONS and windows.ACTIONS must agree"
-BOOK = Windows()
 
 
-async def handle(ctx: VerbContext) -> tuple[dict[str, Any], str]:
+async def handle(book: Windows, ctx: VerbContext) -> tuple[dict[str, Any], str]:
+    """``bay window <action>`` on the keeper's book of windows (the plugin's own)."""
     action = str(ctx.args.get("action"))
     fn = ACTIONS.get(action)
     if fn is None:
@@ -625,9 +625,8 @@ async def handle(ctx: VerbContext) -> tuple[dict[str, Any], str]:
             detail=f"unknown window action {action!r}; one of {', '.join(ACTIONS)}",
             verb="window",
         )
-    BOOK.targets = ctx.targets
     if action not in ("list", "doctor", "open", "browser", "attach", "close"):
         with contextlib.suppress(XError):
-            await BOOK.reap(ctx)
-    answer: tuple[dict[str, Any], str] = await fn(BOOK, ctx)
+            await book.reap(ctx)
+    answer: tuple[dict[str, Any], str] = await fn(book, ctx)
     return answer
