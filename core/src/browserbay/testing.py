@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 
 from browserbay import procfs
-from browserbay.model import Capabilities, LaunchSpec, ProviderRow, context_options
+from browserbay.model import BrowserHandle, Capabilities, LaunchSpec, ProviderRow, context_options
 
 
 class ConformanceError(AssertionError):
@@ -102,11 +102,11 @@ async def _check_running(
     assert row.driver_factory is not None
     ours = row.capabilities.owns_dir
     async with async_playwright() as pw:
-        handle: Any = await row.driver_factory().launch(pw, spec)
+        handle: BrowserHandle = await row.driver_factory().launch(pw, spec)
         try:
             if ours and (handle.pid is None or not procfs.alive(handle.pid)):
                 raise ConformanceError(f"{row.id}: the handle names no live browser process")
-            if row.capabilities.cdp_endpoint and not str(getattr(handle, "cdp_url", "")).startswith(
+            if row.capabilities.cdp_endpoint and not (handle.cdp_url or "").startswith(
                 ("ws://", "wss://")
             ):
                 raise ConformanceError(f"{row.id}: cdp_endpoint needs handle.cdp_url (ws://)")

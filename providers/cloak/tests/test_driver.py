@@ -15,8 +15,8 @@ from browserbay.demo.server import serve
 from browserbay.model import LaunchSpec
 from browserbay.refusals import Refusal
 from browserbay.testing import check_provider
-from browserbay_cloak import contract, driver, plugin
-from browserbay_cloak.driver import CloakHandle, seed_of
+from browserbay_cloak import contract, plugin
+from browserbay_cloak.driver import CloakHandle, Seats, seed_of
 from browserbay_cloak.find import find_binary
 from tests.helpers import assert_refused
 
@@ -82,9 +82,7 @@ def test_doctor_says_where_the_binary_is_or_how_to_install_it(
     assert (row.status, row.detail, row.fix) == ("ok", "/bin/sh", "")
 
 
-def test_a_seat_is_not_held_by_a_pid_another_process_has_since(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_seat_is_not_held_by_a_pid_another_process_has_since() -> None:
     """The seat count drops a browser whose pid now names another process (its start time
     differs), as it drops one that died."""
     started = procfs.start_time(os.getpid())
@@ -94,5 +92,7 @@ def test_a_seat_is_not_held_by_a_pid_another_process_has_since(
         CloakHandle("bb-reused", None, None, os.getpid()),
     )
     ours.started, reused.started = started, started - 1
-    monkeypatch.setattr(driver, "LIVE", {"bb-ours": ours, "bb-reused": reused})
-    assert driver.seats_in_use() == {"bb-ours": "ephemeral"}
+    seats = Seats()
+    seats.taken(ours)
+    seats.taken(reused)
+    assert seats.in_use() == {"bb-ours": "ephemeral"}

@@ -32,30 +32,54 @@ from browserbay_cloak.find import find_binary
 from browserbay_cloak.seats import Ledger
 
 if TYPE_CHECKING:
-    from playwright.async_api import Playwright
-
-#: The cloak browsers this keeper started and has not closed: the *used* seat count.
-LIVE: dict[str, CloakHandle] = {}
+    from playwright.async_api import Browser, BrowserContext, Playwright
 
 
-def seats_in_use() -> dict[str, str]:
-    """browser id -> the profile it runs (its directory's name) for the live cloak browsers;
-    the ones that died by themselves are dropped."""
-    for browser_id, handle in list(LIVE.items()):
-        if handle.pid is None or not procfs.alive(handle.pid, handle.started):
-            LIVE.pop(browser_id, None)
-    return {b: h.profile for b, h in LIVE.items()}
+class Seats:
+    """The cloak browsers one keeper started and has not closed: the *used* seat count. One
+    per provider row (so per keeper), handed to each driver the row's factory makes."""
+
+    def __init__(self) -> None:
+        self.live: dict[str, CloakHandle] = {}
+
+    def in_use(self) -> dict[str, str]:
+        """browser id -> the profile it runs (its directory's name) for the live cloak
+        browsers; the ones that died by themselves are dropped."""
+        for browser_id, handle in list(self.live.items()):
+            if handle.pid is None or not procfs.alive(handle.pid, handle.started):
+                self.live.pop(browser_id, None)
+        return {b: h.profile for b, h in self.live.items()}
+
+    def taken(self, handle: CloakHandle) -> None:
+        self.live[handle.browser_id] = handle
+
+    def given_back(self, browser_id: str) -> None:
+        self.live.pop(browser_id, None)
 
 
 class CloakHandle(ChromiumHandle):
-    profile = "ephemeral"
-    started: int | None = None
-    """When its process started: a seat is not held by a pid the kernel has given away."""
+    def __init__(
+        self,
+        browser_id: str,
+        browser: Browser | None,
+        context: BrowserContext | None,
+        pid: int | None,
+        *,
+        profile: str = "ephemeral",
+        started: int | None = None,
+        seats: Seats | None = None,
+    ):
+        super().__init__(browser_id, browser, context, pid)
+        self.profile = profile
+        self.started = started
+        """When its process started: a seat is not held by a pid the kernel has given away."""
+        self._seats = seats
 
     async def close(self, timeout: float) -> None:
         # The seat is given back as the close starts: the keeper stops listing the browser
         # then, and a launch racing the exit is the binary's to refuse (76), not our count's.
-        LIVE.pop(self.browser_id, None)
+        if self._seats is not None:
+            self._seats.given_back(self.browser_id)
         await super().close(timeout)
 
 
@@ -83,13 +107,16 @@ def seed_of(spec: LaunchSpec) -> str:
 
 
 class CloakDriver:
+    def __init__(self, seats: Seats):
+        self._seats = seats
+
     async def launch(self, playwright: Playwright, spec: LaunchSpec) -> CloakHandle:
         executable = await anyio.to_thread.run_sync(find_binary)
         seed = seed_of(spec)
         fingerprint_platform = spec.options.get("platform", contract.default_fingerprint_platform())
         key = spec.env.get(contract.LICENSE_ENV)
         book = ledger()
-        holders = seats_in_use()
+        holders = self._seats.in_use()
         seats = await anyio.to_thread.run_sync(book.seats, key, len(holders), spec.key_source)
         if key and seats.at_ceiling():
             raise licence.seat_taken(
@@ -113,13 +140,17 @@ class CloakDriver:
         except Exception as exc:
             raise await self._failed(exc, executable, spec, status_file, key, holders) from None
         pid = await anyio.to_thread.run_sync(find_pid, spec.browser_id)
-        handle = CloakHandle(spec.browser_id, browser, context, pid)
-        if spec.user_data_dir is not None:
-            handle.profile = spec.user_data_dir.name
-        if pid is not None:
-            handle.started = procfs.start_time(pid)
-        LIVE[spec.browser_id] = handle
-        await anyio.to_thread.run_sync(book.launched, key, len(seats_in_use()))
+        handle = CloakHandle(
+            spec.browser_id,
+            browser,
+            context,
+            pid,
+            profile=spec.user_data_dir.name if spec.user_data_dir is not None else "ephemeral",
+            started=procfs.start_time(pid) if pid is not None else None,
+            seats=self._seats,
+        )
+        self._seats.taken(handle)
+        await anyio.to_thread.run_sync(book.launched, key, len(self._seats.in_use()))
         return handle
 
     async def _failed(

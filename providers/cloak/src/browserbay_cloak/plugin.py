@@ -14,6 +14,7 @@ environment of the one CloakBrowser process the keeper starts.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 from browserbay.hookspecs import hookimpl
@@ -28,7 +29,7 @@ from browserbay.model import (
 )
 from browserbay.refusals import Refusal
 from browserbay_cloak import contract
-from browserbay_cloak.driver import CloakDriver
+from browserbay_cloak.driver import CloakDriver, Seats
 from browserbay_cloak.find import find_binary
 
 CAPABILITIES = Capabilities(
@@ -103,13 +104,14 @@ def install(installer: Installer) -> str:
 
 @hookimpl
 def bay_providers() -> list[ProviderRow]:
+    """Called once per load (one keeper): the row's drivers share that load's seat count."""
     return [
         ProviderRow(
             id="cloak",
             tier=2,
             summary="CloakBrowser: a Chromium with a consistent per-profile fingerprint.",
             capabilities=CAPABILITIES,
-            driver_factory=CloakDriver,
+            driver_factory=functools.partial(CloakDriver, Seats()),
             probe=probe,
             check_options=check_options,
             install=install,
