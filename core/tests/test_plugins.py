@@ -73,7 +73,10 @@ def test_every_hookspec_has_a_facade_method_and_every_facade_method_a_hookspec()
     for name in HOOKS:
         spec = inspect.signature(getattr(hookspecs, name))
         facade = inspect.signature(getattr(Hooks, name))
-        assert list(facade.parameters)[1:] == list(spec.parameters), name
+        params = list(facade.parameters.values())[1:]  # after self
+        assert [(q.name, q.annotation) for q in params] == [
+            (q.name, q.annotation) for q in spec.parameters.values()
+        ], name
 
 
 def test_builtins_and_the_installed_chromium_entry_point_load() -> None:

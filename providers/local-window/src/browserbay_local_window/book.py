@@ -71,6 +71,9 @@ class Windows:
         self._ids = itertools.count(1)
         self._desk_ids = itertools.count(1)
         self._xtest: dict[str, tuple[bool, str]] = {}
+        self.encoder = anyio.CapacityLimiter(1)
+        """One JPEG encoding of a live view's frame at a time (two cores: frames must not
+        starve verbs)."""
 
     @property
     def settings(self) -> Settings:

@@ -66,15 +66,6 @@ KEYSYMS = {
 SHIFT = 8
 BUTTONS = {"left": 1, "middle": 2, "right": 3, "back": 8, "forward": 9}
 
-_ENCODER: list[anyio.CapacityLimiter] = []
-
-
-def encoder() -> anyio.CapacityLimiter:
-    """One JPEG encoding at a time per keeper (two cores: frames must not starve verbs)."""
-    if not _ENCODER:
-        _ENCODER.append(anyio.CapacityLimiter(1))
-    return _ENCODER[0]
-
 
 def keysym_for(key: str) -> int | None:
     """The X keysym of a ``KeyboardEvent.key`` (None for a key X has no name for)."""
@@ -191,7 +182,9 @@ class WindowLive:
         if digest == self._digest and not force:
             return None
         self._digest = digest
-        jpeg: bytes = await anyio.to_thread.run_sync(encode_jpeg, w, h, pixels, limiter=encoder())
+        jpeg: bytes = await anyio.to_thread.run_sync(
+            encode_jpeg, w, h, pixels, limiter=self._book.encoder
+        )
         return jpeg
 
     def _screen_point(self, event: Mapping[str, Any]) -> tuple[int, int]:
