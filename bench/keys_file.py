@@ -90,7 +90,8 @@ def _keyring_rows(root: Path) -> list[str]:
         os.environ.update(env)
         plugin.reset()
         try:
-            return _measure("keyring (gnome-keyring, private bus)", plugin.get, plugin.set_value)
+            chain = plugin.Keychain()
+            return _measure("keyring (gnome-keyring, private bus)", chain.get, chain.set_value)
         finally:
             plugin.reset()
 

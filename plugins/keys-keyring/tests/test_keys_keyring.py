@@ -50,7 +50,7 @@ def test_set_get_delete_in_a_real_secret_service(secret_service: dict[str, str])
     assert source.delete is not None
     assert source.probe is not None
     assert source.probe() is None
-    assert "SecretService" in type(plugin.backend()).__module__
+    assert "SecretService" in type(plugin.Keychain().backend()).__module__
     assert source.get("cloud:steel", "api_key") is None
     source.set("cloud:steel", "api_key", KEY)
     assert source.get("cloud:steel", "api_key") == KEY

@@ -18,51 +18,22 @@ from browserbay.hookspecs import hookimpl
 from browserbay.model import DoctorCheck, KeySource
 
 SERVICE_PREFIX = "browserbay:"
-_backend: Any = None
 
 
 def service(integration_id: str) -> str:
     return SERVICE_PREFIX + integration_id
 
 
-def backend() -> Any:
-    """keyring's backend, chosen once per process (a D-Bus probe: not on the hot path)."""
-    global _backend
-    if _backend is None:
-        import keyring.core
-
-        keyring.core.init_backend()
-        _backend = keyring.core.get_keyring()
-    return _backend
-
-
 def reset() -> None:
-    """Choose the backend again at the next use (tests that start a Secret Service): keyring
-    remembers which backends are viable once per process, so that is forgotten too."""
-    global _backend
-    _backend = None
+    """Make keyring choose its backend anew (tests that start a Secret Service): keyring
+    remembers which backends are viable once per process, so that is forgotten too. A
+    :class:`Keychain` made after this asks again."""
     import keyring.backend
 
     reset_viable = getattr(keyring.backend.get_all_keyring, "reset", None)
     if reset_viable is not None:
         with contextlib.suppress(KeyError):  # nothing remembered yet
             reset_viable()
-
-
-def probe() -> str | None:
-    try:
-        kr = backend()
-    except Exception as exc:  # keyring's own detection failed (a bus that went away)
-        return f"no usable keychain: keyring could not choose a backend ({type(exc).__name__})"
-    name = f"{type(kr).__module__}.{type(kr).__name__}"
-    if name.startswith(("keyring.backends.fail", "keyring.backends.null")):
-        return (
-            "no usable keychain (no Secret Service on a D-Bus session here); keys go to the "
-            "encrypted file store instead"
-        )
-    if name.startswith("keyring.backends.chainer") and not getattr(kr, "backends", None):
-        return "no usable keychain backend"
-    return None
 
 
 def _failed(exc: Exception) -> RuntimeError:
@@ -76,42 +47,73 @@ def _failed(exc: Exception) -> RuntimeError:
     return RuntimeError(f"the keychain failed ({kind}); is its daemon running? bay keys list")
 
 
-def get(integration_id: str, field: str) -> str | None:
-    try:
-        value = backend().get_password(service(integration_id), field)
-    except Exception as exc:
-        raise _failed(exc) from None
-    return value if isinstance(value, str) and value else None
+class Keychain:
+    """The keychain as one load of the plugin sees it (the keeper's key source, or one ``bay
+    doctor`` row): keyring's backend, chosen at the first use (a D-Bus probe: not on the hot
+    path) and kept."""
 
+    def __init__(self) -> None:
+        self._backend: Any = None
 
-def set_value(integration_id: str, field: str, value: str) -> None:
-    try:
-        backend().set_password(service(integration_id), field, value)
-    except Exception as exc:
-        raise _failed(exc) from None
+    def backend(self) -> Any:
+        if self._backend is None:
+            import keyring.core
 
+            keyring.core.init_backend()
+            self._backend = keyring.core.get_keyring()
+        return self._backend
 
-def delete(integration_id: str, field: str) -> None:
-    import keyring.errors
+    def probe(self) -> str | None:
+        try:
+            kr = self.backend()
+        except Exception as exc:  # keyring's own detection failed (a bus that went away)
+            return f"no usable keychain: keyring could not choose a backend ({type(exc).__name__})"
+        name = f"{type(kr).__module__}.{type(kr).__name__}"
+        if name.startswith(("keyring.backends.fail", "keyring.backends.null")):
+            return (
+                "no usable keychain (no Secret Service on a D-Bus session here); keys go to the "
+                "encrypted file store instead"
+            )
+        if name.startswith("keyring.backends.chainer") and not getattr(kr, "backends", None):
+            return "no usable keychain backend"
+        return None
 
-    try:
-        backend().delete_password(service(integration_id), field)
-    except keyring.errors.PasswordDeleteError:
-        return
-    except Exception as exc:
-        raise _failed(exc) from None
+    def get(self, integration_id: str, field: str) -> str | None:
+        try:
+            value = self.backend().get_password(service(integration_id), field)
+        except Exception as exc:
+            raise _failed(exc) from None
+        return value if isinstance(value, str) and value else None
+
+    def set_value(self, integration_id: str, field: str, value: str) -> None:
+        try:
+            self.backend().set_password(service(integration_id), field, value)
+        except Exception as exc:
+            raise _failed(exc) from None
+
+    def delete(self, integration_id: str, field: str) -> None:
+        import keyring.errors
+
+        try:
+            self.backend().delete_password(service(integration_id), field)
+        except keyring.errors.PasswordDeleteError:
+            return
+        except Exception as exc:
+            raise _failed(exc) from None
 
 
 @hookimpl
 def bay_key_sources() -> list[KeySource]:
+    """Called once per load: the source's calls share that load's :class:`Keychain`."""
+    chain = Keychain()
     return [
         KeySource(
             "keyring",
             "user",
-            get,
-            set=set_value,
-            delete=delete,
-            probe=probe,
+            chain.get,
+            set=chain.set_value,
+            delete=chain.delete,
+            probe=chain.probe,
             order=10,
             protection=lambda: PROTECTION,
         )
@@ -127,9 +129,10 @@ PROTECTION = (
 @hookimpl
 def bay_doctor_checks() -> list[DoctorCheck]:
     """Is a keychain (the Secret Service on Linux) reachable for the user's own keys?"""
-    reason = probe()
+    chain = Keychain()
+    reason = chain.probe()
     if reason is None:
-        kr = backend()
+        kr = chain.backend()
         name = f"{type(kr).__module__}.{type(kr).__name__}"
         return [DoctorCheck("keychain", "secret service", "ok", f"keyring backend {name}")]
     return [
