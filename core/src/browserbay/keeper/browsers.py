@@ -10,7 +10,7 @@ import secrets
 import shutil
 import signal
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -120,7 +120,9 @@ class BrowserPool:
         self.max_browsers = max_browsers
         self.running: dict[str, Running] = {}
         self._launch_lock = anyio.Lock()
-        self.on_crash: Any = None  # set by the keeper: async (Running) -> None
+        #: What a browser's crash does to the leases on it (set by the keeper: the leases
+        #: need the pool first, so the pool is told afterwards).
+        self.on_crash: Callable[[Running], Awaitable[None]] | None = None
 
     def provider(self, provider_id: str) -> ProviderRow:
         row = self.plugins.providers.get(provider_id)

@@ -115,9 +115,9 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
             self.db,
             self.sessions,
             idle_timeout=settings.idle_timeout,
+            downloads=Downloads(paths.runtime / "downloads", settings.download_max_bytes),
         )
         self.pool.on_crash = self.leases.crashed
-        self.leases.downloads = Downloads(paths.runtime / "downloads", settings.download_max_bytes)
         #: Who holds each lease's controls; the live-view transports' host.
         self.controls = Controls(plugins, self.sessions, settings.handback_idle)
         self.live = make_transports(plugins, self.controls)

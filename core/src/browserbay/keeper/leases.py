@@ -90,6 +90,7 @@ class Leases:
         db: Db,
         sessions: dict[str, Session],
         idle_timeout: float = 900.0,
+        downloads: Downloads | None = None,
     ):
         self.pool = pool
         self.tabs = tabs
@@ -104,8 +105,8 @@ class Leases:
         # of a browser started later on the same profile (a crash, a backend switch).
         self._watched: weakref.WeakSet[BrowserContext] = weakref.WeakSet()
         self._waiters: dict[str, deque[tuple[str, anyio.Event]]] = {}
-        #: Where the pages' downloads go (set by the keeper).
-        self.downloads: Downloads | None = None
+        #: Where the pages' downloads go (None: nowhere, a keeper without downloads).
+        self.downloads = downloads
 
     # -- starting ---------------------------------------------------------------------
 
