@@ -19,7 +19,7 @@ import anyio
 import anyio.lowlevel
 
 from browserbay import procfs
-from browserbay.keeper.guard import Guard, devtools_ports, url_port
+from browserbay.keeper.guard import Blocked, Guard, devtools_ports, url_port
 from browserbay.ladder import parse_major, read_dir_version
 from browserbay.model import BrowserHandle, BrowserInfo, LaunchSpec, ProviderRow, context_options
 from browserbay.paths import BayPaths
@@ -57,7 +57,7 @@ class Running:
     """The persistent profile this browser runs (None: a shared ephemeral browser)."""
     users: set[str] = field(default_factory=set)
     """Sessions with a lease on this browser."""
-    blocked: int = 0
+    blocked: Blocked = field(default_factory=Blocked)
     """Requests (and redirect hops) its guard refused that no lease can be named for (all of
     them on a persistent profile's browser)."""
     opening: int = 0
@@ -371,7 +371,7 @@ class BrowserPool:
         browser = handle.browser or (context.browser if context is not None else None)
         if browser is None:
             raise RuntimeError("its driver gave no browser to intercept requests in")
-        guard = Guard(running.fence, ports, running)
+        guard = Guard(running.fence, ports, running.blocked)
         await guard.start(browser)
         running.guard = guard
 

@@ -39,7 +39,7 @@ class ChoosingMixin(KeeperBase):
             lease = Lease(session.ref, ref, allowed_domains=tuple(domains))
             session.leases[pid] = lease
         else:
-            lease.profile = ref
+            self.leases.rebind(lease, ref, lease.alias)
         return lease
 
     def _persistent(self, session: Session, pid: str, alias: str | None, chosen: str) -> Lease:
@@ -50,7 +50,7 @@ class ChoosingMixin(KeeperBase):
             lease = Lease(session.ref, ref, alias=alias, allowed_domains=row.allowed_domains)
             session.leases[pid] = lease
         else:
-            lease.profile, lease.alias = ref, alias
+            self.leases.rebind(lease, ref, alias)
         return lease
 
     def _handles(self, atts: list[Attachment]) -> list[str]:

@@ -27,14 +27,15 @@ import contextlib
 import logging
 import time
 import weakref
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from browserbay.model import BrowserHandle
 from browserbay.refusals import Refusal
 
 if TYPE_CHECKING:
-    from playwright.async_api import Browser, CDPSession, Page
+    from playwright.async_api import Browser, CDPSession, Page, WebSocketRoute
 
 log = logging.getLogger("browserbay.keeper")
 
@@ -45,10 +46,36 @@ WEB = ("http", "https", "ws", "wss")
 REMEMBERED = 512
 
 
-class Counter(Protocol):
-    """What counts refused hops: a lease, or a browser."""
+class Blocked:
+    """What a fence refused for one lease, or for one browser when no lease of it can be
+    named. Counted only by the fence (this module); read by ``bay blocked`` and the hints."""
 
-    blocked: int
+    def __init__(self) -> None:
+        self._count = 0
+
+    @property
+    def count(self) -> int:
+        return self._count
+
+    def refused(self) -> None:
+        self._count += 1
+
+
+def websocket_fence(
+    allowed: tuple[str, ...], blocked: Blocked
+) -> Callable[[WebSocketRoute], Awaitable[None]]:
+    """The fence's websocket half, for ``context.route_web_socket``: a websocket to a host
+    outside ``allowed`` is closed and counted in ``blocked``."""
+
+    async def on_websocket(ws: WebSocketRoute) -> None:
+        host = urlsplit(ws.url).hostname or ""
+        if host_allowed(host, allowed):
+            ws.connect_to_server()
+        else:
+            blocked.refused()
+            await ws.close(code=1008, reason="domain not allowed")
+
+    return on_websocket
 
 
 def host_allowed(host: str, allowed: tuple[str, ...]) -> bool:
@@ -103,13 +130,13 @@ class Guard:
     """The interception on one browser. ``counter``: where a refused hop is counted when no
     lease of the browser can be named (a persistent profile's browser counts all of them)."""
 
-    def __init__(self, fence: tuple[str, ...], ports: tuple[int, ...], counter: Counter):
+    def __init__(self, fence: tuple[str, ...], ports: tuple[int, ...], counter: Blocked):
         self.fence = fence
         self.ports = ports
         self.counter = counter
         self.session: CDPSession | None = None
-        # browserContextId -> the lease that counts (held weakly: a lease that ended is gone)
-        self._leases: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
+        # browserContextId -> the lease's count (held weakly: a lease that ended is gone)
+        self._leases: weakref.WeakValueDictionary[str, Blocked] = weakref.WeakValueDictionary()
         self._targets: dict[str, str] = {}  # targetId -> browserContextId
         self._pages: weakref.WeakKeyDictionary[Page, str] = weakref.WeakKeyDictionary()
         self._refused: dict[str, tuple[float, str, dict[str, Any]]] = {}
@@ -158,8 +185,7 @@ class Guard:
         refused = hop_refusal(str(event["request"]["url"]), self.fence, self.ports)
         if refused is not None:
             frame = str(event.get("frameId") or "")
-            counter = self._leases.get(self._targets.get(frame, ""), self.counter)
-            counter.blocked += 1
+            self._leases.get(self._targets.get(frame, ""), self.counter).refused()
             if event.get("resourceType") == "Document":
                 self._refused.pop(frame, None)
                 self._refused[frame] = (time.monotonic(), *refused)
@@ -175,9 +201,9 @@ class Guard:
         except Exception as exc:  # its target went away meanwhile: nothing to let through
             log.debug("guard: request %s: %s", request_id, exc)
 
-    async def target_of(self, page: Page, lease: Counter | None = None) -> str | None:
-        """The page's target id (asked once per page); ``lease``: its context's hops count
-        there from now on."""
+    async def target_of(self, page: Page, lease: Blocked | None = None) -> str | None:
+        """The page's target id (asked once per page); ``lease``: a lease's count, where its
+        context's hops count from now on."""
         known = self._pages.get(page)
         if known is not None and lease is None:
             return known

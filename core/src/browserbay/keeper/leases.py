@@ -18,15 +18,16 @@ import anyio
 from browserbay import identity, procfs
 from browserbay.keeper.browsers import BrowserPool, Running
 from browserbay.keeper.controls import Controls
-from browserbay.keeper.guard import host_allowed
+from browserbay.keeper.guard import Blocked, host_allowed, websocket_fence
 from browserbay.keeper.profiles import ProfileBook
 from browserbay.keeper.sessions import Lease, Session, Tab, TabBook
+from browserbay.model import ProfileRef
 from browserbay.plugins import Plugins
 from browserbay.refusals import Refusal
 from browserbay.registry import PARKED, KeptTab, Registry
 
 if TYPE_CHECKING:
-    from playwright.async_api import BrowserContext, Page, WebSocketRoute
+    from playwright.async_api import BrowserContext, Page
     from playwright.async_api import Response as PlaywrightResponse
 
     from browserbay.keeper.downloads import Downloads
@@ -73,10 +74,10 @@ def blocked_requests(lease: Lease) -> int:
     one when no other session can be in it (a persistent profile's browser counts them all)."""
     running = lease.browser
     if running is None:
-        return lease.blocked
+        return lease.blocked.count
     if not lease.profile.ephemeral or running.contexts <= {lease.context}:
-        return lease.blocked + running.blocked
-    return lease.blocked
+        return lease.blocked.count + running.blocked.count
+    return lease.blocked.count
 
 
 class Leases:
@@ -108,6 +109,19 @@ class Leases:
         #: Where the pages' downloads go (None: nowhere, a keeper without downloads).
         self.downloads = downloads
 
+    # -- what a lease is bound to -------------------------------------------------------
+
+    @staticmethod
+    def rebind(lease: Lease, profile: ProfileRef, alias: str | None) -> None:
+        """The lease's profile as its session chose it now (how, under which label and
+        alias; its provider after a backend switch)."""
+        lease.binding.rebind(profile, alias)
+
+    @staticmethod
+    def fence(lease: Lease, allowed_domains: tuple[str, ...]) -> None:
+        """The allowed domains the lease's next context is started with."""
+        lease.binding.fence(allowed_domains)
+
     # -- starting ---------------------------------------------------------------------
 
     async def ensure(
@@ -124,7 +138,7 @@ class Leases:
                 lease.profile.provider, lease.allowed_domains
             )
             try:
-                await self._allowlist(context, lease.allowed_domains, lease, running)
+                await self._allowlist(context, lease.allowed_domains, lease.blocked, running)
             except BaseException:  # cut (a deadline) before the lease holds it: closed
                 with anyio.CancelScope(shield=True):
                     await self.pool.release_context(running, context)
@@ -159,7 +173,7 @@ class Leases:
                 )
             context = shared
             if context not in self._watched:
-                await self._allowlist(context, row.allowed_domains, running, running)
+                await self._allowlist(context, row.allowed_domains, running.blocked, running)
                 self._watch(context, None)
             running.users.add(session.ref.id)
             running.idle_since = None
@@ -187,13 +201,13 @@ class Leases:
         self,
         context: BrowserContext,
         allowed: tuple[str, ...],
-        counter: Lease | Running,
+        blocked: Blocked,
         running: Running,
     ) -> None:
         """The fence's websocket half, installed before the context's first navigation: a
-        websocket to a host outside is closed and counted. Every other request, each redirect
-        hop included, is checked in the browser by its guard (browserbay.keeper.guard): a
-        fence is the browser's, installed when it started."""
+        websocket to a host outside is closed and counted in ``blocked``. Every other
+        request, each redirect hop included, is checked in the browser by its guard
+        (browserbay.keeper.guard): a fence is the browser's, installed when it started."""
         if not allowed:
             return
         if running.guard is None or running.fence != allowed:
@@ -203,16 +217,7 @@ class Leases:
                 reason="its browser has no request check for these allowed domains",
                 fix="bay plugins",
             )
-
-        async def on_websocket(ws: WebSocketRoute) -> None:
-            host = urlsplit(ws.url).hostname or ""
-            if host_allowed(host, allowed):
-                ws.connect_to_server()
-            else:
-                counter.blocked += 1
-                await ws.close(code=1008, reason="domain not allowed")
-
-        await context.route_web_socket("**/*", on_websocket)
+        await context.route_web_socket("**/*", websocket_fence(allowed, blocked))
 
     def _watch(self, context: BrowserContext, only: Lease | None) -> None:
         """New pages of a context join the lease of the tab that opened them (popups,
@@ -270,7 +275,7 @@ class Leases:
         page = await self.pool.new_page(lease.browser, lease.context)
         guard = lease.browser.guard if lease.browser is not None else None
         if guard is not None and lease.profile.ephemeral and lease.allowed_domains:
-            await guard.target_of(page, lease)  # its context's refused hops count here
+            await guard.target_of(page, lease.blocked)  # its context's refused hops count here
         tab = self.adopt(page, lease)
         self.tabs.select(lease, tab.id)
         return tab

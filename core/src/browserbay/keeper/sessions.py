@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from browserbay.keeper.frames import LeaseTrace
+from browserbay.keeper.guard import Blocked
 from browserbay.keeper.pause import LeaseControl
 from browserbay.model import LeaseInfo, LiveWindow, PauseInfo, ProfileRef, SessionRef
 from browserbay.refusals import Refusal
@@ -92,16 +93,34 @@ class LeaseTabs(Mapping[str, Tab]):
 
 
 class LeaseBinding:
-    """What a lease holds of its browser while it runs — the context, the running browser —
-    and what :class:`~browserbay.keeper.leases.Leases` remembers of its kept tabs. Changed
-    only by ``Leases``: its methods below are that service's."""
+    """What a lease is bound to: the profile as its session chose it (with its alias and its
+    allowed domains) and, while its browser runs, that browser and its context — with what
+    :class:`~browserbay.keeper.leases.Leases` remembers of its kept tabs. Changed only by
+    ``Leases``: its methods below are that service's."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self, profile: ProfileRef, alias: str | None, allowed_domains: tuple[str, ...]
+    ) -> None:
+        self._profile = profile
+        self._alias = alias
+        self._allowed_domains = allowed_domains
         self._context: BrowserContext | None = None
         self._browser: Running | None = None
         self._kept_signature: tuple[Any, ...] = ()
         self._kept_at_start: tuple[str | None, list[Any]] | None = None
         self._restoring = False
+
+    @property
+    def profile(self) -> ProfileRef:
+        return self._profile
+
+    @property
+    def alias(self) -> str | None:
+        return self._alias
+
+    @property
+    def allowed_domains(self) -> tuple[str, ...]:
+        return self._allowed_domains
 
     @property
     def context(self) -> BrowserContext | None:
@@ -131,6 +150,14 @@ class LeaseBinding:
 
     # -- the writer's side (Leases) -----------------------------------------------------
 
+    def rebind(self, profile: ProfileRef, alias: str | None) -> None:
+        """The profile as chosen now (how it was chosen, its label, its provider after a
+        backend switch), under the alias its session gave it."""
+        self._profile, self._alias = profile, alias
+
+    def fence(self, allowed_domains: tuple[str, ...]) -> None:
+        self._allowed_domains = allowed_domains
+
     def bind(self, context: BrowserContext, browser: Running | None) -> None:
         self._context, self._browser = context, browser
 
@@ -152,28 +179,48 @@ class LeaseBinding:
         self._restoring = restoring
 
 
-@dataclass
 class Lease:
-    """A session's share of one profile's browser: who and what it is bound to, and its
-    parts, each changed by one service only — its tabs (the :class:`TabBook`), its hold on
-    the browser (``Leases``), its controls (``Controls``)."""
+    """A session's share of one profile's browser (or of a target: a window), made of parts
+    that each one service changes: what it is bound to (:class:`LeaseBinding`, by
+    ``Leases``), its tabs (:class:`LeaseTabs`, by the :class:`TabBook`), its controls
+    (:class:`~browserbay.keeper.pause.LeaseControl`, by ``Controls``), what its last action
+    left (:class:`~browserbay.keeper.frames.LeaseTrace`, by the action's recorder and the
+    pointer verbs) and what its fence refused (:class:`~browserbay.keeper.guard.Blocked`, by
+    the fence). Everything else reads them."""
 
-    session: SessionRef
-    profile: ProfileRef
-    alias: str | None = None
-    allowed_domains: tuple[str, ...] = ()
-    tabs: LeaseTabs = field(default_factory=LeaseTabs)
-    binding: LeaseBinding = field(default_factory=LeaseBinding)
-    blocked: int = 0
-    """Sub-resource requests refused by the allowed-domains list."""
-    control: LeaseControl = field(default_factory=LeaseControl)
-    """Who holds the controls and the verbs running now, which a takeover cuts (changed only
-    by browserbay.keeper.controls.Controls)."""
-    trace: LeaseTrace = field(default_factory=LeaseTrace)
-    """What its last page action left: the after-frame still being taken (its next verb
-    waits for it, briefly), where the agent last pointed."""
-    window: LiveWindow | None = None
-    """A target lease's native window (see browserbay.keeper.targets); None for a browser."""
+    def __init__(
+        self,
+        session: SessionRef,
+        profile: ProfileRef,
+        alias: str | None = None,
+        allowed_domains: tuple[str, ...] = (),
+        window: LiveWindow | None = None,
+    ) -> None:
+        self.session = session
+        self.binding = LeaseBinding(profile, alias, allowed_domains)
+        self.tabs = LeaseTabs()
+        self.control = LeaseControl()
+        """Who holds the controls and the verbs running now, which a takeover cuts."""
+        self.trace = LeaseTrace()
+        """What its last page action left: the after-frame still being taken (its next
+        verb waits for it, briefly), where the agent last pointed."""
+        self.blocked = Blocked()
+        """Sub-resource requests refused by the allowed-domains list."""
+        self.window = window
+        """A target lease's native window (set by browserbay.keeper.targets, which holds
+        target leases); None for a browser."""
+
+    @property
+    def profile(self) -> ProfileRef:
+        return self.binding.profile
+
+    @property
+    def alias(self) -> str | None:
+        return self.binding.alias
+
+    @property
+    def allowed_domains(self) -> tuple[str, ...]:
+        return self.binding.allowed_domains
 
     @property
     def context(self) -> BrowserContext | None:

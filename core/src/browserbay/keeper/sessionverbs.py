@@ -130,7 +130,7 @@ class SessionVerbsMixin(ChoosingMixin):
             lease = self._ephemeral(session, "explicit", domains)
             if lease.context is not None and tuple(domains) != lease.allowed_domains:
                 await self.leases.end(session, lease, "restart")
-            lease.allowed_domains = tuple(domains)
+            self.leases.fence(lease, tuple(domains))
             text = "your own ephemeral browser" + (
                 f", allowed domains: {', '.join(domains)}" if domains else ""
             )

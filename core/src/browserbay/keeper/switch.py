@@ -402,9 +402,8 @@ class BackendMixin(ChoosingMixin):
         for s in self.sessions.values():
             held = s.leases.get(row.id)
             if held is not None:
-                held.profile = dataclasses.replace(
-                    held.profile, provider=target.id, tier=target.tier
-                )
+                ref = dataclasses.replace(held.profile, provider=target.id, tier=target.tier)
+                self.leases.rebind(held, ref, held.alias)
 
     async def _reopen(
         self, affected: list[tuple[Session, Lease]], snapshots: list[list[str]]
