@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 from browserbay import client
 from browserbay.paths import bay_paths
-from tests.hopserver import HopServer, page
+from browserbay_testing.hopserver import HopServer, page
 
 ROOT = Path(__file__).resolve().parent
 N = 30

@@ -82,7 +82,7 @@ def _file_rows(root: Path) -> list[str]:
 
 def _keyring_rows(root: Path) -> list[str]:
     from browserbay_keys_keyring import plugin
-    from browserbay_keys_keyring.testing import missing_binaries, private_secret_service
+    from browserbay_testing.secretservice import missing_binaries, private_secret_service
 
     if missing_binaries():
         return [f"| keyring | - | not measured: missing {', '.join(missing_binaries())} | | | |"]

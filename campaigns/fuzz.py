@@ -12,7 +12,7 @@
 
 Page verbs never run here (their frames always carry an argument the verb does not take, so
 they are refused before anything happens): no browser starts and nothing leaves loopback.
-The regular suite runs a bounded version (tests/test_fuzz.py).
+The regular suite runs a bounded version (campaigns/tests/test_fuzz.py).
 
 Run: campaigns/run.sh fuzz [--frames 3000] [--argv 5000] [--processes 150]
 """

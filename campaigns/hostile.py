@@ -201,7 +201,7 @@ class Campaign:
         h.ok("fenced", "open", url=f"{site}/attacker")
 
     def setup_cdp(self) -> None:
-        from providers.cdp.tests.cdp_helpers import start_debug_browser
+        from browserbay_testing.cdp import start_debug_browser
 
         self.cdp_round += 1
         if self.debug is not None:

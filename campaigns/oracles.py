@@ -332,7 +332,7 @@ class Watch:
 
     keeper: int | None = None
     browsers: dict[str, int] = field(default_factory=dict)
-    debug_browser: Any = None  # a providers.cdp.tests.cdp_helpers.DebugBrowser
+    debug_browser: Any = None  # a browserbay_testing.cdp.DebugBrowser
 
     def deaths(self, keeper_now: int | None, browsers_now: dict[str, int]) -> list[str]:
         out = []

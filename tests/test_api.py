@@ -15,7 +15,7 @@ import pytest
 import browserbay
 from browserbay import errors, procfs
 from browserbay.api import Answer, Client, Page, Snapshot, SyncClient
-from tests.helpers import Bay, assert_refused
+from browserbay_testing import Bay, assert_refused
 
 
 def _ref(snapshot: str, role: str, name: str) -> str:

@@ -1,7 +1,8 @@
 """``bay backend``: the providers by tier, and switching a live profile's backend.
 
 The switch tests run a real keeper, real Chromium and the real CLI. Their second backend is
-``standin`` (tests/plugins/standin.py): the same Debian Chromium under another provider id,
+``standin`` (the test keeper plugin ``browserbay_testing/keeper_plugins/standin.py``): the same
+Debian Chromium under another provider id,
 a STAND-IN for a fingerprint browser — stock Chromium ignores the seed it is given, so what
 these tests prove is the mechanics (leases, tabs, cookies, the seed carried, the version
 ladder, proposals, the gap), not a fingerprint."""
@@ -24,7 +25,7 @@ import pytest
 
 from browserbay import procfs
 from browserbay.paths import bay_paths
-from tests.helpers import Bay, Result, assert_refused
+from browserbay_testing import Bay, Result, assert_refused
 
 
 def _wait(predicate, timeout: float = 30.0) -> bool:  # type: ignore[no-untyped-def]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from browserbay.keeper.pageverbs import mask_passwords
-from tests.helpers import Bay
+from browserbay_testing import Bay
 
 
 @pytest.fixture(scope="module")

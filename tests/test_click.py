@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from tests.helpers import Bay, assert_refused
+from browserbay_testing import Bay, assert_refused
 
 #: A button with a handler, a link to the result page, a link that answers 204 (a navigation
 #: that never commits), and a pointer-event log.

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import BAY, Bay, assert_refused
+from browserbay_testing import BAY, Bay, assert_refused
 
 STAND_IN = "/usr/lib/chromium/chromium"
 KEY = "cb_standin_licence_0123456789"
@@ -186,7 +186,7 @@ def test_bay_provider_install_cloak_fetches_only_when_asked_and_checks_it(
     """Against a FAKE download host (the vendor's cannot be reached from here) serving a
     STAND-IN archive (a shell script, not a browser)."""
     from browserbay_cloak.contract import pinned_version
-    from browserbay_cloak.fakedownloads import FakeCloakDownloads
+    from browserbay_testing.fakecloak import FakeCloakDownloads
 
     version = pinned_version({})
     if version is None:

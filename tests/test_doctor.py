@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import Bay
+from browserbay_testing import Bay
 
 
 def _rows(data: dict[str, Any]) -> dict[tuple[str, str], dict[str, str]]:

@@ -20,7 +20,7 @@ from browserbay.api import SyncClient
 from browserbay.errors import ActionFailed, BayRefusal
 from browserbay.refusals import CODES, Refusal
 from browserbay.snapshot import compact
-from tests.helpers import Bay, assert_refused
+from browserbay_testing import Bay, assert_refused
 
 #: What escapes.html puts in its title, paragraph and button (see the page).
 ESC = "\x1b]0;pwned\x07 \x1b[2J \x9b31m red \x08\x0d\x7f end"

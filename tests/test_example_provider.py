@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import REPO, wait_for_no_keeper
+from browserbay_testing import wait_for_no_keeper
+
+REPO = Path(__file__).resolve().parents[1]
 
 EXAMPLE = REPO / "examples" / "provider-phone"
 UV = shutil.which("uv")

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, TEST_PLUGINS, Bay, assert_refused
+from browserbay_testing import KEEPER_PLUGINS, Bay, assert_refused
+
+REPO = Path(__file__).resolve().parents[1]
 
 GATE_SRC = REPO / "examples" / "approval-gate" / "src"
 
@@ -32,7 +34,7 @@ def gated() -> Iterator[Bay]:
     home = Path(tempfile.mkdtemp(prefix="bay-g-", dir="/tmp"))
     b = Bay(
         home,
-        PYTHONPATH=f"{TEST_PLUGINS}:{GATE_SRC}",
+        PYTHONPATH=f"{KEEPER_PLUGINS}:{GATE_SRC}",
         BAY_PLUGIN_MODULES="recorder,browserbay_approval_gate.plugin",
         BAY_AUDIT_FILE=str(home / "audit.jsonl"),
         BAY_GATE_APPROVALS=str(home / "approvals.txt"),

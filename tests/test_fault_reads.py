@@ -27,7 +27,7 @@ from typing import BinaryIO
 import pytest
 
 from browserbay.paths import bay_paths
-from tests.helpers import Bay, Result, assert_refused
+from browserbay_testing import Bay, Result, assert_refused
 
 root_only = pytest.mark.skipif(os.getuid() != 0, reason="mounts a tmpfs (needs root)")
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from browserbay import client, procfs
 from browserbay.paths import bay_paths
-from tests.helpers import Bay
+from browserbay_testing import Bay
 
 
 def _call(b: Bay, session: str, verb: str, **args: Any) -> dict[str, Any]:

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import Bay, assert_refused
-from tests.hopserver import HopServer, hop, page, script
+from browserbay_testing import Bay, assert_refused
+from browserbay_testing.hopserver import HopServer, hop, page, script
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import json
-import os
 import shutil
 import socket
 import subprocess
@@ -22,7 +21,8 @@ import pytest
 
 from browserbay import procfs
 from browserbay.paths import bay_paths
-from tests.helpers import BAY, Bay, assert_refused
+from browserbay_testing import BAY, Bay, assert_refused
+from browserbay_testing.floods import assert_preauth_bounded, open_fds
 
 HELLO = b'{"hello": {"role": "test"}}\n'
 
@@ -35,10 +35,6 @@ def flood_bay() -> Iterator[Bay]:
     yield b
     b.stop()
     shutil.rmtree(home, ignore_errors=True)
-
-
-def _keeper_pid(bay: Bay) -> int:
-    return int(bay.ok("keeper", "status", session=None)["pid"])
 
 
 def _sock_path(bay: Bay) -> str:
@@ -64,10 +60,6 @@ def _frames(s: socket.socket, count: int, timeout: float = 30) -> list[dict[str,
     return [json.loads(line) for line in data.splitlines() if line.strip()]
 
 
-def _open_fds(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/fd"))
-
-
 def _rss_kib(pid: int) -> int:
     rss = procfs.rss_kib(pid)
     assert rss is not None, "no VmRSS"
@@ -90,7 +82,7 @@ def test_the_keeper_raises_its_soft_descriptor_limit_to_the_hard_one(flood_bay: 
         timeout=60,
         check=True,
     )
-    pid = _keeper_pid(flood_bay)
+    pid = flood_bay.keeper_pid()
     limits = Path(f"/proc/{pid}/limits").read_text()
     row = next(line for line in limits.splitlines() if line.startswith("Max open files"))
     assert row.split()[3:5] == ["4096", "4096"], row
@@ -106,9 +98,9 @@ def test_a_descriptor_flood_on_the_live_view_port_does_not_end_the_keeper(
     link = flood_bay.ok("live", session="victim")["url"]
     port = urlsplit(link).port
     assert port
-    pid = _keeper_pid(flood_bay)
+    pid = flood_bay.keeper_pid()
     time.sleep(0.5)  # let the viewer-less live view settle
-    limit = _open_fds(pid) + 24
+    limit = open_fds(pid) + 24
     subprocess.run(["prlimit", f"--pid={pid}", f"--nofile={limit}:{limit}"], check=True)
     tcp: list[socket.socket] = []
     unix: list[socket.socket] = []
@@ -137,37 +129,8 @@ def test_a_descriptor_flood_on_the_live_view_port_does_not_end_the_keeper(
         for s in tcp + unix:
             s.close()
     time.sleep(1.5)  # the accept loop's back-off is at most 1 s
-    assert _keeper_pid(flood_bay) == pid
+    assert flood_bay.keeper_pid() == pid
     assert flood_bay.ok("get", "title", session="victim")["value"] == "browserbay demo"
-
-
-def _idle_flood(port: int, count: int) -> list[socket.socket]:
-    """``count`` TCP connections to a loopback port that never send a byte."""
-    conns = []
-    for _ in range(count):
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        s.setblocking(False)
-        s.connect_ex(("127.0.0.1", port))
-        conns.append(s)
-    return conns
-
-
-def assert_preauth_bounded(pid: int, port: int) -> None:
-    """200 silent connections to a loopback WebSocket listener of the keeper: it holds at
-    most MAX_PREAUTH of them, and closes those after PREAUTH_TIMEOUT."""
-    from browserbay import wsguard
-
-    base = _open_fds(pid)
-    conns = _idle_flood(port, 200)
-    try:
-        time.sleep(1.5)
-        held = _open_fds(pid) - base
-        assert held <= wsguard.MAX_PREAUTH + 8, f"the keeper holds {held} silent connections"
-        time.sleep(wsguard.PREAUTH_TIMEOUT + 1.5)
-        assert _open_fds(pid) - base <= 8, "silent connections outlived the handshake timeout"
-    finally:
-        for s in conns:
-            s.close()
 
 
 def test_silent_connections_to_the_live_view_are_capped_and_time_out(
@@ -176,9 +139,9 @@ def test_silent_connections_to_the_live_view_are_capped_and_time_out(
     flood_bay.ok("open", f"{demo}/", session="watched")
     port = urlsplit(flood_bay.ok("live", session="watched")["url"]).port
     assert port
-    pid = _keeper_pid(flood_bay)
+    pid = flood_bay.keeper_pid()
     assert_preauth_bounded(pid, port)
-    assert _keeper_pid(flood_bay) == pid
+    assert flood_bay.keeper_pid() == pid
 
 
 def test_one_live_view_link_opens_at_most_16_viewers(flood_bay: Bay, demo: str) -> None:
@@ -249,7 +212,7 @@ def test_half_sent_frames_are_bounded_and_time_out(demo: str) -> None:
     home = Path(tempfile.mkdtemp(prefix="bay-fl-", dir="/tmp"))
     bay = Bay(home, BAY_FRAME_TIMEOUT="6")
     try:
-        pid = _keeper_pid(bay)
+        pid = bay.keeper_pid()
         bay.ok("status", session="small")
         before = _rss_kib(pid)
         conns = []
@@ -286,14 +249,14 @@ def test_a_connection_that_never_sends_its_hello_is_closed() -> None:
     home = Path(tempfile.mkdtemp(prefix="bay-fl-", dir="/tmp"))
     bay = Bay(home, BAY_FRAME_TIMEOUT="2")
     try:
-        pid = _keeper_pid(bay)
+        pid = bay.keeper_pid()
         with _unix(bay) as s:
             started = time.monotonic()
             frames = _frames(s, 1, timeout=20)
             assert_refused(frames[0], "bad_frame")
             assert s.recv(10) == b""
             assert time.monotonic() - started < 15
-        assert _keeper_pid(bay) == pid
+        assert bay.keeper_pid() == pid
     finally:
         bay.stop()
         shutil.rmtree(home, ignore_errors=True)

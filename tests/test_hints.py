@@ -17,7 +17,7 @@ import pytest
 from browserbay.model import SiteHint
 from browserbay.refusals import Refusal
 from browserbay.registry import Database, sqlite_registry
-from tests.helpers import Bay, assert_refused
+from browserbay_testing import Bay, assert_refused
 
 # -- the rule at the model level ----------------------------------------------------------
 

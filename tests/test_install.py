@@ -19,7 +19,9 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import REPO, Result, assert_refused
+from browserbay_testing import Result, assert_refused
+
+REPO = Path(__file__).resolve().parents[1]
 
 EXAMPLE = REPO / "examples" / "approval-gate"
 

@@ -3,7 +3,7 @@ other untouched. Real Chromium, real keeper, the real `bay` CLI."""
 
 from __future__ import annotations
 
-from tests.helpers import Bay, assert_refused
+from browserbay_testing import Bay, assert_refused
 
 
 def test_two_sessions_cannot_see_each_others_cookies_or_tabs(bay: Bay, demo: str) -> None:

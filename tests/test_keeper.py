@@ -15,7 +15,7 @@ from pathlib import Path
 
 from browserbay import procfs
 from browserbay.paths import bay_paths
-from tests.helpers import Bay, assert_refused
+from browserbay_testing import Bay, assert_refused
 
 
 def _marked(browser_id: str) -> list[int]:

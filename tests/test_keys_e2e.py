@@ -3,7 +3,7 @@ states over one fixture, the secrets census (a planted key reaches the provider 
 environment and nothing else), the named refusals (secret_on_argv, secret_required,
 backend_no_key, provider_needs_local_key, key_invalid, key_store_unavailable,
 key_test_failed, key_test_no_host), the hidden prompt, and `bay keys test` against a local
-FAKE vendor (browserbay.fakevendor)."""
+FAKE vendor (browserbay_testing.fakevendor)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import os
 import pty
 import secrets
 import select
-import shutil
 import sqlite3
 import subprocess
 import time
@@ -23,56 +22,27 @@ from typing import Any
 import pytest
 
 from browserbay import procfs
-from browserbay.fakevendor import FakeVendor
 from browserbay.paths import bay_paths
-from browserbay_keys_keyring.testing import private_secret_service
-from tests.helpers import BAY, Bay, Result, assert_refused, wait_for_no_keeper
-
-VENDOR_ENV = "KEYED_VENDOR_API_KEY"
-
-
-def _key() -> str:
-    return "kd_" + secrets.token_hex(12)
-
-
-def _bay(home: Path, **env: str) -> Bay:
-    """A Bay with the keyed test provider, whose keychain is unreachable unless a test hands
-    it a private Secret Service: the user's own store is then the encrypted file."""
-    base = {
-        "BAY_PLUGIN_MODULES": "recorder,keyed",
-        "BAY_DEFAULT_PROVIDER": "keyed",
-        "BAY_KEYED_CALLS": str(home / "calls.txt"),
-        "DBUS_SESSION_BUS_ADDRESS": f"unix:path={home}/no-bus",
-    }
-    return Bay(home, **{**base, **env})
+from browserbay_testing import BAY, Result, assert_refused
+from browserbay_testing.fakevendor import FakeVendor
+from browserbay_testing.keys import (
+    VENDOR_ENV,
+    children,
+    in_tree,
+    keyed_bay,
+    new_key,
+    private_home,
+    proc_file,
+    set_key,
+    view_keys,
+)
+from browserbay_testing.secretservice import private_secret_service
 
 
 @pytest.fixture
 def home() -> Iterator[Path]:
-    import tempfile
-
-    path = Path(tempfile.mkdtemp(prefix="bay-k-", dir="/tmp"))
-    yield path
-    stop = subprocess.run(
-        [BAY, "keeper", "stop", "--json"],
-        env={**os.environ, "BAY_HOME": str(path)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert stop.returncode == 0, stop
-    wait_for_no_keeper(path)  # it writes its last lines as it exits: then remove its home
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def _view(b: Bay, integration: str = "keyed") -> dict[str, Any]:
-    (row,) = b.ok("keys", "list", integration)["integrations"]
-    assert row["id"] == integration
-    return dict(row)
-
-
-def _set(b: Bay, integration: str, field: str, value: str) -> dict[str, Any]:
-    return dict(b.ok("keys", "set", integration, field, stdin=value + "\n"))
+    with private_home() as path:
+        yield path
 
 
 # -- precedence ---------------------------------------------------------------------------------
@@ -83,29 +53,29 @@ def test_three_precedence_states_give_three_sources_through_the_cli(
     home: Path, store: str, tmp_path: Path
 ) -> None:
     with contextlib_for(store, tmp_path) as bus:
-        b = _bay(home, **bus)
-        user_key, cluster_key = _key(), _key()
+        b = keyed_bay(home, **bus)
+        user_key, cluster_key = new_key(), new_key()
         answers: list[str] = []
 
-        none = _view(b)
+        none = view_keys(b)
         assert (none["source"], none["missing"]) == ("none", ["api_key"])
         b.stop()
 
         # The cluster default is in the environment the keeper starts with — never in the
         # agent's own commands.
         b.ok("keeper", "start", env={"BAY_INTEGRATION_KEYED_API_KEY": cluster_key})
-        cluster = _view(b)
+        cluster = view_keys(b)
         assert cluster["source"] == "cluster"
         assert cluster["fields"][0]["view"] == "••••" + cluster_key[-4:]
         assert cluster["fields"][0]["from"] == "env"
 
-        stored = _set(b, "keyed", "api_key", user_key)
+        stored = set_key(b, "keyed", "api_key", user_key)
         assert (stored["store"], stored["view"], stored["source"]) == (
             store,
             "••••" + user_key[-4:],
             "user",
         )
-        user = _view(b)
+        user = view_keys(b)
         assert (user["source"], user["fields"][0]["from"]) == ("user", store)
 
         cleared = b.ok("keys", "clear", "keyed")
@@ -135,19 +105,6 @@ def contextlib_for(store: str, tmp_path: Path) -> Any:
 # -- the census -------------------------------------------------------------------------------
 
 
-def _children(pid: int) -> dict[int, int]:
-    """Every descendant of ``pid`` -> its parent."""
-    stats = (procfs.stat(p) for p in procfs.tree(pid)[1:])
-    return {st.pid: st.ppid for st in stats if st is not None}
-
-
-def _proc(pid: int, name: str) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/{name}").read_bytes()
-    except OSError:
-        return b""
-
-
 def _files(root: Path) -> list[Path]:
     return [p for p in root.rglob("*") if p.is_file() and not p.is_symlink()]
 
@@ -159,20 +116,12 @@ def _read(path: Path) -> bytes:
         return b""
 
 
-def _in_tree(pid: int, root: int, parents: dict[int, int]) -> bool:
-    while pid in parents:
-        if pid == root:
-            return True
-        pid = parents[pid]
-    return pid == root
-
-
 def test_secrets_census_the_key_reaches_the_provider_child_and_nothing_else(
     home: Path, demo: str
 ) -> None:
-    key = _key()
+    key = new_key()
     needle = key.encode()
-    b = _bay(home)
+    b = keyed_bay(home)
     results: list[Result] = []
 
     def run(*args: str, **kw: Any) -> Result:
@@ -198,19 +147,21 @@ def test_secrets_census_the_key_reaches_the_provider_child_and_nothing_else(
     keeper_pid = status["pid"]
     (browser,) = status["browsers"]
     assert browser["provider"] == "keyed"
-    tree = _children(keeper_pid)
+    tree = children(keeper_pid)
     assert browser["pid"] in tree, "the browser is not a process the keeper started"
     carried = 0
     for pid in [keeper_pid, *tree]:
-        argv, environ = _proc(pid, "cmdline"), _proc(pid, "environ")
+        argv, environ = proc_file(pid, "cmdline"), proc_file(pid, "environ")
         assert needle not in argv, f"the key is in the argv of pid {pid}"
         assert b"BAY_INTEGRATION_" not in environ, f"pid {pid} inherited BAY_INTEGRATION_*"
-        if pid != keeper_pid and _in_tree(pid, browser["pid"], tree):
+        if pid != keeper_pid and in_tree(pid, browser["pid"], tree):
             carried += (VENDOR_ENV.encode() + b"=" + needle) in environ.split(b"\0")
         else:
             assert needle not in environ, f"pid {pid} (not the provider child) has the key"
     # The positive control: the one child that needs it carries it, under the vendor's name.
-    assert (VENDOR_ENV.encode() + b"=" + needle) in _proc(browser["pid"], "environ").split(b"\0")
+    assert (VENDOR_ENV.encode() + b"=" + needle) in proc_file(browser["pid"], "environ").split(
+        b"\0"
+    )
     assert carried >= 1
     # The environment an agent's command sees: the agent's own, untouched by the keeper.
     agent_env = subprocess.run(
@@ -253,30 +204,30 @@ def test_secrets_census_the_key_reaches_the_provider_child_and_nothing_else(
 def test_a_cluster_default_reaches_the_child_and_is_stripped_from_all_it_hands_on(
     home: Path,
 ) -> None:
-    key = _key()
-    b = _bay(home, BAY_TEST_KEY_SCOPE="user_or_cluster")
+    key = new_key()
+    b = keyed_bay(home, BAY_TEST_KEY_SCOPE="user_or_cluster")
     b.ok("keeper", "start", env={"BAY_INTEGRATION_KEYED_API_KEY": key})
     b.ok("open", "about:blank")  # the agent's command: no key in its environment
     status = b.ok("keeper", "status")
     (browser,) = status["browsers"]
-    assert (VENDOR_ENV.encode() + b"=" + key.encode()) in _proc(browser["pid"], "environ").split(
-        b"\0"
-    )
-    tree = _children(status["pid"])
+    assert (VENDOR_ENV.encode() + b"=" + key.encode()) in proc_file(
+        browser["pid"], "environ"
+    ).split(b"\0")
+    tree = children(status["pid"])
     assert len(tree) >= 2  # the Playwright driver and the browser, at least
     for pid in tree:
-        assert b"BAY_INTEGRATION_" not in _proc(pid, "environ"), pid
-        if not _in_tree(pid, browser["pid"], tree):
-            assert key.encode() not in _proc(pid, "environ"), pid
-    assert _view(b)["source"] == "cluster"
+        assert b"BAY_INTEGRATION_" not in proc_file(pid, "environ"), pid
+        if not in_tree(pid, browser["pid"], tree):
+            assert key.encode() not in proc_file(pid, "environ"), pid
+    assert view_keys(b)["source"] == "cluster"
 
 
 # -- refusals ---------------------------------------------------------------------------------
 
 
 def test_a_key_on_argv_is_refused_and_never_sent(home: Path) -> None:
-    key = _key()
-    b = _bay(home)
+    key = new_key()
+    b = keyed_bay(home)
     r = b("keys", "set", "keyed", "api_key", key)
     frame = assert_refused(r, "secret_on_argv")
     assert key not in r.stdout + r.stderr
@@ -285,7 +236,7 @@ def test_a_key_on_argv_is_refused_and_never_sent(home: Path) -> None:
     assert text.code == 2
     assert "rotate it" in text.stderr
     assert not [r for r in b.recorded() if r.get("call", {}).get("verb") == "keys"]
-    assert _view(b)["source"] == "none"
+    assert view_keys(b)["source"] == "none"
     # "-" reads it from stdin instead.
     assert b.ok("keys", "set", "keyed", "api_key", "-", stdin=key)["source"] == "user"
 
@@ -293,7 +244,7 @@ def test_a_key_on_argv_is_refused_and_never_sent(home: Path) -> None:
 def test_a_set_without_a_value_over_the_api_is_asked_for_it(home: Path) -> None:
     from browserbay import client
 
-    b = _bay(home)
+    b = keyed_bay(home)
     b.ok("keeper", "start")
     paths = bay_paths({"BAY_HOME": str(home)})
     frame = client.call(
@@ -308,7 +259,7 @@ def test_a_set_without_a_value_over_the_api_is_asked_for_it(home: Path) -> None:
 
 
 def test_no_key_is_backend_no_key_and_starts_nothing(home: Path) -> None:
-    b = _bay(home)
+    b = keyed_bay(home)
     frame = assert_refused(b("open", "about:blank"), "backend_no_key")
     assert (frame["data"]["integration"], frame["data"]["field"]) == ("keyed", "api_key")
     assert frame["way_out"].startswith("bay keys set keyed api_key")
@@ -319,13 +270,13 @@ def test_no_key_is_backend_no_key_and_starts_nothing(home: Path) -> None:
         assert db.execute("SELECT count(*) FROM browsers").fetchone() == (0,)
     # Never a silent fallback: the session's provider is still the keyed one.
     assert b("status").frame["profile"]["provider"] == "keyed"
-    _set(b, "keyed", "api_key", _key())
+    set_key(b, "keyed", "api_key", new_key())
     assert b.ok("open", "about:blank")["url"] == "about:blank"
 
 
 def test_a_remote_key_bearing_provider_is_refused_before_resolving(home: Path) -> None:
-    b = _bay(home, BAY_DEFAULT_PROVIDER="keyed-remote")
-    _set(b, "keyed", "api_key", _key())
+    b = keyed_bay(home, BAY_DEFAULT_PROVIDER="keyed-remote")
+    set_key(b, "keyed", "api_key", new_key())
     calls = home / "calls.txt"
     before = calls.read_text() if calls.exists() else ""
     frame = assert_refused(b("open", "about:blank"), "provider_needs_local_key")
@@ -335,8 +286,8 @@ def test_a_remote_key_bearing_provider_is_refused_before_resolving(home: Path) -
 
 
 def test_the_keeper_resolves_once_at_launch(home: Path) -> None:
-    b = _bay(home)
-    _set(b, "keyed", "api_key", _key())
+    b = keyed_bay(home)
+    set_key(b, "keyed", "api_key", new_key())
     calls = home / "calls.txt"
     calls.unlink()
     b.ok("open", "about:blank")
@@ -345,7 +296,7 @@ def test_the_keeper_resolves_once_at_launch(home: Path) -> None:
 
 
 def test_malformed_values_and_a_missing_store_are_named(home: Path) -> None:
-    b = _bay(home)
+    b = keyed_bay(home)
     bad = "bu_has a space in it"
     r = b("keys", "set", "cloud:browser-use", "api_key", stdin=bad)
     frame = assert_refused(r, "key_invalid")
@@ -356,14 +307,14 @@ def test_malformed_values_and_a_missing_store_are_named(home: Path) -> None:
     b.stop()
     b.env["BAY_DISABLE_PLUGINS"] = "keys-file,keys-keyring"
     frame = assert_refused(
-        b("keys", "set", "keyed", "api_key", stdin=_key()), "key_store_unavailable"
+        b("keys", "set", "keyed", "api_key", stdin=new_key()), "key_store_unavailable"
     )
     assert "browserbay-keys-file" in frame["way_out"]
 
 
 def test_the_hidden_prompt_reads_a_key_without_echoing_it(home: Path) -> None:
-    key = _key()
-    b = _bay(home)
+    key = new_key()
+    b = keyed_bay(home)
     b.ok("keeper", "start")
     env = {**b.env, "BAY_SESSION": "tty"}
     pid, fd = pty.fork()
@@ -381,7 +332,7 @@ def test_the_hidden_prompt_reads_a_key_without_echoing_it(home: Path) -> None:
     assert b"bay keys set keyed api_key: value (hidden" in out
     assert key.encode() not in out, "the key was echoed"
     assert b"\xe2\x80\xa2" * 4 + key[-4:].encode() in out  # ••••<last 4>
-    assert _view(b)["source"] == "user"
+    assert view_keys(b)["source"] == "user"
 
 
 def _read_until(fd: int, marker: bytes, timeout: float) -> bytes:
@@ -413,10 +364,10 @@ def test_keys_test_reaches_the_fake_vendor_named_by_the_row_and_records_its_verd
     home: Path,
 ) -> None:
     key = "sk_" + secrets.token_hex(12)
-    b = _bay(home)
+    b = keyed_bay(home)
     with FakeVendor("/v1/sessions", headers={"steel-api-key": key}) as vendor:
-        _set(b, "cloud:steel", "api_url", vendor.url)  # first: a key is pinned to its host
-        _set(b, "cloud:steel", "api_key", key)
+        set_key(b, "cloud:steel", "api_url", vendor.url)  # first: a key is pinned to its host
+        set_key(b, "cloud:steel", "api_key", key)
         verdict = b.ok("keys", "test", "cloud:steel")
         assert (verdict["ok"], verdict["host"], verdict["kind"]) == (
             True,
@@ -426,28 +377,28 @@ def test_keys_test_reaches_the_fake_vendor_named_by_the_row_and_records_its_verd
         (seen,) = vendor.requests
         assert seen.headers["steel-api-key"] == key
         assert seen.path == "/v1/sessions"
-        listed = _view(b, "cloud:steel")["last_test"]
+        listed = view_keys(b, "cloud:steel")["last_test"]
         assert listed["ok"] is True
         assert listed["at"] > time.time() - 60
         assert "last test: ok" in b("keys", "list", json_=False).stdout
 
-        _set(b, "cloud:steel", "api_key", "sk_" + secrets.token_hex(12))
+        set_key(b, "cloud:steel", "api_key", "sk_" + secrets.token_hex(12))
         frame = assert_refused(b("keys", "test", "cloud:steel"), "key_test_failed")
         assert f"{vendor.host} refused the key (HTTP 401)" in frame["message"]
         assert frame["way_out"].startswith("bay keys set cloud:steel api_key")
-        assert _view(b, "cloud:steel")["last_test"]["ok"] is False
+        assert view_keys(b, "cloud:steel")["last_test"]["ok"] is False
         assert len(vendor.requests) == 2
 
-    moved = _set(b, "cloud:steel", "api_url", "http://steel.invalid")
+    moved = set_key(b, "cloud:steel", "api_url", "http://steel.invalid")
     assert moved["cleared"] == ["api_key"]  # another host: the key was dropped
-    _set(b, "cloud:steel", "api_key", key)
+    set_key(b, "cloud:steel", "api_key", key)
     frame = assert_refused(b("keys", "test", "cloud:steel"), "key_test_no_host")
     assert frame["data"]["field"] == "api_url"
     assert key not in json.dumps(b.ok("keys", "list"))
 
 
 def test_the_key_needing_providers_are_listed_with_their_key_scope(home: Path) -> None:
-    b = _bay(home, BAY_DEFAULT_PROVIDER="cloud:steel")
+    b = keyed_bay(home, BAY_DEFAULT_PROVIDER="cloud:steel")
     providers = {p["id"]: p for p in b.ok("plugins")["providers"]}
     for pid in ("cloud:steel", "cloud:browser-use"):
         assert providers[pid]["capabilities"]["key_scope"] == "user_or_cluster"
@@ -458,12 +409,12 @@ def test_the_key_needing_providers_are_listed_with_their_key_scope(home: Path) -
 
 
 def test_keys_act_on_no_profile_even_with_two_attached(home: Path) -> None:
-    b = _bay(home, BAY_DEFAULT_PROVIDER="chromium")
+    b = keyed_bay(home, BAY_DEFAULT_PROVIDER="chromium")
     for label in ("work", "play"):
         b.ok("new", label)
         b.ok("use", label)
     assert_refused(b("get", "title"), "profile_required")  # a page verb must say which
-    assert _view(b)["source"] == "none"  # bay keys needs none: no profile_required
-    assert _set(b, "keyed", "api_key", _key())["source"] == "user"
+    assert view_keys(b)["source"] == "none"  # bay keys needs none: no profile_required
+    assert set_key(b, "keyed", "api_key", new_key())["source"] == "user"
     leases = b.ok("status")["leases"]
     assert not [lease for lease in leases if lease["profile"]["ephemeral"]]  # none left behind

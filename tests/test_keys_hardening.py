@@ -14,30 +14,35 @@ from __future__ import annotations
 import json
 import os
 import secrets
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from browserbay.fakevendor import FakeVendor, Listener
 from browserbay.keys import env_name
 from browserbay.paths import bay_paths
 from browserbay_keys_file.store import FileStore
-from tests import test_keys_e2e, test_sandbox
-from tests.helpers import assert_refused
-from tests.test_keys_e2e import (
+from browserbay_testing import assert_refused
+from browserbay_testing.asuser import SYSTEM_PYTHON, AsUser
+from browserbay_testing.fakevendor import FakeVendor, Listener
+from browserbay_testing.keys import (
     VENDOR_ENV,
-    _bay,
-    _children,
-    _in_tree,
-    _key,
-    _proc,
-    _set,
-    _view,
+    children,
+    in_tree,
+    keyed_bay,
+    new_key,
+    private_home,
+    proc_file,
+    set_key,
+    view_keys,
 )
-from tests.test_sandbox import SYSTEM_PYTHON, AsUser
 
-home = test_keys_e2e.home  # the fixture: a private BAY_HOME, its keeper stopped after
-nobody = test_sandbox.nobody  # the fixture: the real CLI and keeper as the user nobody
+
+@pytest.fixture
+def home() -> Iterator[Path]:
+    """A private BAY_HOME, its keeper stopped after."""
+    with private_home() as path:
+        yield path
 
 
 def _steel_key() -> str:
@@ -53,35 +58,35 @@ def _store(home: Path) -> FileStore:
 
 def test_a_url_changed_after_the_key_never_receives_it(home: Path) -> None:
     key = _steel_key()
-    b = _bay(home)
+    b = keyed_bay(home)
     with (
         FakeVendor("/v1/sessions", headers={"steel-api-key": key}) as vendor,
         Listener() as listener,
     ):
-        _set(b, "cloud:steel", "api_url", vendor.url)
-        stored = _set(b, "cloud:steel", "api_key", key)
+        set_key(b, "cloud:steel", "api_url", vendor.url)
+        stored = set_key(b, "cloud:steel", "api_key", key)
         assert stored["pinned"] == vendor.url  # the answer names the host it is bound to
         listed = b("keys", "list", "cloud:steel", json_=False).stdout
         assert f"the key goes only to {vendor.url}" in listed
         # The negative control: the host it was stored for gets it, and a path change on that
         # same host keeps it.
         assert b.ok("keys", "test", "cloud:steel")["host"] == vendor.host
-        kept = _set(b, "cloud:steel", "api_url", vendor.url + "/")
+        kept = set_key(b, "cloud:steel", "api_url", vendor.url + "/")
         assert kept["cleared"] == []
         assert b.ok("keys", "test", "cloud:steel")["ok"] is True
         assert len(vendor.requests) == 2
 
         # The attack: the URL field pointed at the agent's own listener, then a key test.
-        moved = _set(b, "cloud:steel", "api_url", listener.url)
+        moved = set_key(b, "cloud:steel", "api_url", listener.url)
         b("keys", "test", "cloud:steel")
         assert not listener.got(key), "the listener received the stored key"
         assert listener.received == []  # not even a request without it
         assert moved["cleared"] == ["api_key"]
-        view = _view(b, "cloud:steel")
+        view = view_keys(b, "cloud:steel")
         assert view["missing"] == ["api_key"]
         assert len(vendor.requests) == 2
         # The user gives the key again for the new host: it is pinned there, and sent there.
-        again = _set(b, "cloud:steel", "api_key", key)
+        again = set_key(b, "cloud:steel", "api_key", key)
         assert again["pinned"] == listener.url
         assert key not in json.dumps(again)
 
@@ -90,7 +95,7 @@ def test_a_key_without_a_pin_goes_only_to_the_documented_host(home: Path) -> Non
     """A key stored before pins (or by another tool) next to a URL off the documented host
     is not sent there: the test and the launch are refused by name."""
     key = _steel_key()
-    b = _bay(home, BAY_KEYS_STORE="file")
+    b = keyed_bay(home, BAY_KEYS_STORE="file")
     with Listener() as listener:
         store = _store(home)
         store.set("cloud:steel", "api_key", key)
@@ -107,32 +112,32 @@ def test_a_key_without_a_pin_goes_only_to_the_documented_host(home: Path) -> Non
 def test_cluster_keys_and_the_passphrase_are_in_no_proc_environ_and_still_work(
     home: Path,
 ) -> None:
-    cluster_key, user_key = _key(), _key()
+    cluster_key, user_key = new_key(), new_key()
     phrase = "pp-" + secrets.token_hex(16)
-    b = _bay(home, BAY_TEST_KEY_SCOPE="user_or_cluster")
+    b = keyed_bay(home, BAY_TEST_KEY_SCOPE="user_or_cluster")
     started = {"BAY_INTEGRATION_KEYED_API_KEY": cluster_key, "BAY_KEYS_PASSPHRASE": phrase}
     b.ok("keeper", "start", env=started)
-    assert _view(b)["source"] == "cluster"
+    assert view_keys(b)["source"] == "cluster"
     b.ok("open", "about:blank")
     status = b.ok("keeper", "status")
     keeper = status["pid"]
     (browser,) = status["browsers"]
-    tree = _children(keeper)
+    tree = children(keeper)
     assert browser["pid"] in tree
     for pid in [keeper, *tree]:
-        environ = _proc(pid, "environ")
+        environ = proc_file(pid, "environ")
         assert environ, f"/proc/{pid}/environ unreadable"
         assert phrase.encode() not in environ, f"the passphrase is in /proc/{pid}/environ"
         assert b"BAY_KEYS_PASSPHRASE=" not in environ, pid
         assert b"BAY_INTEGRATION_" not in environ, pid
-        if pid == keeper or not _in_tree(pid, browser["pid"], tree):
+        if pid == keeper or not in_tree(pid, browser["pid"], tree):
             assert cluster_key.encode() not in environ, f"the key is in /proc/{pid}/environ"
     # The cluster key still works: it reached the one child that needs it.
     wanted = VENDOR_ENV.encode() + b"=" + cluster_key.encode()
-    assert wanted in _proc(browser["pid"], "environ").split(b"\0")
+    assert wanted in proc_file(browser["pid"], "environ").split(b"\0")
 
     # The passphrase still works: a user key is sealed with it (no key file beside it) ...
-    _set(b, "keyed", "api_key", user_key)
+    set_key(b, "keyed", "api_key", user_key)
     keys_dir = bay_paths({"BAY_HOME": str(home)}).data / "keys"
     assert json.loads((keys_dir / "keys.json").read_text())["kdf"]["name"] == "scrypt"
     assert not (keys_dir / "keys.key").exists()
@@ -141,10 +146,10 @@ def test_cluster_keys_and_the_passphrase_are_in_no_proc_environ_and_still_work(
     b.stop()
     # ... and opens again in a keeper started with it, not in one started without it.
     b.ok("keeper", "start", env=started)
-    assert _view(b)["source"] == "user"
+    assert view_keys(b)["source"] == "user"
     b.stop()
     b.ok("keeper", "start")
-    view = _view(b)
+    view = view_keys(b)
     assert view["source"] == "none"
     assert any("BAY_KEYS_PASSPHRASE" in p for p in view["problems"])
 
@@ -155,8 +160,8 @@ def test_cluster_keys_and_the_passphrase_are_in_no_proc_environ_and_still_work(
 def test_keys_list_and_doctor_say_the_file_store_without_a_passphrase_is_not_agent_proof(
     home: Path,
 ) -> None:
-    b = _bay(home)
-    _set(b, "keyed", "api_key", _key())
+    b = keyed_bay(home)
+    set_key(b, "keyed", "api_key", new_key())
     (row,) = [s for s in b.ok("keys", "list")["sources"] if s["name"] == "file"]
     assert row["protection"].startswith("key file")
     assert "BAY_KEYS_PASSPHRASE" in row["protection"]

@@ -15,7 +15,9 @@ from browserbay import manual, refusals, verbs
 from browserbay.plugins import load_plugins
 from browserbay.verbs import PLUGIN, Verb
 from browserbay_cli import skill
-from tests.helpers import BAY, REPO, Bay, assert_refused
+from browserbay_testing import BAY, Bay, assert_refused
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _tokens(text: str) -> int:

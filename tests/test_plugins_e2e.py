@@ -8,7 +8,7 @@ from pathlib import Path
 
 from browserbay import procfs
 from browserbay.paths import bay_paths
-from tests.helpers import Bay, assert_refused
+from browserbay_testing import Bay, assert_refused
 
 
 def test_bay_plugins_lists_name_distribution_version_hooks_and_providers(bay: Bay) -> None:

@@ -17,7 +17,7 @@ import pytest
 
 from browserbay import procfs
 from browserbay.paths import bay_paths
-from tests.helpers import Bay, assert_refused
+from browserbay_testing import Bay, assert_refused
 
 
 def _wait(predicate, timeout: float = 15.0) -> bool:  # type: ignore[no-untyped-def]

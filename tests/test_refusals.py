@@ -9,7 +9,7 @@ import socket
 import time
 
 from browserbay.paths import bay_paths
-from tests.helpers import Bay, assert_refused
+from browserbay_testing import Bay, assert_refused
 
 
 def test_success_and_refusal_json_shapes(bay: Bay, demo: str) -> None:

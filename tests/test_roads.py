@@ -1,15 +1,14 @@
 """One set of guards on every road (docs/security.md §11), as attacks on a real keeper, real
 Chromium and a real live-view takeover: a trigger request, the CLI, the Python API, the MCP
 server, the scoped CDP endpoint and a ``bay run`` script each try to act on a lease a human
-holds, and on a verb a plugin vetoes (the recorder plugin, tests/plugins/recorder.py, with
+holds, and on a verb a plugin vetoes (the recorder plugin,
+browserbay_testing/keeper_plugins/recorder.py, with
 its veto file)."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 import threading
 import time
 import uuid
@@ -21,16 +20,14 @@ import anyio
 import pytest
 
 from browserbay.api import SyncClient
-from browserbay.demo.server import serve
 from browserbay.errors import BayRefusal
-from providers.cdp.tests.cdp_helpers import (
+from browserbay_testing import BAY, Bay, assert_refused, wait_for
+from browserbay_testing.cdp import (
     DebugBrowser,
     Raw,
     attach,
     refusal,
-    start_debug_browser,
 )
-from tests.helpers import BAY, Bay, assert_refused, wait_for
 
 pytestmark = pytest.mark.browser
 CHROMIUM = "/usr/lib/chromium/chromium"
@@ -38,28 +35,6 @@ ROADS = ("cli", "api", "mcp", "trigger", "cdp", "run")
 
 
 # -- fixtures ---------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def demo() -> Iterator[str]:
-    server, base = serve()
-    yield base
-    server.shutdown()
-
-
-@pytest.fixture(scope="module")
-def place() -> Iterator[Path]:
-    root = Path(tempfile.mkdtemp(prefix="bay-roads-", dir="/tmp"))
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def debug_browser(place: Path) -> Iterator[DebugBrowser]:
-    """Somebody else's Chromium, for the cdp profile (the scoped endpoint and bay run)."""
-    browser = start_debug_browser(place / "config" / "chromium")
-    yield browser
-    browser.close()
 
 
 @pytest.fixture(scope="module")
@@ -82,22 +57,6 @@ def veto(place: Path) -> Iterator[Callable[[str], None]]:
     path = place / "veto"
     yield lambda verb: path.write_text(verb + "\n")
     path.unlink(missing_ok=True)
-
-
-@pytest.fixture
-def viewer() -> Iterator[Any]:
-    """The human: a Chromium of its own (Playwright here) showing the live view."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        exe = CHROMIUM if Path(CHROMIUM).exists() else None
-        browser = pw.chromium.launch(
-            executable_path=exe,
-            args=["--no-sandbox", "--disable-background-networking", "--no-first-run"],
-        )
-        page = browser.new_context(viewport={"width": 1000, "height": 560}).new_page()
-        yield page
-        browser.close()
 
 
 # -- the human, the requests ------------------------------------------------------------------

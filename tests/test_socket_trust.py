@@ -33,7 +33,9 @@ import pytest
 from browserbay import protocol
 from browserbay._version import __version__
 from browserbay.sockpath import runtime_dir, socket_for
-from tests.helpers import BAY, REPO, Bay, Result, assert_refused
+from browserbay_testing import BAY, Bay, Result, assert_refused
+
+REPO = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.skipif(os.getuid() != 0, reason="needs root to act as two users")
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from browserbay import procfs
-from tests.helpers import Bay
+from browserbay_testing import Bay
 
 
 def _dir(b: Bay) -> Path:

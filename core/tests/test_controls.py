@@ -15,7 +15,7 @@ from browserbay.keeper.sessions import Lease, Session
 from browserbay.model import LeaseInfo, ProfileRef, SessionRef
 from browserbay.plugins import load_plugins
 from browserbay.refusals import Refusal
-from tests.helpers import assert_refused
+from browserbay_testing import assert_refused
 
 
 class Hooks:

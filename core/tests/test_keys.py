@@ -2,7 +2,7 @@
 precedence, masking, the one reveal into a child's environment, the named refusals, and the
 runner that may reach only the host derived from its row's own field — with the negative
 control of a runner whose host is a constant. No keeper, no browser; the "vendor" is
-browserbay.fakevendor, a local fake of a vendor's documented key check."""
+browserbay_testing.fakevendor, a local fake of a vendor's documented key check."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from browserbay import keys as keys_module
-from browserbay.fakevendor import FakeVendor
 from browserbay.keys import (
     PIN_SUFFIX,
     BookAdmin,
@@ -38,7 +37,8 @@ from browserbay.model import (
     ProviderRow,
 )
 from browserbay.refusals import Refusal
-from tests.helpers import assert_refused
+from browserbay_testing import assert_refused
+from browserbay_testing.fakevendor import FakeVendor
 
 KEY = "kd_user0123456789abcdWXYZ"
 CLUSTER_KEY = "kd_cluster0123456789abQRST"

@@ -18,7 +18,7 @@ from browserbay.registry import MIGRATIONS, BrowserRow, open_sqlite
 from browserbay.snapshot import compact, main_frame_prefix, strip_prefix
 from browserbay.urls import normalize_url
 from browserbay.verbs import BY_NAME
-from tests.helpers import assert_refused
+from browserbay_testing import assert_refused
 
 
 def test_every_code_renders_without_placeholders_given_its_fields() -> None:

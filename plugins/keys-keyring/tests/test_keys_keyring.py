@@ -1,5 +1,5 @@
 """keys-keyring against a REAL Secret Service: a private D-Bus session bus and a
-gnome-keyring daemon on it, unlocked without a prompt (browserbay_keys_keyring.testing).
+gnome-keyring daemon on it, unlocked without a prompt (browserbay_testing.secretservice).
 Nothing here touches the user's own session bus or keyring."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 from browserbay.model import KeySource
 from browserbay_keys_keyring import plugin
-from browserbay_keys_keyring.testing import missing_binaries, private_secret_service
+from browserbay_testing.secretservice import missing_binaries, private_secret_service
 
 KEY = "sk_keyring0123456789abcdIJKL"
 

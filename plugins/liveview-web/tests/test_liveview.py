@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import BAY, Bay, Result, assert_refused, wait_for
+from browserbay_testing import BAY, Bay, Result, assert_refused, wait_for
 
 pytestmark = pytest.mark.browser
 

@@ -27,7 +27,7 @@ from PIL import Image, ImageChops, ImageStat
 from browserbay.demo.server import serve
 from browserbay.keeper.frames import Recorder, jpeg_size
 from browserbay.model import ProfileRef
-from tests.helpers import Bay, assert_refused
+from browserbay_testing import Bay, assert_refused
 
 pytestmark = pytest.mark.browser
 CHROMIUM = "/usr/lib/chromium/chromium"

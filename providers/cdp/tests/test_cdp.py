@@ -19,8 +19,8 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
 from browserbay import procfs
-from providers.cdp.tests.cdp_helpers import FLAGS, DebugBrowser, Raw, attach, chromium, refusal
-from tests.helpers import Bay, Result, assert_refused
+from browserbay_testing import Bay, Result, assert_refused
+from browserbay_testing.cdp import FLAGS, DebugBrowser, Raw, attach, chromium, refusal
 
 # -- somebody else's browser, two sessions ------------------------------------------------
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from tests.helpers import Bay
-from tests.test_floods import _keeper_pid, assert_preauth_bounded
+from browserbay_testing import Bay
+from browserbay_testing.floods import assert_preauth_bounded
 
 
 def test_silent_connections_to_the_scoped_endpoint_are_capped_and_time_out(
@@ -16,6 +16,6 @@ def test_silent_connections_to_the_scoped_endpoint_are_capped_and_time_out(
     cbay.ok("open", demo + "/", session="fl")
     port = urlsplit(cbay.ok("cdp-url", session="fl")["url"]).port
     assert port
-    pid = _keeper_pid(cbay)
+    pid = cbay.keeper_pid()
     assert_preauth_bounded(pid, port)
-    assert _keeper_pid(cbay) == pid
+    assert cbay.keeper_pid() == pid

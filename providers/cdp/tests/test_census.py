@@ -13,8 +13,8 @@ from browserbay.testing import check_provider
 from browserbay_cdp import plugin
 from browserbay_cdp.census import CLASSES, FENCED, ON_BROWSER, RULES, load, parse, protocol_methods
 from browserbay_cdp.proxy import fence
-from providers.cdp.tests.cdp_helpers import DebugBrowser, start_debug_browser
-from tests.helpers import assert_refused
+from browserbay_testing import assert_refused
+from browserbay_testing.cdp import DebugBrowser, start_debug_browser
 
 
 def test_the_table_is_one_row_per_method_each_in_a_closed_class() -> None:

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from providers.cdp.tests.cdp_helpers import DebugBrowser, start_debug_browser
-from tests.helpers import Bay, assert_refused
-from tests.hopserver import HopServer, hop, page
+from browserbay_testing import Bay, assert_refused
+from browserbay_testing.cdp import DebugBrowser, start_debug_browser
+from browserbay_testing.hopserver import HopServer, hop, page
 
 
 @pytest.fixture(scope="module")

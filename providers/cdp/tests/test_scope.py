@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from providers.cdp.tests.cdp_helpers import FLAGS, DebugBrowser, Raw, attach, chromium, refusal
-from tests.helpers import Bay, assert_refused
+from browserbay_testing import Bay, assert_refused
+from browserbay_testing.cdp import FLAGS, DebugBrowser, Raw, attach, chromium, refusal
 
 
 @pytest.fixture

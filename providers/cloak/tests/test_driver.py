@@ -18,7 +18,7 @@ from browserbay.testing import check_provider
 from browserbay_cloak import contract, plugin
 from browserbay_cloak.driver import CloakHandle, Seats, seed_of
 from browserbay_cloak.find import find_binary
-from tests.helpers import assert_refused
+from browserbay_testing import assert_refused
 
 STAND_IN = "/usr/lib/chromium/chromium"
 

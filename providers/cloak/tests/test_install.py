@@ -14,10 +14,10 @@ import pytest
 from browserbay.model import Installer
 from browserbay.refusals import Refusal
 from browserbay_cloak import contract
-from browserbay_cloak.fakedownloads import FakeCloakDownloads
 from browserbay_cloak.find import find_binary
 from browserbay_cloak.install import MIRROR_KEYS_ENV, install, parse_checksums, verify_signature
-from tests.helpers import assert_refused
+from browserbay_testing import assert_refused
+from browserbay_testing.fakecloak import FakeCloakDownloads
 
 VERSION = "146.0.7680.177.5"
 

@@ -11,7 +11,7 @@ import pytest
 from browserbay.refusals import Refusal
 from browserbay_cloak import licence
 from browserbay_cloak.seats import STALE_AFTER, Ledger, Reading, Seats
-from tests.helpers import assert_refused
+from browserbay_testing import assert_refused
 
 RECORDED = json.loads(Path(__file__).with_name("recorded_launch_failures.json").read_text())
 

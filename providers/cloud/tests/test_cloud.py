@@ -1,7 +1,7 @@
 """The cloud:<vendor> rows: runnable providers whose session contract is data, and one
 integration row per vendor whose key test is a credential exchange with the host inside its
 own URL field.
-Each vendor's documented key check is exercised against browserbay.fakevendor — a local
+Each vendor's documented key check is exercised against browserbay_testing.fakevendor — a local
 FAKE of that contract, not the vendor."""
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ import urllib.parse
 
 import pytest
 
-from browserbay.fakevendor import FakeVendor
 from browserbay.keys import PIN_SUFFIX, KeyBook, check_value, origin
 from browserbay.keytest import derive_target, run_test
 from browserbay.model import KeySource
 from browserbay.testing import check_row
 from browserbay_cloud import plugin
 from browserbay_cloud.vendors import VENDORS, Vendor
+from browserbay_testing.fakevendor import FakeVendor
 
 IDS = {
     "cloud:browserbase",

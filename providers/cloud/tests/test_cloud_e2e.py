@@ -18,8 +18,8 @@ import pytest
 
 from browserbay.keys import env_name
 from browserbay_cloud.vendors import VENDORS, Vendor
+from browserbay_testing import Bay, assert_refused
 from providers.cloud.tests.fakecloud import FakeCloud
-from tests.helpers import Bay, assert_refused
 
 KEY = "bu_fakeKEY0123456789abcdefGHIJ"
 WRONG = "bu_wrongKEY0123456789abcdefXY"

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from browserbay.fakevendor import Listener
 from browserbay.paths import bay_paths
 from browserbay_cloud.vendors import VENDORS
+from browserbay_testing import Bay, assert_refused
+from browserbay_testing.fakevendor import Listener
 from providers.cloud.tests.fakecloud import FakeCloud
-from tests.helpers import Bay, assert_refused
 
 KEY = "sk_fakeKEY+0123456789/abcdefGHIJ"
 STEEL = next(v for v in VENDORS if v.name == "steel")

@@ -23,8 +23,8 @@ from browserbay.testing import check_provider
 from browserbay_cloud.driver import CloudDriver
 from browserbay_cloud.sessions import VendorApi
 from browserbay_cloud.vendors import VENDORS, Vendor
+from browserbay_testing import assert_refused
 from providers.cloud.tests.fakecloud import FakeCloud
-from tests.helpers import assert_refused
 
 KEY = "bu_fakeKEY0123456789abcdefGHIJ"  # fits every vendor's pattern
 WRONG = "bu_wrongKEY0123456789abcdefXY"

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from browserbay import procfs
-from tests.helpers import Bay
+from browserbay_testing import Bay
 
 HERE = Path(__file__).resolve().parent
 GTK_APP = str(HERE / "gtk_app.py")

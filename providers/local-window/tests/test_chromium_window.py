@@ -12,7 +12,7 @@ import pytest
 from browserbay import procfs
 from browserbay.demo.server import serve
 from browserbay_local_window import chromium
-from tests.helpers import Bay, assert_refused
+from browserbay_testing import Bay, assert_refused
 
 from .conftest import have_gtk, snapshot, wait_for
 

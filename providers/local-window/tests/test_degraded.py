@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.helpers import Bay, assert_refused
+from browserbay_testing import Bay, assert_refused
 
 from .conftest import DEBIAN_PYTHON, GTK_APP, finish, have_gtk, new_home, node, wopen
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import Bay, assert_refused
+from browserbay_testing import Bay, assert_refused
 
 from .conftest import finish, have_gtk, new_home
 

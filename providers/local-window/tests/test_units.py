@@ -22,7 +22,7 @@ from browserbay_local_window.tree import render_tree
 from browserbay_local_window.walkerclient import WalkerClient, WalkerError
 from browserbay_local_window.windows import pick_action
 from browserbay_local_window.x11 import KeyNameError, char_keysym, parse_chord
-from tests.helpers import assert_refused
+from browserbay_testing import assert_refused
 
 
 def test_the_provider_row_is_tier_3_without_cdp() -> None:

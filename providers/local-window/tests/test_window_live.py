@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import BAY, Bay, Result, assert_refused, wait_for
+from browserbay_testing import BAY, Bay, Result, assert_refused, wait_for
 
 from .conftest import DEBIAN_PYTHON, GTK_APP, finish, have_gtk, new_home, node, snapshot, wopen
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import Bay, assert_refused
+from browserbay_testing import Bay, assert_refused
 
 from .conftest import (
     BIG_APP,

@@ -14,8 +14,8 @@ import pytest
 
 from browserbay import client
 from browserbay.paths import bay_paths
+from browserbay_testing import Bay
 from campaigns.fuzz import Keeper, fuzz_frames, fuzz_parse, fuzz_processes
-from tests.helpers import Bay
 
 
 @pytest.fixture(scope="module")

@@ -52,7 +52,7 @@ def _bus_call(env: dict[str, str], method: str, arg: str) -> str:
 @contextlib.contextmanager
 def private_secret_service(
     root: Path,
-    password: str = "browserbay-test",  # noqa: S107 - a throwaway test keyring's
+    password: str = "browserbay-test",
 ) -> Iterator[dict[str, str]]:
     """Start the bus and the keyring under ``root``; yield the variables that point a
     process at them (``DBUS_SESSION_BUS_ADDRESS``, ``XDG_RUNTIME_DIR``); stop both after."""

@@ -1,5 +1,5 @@
-"""Shared test helpers. ``assert_refused`` is how a test says which refusal it produces:
-the census in test_refusal_census.py reads these calls."""
+"""The real ``bay`` CLI against a keeper of its own (:class:`Bay`), its answers
+(:class:`Result`), and waiting for a condition or for a keeper to be gone."""
 
 from __future__ import annotations
 
@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from browserbay.paths import bay_paths
-from browserbay.refusals import CODES, Refusal, exit_code
 
-REPO = Path(__file__).resolve().parents[1]
+#: The ``bay`` command of the environment the tests run in.
 BAY = str(Path(sys.executable).with_name("bay"))
-TEST_PLUGINS = str(Path(__file__).with_name("plugins"))
+#: The test plugins a test's keeper loads (``BAY_PLUGIN_MODULES``): a directory of plain
+#: modules put on the keeper's ``PYTHONPATH``, each registered under its module name.
+KEEPER_PLUGINS = str(Path(__file__).with_name("keeper_plugins"))
 
 
 def wait_for(fn: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
@@ -71,25 +72,6 @@ class Result:
         return frame["data"]
 
 
-def assert_refused(result: Result | dict[str, Any] | Refusal, code: str) -> dict[str, Any]:
-    """The result is the refusal ``code``, well formed, with the right exit status."""
-    assert code in CODES, f"{code} is not in the refusal table"
-    if isinstance(result, Refusal):
-        frame = result.frame()
-    elif isinstance(result, Result):
-        frame = result.frame
-        assert result.code == exit_code(code), (result.code, frame)
-    else:
-        frame = result
-    assert frame["ok"] is False, frame
-    assert frame["code"] == code, frame
-    assert set(frame) >= {"ok", "code", "message", "way_out", "data"}, frame
-    assert frame["message"], frame
-    assert "{" not in frame["message"], frame
-    assert frame["way_out"], frame
-    return frame
-
-
 class Bay:
     """Runs the real `bay` CLI against one BAY_HOME."""
 
@@ -101,7 +83,7 @@ class Bay:
                 del self.env[key]
         self.env.update(
             BAY_HOME=str(home),
-            PYTHONPATH=TEST_PLUGINS,
+            PYTHONPATH=KEEPER_PLUGINS,
             BAY_PLUGIN_MODULES="recorder",
             BAY_RECORDER_FILE=str(home / "recorder.jsonl"),
         )
@@ -142,6 +124,10 @@ class Bay:
         home as it goes, so only then may a test remove the home."""
         subprocess.run([BAY, "keeper", "stop"], env=self.env, capture_output=True, timeout=60)
         wait_for_no_keeper(self.home)
+
+    def keeper_pid(self) -> int:
+        """The pid of this home's keeper (started by this call when none runs)."""
+        return int(self.ok("keeper", "status", session=None)["pid"])
 
     def recorded(self) -> list[dict[str, Any]]:
         path = self.home / "recorder.jsonl"

@@ -31,7 +31,7 @@ def _record(hook: str, **fields: Any) -> None:
     path = os.environ.get("BAY_RECORDER_FILE")
     if not path:
         return
-    row = {"hook": hook}
+    row: dict[str, Any] = {"hook": hook}
     for k, v in fields.items():
         row[k] = asdict(v) if is_dataclass(v) and not isinstance(v, type) else v
     with open(path, "a") as f:

@@ -9,8 +9,8 @@ import tarfile
 from pathlib import Path
 
 from browserbay.paths import bay_paths
+from browserbay_testing import Bay
 from campaigns.writes import store_campaign, transaction_audit
-from tests.helpers import Bay
 
 
 def test_every_registry_write_of_several_statements_is_one_transaction(tmp_path: Path) -> None:

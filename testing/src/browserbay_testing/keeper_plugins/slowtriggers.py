@@ -1,14 +1,15 @@
 """A fault injector, loaded into the keeper with BAY_PLUGIN_MODULES=slowtriggers: every
 trigger request waits :data:`DELAY` seconds between its claim in the registry and its action,
 so a test can kill the keeper in that window and check the ``uncertain`` answer after the
-restart. Product code has no such knob; this module installs it (it replaces
-``TriggerIntake._act`` when the keeper imports it) and registers no hook."""
+restart. Product code has no such knob; this module installs it when the keeper imports it
+(a monkeypatch of ``TriggerIntake._act``, for the keeper's whole life) and registers no hook."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import anyio
+import pytest
 
 from browserbay.keeper.triggers import TriggerIntake
 
@@ -23,4 +24,4 @@ async def _slow_act(self: TriggerIntake, request: dict[str, Any]) -> dict[str, A
     return await _act(self, request)
 
 
-TriggerIntake._act = _slow_act
+pytest.MonkeyPatch().setattr(TriggerIntake, "_act", _slow_act)
