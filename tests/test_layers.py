@@ -20,12 +20,12 @@ REPO = Path(__file__).resolve().parents[1]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 #: Core modules that are neither the thin client nor kept off the keeper: the keeper itself,
 #: ``bay doctor`` (it runs the keeper's backend checks), the built-in plugins (held to the
-#: plugins' contract), and test support on its way out of the product (issue 16, item 8).
+#: plugins' contract), and the provider conformance suite (browserbay.testing: the keeper's
+#: contract for provider authors).
 CORE_EXEMPT = {
     "browserbay.keeper",
     "browserbay.doctor",
     "browserbay.builtins",
-    "browserbay.fakevendor",
     "browserbay.testing",
 }
 
@@ -67,10 +67,23 @@ def test_every_core_module_is_in_a_layer() -> None:
 
 
 def test_every_provider_and_plugin_is_kept_off_the_keeper() -> None:
-    plugins = set(_config()["root_packages"]) - {"browserbay", "browserbay_cli"}
+    # browserbay_testing is no plugin: the dev-only test support may reach into the keeper
+    # (its fault injector patches the trigger intake).
+    plugins = set(_config()["root_packages"]) - {
+        "browserbay",
+        "browserbay_cli",
+        "browserbay_testing",
+    }
     contract = _contract("Providers and plugins")
     assert set(contract["source_modules"]) == plugins | {"browserbay.builtins"}
     assert contract["forbidden_modules"] == ["browserbay.keeper"]
+
+
+def test_no_product_distribution_imports_the_test_support() -> None:
+    products = set(_config()["root_packages"]) - {"browserbay_testing"}
+    contract = _contract("No product distribution imports the test support")
+    assert set(contract["source_modules"]) == products
+    assert contract["forbidden_modules"] == ["browserbay_testing"]
 
 
 def test_every_import_counts() -> None:
