@@ -101,11 +101,6 @@ class _KeptTabs:
         self.kept = tabs
 
 
-class _Registry:
-    def __init__(self) -> None:
-        self.kept_tabs = _KeptTabs()
-
-
 def test_kept_tabs_are_one_snapshot_even_if_a_crash_clears_the_lease_meanwhile() -> None:
     """persist() awaits each tab's title; a crash handled meanwhile clears the lease's
     current tab. The current flag written is the one of the snapshot (it used to be read
@@ -128,14 +123,14 @@ def test_kept_tabs_are_one_snapshot_even_if_a_crash_clears_the_lease_meanwhile()
     first = book.add(_Page("http://x/form", crash), lease, None)  # type: ignore[arg-type]
     book.add(_Page("http://x/item"), lease, None)  # type: ignore[arg-type]
     book.select(lease, first.id)
-    registry = _Registry()
+    kept_tabs = _KeptTabs()
 
     async def db(fn: Any, *args: Any) -> Any:
         return fn(*args)
 
-    leases = Leases(None, book, registry, None, None, db, {})  # type: ignore[arg-type]
+    leases = Leases(None, book, kept_tabs, None, None, None, db, {})  # type: ignore[arg-type]
     anyio.run(leases.persist, Session(ref, "s"), lease)
-    assert [(k.url, k.current) for k in registry.kept_tabs.kept] == [
+    assert [(k.url, k.current) for k in kept_tabs.kept] == [
         ("http://x/form", True),
         ("http://x/item", False),
     ]

@@ -97,16 +97,14 @@ class AdminMixin(KeeperBase):
             )
         if name == "audit":
             pid = self.profiles.find(handle).id if handle else None
-            rows: list[dict[str, Any]] = await self.db(
-                self.registry.audit.rows, pid, int(args.get("last") or 50)
-            )
+            rows = await self.db(self.registry.audit.rows, pid, int(args.get("last") or 50))
             text = "\n".join(
-                f"{time.strftime('%H:%M:%S', time.localtime(float(r['at'])))} {r['session']:<16} "
-                f"{r['profile'] or '-':<14} {r['road'] or '-':<7} {r['verb']:<10} "
-                f"{'ok' if r['ok'] else r['code']}"
+                f"{time.strftime('%H:%M:%S', time.localtime(r.at))} {r.session:<16} "
+                f"{r.profile or '-':<14} {r.road or '-':<7} {r.verb:<10} "
+                f"{'ok' if r.ok else r.code}"
                 for r in rows
             )
-            return {"audit": rows}, text or "(no audit rows yet)"
+            return {"audit": [r.as_row() for r in rows]}, text or "(no audit rows yet)"
         action = args["action"]
         if action == "stop":
             self.begin_stop()

@@ -24,7 +24,7 @@ from browserbay.ladder import parse_major, read_dir_version
 from browserbay.model import BrowserHandle, BrowserInfo, LaunchSpec, ProviderRow, context_options
 from browserbay.paths import BayPaths
 from browserbay.refusals import Refusal
-from browserbay.registry import BrowserRow, Browsers, Registry
+from browserbay.registry import BrowserRow, Browsers, Db, Profiles, Versions
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Playwright
@@ -102,17 +102,21 @@ class BrowserPool:
     def __init__(
         self,
         plugins: Plugins,
-        registry: Registry,
+        browsers: Browsers,
+        versions: Versions,
+        profiles: Profiles,
         paths: BayPaths,
-        db: Any,
+        db: Db,
         playwright: Any,
         contexts_per_browser: int = 16,
         max_browsers: int = 8,
     ):
         self.plugins = plugins
-        self.registry = registry
+        self.browsers = browsers
+        self.versions = versions
+        self.profiles = profiles
         self.paths = paths
-        self.db = db  # async callable running a registry method off the loop
+        self.db = db
         self._playwright = playwright  # async callable -> Playwright
         #: Isolated contexts per shared browser process before another one is started.
         self.contexts_per_browser = contexts_per_browser
@@ -257,7 +261,7 @@ class BrowserPool:
         if major is None:
             major = (await anyio.to_thread.run_sync(read_dir_version, directory)).major
         if major is not None:
-            await self.db(self.registry.versions.record, profile_id, major, running.provider.id)
+            await self.db(self.versions.record, profile_id, major, running.provider.id)
 
     async def _launch(
         self,
@@ -287,7 +291,7 @@ class BrowserPool:
             key_source=key_source,
         )
         await self.db(
-            self.registry.browsers.started,
+            self.browsers.started,
             BrowserRow(
                 browser_id, row.id, None, os.getpid(), str(home), user_data_dir is None, time.time()
             ),
@@ -299,10 +303,10 @@ class BrowserPool:
             with anyio.CancelScope(shield=True):
                 handle = await row.driver_factory().launch(playwright, spec)
         except BaseException:
-            await self.db(self.registry.browsers.stopped, browser_id, "failed_to_start")
+            await self.db(self.browsers.stopped, browser_id, "failed_to_start")
             shutil.rmtree(home, ignore_errors=True)
             raise
-        await self.db(self.registry.browsers.set_pid, browser_id, handle.pid)
+        await self.db(self.browsers.set_pid, browser_id, handle.pid)
         running = Running(
             browser_id, row, handle, home, user_data_dir is None, time.time(), fence=fence
         )
@@ -311,7 +315,7 @@ class BrowserPool:
         except BaseException:
             with contextlib.suppress(Exception):
                 await handle.close(CLOSE_TIMEOUT)
-            await self.db(self.registry.browsers.stopped, browser_id, "failed_to_start")
+            await self.db(self.browsers.stopped, browser_id, "failed_to_start")
             shutil.rmtree(home, ignore_errors=True)
             raise
         self.running[browser_id] = running
@@ -339,7 +343,7 @@ class BrowserPool:
         ``cdp`` profile's URL (its browser may run before any session uses it) and of every
         running browser's handle. A tab of *any* browser is kept off them: an isolated
         session's tab read a cdp browser's ``/json/list``, every other session's tab."""
-        rows = await self.db(self.registry.profiles.all)
+        rows = await self.db(self.profiles.all)
         ports = {p for row in rows for p in url_port(row.options.get("cdp_url"))}
         for r in self.running.values():
             ports.update(devtools_ports(r.handle))
@@ -449,7 +453,7 @@ class BrowserPool:
         log.warning("browser %s disconnected unexpectedly", running.id)
         running.closing = True
         self.running.pop(running.id, None)
-        await self.db(self.registry.browsers.stopped, running.id, "crashed")
+        await self.db(self.browsers.stopped, running.id, "crashed")
         self.plugins.hooks.bay_browser_stopped(browser=running.info(), reason="crashed")
         if self.on_crash is not None:
             await self.on_crash(running)
@@ -468,7 +472,7 @@ class BrowserPool:
         running.closing = True
         self.running.pop(running.id, None)
         await running.handle.close(CLOSE_TIMEOUT)
-        await self.db(self.registry.browsers.stopped, running.id, reason)
+        await self.db(self.browsers.stopped, running.id, reason)
         # The per-browser HOME (never a profile's own user-data-dir) goes with it.
         await anyio.to_thread.run_sync(lambda: shutil.rmtree(running.home, ignore_errors=True))
         log.info("browser %s stopped (%s)", running.id, reason)

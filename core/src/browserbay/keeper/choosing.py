@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from browserbay.keeper.sessions import Lease, Session
@@ -23,7 +24,7 @@ log = logging.getLogger("browserbay.keeper")
 
 
 class ChoosingMixin(KeeperBase):
-    def _ephemeral(self, session: Session, chosen: str, domains: list[str]) -> Lease:
+    def _ephemeral(self, session: Session, chosen: str, domains: Sequence[str]) -> Lease:
         pid = f"ep-{session.ref.id}"
         lease = session.leases.get(pid)
         row = self.plugins.providers.get(self.settings.default_provider)
@@ -70,9 +71,9 @@ class ChoosingMixin(KeeperBase):
         atts = [a for a in atts if a.profile in self.profiles.rows]
         state = await self.db(self.registry.sessions.state, sid)
         handles = self._handles(atts)
-        if state["changed"]:
+        if state.changed:
             await self.db(self.registry.sessions.ack_set, sid, handles)
-            pinned = [h for (pid, _a), h in zip(atts, handles, strict=True) if pid == state["pin"]]
+            pinned = [h for (pid, _a), h in zip(atts, handles, strict=True) if pid == state.pin]
             if pinned:
                 now_default = pinned[0] + ", the pin"
             elif len(handles) == 1:
@@ -83,14 +84,14 @@ class ChoosingMixin(KeeperBase):
                 now_default = "your own ephemeral browser"
             raise Refusal(
                 "profile_changed",
-                was=", ".join(state["seen_handles"]) or "(none: ephemeral)",
+                was=", ".join(state.seen_handles) or "(none: ephemeral)",
                 now=", ".join(handles) or "(none: ephemeral)",
                 now_default=now_default,
                 handles=handles,
             )
         if handle:
             if handle == "ephemeral":
-                return self._ephemeral(session, "explicit", state["ephemeral_domains"])
+                return self._ephemeral(session, "explicit", state.ephemeral_domains)
             for pid, alias in atts:
                 row = self.profiles.rows[pid]
                 if handle in (alias, pid, row.label):
@@ -104,9 +105,9 @@ class ChoosingMixin(KeeperBase):
                 why="attached to this session",
                 fix=f"bay use {row.id}   (then --profile {handle} works)",
             )
-        pin = state["pin"]
+        pin = state.pin
         if pin == "ephemeral":
-            return self._ephemeral(session, "pinned", state["ephemeral_domains"])
+            return self._ephemeral(session, "pinned", state.ephemeral_domains)
         for pid, alias in atts:
             if pid == pin:
                 return await self._held(session, self._persistent(session, pid, alias, "pinned"))
@@ -122,7 +123,7 @@ class ChoosingMixin(KeeperBase):
                 choices=handles,
             )
         ladder: list[tuple[str | None, str]] = [
-            (state["last_profile"], "last-used"),
+            (state.last_profile, "last-used"),
             (await self.db(self.registry.groups.get, session.group), "group"),
             (self._instance_default(), "instance"),
         ]
@@ -130,7 +131,7 @@ class ChoosingMixin(KeeperBase):
             if candidate and candidate in self.profiles.rows:
                 lease = self._persistent(session, candidate, None, rung)
                 return await self._held(session, lease)
-        return self._ephemeral(session, "ephemeral", state["ephemeral_domains"])
+        return self._ephemeral(session, "ephemeral", state.ephemeral_domains)
 
     def _instance_default(self) -> str | None:
         wanted = self.settings.default_profile

@@ -6,15 +6,13 @@ The tier of a hint that names a backend is derived from the provider's row, neve
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from browserbay.model import ProviderRow, SessionRef, SiteHint
 from browserbay.refusals import Refusal
-from browserbay.registry import SiteHints
-
-Db = Callable[..., Awaitable[Any]]
+from browserbay.registry import Db, SiteHints
 
 
 def _host(url: str, verb: str = "blocked") -> str:

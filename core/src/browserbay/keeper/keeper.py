@@ -98,18 +98,23 @@ class Keeper(SessionVerbsMixin, BackendMixin, AdminMixin):
         self._pw_lock = anyio.Lock()
         self.pool = BrowserPool(
             plugins,
-            registry,
+            registry.browsers,
+            registry.versions,
+            registry.profiles,
             paths,
             self.db,
             self.playwright,
             contexts_per_browser=settings.contexts_per_browser,
             max_browsers=settings.max_browsers,
         )
-        self.profiles = ProfileBook(registry, paths, plugins, self.db)
+        self.profiles = ProfileBook(
+            registry.profiles, registry.attachments, registry.proposals, paths, plugins, self.db
+        )
         self.leases = Leases(
             self.pool,
             self.tabs,
-            registry,
+            registry.kept_tabs,
+            registry.holds,
             self.profiles,
             plugins,
             self.db,

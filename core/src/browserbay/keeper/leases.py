@@ -8,7 +8,6 @@ import logging
 import time
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -24,7 +23,7 @@ from browserbay.keeper.sessions import Lease, Session, Tab, TabBook
 from browserbay.model import ProfileRef
 from browserbay.plugins import Plugins
 from browserbay.refusals import Refusal
-from browserbay.registry import PARKED, KeptTab, Registry
+from browserbay.registry import PARKED, Db, Holds, KeptTab, KeptTabs
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page
@@ -35,7 +34,6 @@ if TYPE_CHECKING:
 __all__ = ["blocked_requests", "check_url_allowed", "goto_guarded", "host_allowed"]
 
 log = logging.getLogger("browserbay.keeper")
-Db = Callable[..., Awaitable[Any]]
 RESTORE_TIMEOUT = 20.0
 
 
@@ -85,7 +83,8 @@ class Leases:
         self,
         pool: BrowserPool,
         tabs: TabBook,
-        registry: Registry,
+        kept_tabs: KeptTabs,
+        holds: Holds,
         profiles: ProfileBook,
         plugins: Plugins,
         db: Db,
@@ -95,7 +94,8 @@ class Leases:
     ):
         self.pool = pool
         self.tabs = tabs
-        self.registry = registry
+        self.kept_tabs = kept_tabs
+        self.holds = holds
         self.profiles = profiles
         self.plugins = plugins
         self.db = db
@@ -177,10 +177,10 @@ class Leases:
                 self._watch(context, None)
             running.users.add(session.ref.id)
             running.idle_since = None
-            await self.db(self.registry.profiles.used, row.id)
+            await self.profiles.used(row.id)
         lease.binding.bind(context, running)
         self.plugins.hooks.bay_lease_changed(lease=lease.info(), change="attached")
-        state, kept = await self.db(self.registry.kept_tabs.kept, session.ref.id, lease.profile.id)
+        state, kept = await self.db(self.kept_tabs.kept, session.ref.id, lease.profile.id)
         lease.binding.started_with((state, kept))
         if kept and state in ("auto", "live"):
             restored = await self.restore(lease, kept, reopen_ids)
@@ -190,7 +190,7 @@ class Leases:
                 f"{lease.handle})"
             )
         _parked_state, parked = await self.db(
-            self.registry.kept_tabs.kept, session.ref.id, lease.profile.id + PARKED
+            self.kept_tabs.kept, session.ref.id, lease.profile.id + PARKED
         )
         if parked:
             session.notices.append(
@@ -313,7 +313,7 @@ class Leases:
             except Exception:
                 title = ""
             kept.append(KeptTab(url, title, t.id == current))
-        await self.db(self.registry.kept_tabs.keep, session.ref.id, lease.profile.id, kept, "live")
+        await self.db(self.kept_tabs.keep, session.ref.id, lease.profile.id, kept, "live")
         lease.binding.kept(signature)
 
     async def restore(self, lease: Lease, kept: list[KeptTab], ids: list[str] | None = None) -> int:
@@ -365,11 +365,11 @@ class Leases:
     async def resume_parked(self, session: Session, lease: Lease) -> int:
         """Reopen the tabs a deliberate close parked (after the tabs opened since)."""
         key = lease.profile.id + PARKED
-        _state, parked = await self.db(self.registry.kept_tabs.kept, session.ref.id, key)
+        _state, parked = await self.db(self.kept_tabs.kept, session.ref.id, key)
         if not parked:
             return 0
         restored = await self.restore(lease, parked)
-        await self.db(self.registry.kept_tabs.drop, session.ref.id, key)
+        await self.db(self.kept_tabs.drop, session.ref.id, key)
         await self.persist(session, lease)
         return restored
 
@@ -394,17 +394,13 @@ class Leases:
             if lease.binding.kept_at_start is not None:  # else: not read yet, nothing since
                 state, tabs = lease.binding.kept_at_start
                 back = "auto" if state in (None, "auto", "live") else state
-                await self.db(
-                    self.registry.kept_tabs.keep, session.ref.id, lease.profile.id, tabs, back
-                )
+                await self.db(self.kept_tabs.keep, session.ref.id, lease.profile.id, tabs, back)
         else:
             await self.persist(session, lease)
             if lease.tabs and reason == "closed":
-                await self.db(self.registry.kept_tabs.park, session.ref.id, lease.profile.id)
+                await self.db(self.kept_tabs.park, session.ref.id, lease.profile.id)
             elif lease.tabs:
-                await self.db(
-                    self.registry.kept_tabs.mark, session.ref.id, lease.profile.id, "auto"
-                )
+                await self.db(self.kept_tabs.mark, session.ref.id, lease.profile.id, "auto")
         Controls.let_go(lease)
         self.plugins.hooks.bay_lease_changed(lease=lease.info(reason), change="detached")
         closed = len(lease.tabs)
@@ -467,12 +463,12 @@ class Leases:
         sid, pid = session.ref.id, lease.profile.id
         seen = [(url, current) for url, current in seen if url not in ("about:blank", "")]
         if seen:
-            _state, written = await self.db(self.registry.kept_tabs.kept, sid, pid)
+            _state, written = await self.db(self.kept_tabs.kept, sid, pid)
             titles = {k.url: k.title for k in written}
             kept = [KeptTab(url, titles.get(url, ""), current) for url, current in seen]
-            await self.db(self.registry.kept_tabs.keep, sid, pid, kept, "auto")
+            await self.db(self.kept_tabs.keep, sid, pid, kept, "auto")
         else:
-            await self.db(self.registry.kept_tabs.mark, sid, pid, "auto")
+            await self.db(self.kept_tabs.mark, sid, pid, "auto")
         session.notices.append(
             f"the browser of profile {lease.handle} stopped unexpectedly; a new one "
             "starts with your next verb and reopens your tabs"
@@ -496,13 +492,13 @@ class Leases:
 
     async def check_hold(self, session: Session, profile_id: str) -> None:
         """A profile held exclusively by another group is refused ``profile_busy``."""
-        hold = await self.db(self.registry.holds.get, profile_id)
+        hold = await self.db(self.holds.get, profile_id)
         if hold is None:
             return
         holder, group, since = hold
         if group == session.group or not await self._holder_alive(holder, since):
             if group != session.group:
-                await self.db(self.registry.holds.release, profile_id)
+                await self.db(self.holds.release, profile_id)
             return
         raise self._busy(profile_id, holder, group, since, waiting=False)
 
@@ -515,22 +511,24 @@ class Leases:
         queue.append(me)
         try:
             while True:
-                hold = await self.db(self.registry.holds.get, profile_id)
-                free = hold is None or hold[1] == session.group
-                if hold is not None and not free and not await self._holder_alive(hold[0], hold[2]):
-                    log.info("reclaiming %s from stale holder %s", profile_id, hold[0])
+                hold = await self.db(self.holds.get, profile_id)
+                free = hold is None or hold.group == session.group
+                if (
+                    hold is not None
+                    and not free
+                    and not await self._holder_alive(hold.holder, hold.since)
+                ):
+                    log.info("reclaiming %s from stale holder %s", profile_id, hold.holder)
                     free = True
                 if free and queue[0] is me:
-                    await self.db(
-                        self.registry.holds.set, profile_id, session.ref.id, session.group
-                    )
+                    await self.db(self.holds.set, profile_id, session.ref.id, session.group)
                     return time.monotonic() - started
                 left = wait - (time.monotonic() - started)
                 if left <= 0:
                     if hold is None:  # free, but others queued first
                         ahead = queue[0][0]
                         raise self._busy(profile_id, ahead, "(queued first)", time.time(), True)
-                    raise self._busy(profile_id, hold[0], hold[1], hold[2], waiting=True)
+                    raise self._busy(profile_id, hold.holder, hold.group, hold.since, waiting=True)
                 fresh = (me[0], anyio.Event())
                 queue[queue.index(me)] = fresh
                 me = fresh
@@ -542,9 +540,9 @@ class Leases:
             self._wake(profile_id)
 
     async def release_hold(self, session: Session, profile_id: str) -> None:
-        hold = await self.db(self.registry.holds.get, profile_id)
-        if hold is not None and hold[0] == session.ref.id:
-            await self.db(self.registry.holds.release, profile_id)
+        hold = await self.db(self.holds.get, profile_id)
+        if hold is not None and hold.holder == session.ref.id:
+            await self.db(self.holds.release, profile_id)
             self._wake(profile_id)
 
     def _wake(self, profile_id: str) -> None:

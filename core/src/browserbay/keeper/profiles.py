@@ -13,7 +13,7 @@ import secrets
 import shutil
 import tarfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,11 +23,10 @@ from browserbay.model import ProfileRef, ProviderRow
 from browserbay.paths import BayPaths, ensure_private
 from browserbay.plugins import Plugins
 from browserbay.refusals import Refusal
-from browserbay.registry import ProfileRow, Registry
+from browserbay.registry import Attachments, Db, ProfileRow, Profiles, Proposals
 
 log = logging.getLogger("browserbay.keeper")
 T = TypeVar("T")
-Db = Callable[..., Awaitable[Any]]
 
 
 #: Arguments of ``bay new`` that are provider options (stored as the profile's ``options``).
@@ -85,8 +84,18 @@ def dir_size(path: str, budget: int = 200_000) -> int | None:
 
 
 class ProfileBook:
-    def __init__(self, registry: Registry, paths: BayPaths, plugins: Plugins, db: Db):
-        self.registry = registry
+    def __init__(
+        self,
+        profiles: Profiles,
+        attachments: Attachments,
+        proposals: Proposals,
+        paths: BayPaths,
+        plugins: Plugins,
+        db: Db,
+    ):
+        self.profiles = profiles
+        self.attachments = attachments
+        self.proposals = proposals
         self.paths = paths
         self.plugins = plugins
         self.db = db
@@ -98,13 +107,17 @@ class ProfileBook:
         return self.paths.data / "profiles"
 
     async def load(self) -> None:
-        rows = await self.db(self.registry.profiles.all)
+        rows = await self.db(self.profiles.all)
         self.rows = {r.id: r for r in rows}
         for pid in self.rows:
-            self.attached[pid] = len(await self.db(self.registry.attachments.of_profile, pid))
+            self.attached[pid] = len(await self.db(self.attachments.of_profile, pid))
         removed = await anyio.to_thread.run_sync(self._leftovers)
         if removed:
             log.info("removed %d profile dir(s) a killed keeper left: %s", len(removed), removed)
+
+    async def used(self, profile_id: str) -> None:
+        """A browser started on the profile: its ``last_used`` is now."""
+        await self.db(self.profiles.used, profile_id)
 
     def _leftovers(self) -> list[str]:
         """At keeper start: the profile directories a killed keeper left half-made or
@@ -208,7 +221,7 @@ class ProfileBook:
             last_used=None,
             options=options,
         )
-        await self.db(self.registry.profiles.create, row)
+        await self.db(self.profiles.create, row)
         self.rows[pid] = row
         self.attached[pid] = 0
         return self.describe(row), f"{label} ({pid}) · {provider}\nuse it: bay use {pid}"
@@ -258,7 +271,7 @@ class ProfileBook:
             time.time(),
             None,
         )
-        await self.db(self.registry.profiles.create, row)
+        await self.db(self.profiles.create, row)
         self.rows[pid] = row
         self.attached[pid] = 0
         return self.describe(row), f"adopted {directory} as {row.label} ({pid})"
@@ -267,7 +280,7 @@ class ProfileBook:
         self, handle: str, running: Callable[[str], bool]
     ) -> tuple[dict[str, Any], str]:
         row = self.find(handle)
-        holders = await self.db(self.registry.attachments.of_profile, row.id)
+        holders = await self.db(self.attachments.of_profile, row.id)
         if holders or running(row.id):
             raise Refusal(
                 "profile_busy",
@@ -281,7 +294,7 @@ class ProfileBook:
         owned = not row.adopted and bool(row.dir)  # a cdp profile has no directory of ours
         if owned:
             archive = await anyio.to_thread.run_sync(self._archive, row)
-        await self.db(self.registry.profiles.delete, row.id)
+        await self.db(self.profiles.delete, row.id)
         self.rows.pop(row.id, None)
         self.attached.pop(row.id, None)
         if owned:
@@ -319,10 +332,10 @@ class ProfileBook:
                     running=live is not None,
                     browser=live,
                     disk_bytes=size,
-                    sessions=await self.db(self.registry.attachments.of_profile, r.id),
+                    sessions=await self.db(self.attachments.of_profile, r.id),
                     proposal=(
                         proposal.as_row()
-                        if (proposal := await self.db(self.registry.proposals.get, r.id))
+                        if (proposal := await self.db(self.proposals.get, r.id))
                         else None
                     ),
                 )

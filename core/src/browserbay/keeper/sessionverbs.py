@@ -321,7 +321,7 @@ class SessionVerbsMixin(ChoosingMixin):
             "session": session.ref.as_row(),
             "group": session.group,
             "attachments": self._handles(atts),
-            "pin": state["pin"],
+            "pin": state.pin,
             "acts_on": chosen.profile.as_row() if chosen else None,
             "browser": chosen.browser.id if chosen and chosen.browser else None,
             "leases": leases,

@@ -296,7 +296,7 @@ class TriggerIntake:
                     if action == "resume":
                         kept = []
                         for key in (lease.profile.id, lease.profile.id + PARKED):
-                            kept += (await keeper.db(keeper.registry.kept_tabs.kept, sid, key))[1]
+                            kept += (await keeper.db(keeper.registry.kept_tabs.kept, sid, key)).tabs
                         if not kept and lease.context is None:
                             return result(
                                 action, sid, False, "not-found", "no kept tabs for this session"

@@ -12,11 +12,12 @@ thread (``Keeper.db``), off the event loop.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
-from browserbay.registry.audit import Audit, SqliteAudit
+from browserbay.registry.audit import Audit, AuditRow, SqliteAudit
 from browserbay.registry.browsers import (
     BrowserRow,
     Browsers,
@@ -38,6 +39,7 @@ from browserbay.registry.sessions import (
     Attachment,
     Attachments,
     Sessions,
+    SessionState,
     SqliteAttachments,
     SqliteSessions,
 )
@@ -58,9 +60,11 @@ __all__ = [
     "Attachment",
     "Attachments",
     "Audit",
+    "AuditRow",
     "BrowserRow",
     "Browsers",
     "Database",
+    "Db",
     "GroupDefaults",
     "Hold",
     "Holds",
@@ -75,6 +79,7 @@ __all__ = [
     "Recorded",
     "Registry",
     "Schema",
+    "SessionState",
     "Sessions",
     "SiteHints",
     "TriggerClaims",
@@ -82,6 +87,16 @@ __all__ = [
     "open_sqlite",
     "sqlite_registry",
 ]
+
+
+T = TypeVar("T")
+
+
+class Db(Protocol):
+    """How the keeper calls a repository: ``await db(repo.method, *args)`` runs the call in
+    the keeper's one writer thread, off the event loop (``Keeper.db``)."""
+
+    def __call__(self, fn: Callable[..., T], /, *args: Any) -> Awaitable[T]: ...
 
 
 class Schema(Protocol):

@@ -4,9 +4,26 @@ road, whether. Never a typed value."""
 from __future__ import annotations
 
 import time
+from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from browserbay.registry.db import Database
+
+
+@dataclass(frozen=True)
+class AuditRow:
+    at: float
+    session: str
+    profile: str | None
+    verb: str
+    ok: bool
+    code: str | None
+    """The refusal code of an action that was not ok."""
+    road: str | None
+    """How the action came (cli, api, mcp, trigger, cdp, run); None before migration 7."""
+
+    def as_row(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 class Audit(Protocol):
@@ -19,7 +36,7 @@ class Audit(Protocol):
         code: str | None,
         road: str | None = None,
     ) -> None: ...
-    def rows(self, profile_id: str | None, limit: int) -> list[dict[str, Any]]:
+    def rows(self, profile_id: str | None, limit: int) -> list[AuditRow]:
         """The newest ``limit`` rows (of one profile, or all), oldest first."""
 
 
@@ -42,7 +59,7 @@ class SqliteAudit:
             (time.time(), session, profile, verb, int(ok), code, road),
         )
 
-    def rows(self, profile_id: str | None, limit: int) -> list[dict[str, Any]]:
+    def rows(self, profile_id: str | None, limit: int) -> list[AuditRow]:
         sql = "SELECT at, session, profile, verb, ok, code, road FROM audit"
         params: tuple[Any, ...] = ()
         if profile_id is not None:
@@ -50,15 +67,4 @@ class SqliteAudit:
             params = (profile_id,)
         sql += " ORDER BY id DESC LIMIT ?"
         rows = self.db.execute(sql, (*params, limit)).fetchall()
-        return [
-            {
-                "at": r[0],
-                "session": r[1],
-                "profile": r[2],
-                "verb": r[3],
-                "ok": bool(r[4]),
-                "code": r[5],
-                "road": r[6],
-            }
-            for r in reversed(rows)
-        ]
+        return [AuditRow(r[0], r[1], r[2], r[3], bool(r[4]), r[5], r[6]) for r in reversed(rows)]

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, NamedTuple, Protocol
+from dataclasses import dataclass
+from typing import NamedTuple, Protocol
 
 from browserbay.registry.db import Database, Statement
 
@@ -21,12 +22,33 @@ class Attachment(NamedTuple):
     alias: str | None
 
 
+@dataclass(frozen=True)
+class SessionState:
+    """What a session was last told and what it chose (one session_state row)."""
+
+    pin: str | None
+    """The pinned profile id (or ``"ephemeral"``)."""
+    last_profile: str | None
+    """The profile it attached last (the last-used rung of the ladder)."""
+    changed: bool
+    """Its attachment set changed since it was last told (the next verb is refused
+    ``profile_changed`` once)."""
+    seen_handles: tuple[str, ...]
+    """The set as it was last told it."""
+    ephemeral_domains: tuple[str, ...]
+    """The allowed domains of its own ephemeral browser."""
+
+
+#: The state of a session nothing was recorded for.
+NO_STATE = SessionState(None, None, False, (), ())
+
+
 class Sessions(Protocol):
     """Which sessions the keeper has seen, and what each was last told."""
 
     def seen(self, session_id: str, origin: str) -> None: ...
     def closed(self, session_id: str) -> None: ...
-    def state(self, session: str) -> dict[str, Any]: ...
+    def state(self, session: str) -> SessionState: ...
     def set_pin(self, session: str, pin: str | None, by_other: bool) -> None: ...
     def set_last_profile(self, session: str, profile_id: str | None) -> None: ...
     def ack_set(self, session: str, handles: list[str]) -> None:
@@ -83,27 +105,21 @@ class SqliteSessions:
     def closed(self, session_id: str) -> None:
         self.db.execute("UPDATE sessions SET closed_at=? WHERE id=?", (time.time(), session_id))
 
-    def state(self, session: str) -> dict[str, Any]:
+    def state(self, session: str) -> SessionState:
         row = self.db.execute(
             "SELECT pin, last_profile, set_version, seen_version, seen_handles, "
             "ephemeral_domains FROM session_state WHERE session=?",
             (session,),
         ).fetchone()
         if row is None:
-            return {
-                "pin": None,
-                "last_profile": None,
-                "changed": False,
-                "seen_handles": [],
-                "ephemeral_domains": [],
-            }
-        return {
-            "pin": row[0],
-            "last_profile": row[1],
-            "changed": row[2] != row[3],
-            "seen_handles": json.loads(row[4]),
-            "ephemeral_domains": json.loads(row[5]),
-        }
+            return NO_STATE
+        return SessionState(
+            pin=row[0],
+            last_profile=row[1],
+            changed=row[2] != row[3],
+            seen_handles=tuple(json.loads(row[4])),
+            ephemeral_domains=tuple(json.loads(row[5])),
+        )
 
     def set_pin(self, session: str, pin: str | None, by_other: bool) -> None:
         self.db.tx(
