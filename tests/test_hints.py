@@ -5,18 +5,15 @@ profile's tier is derived from its provider's row, never stored."""
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from browserbay.model import SiteHint
 from browserbay.refusals import Refusal
-from browserbay.registry import Database, sqlite_registry
 from browserbay_testing import Bay, assert_refused
 
 # -- the rule at the model level ----------------------------------------------------------
@@ -34,27 +31,6 @@ def test_a_tier_is_legal_only_while_no_backend_is_named() -> None:
         SiteHint("shop.example", 4, None, "a", 0.0, "x")  # type: ignore[arg-type]
     with pytest.raises(Refusal):
         SiteHint("Shop.Example", 2, None, "a", 0.0, "x")  # a host is stored lower-case
-
-
-def test_the_store_refuses_a_row_that_breaks_the_rule(tmp_path: Path) -> None:
-    db = Database(tmp_path / "r.sqlite3")
-    db.migrate()
-    registry = sqlite_registry(db)
-    registry.hints.add(SiteHint("a.example", 3, None, "s1", 1.0, "why"))
-    registry.hints.add(SiteHint("a.example", None, "cloak", "s2", 2.0, "why"))
-    assert [(h.tier, h.backend) for h in registry.hints.of("a.example")] == [
-        (3, None),
-        (None, "cloak"),
-    ]
-    assert registry.hints.of("b.example") == []
-    with pytest.raises(sqlite3.IntegrityError):  # the same rule, held by the table too
-        db.execute(
-            "INSERT INTO site_hints(host, tier, backend, by, at, why) "
-            "VALUES ('a.example', 2, 'cloak', 's', 0, 'w')"
-        )
-    columns = {r[1] for r in db.execute("PRAGMA table_info(profiles)")}
-    assert "tier" not in columns  # a profile's tier is derived, never stored
-    registry.close()
 
 
 # -- end to end -----------------------------------------------------------------------------

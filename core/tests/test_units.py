@@ -1,10 +1,9 @@
 """Small pieces of the core, without a browser: refusals, protocol, snapshot compaction,
-store migrations, paths and request validation."""
+paths and request validation (the registry's contract is in test_registry.py)."""
 
 from __future__ import annotations
 
 import os
-import sqlite3
 import stat
 from pathlib import Path
 
@@ -14,7 +13,6 @@ from browserbay import protocol
 from browserbay.keeper.keeper import _redact, _validate
 from browserbay.paths import bay_paths
 from browserbay.refusals import CODES, EXIT_DEADLINE, EXIT_USAGE, Refusal, exit_code
-from browserbay.registry import MIGRATIONS, BrowserRow, open_sqlite
 from browserbay.snapshot import compact, main_frame_prefix, strip_prefix
 from browserbay.urls import normalize_url
 from browserbay.verbs import BY_NAME
@@ -224,54 +222,6 @@ def test_snapshot_compaction_keeps_every_reference_to_what_can_be_acted_on() -> 
     assert "Inner" not in shallow
     assert "- iframe [ref=e9]\n" in shallow  # no dangling ':' once the children are cut
     assert main_frame_prefix('- button "x" [ref=e3]') == ""
-
-
-def test_registry_migrates_once_and_is_private(tmp_path: Path) -> None:
-    path = tmp_path / "r.sqlite3"
-    reg = open_sqlite(path)
-    assert reg.schema.schema_version() == len(MIGRATIONS)
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    reg.browsers.started(BrowserRow("bb-1", "chromium", None, os.getpid(), "/h", True, 1.0))
-    reg.browsers.set_pid("bb-1", 7)
-    assert [r.pid for r in reg.browsers.unstopped()] == [7]
-    reg.browsers.stopped("bb-1", "closed")
-    reg.browsers.stopped("bb-1", "again")  # the first reason stays
-    assert reg.browsers.unstopped() == []
-    reg.sessions.seen("s", "env")
-    reg.sessions.seen("s", "env")
-    reg.audit.record("s", None, "open", True, None)
-    reg.close()
-    again = open_sqlite(path)  # reopening applies nothing twice
-    assert again.schema.integrity_check() == "ok"
-    with sqlite3.connect(path) as db:
-        assert db.execute("SELECT stop_reason FROM browsers").fetchone() == ("closed",)
-        assert db.execute("SELECT count(*) FROM sessions").fetchone() == (1,)
-        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-    again.close()
-
-
-def test_a_registry_from_a_newer_browserbay_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "r.sqlite3"
-    with sqlite3.connect(path) as db:
-        db.execute(f"PRAGMA user_version={len(MIGRATIONS) + 1}")
-    with pytest.raises(RuntimeError, match="upgrade browserbay"):
-        open_sqlite(path)
-
-
-def test_a_failed_migration_leaves_nothing_half_applied(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import browserbay.registry.db as registry_db
-
-    monkeypatch.setattr(
-        registry_db, "MIGRATIONS", (*MIGRATIONS, "CREATE TABLE t1 (a); CREATE TABLE oops (")
-    )
-    with pytest.raises(sqlite3.OperationalError):
-        open_sqlite(tmp_path / "r.sqlite3")
-    with sqlite3.connect(tmp_path / "r.sqlite3") as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (len(MIGRATIONS),)
-        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    assert "t1" not in tables
 
 
 def test_bay_home_relocates_everything_and_long_homes_get_a_short_socket(tmp_path: Path) -> None:

@@ -1,0 +1,515 @@
+"""The registry's contract: one test per repository method, on a real store.
+
+Every test takes the ``store`` fixture: a :class:`~browserbay.registry.Registry` and a way
+to read its tables back (``store.rows``) for the methods that only write. A second backend
+(PostgreSQL, issue 22) joins by adding a parameter to the fixture; the tests stay as they
+are. The SQLite file's own promises (mode 0600, WAL, migrations applied once and whole, the
+tables' CHECK rules) are tested at the end, on SQLite only.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from browserbay.model import SiteHint
+from browserbay.registry import (
+    MIGRATIONS,
+    PARKED,
+    Attachment,
+    AuditRow,
+    BrowserRow,
+    Database,
+    Hold,
+    Kept,
+    KeptTab,
+    ProfileRow,
+    Proposal,
+    Recorded,
+    Registry,
+    SessionState,
+    open_sqlite,
+    sqlite_registry,
+)
+
+
+@dataclass(frozen=True)
+class Store:
+    registry: Registry
+    rows: Callable[..., list[tuple[Any, ...]]]
+    """``rows(sql, *params)``: read the store's tables directly (what a write-only method
+    left); the schema is the same on every backend."""
+
+
+@pytest.fixture(params=["sqlite"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    db = Database(tmp_path / "registry.sqlite3")
+
+    def rows(sql: str, *params: Any) -> list[tuple[Any, ...]]:
+        return [tuple(r) for r in db.execute(sql, params).fetchall()]
+
+    yield Store(sqlite_registry(db), rows)
+    db.close()
+
+
+def _profile(pid: str = "bp-00000001", created: float = 1.0, **kw: Any) -> ProfileRow:
+    fields: dict[str, Any] = {
+        "id": pid,
+        "label": "work",
+        "provider": "chromium",
+        "dir": f"/p/{pid}",
+        "proxy": None,
+        "allowed_domains": (),
+        "headed": False,
+        "adopted": False,
+        "created_at": created,
+        "last_used": None,
+    }
+    fields.update(kw)
+    return ProfileRow(**fields)
+
+
+def _with_profile(store: Store, pid: str = "bp-00000001") -> str:
+    store.registry.profiles.create(_profile(pid))
+    return pid
+
+
+# -- schema ---------------------------------------------------------------------------------
+
+
+def test_schema_version_is_the_last_migration(store: Store) -> None:
+    assert store.registry.schema.schema_version() == len(MIGRATIONS)
+
+
+def test_integrity_check_says_ok(store: Store) -> None:
+    assert store.registry.schema.integrity_check() == "ok"
+
+
+# -- keeper runs ----------------------------------------------------------------------------
+
+
+def test_runs_started_and_stopped(store: Store) -> None:
+    runs = store.registry.runs
+    runs.started(41, "1.0")
+    runs.started(42, "1.1")
+    runs.stopped(41)
+    got = store.rows("SELECT pid, version, stopped_at IS NULL FROM keeper_runs ORDER BY pid")
+    assert got == [(41, "1.0", 0), (42, "1.1", 1)]
+
+
+# -- browsers -------------------------------------------------------------------------------
+
+
+def _browser(bid: str = "bb-1") -> BrowserRow:
+    return BrowserRow(bid, "chromium", None, os.getpid(), "/h", True, 1.0)
+
+
+def test_browsers_started_are_unstopped(store: Store) -> None:
+    store.registry.browsers.started(_browser())
+    assert store.registry.browsers.unstopped() == [_browser()]
+
+
+def test_browsers_set_pid(store: Store) -> None:
+    store.registry.browsers.started(_browser())
+    store.registry.browsers.set_pid("bb-1", 7)
+    assert [r.pid for r in store.registry.browsers.unstopped()] == [7]
+
+
+def test_browsers_stopped_keeps_the_first_reason(store: Store) -> None:
+    store.registry.browsers.started(_browser())
+    store.registry.browsers.started(_browser("bb-2"))
+    store.registry.browsers.stopped("bb-1", "closed")
+    store.registry.browsers.stopped("bb-1", "again")
+    assert [r.id for r in store.registry.browsers.unstopped()] == ["bb-2"]
+    assert store.rows("SELECT stop_reason FROM browsers WHERE id='bb-1'") == [("closed",)]
+
+
+def test_browsers_unstopped_is_empty_at_first(store: Store) -> None:
+    assert store.registry.browsers.unstopped() == []
+
+
+# -- sessions -------------------------------------------------------------------------------
+
+
+def test_sessions_seen_twice_is_one_row(store: Store) -> None:
+    store.registry.sessions.seen("s", "env")
+    store.registry.sessions.seen("s", "env")
+    assert store.rows("SELECT id, origin FROM sessions") == [("s", "env")]
+
+
+def test_sessions_closed_then_seen_again_reopens(store: Store) -> None:
+    sessions = store.registry.sessions
+    sessions.seen("s", "env")
+    sessions.closed("s")
+    assert store.rows("SELECT closed_at IS NOT NULL FROM sessions") == [(1,)]
+    sessions.seen("s", "env")
+    assert store.rows("SELECT closed_at IS NULL FROM sessions") == [(1,)]
+
+
+def test_sessions_state_of_an_unknown_session(store: Store) -> None:
+    assert store.registry.sessions.state("nobody") == SessionState(None, None, False, (), ())
+
+
+def test_sessions_set_pin_by_other_is_a_change_to_tell(store: Store) -> None:
+    pid = _with_profile(store)
+    store.registry.sessions.set_pin("s", pid, by_other=False)
+    assert store.registry.sessions.state("s") == SessionState(pid, None, False, (), ())
+    store.registry.sessions.set_pin("s", None, by_other=True)
+    assert store.registry.sessions.state("s") == SessionState(None, None, True, (), ())
+
+
+def test_sessions_set_last_profile(store: Store) -> None:
+    store.registry.sessions.set_last_profile("s", "bp-00000001")
+    assert store.registry.sessions.state("s").last_profile == "bp-00000001"
+    store.registry.sessions.set_last_profile("s", None)
+    assert store.registry.sessions.state("s").last_profile is None
+
+
+def test_sessions_ack_set_settles_the_change(store: Store) -> None:
+    pid = _with_profile(store)
+    store.registry.attachments.attach("s", pid, None, by_other=True)
+    assert store.registry.sessions.state("s").changed
+    store.registry.sessions.ack_set("s", ["work (bp-00000001)"])
+    state = store.registry.sessions.state("s")
+    assert not state.changed
+    assert state.seen_handles == ("work (bp-00000001)",)
+
+
+def test_sessions_set_ephemeral_domains(store: Store) -> None:
+    store.registry.sessions.set_ephemeral_domains("s", ["a.example", "b.example"])
+    assert store.registry.sessions.state("s").ephemeral_domains == ("a.example", "b.example")
+
+
+# -- attachment sets ------------------------------------------------------------------------
+
+
+def test_attachments_attach_in_order_and_realias(store: Store) -> None:
+    first, second = _with_profile(store, "bp-00000001"), _with_profile(store, "bp-00000002")
+    att = store.registry.attachments
+    att.attach("s", first, "a", by_other=False)
+    att.attach("s", second, None, by_other=False)
+    att.attach("s", first, None, by_other=False)  # no alias given: the old one stays
+    att.attach("s", first, "b", by_other=False)
+    assert att.of_session("s") == [Attachment(first, "b"), Attachment(second, None)]
+    state = store.registry.sessions.state("s")
+    assert (state.last_profile, state.changed) == (first, False)
+
+
+def test_attachments_detach_drops_the_pin_and_the_last_used(store: Store) -> None:
+    pid = _with_profile(store)
+    att = store.registry.attachments
+    att.attach("s", pid, None, by_other=False)
+    store.registry.sessions.set_pin("s", pid, by_other=False)
+    att.detach("s", pid, by_other=True)
+    assert att.of_session("s") == []
+    assert store.registry.sessions.state("s") == SessionState(None, None, True, (), ())
+
+
+def test_attachments_of_session_is_empty_at_first(store: Store) -> None:
+    assert store.registry.attachments.of_session("s") == []
+
+
+def test_attachments_of_profile_in_the_order_attached(store: Store) -> None:
+    pid = _with_profile(store)
+    for session in ("s2", "s1", "s3"):
+        store.registry.attachments.attach(session, pid, None, by_other=False)
+    assert store.registry.attachments.of_profile(pid) == ["s2", "s1", "s3"]
+
+
+# -- profiles -------------------------------------------------------------------------------
+
+
+def test_profiles_create_and_all_oldest_first(store: Store) -> None:
+    newer = _profile("bp-00000002", 2.0, proxy="http://p:1", allowed_domains=("a.example",))
+    older = _profile("bp-00000001", 1.0, headed=True, adopted=True, options={"cdp_url": "x"})
+    store.registry.profiles.create(newer)
+    store.registry.profiles.create(older)
+    assert store.registry.profiles.all() == [older, newer]
+
+
+def test_profiles_delete_takes_everything_that_names_it(store: Store) -> None:
+    reg = store.registry
+    pid = _with_profile(store)
+    reg.attachments.attach("s", pid, None, by_other=False)
+    reg.kept_tabs.keep("s", pid, [KeptTab("http://x/", "x", True)], "live")
+    reg.holds.set(pid, "s", "g")
+    reg.groups.set("g", pid)
+    reg.versions.record(pid, 120, "chromium")
+    reg.proposals.propose(Proposal(pid, "cloak", "s", 1.0, "why", (), None))
+    reg.profiles.delete(pid)
+    assert reg.profiles.all() == []
+    assert reg.attachments.of_profile(pid) == []
+    assert reg.kept_tabs.kept("s", pid) == Kept(None, [])
+    assert reg.holds.get(pid) is None
+    assert reg.groups.get("g") is None
+    assert reg.versions.recorded(pid) is None
+    assert reg.proposals.get(pid) is None
+
+
+def test_profiles_used(store: Store) -> None:
+    pid = _with_profile(store)
+    store.registry.profiles.used(pid)
+    (row,) = store.registry.profiles.all()
+    assert row.last_used is not None
+
+
+def test_profiles_set_backend_settles_the_proposal(store: Store) -> None:
+    pid = _with_profile(store)
+    store.registry.proposals.propose(Proposal(pid, "cdp", "s", 1.0, "why", (), None))
+    store.registry.profiles.set_backend(pid, "cdp", {"cdp_url": "http://127.0.0.1:9222"})
+    (row,) = store.registry.profiles.all()
+    assert (row.provider, dict(row.options)) == ("cdp", {"cdp_url": "http://127.0.0.1:9222"})
+    assert store.registry.proposals.get(pid) is None
+
+
+# -- kept tabs ------------------------------------------------------------------------------
+
+_TABS = [KeptTab("http://x/1", "one", False), KeptTab("http://x/2", "two", True)]
+
+
+def test_kept_tabs_keep_replaces_the_list(store: Store) -> None:
+    kept = store.registry.kept_tabs
+    kept.keep("s", "p", [KeptTab("http://old/", "old", True)], "auto")
+    kept.keep("s", "p", _TABS, "live")
+    assert kept.kept("s", "p") == Kept("live", _TABS)
+
+
+def test_kept_tabs_kept_is_none_when_nothing_is_kept(store: Store) -> None:
+    assert store.registry.kept_tabs.kept("s", "p") == Kept(None, [])
+
+
+def test_kept_tabs_drop(store: Store) -> None:
+    kept = store.registry.kept_tabs
+    kept.keep("s", "p", _TABS, "live")
+    kept.keep("s", "q", _TABS, "live")
+    kept.drop("s", "p")
+    assert kept.kept("s", "p") == Kept(None, [])
+    assert kept.kept("s", "q").tabs == _TABS
+
+
+def test_kept_tabs_mark(store: Store) -> None:
+    store.registry.kept_tabs.keep("s", "p", _TABS, "live")
+    store.registry.kept_tabs.mark("s", "p", "deliberate")
+    assert store.registry.kept_tabs.kept("s", "p").state == "deliberate"
+
+
+def test_kept_tabs_mark_live_auto_counts_the_tabs(store: Store) -> None:
+    kept = store.registry.kept_tabs
+    kept.keep("s", "p", _TABS, "live")
+    kept.keep("s", "q", _TABS[:1], "deliberate")
+    assert kept.mark_live_auto() == 2
+    assert (kept.kept("s", "p").state, kept.kept("s", "q").state) == ("auto", "deliberate")
+
+
+def test_kept_tabs_park_moves_them_aside_and_the_newest_close_wins(store: Store) -> None:
+    kept = store.registry.kept_tabs
+    kept.keep("s", "p", _TABS[:1], "live")
+    kept.park("s", "p")
+    kept.keep("s", "p", _TABS, "live")
+    kept.park("s", "p")
+    assert kept.kept("s", "p") == Kept(None, [])
+    assert kept.kept("s", "p" + PARKED) == Kept("deliberate", _TABS)
+
+
+# -- holds and group defaults ---------------------------------------------------------------
+
+
+def test_holds_get_is_none_when_free(store: Store) -> None:
+    assert store.registry.holds.get("p") is None
+
+
+def test_holds_set_replaces_the_holder(store: Store) -> None:
+    store.registry.holds.set("p", "s1", "g1")
+    store.registry.holds.set("p", "s2", "g2")
+    hold = store.registry.holds.get("p")
+    assert isinstance(hold, Hold)
+    assert (hold.holder, hold.group) == ("s2", "g2")
+    assert hold.since > 0
+
+
+def test_holds_release(store: Store) -> None:
+    store.registry.holds.set("p", "s", "g")
+    store.registry.holds.release("p")
+    assert store.registry.holds.get("p") is None
+
+
+def test_holds_drop_orphans_releases_holds_without_their_attachment(store: Store) -> None:
+    attached, cut = _with_profile(store, "bp-00000001"), _with_profile(store, "bp-00000002")
+    store.registry.attachments.attach("s", attached, None, by_other=False)
+    store.registry.holds.set(attached, "s", "g")
+    store.registry.holds.set(cut, "s", "g")  # a `use --exclusive` cut before it attached
+    assert store.registry.holds.drop_orphans() == 1
+    assert store.registry.holds.get(attached) is not None
+    assert store.registry.holds.get(cut) is None
+
+
+def test_groups_get_is_none_at_first(store: Store) -> None:
+    assert store.registry.groups.get("g") is None
+
+
+def test_groups_set_replaces_the_default(store: Store) -> None:
+    store.registry.groups.set("g", "bp-00000001")
+    store.registry.groups.set("g", "bp-00000002")
+    assert store.registry.groups.get("g") == "bp-00000002"
+
+
+# -- trigger claims -------------------------------------------------------------------------
+
+
+def test_triggers_claim_fresh_then_unfinished(store: Store) -> None:
+    assert store.registry.triggers.claim("u-1", "open", "s") is None
+    assert store.registry.triggers.claim("u-1", "open", "s") == ""  # claimed, never finished
+
+
+def test_triggers_finish_stores_the_result(store: Store) -> None:
+    store.registry.triggers.claim("u-1", "open", "s")
+    store.registry.triggers.finish("u-1", '{"ok": true}')
+    assert store.registry.triggers.claim("u-1", "open", "s") == '{"ok": true}'
+
+
+# -- site hints -----------------------------------------------------------------------------
+
+
+def _hint(host: str, at: float, tier: int | None = 3, backend: str | None = None) -> SiteHint:
+    return SiteHint(host, tier, backend, "s", at, "why")  # type: ignore[arg-type]
+
+
+def test_hints_add_and_of_one_host_in_order(store: Store) -> None:
+    hints = store.registry.hints
+    hints.add(_hint("a.example", 1.0))
+    hints.add(_hint("b.example", 2.0))
+    hints.add(_hint("a.example", 3.0, None, "cloak"))
+    assert hints.of("a.example") == [
+        _hint("a.example", 1.0),
+        _hint("a.example", 3.0, None, "cloak"),
+    ]
+    assert hints.of("c.example") == []
+
+
+def test_hints_of_every_host_by_host(store: Store) -> None:
+    hints = store.registry.hints
+    hints.add(_hint("b.example", 1.0))
+    hints.add(_hint("a.example", 2.0))
+    assert [h.host for h in hints.of()] == ["a.example", "b.example"]
+
+
+def test_hints_forget_counts(store: Store) -> None:
+    hints = store.registry.hints
+    hints.add(_hint("a.example", 1.0))
+    hints.add(_hint("a.example", 2.0))
+    hints.add(_hint("b.example", 3.0))
+    assert hints.forget("a.example") == 2
+    assert [h.host for h in hints.of()] == ["b.example"]
+
+
+# -- backend switches -----------------------------------------------------------------------
+
+
+def test_versions_record_keeps_the_highest_major(store: Store) -> None:
+    versions = store.registry.versions
+    versions.record("p", 130, "cloak")
+    versions.record("p", 120, "chromium")
+    assert versions.recorded("p") == Recorded(130, "cloak")
+    versions.record("p", 131, "chromium")
+    assert versions.recorded("p") == Recorded(131, "chromium")
+
+
+def test_versions_recorded_is_none_at_first(store: Store) -> None:
+    assert store.registry.versions.recorded("p") is None
+
+
+def test_proposals_propose_replaces_the_older(store: Store) -> None:
+    proposals = store.registry.proposals
+    proposals.propose(Proposal("p", "cloak", "s1", 1.0, "why", ("s2",), None))
+    newer = Proposal("p", "cdp", "s2", 2.0, "because", ("s1", "s3"), "http://x/")
+    proposals.propose(newer)
+    assert proposals.get("p") == newer
+
+
+def test_proposals_get_is_none_at_first(store: Store) -> None:
+    assert store.registry.proposals.get("p") is None
+
+
+def test_proposals_drop(store: Store) -> None:
+    store.registry.proposals.propose(Proposal("p", "cloak", "s", 1.0, "why", (), None))
+    store.registry.proposals.drop("p")
+    assert store.registry.proposals.get("p") is None
+
+
+# -- audit ----------------------------------------------------------------------------------
+
+
+def test_audit_record_and_rows_newest_last(store: Store) -> None:
+    audit = store.registry.audit
+    audit.record("s", "bp-1", "open", True, None, "cli")
+    audit.record("s", None, "click", False, "tab_gone")
+    audit.record("t", "bp-2", "snapshot", True, None, "mcp")
+    rows = audit.rows(None, 2)
+    assert [(r.session, r.profile, r.verb, r.ok, r.code, r.road) for r in rows] == [
+        ("s", None, "click", False, "tab_gone", None),
+        ("t", "bp-2", "snapshot", True, None, "mcp"),
+    ]
+    assert all(isinstance(r, AuditRow) and r.at > 0 for r in rows)
+    assert [r.verb for r in audit.rows("bp-1", 50)] == ["open"]
+
+
+# -- the SQLite file ------------------------------------------------------------------------
+
+
+def test_the_file_is_private_in_wal_mode_and_migrates_once(tmp_path: Path) -> None:
+    path = tmp_path / "r.sqlite3"
+    reg = open_sqlite(path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    reg.sessions.seen("s", "env")
+    reg.close()
+    again = open_sqlite(path)  # reopening applies nothing twice
+    assert again.schema.schema_version() == len(MIGRATIONS)
+    assert again.schema.integrity_check() == "ok"
+    again.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT count(*) FROM sessions").fetchone() == (1,)
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def test_a_registry_from_a_newer_browserbay_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "r.sqlite3"
+    with sqlite3.connect(path) as db:
+        db.execute(f"PRAGMA user_version={len(MIGRATIONS) + 1}")
+    with pytest.raises(RuntimeError, match="upgrade browserbay"):
+        open_sqlite(path)
+
+
+def test_a_failed_migration_leaves_nothing_half_applied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import browserbay.registry.db as registry_db
+
+    monkeypatch.setattr(
+        registry_db, "MIGRATIONS", (*MIGRATIONS, "CREATE TABLE t1 (a); CREATE TABLE oops (")
+    )
+    with pytest.raises(sqlite3.OperationalError):
+        open_sqlite(tmp_path / "r.sqlite3")
+    with sqlite3.connect(tmp_path / "r.sqlite3") as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (len(MIGRATIONS),)
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert "t1" not in tables
+
+
+def test_the_hints_table_refuses_a_row_that_breaks_the_rule(tmp_path: Path) -> None:
+    """A hint names a tier or a backend, never both: the table holds the rule too."""
+    db = Database(tmp_path / "r.sqlite3")
+    with pytest.raises(sqlite3.IntegrityError):
+        db.execute(
+            "INSERT INTO site_hints(host, tier, backend, by, at, why) "
+            "VALUES ('a.example', 2, 'cloak', 's', 0, 'w')"
+        )
+    columns = {r[1] for r in db.execute("PRAGMA table_info(profiles)")}
+    assert "tier" not in columns  # a profile's tier is derived, never stored
+    db.close()
