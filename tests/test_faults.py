@@ -151,7 +151,7 @@ def test_a_new_page_that_never_comes_is_given_up_when_its_browser_dies() -> None
 
     proc = subprocess.Popen(["sleep", "30"])
     running = Running("bb-x", None, SimpleNamespace(pid=proc.pid), Path("/"), True, 0.0)  # type: ignore[arg-type]
-    pool = BrowserPool(None, None, None, None, None)  # type: ignore[arg-type]
+    pool = BrowserPool(None, None, None, None, None, None, None)  # type: ignore[arg-type]
 
     class Context:
         async def new_page(self) -> None:

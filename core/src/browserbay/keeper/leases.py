@@ -180,8 +180,9 @@ class Leases:
             await self.profiles.used(row.id)
         lease.binding.bind(context, running)
         self.plugins.hooks.bay_lease_changed(lease=lease.info(), change="attached")
-        state, kept = await self.db(self.kept_tabs.kept, session.ref.id, lease.profile.id)
-        lease.binding.started_with((state, kept))
+        at_start = await self.db(self.kept_tabs.kept, session.ref.id, lease.profile.id)
+        lease.binding.started_with(at_start)
+        state, kept = at_start
         if kept and state in ("auto", "live"):
             restored = await self.restore(lease, kept, reopen_ids)
             await self.persist(session, lease)  # they are live again: never restored twice

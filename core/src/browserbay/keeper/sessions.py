@@ -25,6 +25,7 @@ from browserbay.keeper.guard import Blocked
 from browserbay.keeper.pause import LeaseControl
 from browserbay.model import LeaseInfo, LiveWindow, PauseInfo, ProfileRef, SessionRef
 from browserbay.refusals import Refusal
+from browserbay.registry import Kept
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page
@@ -107,7 +108,7 @@ class LeaseBinding:
         self._context: BrowserContext | None = None
         self._browser: Running | None = None
         self._kept_signature: tuple[Any, ...] = ()
-        self._kept_at_start: tuple[str | None, list[Any]] | None = None
+        self._kept_at_start: Kept | None = None
         self._restoring = False
 
     @property
@@ -136,9 +137,9 @@ class LeaseBinding:
         return self._kept_signature
 
     @property
-    def kept_at_start(self) -> tuple[str | None, list[Any]] | None:
-        """(state, kept tabs) the registry held when this context was started: what a verb
-        answered ``deadline`` puts back when it ends the context it started (see
+    def kept_at_start(self) -> Kept | None:
+        """The kept tabs (and their state) the registry held when this context was started:
+        what a verb answered ``deadline`` puts back when it ends the context it started (see
         Keeper._undo)."""
         return self._kept_at_start
 
@@ -172,7 +173,7 @@ class LeaseBinding:
     def kept(self, signature: tuple[Any, ...]) -> None:
         self._kept_signature = signature
 
-    def started_with(self, kept: tuple[str | None, list[Any]] | None) -> None:
+    def started_with(self, kept: Kept | None) -> None:
         self._kept_at_start = kept
 
     def set_restoring(self, restoring: bool) -> None:

@@ -162,7 +162,7 @@ class BackendMixin(ChoosingMixin):
             if target.browser_major is not None
             else None
         )
-        verdict = decide(found, recorded[0] if recorded else None, major, confirmed)
+        verdict = decide(found, recorded.major if recorded else None, major, confirmed)
         if verdict.code == "backend_downgrade":
             raise Refusal(
                 "backend_downgrade",
