@@ -329,25 +329,40 @@ class TabBook:
     def __init__(self, reserve: Callable[[], range] | None = None) -> None:
         self._reserve = reserve
         self._ids: Iterator[int] = iter(reserve()) if reserve else itertools.count(1)
-        self.tabs: dict[str, Tab] = {}
-        self.by_page: dict[int, Tab] = {}
-        self.gone: dict[str, str] = {}
+        self._tabs: dict[str, Tab] = {}
+        self._by_page: dict[int, Tab] = {}
+        self._gone: dict[str, str] = {}
+
+    @property
+    def tabs(self) -> Mapping[str, Tab]:
+        """Every live tab, by id."""
+        return self._tabs
+
+    @property
+    def by_page(self) -> Mapping[int, Tab]:
+        """Every live tab, by ``id()`` of its page."""
+        return self._by_page
+
+    @property
+    def gone(self) -> Mapping[str, str]:
+        """Tab id -> why it is gone (said in ``tab_gone``)."""
+        return self._gone
 
     def add(self, page: Page, lease: Lease, opener: str | None, tab_id: str | None = None) -> Tab:
         """Register a page as a tab of the lease: a fresh id, or ``tab_id`` — the lease's own
         tab reopened by a backend switch, whose id stays valid (never another's: an id in
         use is refused)."""
-        existing = self.by_page.get(id(page))
+        existing = self._by_page.get(id(page))
         if existing is not None:
             return existing
-        if tab_id is not None and tab_id in self.tabs:
+        if tab_id is not None and tab_id in self._tabs:
             raise ValueError(f"tab id {tab_id} is in use")
         if tab_id is not None:
-            self.gone.pop(tab_id, None)
+            self._gone.pop(tab_id, None)
         new_id = tab_id if tab_id is not None else f"t{self._next_id()}"
         tab = Tab(new_id, page, lease.session.id, lease.profile.id, opener)
-        self.tabs[tab.id] = tab
-        self.by_page[id(page)] = tab
+        self._tabs[tab.id] = tab
+        self._by_page[id(page)] = tab
         lease.tabs.put(tab)
         return tab
 
@@ -360,9 +375,9 @@ class TabBook:
         return n
 
     def drop(self, tab: Tab, lease: Lease | None, reason: str) -> None:
-        self.tabs.pop(tab.id, None)
-        self.by_page.pop(id(tab.page), None)
-        self.gone[tab.id] = reason
+        self._tabs.pop(tab.id, None)
+        self._by_page.pop(id(tab.page), None)
+        self._gone[tab.id] = reason
         if lease is not None:
             lease.tabs.pop(tab.id)
 
@@ -374,9 +389,9 @@ class TabBook:
     def lookup(self, tab_id: str, session: Session) -> Tab:
         """The caller's tab ``tab_id``, or the refusal that says why not — before anything
         runs on it."""
-        tab = self.tabs.get(tab_id)
+        tab = self._tabs.get(tab_id)
         if tab is None:
-            reason = self.gone.get(tab_id, "no tab has this id (it may be from an earlier keeper)")
+            reason = self._gone.get(tab_id, "no tab has this id (it may be from an earlier keeper)")
             raise Refusal("tab_gone", tab=tab_id, reason=reason)
         if tab.owner != session.ref.id:
             raise Refusal("not_your_tab", tab=tab_id)
