@@ -158,4 +158,4 @@ def load_settings(environ: Mapping[str, str] | None = None) -> BaySettings:
             f"{PREFIX}{str(error['loc'][0]).upper()}={error.get('input')!r}: {error['msg']}"
             for error in exc.errors()
         )
-        raise SettingsError(f"keeper settings do not parse: {problems}") from None
+        raise SettingsError(f"settings do not parse: {problems}") from None
