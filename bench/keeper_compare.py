@@ -4,13 +4,15 @@
 ``main~1``) clones REV into ``bench/.work/base-<sha>`` (once), builds its venv with its own
 ``scripts/setup.sh``, then starts one keeper from each checkout under its own ``BAY_HOME`` and
 times the same verbs on the same demo page through each keeper's socket (hello once, then one
-request per sample: no process start is timed). The two sides are interleaved sample by
+request per sample: no process start is timed), then times cold first opens (a ``bay open``
+process on a fresh home: keeper spawn and start, browser launch, page load). The two sides are interleaved sample by
 sample so that load from elsewhere on the machine hits both alike. Prints a table and rewrites
 ``bench/RESULTS-keeper.md``; ratios are this checkout over the base (``< 1`` is faster).
 
 It speaks the wire protocol itself (docs/protocol.md) so that neither side's client is timed
 against the other's keeper. Not part of the test suite: a benchmark reports, it never asserts.
-Knobs: ``BENCH_REPS`` (samples per verb, default 40), ``BENCH_KEEP=1`` keeps the homes.
+Knobs: ``BENCH_REPS`` (samples per verb, default 40), ``BENCH_COLD_REPS`` (default 5),
+``BENCH_KEEP=1`` keeps the homes.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ ROOT = BENCH.parent
 CHROMIUM = "/usr/lib/chromium/chromium"
 RESULTS = BENCH / "RESULTS-keeper.md"
 REPS = int(os.environ.get("BENCH_REPS", "40"))
+COLD_REPS = int(os.environ.get("BENCH_COLD_REPS", "5"))
 WARMUP = 5
 
 
@@ -72,6 +75,17 @@ class Side:
         self.sock: socket.socket | None = None
         self.reader: Any = None
         self.n = 0
+
+    def cold_open(self, url: str, home: Path) -> float:
+        """Seconds for ``bay open`` on a fresh home: the keeper's spawn and start, its
+        browser's launch and the page's load; the keeper is stopped afterwards."""
+        fresh = Side(self.name, self.checkout, home)
+        home.mkdir()
+        t0 = time.perf_counter()
+        fresh.bay("open", url)
+        took = time.perf_counter() - t0
+        fresh.stop()
+        return took
 
     def bay(self, *argv: str) -> str:
         cp = subprocess.run(
@@ -178,6 +192,13 @@ def main() -> int:
                     side.request(verb, args(r))
                     if i >= WARMUP:
                         per[side.name].append((time.perf_counter() - t0) * 1000)
+        for side in sides:  # cold starts run with nothing else of ours running
+            side.stop()
+        cold = samples.setdefault("cold first open", {s.name: [] for s in sides})
+        for i in range(COLD_REPS):
+            for side in sides if i % 2 else sides[::-1]:
+                took = side.cold_open(f"{site}/form.html", work / f"cold-{i}-{side.home.name}")
+                cold[side.name].append(took * 1000)
     finally:
         for side in sides:
             side.stop()
@@ -190,7 +211,7 @@ def main() -> int:
     for name, per in samples.items():
         b, h = per[sides[0].name], per[sides[1].name]
         bm, hm = statistics.median(b), statistics.median(h)
-        bp, hp = (statistics.quantiles(x, n=10)[-1] for x in (b, h))
+        bp, hp = (statistics.quantiles(x, n=10)[-1] if len(x) > 1 else x[0] for x in (b, h))
         cells = f"{bm:.1f} ms ({bp:.1f}) | {hm:.1f} ms ({hp:.1f}) | {hm / bm:.2f}×"
         lines.append(f"| {name} | {cells} |")
     table = "\n".join(lines)
@@ -199,7 +220,8 @@ def main() -> int:
         "# In-keeper verb times: this checkout against a base revision\n\n"
         f"`bench/keeper_compare.py --base {opts.base}`, {dt.date.today()}, {REPS} samples per "
         f"verb per side after {WARMUP} warm-up, interleaved; {os.cpu_count()} cores; one "
-        "keeper per side on the bundled demo site's form.html, timed through the socket.\n\n"
+        "keeper per side on the bundled demo site's form.html, timed through the socket; "
+        f"cold first open: {COLD_REPS} `bay open` processes per side on a fresh home.\n\n"
         + table
         + "\n"
     )
