@@ -280,8 +280,10 @@ def test_a_switch_whose_browser_dies_leaves_the_current_tab_as_it_was() -> None:
     switch on a live page does move it."""
     import anyio
 
+    from browserbay import verbs
+    from browserbay.keeper.route import LeaseCall
     from browserbay.keeper.sessions import Lease, Session, TabBook
-    from browserbay.keeper.sessionverbs import SessionVerbsMixin
+    from browserbay.keeper.sessionverbs import TabVerbs
     from browserbay.model import ProfileRef, SessionRef
 
     async def switch(dies: bool) -> tuple[str | None, bool]:
@@ -294,17 +296,16 @@ def test_a_switch_whose_browser_dies_leaves_the_current_tab_as_it_was() -> None:
         second = book.add(_DyingPage("http://b/", dies), lease, None)  # type: ignore[arg-type]
         book.select(lease, first.id)
 
-        class Keeper:
-            tabs = book
+        class Leases:
+            @staticmethod
+            def lease_of(tab: Any) -> Lease:
+                return lease
 
-            class leases:
-                @staticmethod
-                def lease_of(tab: Any) -> Lease:
-                    return lease
-
+        tab_verbs = TabVerbs(None, book, Leases())  # type: ignore[arg-type]
+        call = LeaseCall(verbs.BY_NAME["tab"], {"action": second.id}, session, lease, 1e12, 30)
         refused = False
         try:
-            await SessionVerbsMixin._tab_verb(Keeper(), session, lease, {"action": second.id})  # type: ignore[arg-type]
+            await tab_verbs.tab(call)
         except RuntimeError:
             refused = True
         return lease.current, refused
@@ -339,8 +340,10 @@ def test_a_tab_new_whose_browser_dies_as_it_loads_is_not_answered_ok() -> None:
     Negative control: the same `tab new` without a crash is ok and makes the tab current."""
     import anyio
 
+    from browserbay import verbs
+    from browserbay.keeper.route import LeaseCall
     from browserbay.keeper.sessions import Lease, Session, TabBook
-    from browserbay.keeper.sessionverbs import SessionVerbsMixin
+    from browserbay.keeper.sessionverbs import TabVerbs
     from browserbay.model import ProfileRef, SessionRef
     from browserbay.refusals import Refusal
 
@@ -366,14 +369,10 @@ def test_a_tab_new_whose_browser_dies_as_it_loads_is_not_answered_ok() -> None:
                 book.select(lease, tab.id)
                 return tab
 
-        class Keeper:
-            tabs = book
-            leases = Leases()
-
+        tab_verbs = TabVerbs(None, book, Leases())  # type: ignore[arg-type]
+        args = {"action": "new", "arg": "http://b/"}
         try:
-            await SessionVerbsMixin._tab_verb(  # type: ignore[arg-type]
-                Keeper(), session, lease, {"action": "new", "arg": "http://b/"}
-            )
+            await tab_verbs.tab(LeaseCall(verbs.BY_NAME["tab"], args, session, lease, 1e12, 30))
         except Refusal as r:
             return lease.current, r.code
         return lease.current, "ok"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from browserbay import protocol
-from browserbay.keeper.keeper import _redact, _validate
+from browserbay.keeper.requests import _redact, _validate
 from browserbay.paths import bay_paths
 from browserbay.refusals import CODES, EXIT_DEADLINE, EXIT_USAGE, Refusal, exit_code
 from browserbay.snapshot import compact, main_frame_prefix, strip_prefix

@@ -1,33 +1,60 @@
 """The keeper's own verbs: keeper status/stop, plugins, verbs, the profile registry (new,
-profiles, forget, adopt, group), triggers and audit."""
+profiles, forget, adopt, group), hints, triggers and audit. Each answers ``(args, handle)``
+(see :class:`browserbay.keeper.route.OnKeeper`); none needs a session."""
 
 from __future__ import annotations
 
 import logging
 import os
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
 import anyio
 
-from browserbay import procfs
+from browserbay import procfs, verbs
 from browserbay._version import __version__
+from browserbay.keeper.audit import AuditTrail
 from browserbay.keeper.backends import provider_row
+from browserbay.keeper.base import Answer, Lifecycle, RegistryRunner
+from browserbay.keeper.browsers import BrowserPool
 from browserbay.keeper.hints import listing as hints_listing
-
-if TYPE_CHECKING:
-    pass
-
-
-from browserbay.keeper.base import (
-    Answer,
-    KeeperBase,
-)
+from browserbay.keeper.profiles import ProfileBook
+from browserbay.keeper.sessions import Session
+from browserbay.keeper.triggers import triggers_dir
+from browserbay.paths import BayPaths, ensure_private
+from browserbay.plugins import Plugins
+from browserbay.registry import Registry
 
 log = logging.getLogger("browserbay.keeper")
 
 
-class AdminMixin(KeeperBase):
+class AdminVerbs:
+    def __init__(
+        self,
+        plugins: Plugins,
+        registry: Registry,
+        db: RegistryRunner,
+        paths: BayPaths,
+        pool: BrowserPool,
+        profiles: ProfileBook,
+        sessions: Mapping[str, Session],
+        audit: AuditTrail,
+        life: Lifecycle,
+        table: Mapping[str, verbs.Verb],
+    ) -> None:
+        self.plugins = plugins
+        self.registry = registry
+        self.db = db
+        self.paths = paths
+        self.pool = pool
+        self.profiles = profiles
+        self.sessions = sessions
+        self.audit_trail = audit
+        self.life = life
+        self.table = table
+        """The verbs the keeper serves (the core's and the plugins'), for ``bay verbs``."""
+
     def keeper_status(self) -> dict[str, Any]:
         return {
             "pid": os.getpid(),
@@ -36,11 +63,11 @@ class AdminMixin(KeeperBase):
             "home": str(self.paths.home) if self.paths.home else None,
             "log": str(self.paths.keeper_log),
             "registry": str(self.paths.registry),
-            "uptime_s": round(time.time() - self.started, 1),
+            "uptime_s": round(time.time() - self.life.started, 1),
             "browsers": [r.as_row() for r in self.pool.running.values()],
             "sessions": [s.summary() for s in self.sessions.values()],
-            "swept_at_start": self.swept,
-            "audit_failures": self.audit_failures,
+            "swept_at_start": self.life.swept,
+            "audit_failures": self.audit_trail.failures,
         }
 
     def plugin_verb_rows(self) -> list[dict[str, Any]]:
@@ -52,62 +79,68 @@ class AdminMixin(KeeperBase):
                 return r.as_row()
         return None
 
-    async def _keeper_verb(self, name: str, args: dict[str, Any], handle: str | None) -> Answer:
-        if name == "verbs":
-            table = [v.to_row() for v in self.verb_table.values()]
-            listing = "\n".join(
-                f"{r['name']:<11} {r['plugin'] or 'core':<12} {r['summary']}" for r in table
-            )
-            return {"verbs": table}, listing
-        if name == "plugins":
-            return await self._plugins()
-        if name == "hints":
-            return await hints_listing(args, self.registry.hints, self.db, self.plugins.providers)
-        if name == "new":
-            made = await self.profiles.new(args)
-            await self.pool.spread_devtools_ports()  # a cdp profile's port, kept off every tab
-            return made
-        if name == "adopt":
-            return await self.profiles.adopt(args)
-        if name == "forget":
-            return await self.profiles.forget(
-                str(args["profile"]), lambda pid: self._running_profile(pid) is not None
-            )
-        if name == "profiles":
-            live = {pid: self._running_profile(pid) for pid in self.profiles.rows}
-            for browser in live.values():
-                if browser is not None:
-                    pss = await anyio.to_thread.run_sync(procfs.tree_pss_kib, browser["pid"])
-                    browser["pss_kib"] = pss
-            return await self.profiles.listing(bool(args.get("orphans")), live.get)
-        if name == "triggers":
-            from browserbay.keeper.triggers import triggers_dir
-            from browserbay.paths import ensure_private
+    # -- the verbs ----------------------------------------------------------------------
 
-            path = triggers_dir(self.paths)
-            # The intake makes them as it starts; a caller asking first must find them too.
-            for directory in (path, path / "processed"):
-                await anyio.to_thread.run_sync(ensure_private, directory)
-            return {"path": str(path), "processed": str(path / "processed")}, str(path)
-        if name == "group":
-            target = self.profiles.find(str(args["profile"]))
-            await self.db(self.registry.groups.set, str(args["name"]), target.id)
-            return {"group": args["name"], "profile": target.id}, (
-                f"sessions with BAY_GROUP={args['name']} default to {target.label} ({target.id})"
-            )
-        if name == "audit":
-            pid = self.profiles.find(handle).id if handle else None
-            rows = await self.db(self.registry.audit.rows, pid, int(args.get("last") or 50))
-            text = "\n".join(
-                f"{time.strftime('%H:%M:%S', time.localtime(r.at))} {r.session:<16} "
-                f"{r.profile or '-':<14} {r.road or '-':<7} {r.verb:<10} "
-                f"{'ok' if r.ok else r.code}"
-                for r in rows
-            )
-            return {"audit": [r.as_row() for r in rows]}, text or "(no audit rows yet)"
-        action = args["action"]
-        if action == "stop":
-            self.begin_stop()
+    async def verbs(self, args: dict[str, Any], handle: str | None) -> Answer:
+        table = [v.to_row() for v in self.table.values()]
+        listing = "\n".join(
+            f"{r['name']:<11} {r['plugin'] or 'core':<12} {r['summary']}" for r in table
+        )
+        return {"verbs": table}, listing
+
+    async def hints(self, args: dict[str, Any], handle: str | None) -> Answer:
+        return await hints_listing(args, self.registry.hints, self.db, self.plugins.providers)
+
+    async def new(self, args: dict[str, Any], handle: str | None) -> Answer:
+        made = await self.profiles.new(args)
+        await self.pool.spread_devtools_ports()  # a cdp profile's port, kept off every tab
+        return made
+
+    async def adopt(self, args: dict[str, Any], handle: str | None) -> Answer:
+        return await self.profiles.adopt(args)
+
+    async def forget(self, args: dict[str, Any], handle: str | None) -> Answer:
+        return await self.profiles.forget(
+            str(args["profile"]), lambda pid: self._running_profile(pid) is not None
+        )
+
+    async def profiles_listing(self, args: dict[str, Any], handle: str | None) -> Answer:
+        live = {pid: self._running_profile(pid) for pid in self.profiles.rows}
+        for browser in live.values():
+            if browser is not None:
+                pss = await anyio.to_thread.run_sync(procfs.tree_pss_kib, browser["pid"])
+                browser["pss_kib"] = pss
+        return await self.profiles.listing(bool(args.get("orphans")), live.get)
+
+    async def triggers(self, args: dict[str, Any], handle: str | None) -> Answer:
+        path = triggers_dir(self.paths)
+        # The intake makes them as it starts; a caller asking first must find them too.
+        for directory in (path, path / "processed"):
+            await anyio.to_thread.run_sync(ensure_private, directory)
+        return {"path": str(path), "processed": str(path / "processed")}, str(path)
+
+    async def group(self, args: dict[str, Any], handle: str | None) -> Answer:
+        target = self.profiles.find(str(args["profile"]))
+        await self.db(self.registry.groups.set, str(args["name"]), target.id)
+        return {"group": args["name"], "profile": target.id}, (
+            f"sessions with BAY_GROUP={args['name']} default to {target.label} ({target.id})"
+        )
+
+    async def audit(self, args: dict[str, Any], handle: str | None) -> Answer:
+        pid = self.profiles.find(handle).id if handle else None
+        rows = await self.db(self.registry.audit.rows, pid, int(args.get("last") or 50))
+        text = "\n".join(
+            f"{time.strftime('%H:%M:%S', time.localtime(r.at))} {r.session:<16} "
+            f"{r.profile or '-':<14} {r.road or '-':<7} {r.verb:<10} "
+            f"{'ok' if r.ok else r.code}"
+            for r in rows
+        )
+        return {"audit": [r.as_row() for r in rows]}, text or "(no audit rows yet)"
+
+    async def keeper(self, args: dict[str, Any], handle: str | None) -> Answer:
+        """``bay keeper stop`` / ``bay keeper status``."""
+        if args["action"] == "stop":
+            self.life.begin_stop()
             return {"stopping": True, "pid": os.getpid()}, f"keeper {os.getpid()} is stopping"
         status = self.keeper_status()
         text = (
@@ -115,14 +148,14 @@ class AdminMixin(KeeperBase):
             f"socket {status['socket']}\nbrowsers {len(status['browsers'])} · "
             f"sessions {len(status['sessions'])}\nlog {status['log']}"
         )
-        if self.audit_failures:
+        if self.audit_trail.failures:
             text += (
-                f"\naudit rows not written: {self.audit_failures} (see the log; a full disk "
-                "under " + str(self.paths.home or self.paths.state) + "?)"
+                f"\naudit rows not written: {self.audit_trail.failures} (see the log; a full "
+                "disk under " + str(self.paths.home or self.paths.state) + "?)"
             )
         return status, text
 
-    async def _plugins(self) -> Answer:
+    async def plugins_listing(self, args: dict[str, Any], handle: str | None) -> Answer:
         # Providers' probes look at the disk (a binary, a cache): off the loop.
         rows = list(self.plugins.providers.values())
         providers = await anyio.to_thread.run_sync(lambda: [provider_row(p) for p in rows])

@@ -1,62 +1,77 @@
-"""What every part of the keeper shares: its settings and the state it holds, declared once
-so the keeper's parts (choosing a lease, session verbs, admin verbs) type-check on their own."""
+"""What the keeper's services share: the answer shape and the small services every part is
+given — the registry runner, the restart gate and the keeper's own lifecycle (see
+:mod:`browserbay.keeper.app`, which composes them)."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from pathlib import Path
+from typing import Any, TypeVar
 
-if TYPE_CHECKING:
-    from browserbay import verbs
-    from browserbay.keeper.browsers import BrowserPool
-    from browserbay.keeper.leases import Leases
-    from browserbay.keeper.profiles import ProfileBook
-    from browserbay.keeper.sessions import Session, TabBook
-    from browserbay.paths import BayPaths
-    from browserbay.plugins import Plugins
-    from browserbay.registry import Registry
-    from browserbay.settings import BaySettings
+import anyio
+
+from browserbay.refusals import Refusal
 
 T = TypeVar("T")
 Answer = tuple[dict[str, Any], str]
 
-#: Verbs that work on the session as a whole, not on one chosen lease.
-_WHOLE_SESSION = ("status", "close", "use", "pin")
+
+class RegistryRunner:
+    """Runs registry calls in the one writer thread, off the event loop: the registry is one
+    SQLite connection, so its calls never interleave. Call it as ``await db(fn, *args)``."""
+
+    def __init__(self) -> None:
+        self._limiter = anyio.CapacityLimiter(1)
+
+    async def __call__(self, fn: Callable[..., T], *args: Any) -> T:
+        return await anyio.to_thread.run_sync(functools.partial(fn, *args), limiter=self._limiter)
 
 
-class KeeperBase:
-    """The keeper's state (set by :class:`browserbay.keeper.keeper.Keeper`)."""
+class RestartGate:
+    """The profiles whose browser is restarting for a backend switch: a verb on one is
+    refused ``browser_restarting`` before anything of it runs. Only the switch opens and
+    closes the gap (:class:`browserbay.keeper.switch.BackendSwitch`)."""
 
-    plugins: Plugins
-    registry: Registry
-    paths: BayPaths
-    settings: BaySettings
-    sessions: dict[str, Session]
-    tabs: TabBook
-    pool: BrowserPool
-    profiles: ProfileBook
-    leases: Leases
-    started: float
-    swept: list[str]
-    audit_failures: int
-    """Audit rows that could not be written (a full disk): logged, counted, never a verb's
-    failure."""
-    verb_table: dict[str, verbs.Verb]
-    restarting: dict[str, str]
-    """profile id -> the provider its browser is restarting on (a backend switch)."""
+    def __init__(self) -> None:
+        self._restarting: dict[str, str] = {}
+        """profile id -> the provider its browser is restarting on."""
 
-    def check_restarting(self, profile_id: str, handle: str) -> None:
-        """Refuse a verb on a profile whose browser is restarting for a backend switch
-        (before anything of it runs)."""
-        target = self.restarting.get(profile_id)
+    def check(self, profile_id: str, handle: str) -> None:
+        """Refuse a verb on a profile in a switch's gap (``handle``: as the answer names it)."""
+        target = self._restarting.get(profile_id)
         if target is not None:
-            from browserbay.refusals import Refusal
-
             raise Refusal("browser_restarting", profile=handle, provider=target)
 
-    async def db(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run a registry call in the one writer thread, off the event loop."""
-        raise NotImplementedError
+    def is_restarting(self, profile_id: str) -> bool:
+        return profile_id in self._restarting
+
+    def begin(self, profile_id: str, provider: str) -> None:
+        self._restarting[profile_id] = provider
+
+    def end(self, profile_id: str) -> None:
+        self._restarting.pop(profile_id, None)
+
+
+class Lifecycle:
+    """The keeper process's own state: when it started, what its start swept, the requests
+    in flight, and the stop that every loop (serving, housekeeping, triggers) watches."""
+
+    def __init__(self, socket: Path) -> None:
+        self._socket = socket
+        self.started = time.time()
+        self.stop_event = anyio.Event()
+        self.swept: list[str] = []
+        """Orphaned browsers the daemon's start swept (``bay keeper status`` lists them)."""
+        self.inflight = 0
+        self.last_request = time.monotonic()
 
     def begin_stop(self) -> None:
-        raise NotImplementedError
+        """Stop taking new connections at once (a client arriving now starts the next
+        keeper, which waits for our lock), then let the daemon shut down gracefully."""
+        if not self.stop_event.is_set():
+            with contextlib.suppress(OSError):
+                self._socket.unlink()
+        self.stop_event.set()

@@ -5,26 +5,39 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+from browserbay.keeper.base import RegistryRunner
+from browserbay.keeper.leases import Leases
+from browserbay.keeper.profiles import ProfileBook
 from browserbay.keeper.sessions import Lease, Session
 from browserbay.model import ProfileRef
+from browserbay.plugins import Plugins
 from browserbay.refusals import Refusal
-from browserbay.registry import Attachment
-
-if TYPE_CHECKING:
-    pass
-
-
-from browserbay.keeper.base import (
-    KeeperBase,
-)
+from browserbay.registry import Attachment, Registry
+from browserbay.settings import BaySettings
 
 log = logging.getLogger("browserbay.keeper")
 
 
-class ChoosingMixin(KeeperBase):
-    def _ephemeral(self, session: Session, chosen: str, domains: Sequence[str]) -> Lease:
+class LeaseChooser:
+    def __init__(
+        self,
+        plugins: Plugins,
+        registry: Registry,
+        db: RegistryRunner,
+        profiles: ProfileBook,
+        leases: Leases,
+        settings: BaySettings,
+    ) -> None:
+        self.plugins = plugins
+        self.registry = registry
+        self.db = db
+        self.profiles = profiles
+        self.leases = leases
+        self.settings = settings
+
+    def ephemeral(self, session: Session, chosen: str, domains: Sequence[str]) -> Lease:
+        """The session's own ephemeral browser's lease (made at its first use)."""
         pid = f"ep-{session.ref.id}"
         lease = session.leases.get(pid)
         row = self.plugins.providers.get(self.settings.default_provider)
@@ -43,7 +56,7 @@ class ChoosingMixin(KeeperBase):
             self.leases.rebind(lease, ref, lease.alias)
         return lease
 
-    def _persistent(self, session: Session, pid: str, alias: str | None, chosen: str) -> Lease:
+    def persistent(self, session: Session, pid: str, alias: str | None, chosen: str) -> Lease:
         row = self.profiles.rows[pid]
         ref = self.profiles.ref(row, chosen)
         lease = session.leases.get(pid)
@@ -54,7 +67,8 @@ class ChoosingMixin(KeeperBase):
             self.leases.rebind(lease, ref, alias)
         return lease
 
-    def _handles(self, atts: list[Attachment]) -> list[str]:
+    def handles(self, atts: list[Attachment]) -> list[str]:
+        """Attachments as the answers name them: ``alias-or-label (profile id)``."""
         out = []
         for pid, alias in atts:
             row = self.profiles.rows.get(pid)
@@ -62,7 +76,7 @@ class ChoosingMixin(KeeperBase):
             out.append(f"{name} ({pid})")
         return out
 
-    async def _choose(self, session: Session, handle: str | None) -> Lease:
+    async def choose(self, session: Session, handle: str | None) -> Lease:
         """The lease a verb acts on: --profile, else the pin, else the only attachment,
         else (with none) the last-used profile, the group's, the instance's, or the
         session's own ephemeral browser. Two or more attachments and no pin: refused."""
@@ -70,7 +84,7 @@ class ChoosingMixin(KeeperBase):
         atts = await self.db(self.registry.attachments.of_session, sid)
         atts = [a for a in atts if a.profile in self.profiles.rows]
         state = await self.db(self.registry.sessions.state, sid)
-        handles = self._handles(atts)
+        handles = self.handles(atts)
         if state.changed:
             await self.db(self.registry.sessions.ack_set, sid, handles)
             pinned = [h for (pid, _a), h in zip(atts, handles, strict=True) if pid == state.pin]
@@ -91,12 +105,12 @@ class ChoosingMixin(KeeperBase):
             )
         if handle:
             if handle == "ephemeral":
-                return self._ephemeral(session, "explicit", state.ephemeral_domains)
+                return self.ephemeral(session, "explicit", state.ephemeral_domains)
             for pid, alias in atts:
                 row = self.profiles.rows[pid]
                 if handle in (alias, pid, row.label):
                     return await self._held(
-                        session, self._persistent(session, pid, alias, "explicit")
+                        session, self.persistent(session, pid, alias, "explicit")
                     )
             row = self.profiles.find(handle)  # a path or an unknown name says so
             raise Refusal(
@@ -107,13 +121,13 @@ class ChoosingMixin(KeeperBase):
             )
         pin = state.pin
         if pin == "ephemeral":
-            return self._ephemeral(session, "pinned", state.ephemeral_domains)
+            return self.ephemeral(session, "pinned", state.ephemeral_domains)
         for pid, alias in atts:
             if pid == pin:
-                return await self._held(session, self._persistent(session, pid, alias, "pinned"))
+                return await self._held(session, self.persistent(session, pid, alias, "pinned"))
         if len(atts) == 1:
             pid, alias = atts[0]
-            return await self._held(session, self._persistent(session, pid, alias, "default"))
+            return await self._held(session, self.persistent(session, pid, alias, "default"))
         if len(atts) >= 2:
             raise Refusal(
                 "profile_required",
@@ -129,9 +143,9 @@ class ChoosingMixin(KeeperBase):
         ]
         for candidate, rung in ladder:
             if candidate and candidate in self.profiles.rows:
-                lease = self._persistent(session, candidate, None, rung)
+                lease = self.persistent(session, candidate, None, rung)
                 return await self._held(session, lease)
-        return self._ephemeral(session, "ephemeral", state.ephemeral_domains)
+        return self.ephemeral(session, "ephemeral", state.ephemeral_domains)
 
     def _instance_default(self) -> str | None:
         wanted = self.settings.default_profile

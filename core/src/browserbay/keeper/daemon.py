@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -29,6 +29,9 @@ from browserbay.paths import BayPaths, NotYours, bay_paths
 from browserbay.refusals import Refusal
 from browserbay.scrub import scrub, scrub_frame
 from browserbay.settings import BaySettings, SettingsError, load_settings
+
+if TYPE_CHECKING:
+    from browserbay.keeper.app import App
 
 log = logging.getLogger("browserbay.keeper")
 
@@ -285,7 +288,7 @@ async def decode(line: bytes, budget: Budget) -> dict[str, Any]:
 
 async def serve_connection(
     stream: anyio.abc.ByteStream,
-    keeper: Any,
+    app: App,
     budget: Budget | None = None,
     frame_timeout: float = 10.0,
 ) -> None:
@@ -296,12 +299,12 @@ async def serve_connection(
     reader = FrameReader(stream, budget if budget is not None else Budget(), frame_timeout)
     async with stream:
         try:
-            await _serve_frames(stream, reader, keeper)
+            await _serve_frames(stream, reader, app)
         finally:
             reader.close()
 
 
-async def _serve_frames(stream: anyio.abc.ByteStream, reader: FrameReader, keeper: Any) -> None:
+async def _serve_frames(stream: anyio.abc.ByteStream, reader: FrameReader, app: App) -> None:
     while True:
         try:
             line = await reader.frame()
@@ -342,18 +345,18 @@ async def _serve_frames(stream: anyio.abc.ByteStream, reader: FrameReader, keepe
             continue
         if frame.get("op") == "shutdown":
             log.info("asked to stop (%s)", frame.get("reason", "request"))
-            keeper.begin_stop()
+            app.life.begin_stop()
             await _send(stream, {"id": frame.get("id"), "ok": True, "data": {"stopping": True}})
             continue
-        keeper.inflight += 1
+        app.life.inflight += 1
         # A client that asked for progress lines gets them before the answer.
         said = progress.SINK.set(_progress_sink(stream, frame) if frame.get("progress") else None)
         try:
-            answer = await keeper.handle(frame)
+            answer = await app.keeper.handle(frame)
         finally:
             progress.SINK.reset(said)
-            keeper.inflight -= 1
-            keeper.last_request = time.monotonic()
+            app.life.inflight -= 1
+            app.life.last_request = time.monotonic()
         try:
             data = scrub_frame(protocol.encode(answer))  # no secret value leaves
         except (TypeError, ValueError):
@@ -434,7 +437,7 @@ def raise_nofile_limit() -> tuple[int, int]:
 
 async def guarded_connection(
     stream: anyio.abc.ByteStream,
-    keeper: Any,
+    app: App,
     budget: Budget | None = None,
     frame_timeout: float = 10.0,
 ) -> None:
@@ -442,7 +445,7 @@ async def guarded_connection(
     answered (a hello, an error frame, a progress line) ends only its own connection. An
     exception out of a connection handler would end the listener — the whole keeper."""
     try:
-        await serve_connection(stream, keeper, budget, frame_timeout)
+        await serve_connection(stream, app, budget, frame_timeout)
     except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
         pass
     except Exception:
@@ -450,10 +453,12 @@ async def guarded_connection(
 
 
 async def _run(sock: socket.socket, paths: BayPaths, settings: BaySettings) -> None:
+    # Imported here, after the socket is bound (see bind_first): the keeper's own modules,
+    # the plugins and Playwright's import chain take a while, and a client may connect now.
     from browserbay import sandbox
     from browserbay.keeper import outputs
+    from browserbay.keeper.app import App
     from browserbay.keeper.browsers import sweep_orphans
-    from browserbay.keeper.keeper import Keeper
     from browserbay.plugins import load_plugins
     from browserbay.registry import open_sqlite
 
@@ -462,42 +467,41 @@ async def _run(sock: socket.socket, paths: BayPaths, settings: BaySettings) -> N
 
     registry = await anyio.to_thread.run_sync(open_sqlite, paths.registry)
     plugins = load_plugins(strict=False)
-    keeper = Keeper(plugins, registry, paths, settings)
-    await keeper.start()
+    app = App(plugins, registry, paths, settings)
+    life = app.life
+    await app.start()
     listener = await anyio.abc.SocketListener.from_socket(sock)
 
     async def on_signal() -> None:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async for signum in signals:
                 log.info("signal %d: stopping", signum)
-                keeper.begin_stop()
+                life.begin_stop()
 
     async def housekeeping() -> None:
         while True:
             await anyio.sleep(settings.tick)
             try:
-                await keeper.tick()
+                await app.housekeeping.tick()
                 await anyio.to_thread.run_sync(prune_outputs)
             except Exception:
                 log.exception("housekeeping failed")
-            idle = time.monotonic() - keeper.last_request
-            browsing = any(s.running_leases for s in keeper.sessions.values())
-            if not browsing and not keeper.pool.running and idle > settings.keeper_idle:
+            idle = time.monotonic() - life.last_request
+            browsing = any(s.running_leases for s in app.roster.by_id.values())
+            if not browsing and not app.pool.running and idle > settings.keeper_idle:
                 log.info("idle for %.0fs with nothing running: exiting", idle)
-                keeper.begin_stop()
+                life.begin_stop()
 
     async def prewarm() -> None:
         # The Playwright driver takes ~500 ms to import and start: begin at once.
         try:
-            await keeper.playwright()
+            await app.driver.get()
         except Exception:
             log.exception("the Playwright driver failed to start")
 
     async def triggers() -> None:
-        from browserbay.keeper.triggers import TriggerIntake
-
         try:
-            await TriggerIntake(keeper, settings.trigger_poll, settings.trigger_max_age).run()
+            await app.triggers.run()
         except Exception:
             log.exception("the trigger intake stopped")
 
@@ -508,30 +512,30 @@ async def _run(sock: socket.socket, paths: BayPaths, settings: BaySettings) -> N
             budget = Budget()
             await accept_loop(
                 listener,
-                lambda stream: guarded_connection(stream, keeper, budget, settings.frame_timeout),
+                lambda stream: guarded_connection(stream, app, budget, settings.frame_timeout),
             )
 
     async with anyio.create_task_group() as tg:
         # The driver's start overlaps the rest of ours; requests wait for it only if they
         # need a browser.
         tg.start_soon(prewarm)
-        await anyio.to_thread.run_sync(write_plugin_verbs, paths, keeper.plugin_verb_rows())
-        keeper.swept = await anyio.to_thread.run_sync(sweep_orphans, registry.browsers)
+        await anyio.to_thread.run_sync(write_plugin_verbs, paths, app.admin.plugin_verb_rows())
+        life.swept = await anyio.to_thread.run_sync(sweep_orphans, registry.browsers)
         await anyio.to_thread.run_sync(prune_outputs)
         said = await anyio.to_thread.run_sync(sandbox.state)
         if not said.sandboxed:  # root (Chromium's rule), or no sandbox possible: refused
             log.warning("Chromium's renderer sandbox is off: %s", said.detail)
-        if keeper.swept:
-            log.info("swept %d orphaned browser(s): %s", len(keeper.swept), ", ".join(keeper.swept))
-        await keeper.db(registry.runs.started, os.getpid(), __version__)
+        if life.swept:
+            log.info("swept %d orphaned browser(s): %s", len(life.swept), ", ".join(life.swept))
+        await app.db(registry.runs.started, os.getpid(), __version__)
         log.info("keeper %s (pid %d) listening on %s", __version__, os.getpid(), paths.socket)
         tg.start_soon(serve)
         tg.start_soon(on_signal)
         tg.start_soon(housekeeping)
         tg.start_soon(triggers)
-        await keeper.stop_event.wait()
+        await life.stop_event.wait()
         with anyio.move_on_after(5):
-            while keeper.inflight:  # noqa: ASYNC110 - a counter, polled only at shutdown
+            while life.inflight:  # noqa: ASYNC110 - a counter, polled only at shutdown
                 await anyio.sleep(0.01)
         await anyio.sleep(0.05)  # let the last answers leave
         serving.cancel()
@@ -539,8 +543,8 @@ async def _run(sock: socket.socket, paths: BayPaths, settings: BaySettings) -> N
         tg.cancel_scope.cancel()
     started = time.monotonic()
     with anyio.CancelScope(shield=True):
-        await keeper.close()
-        await keeper.db(registry.runs.stopped, os.getpid())
+        await app.close()
+        await app.db(registry.runs.stopped, os.getpid())
     registry.close()
     log.info("keeper stopped (shutdown took %.2fs)", time.monotonic() - started)
 

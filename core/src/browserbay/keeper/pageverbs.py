@@ -33,6 +33,27 @@ Answer = tuple[dict[str, Any], str]
 _REF = re.compile(r"^@?(?P<ref>(?:f\d+)?e\d+)$")
 
 
+PageHandler = Callable[[Act], Awaitable[Answer]]
+
+PAGE_VERBS: dict[str, PageHandler] = {}
+"""Verb name -> its handler, filled by :func:`page_verb`. The keeper's route
+(:mod:`browserbay.keeper.route`) takes every page verb's handler from here and refuses to
+start when a page verb of the table has none, or a handler names no verb."""
+
+
+def page_verb(name: str) -> Callable[[PageHandler], PageHandler]:
+    """Mark a function as the handler of the page verb ``name`` (its row in
+    :mod:`browserbay.verbs`). A new page verb is that row plus one such function."""
+
+    def register(handler: PageHandler) -> PageHandler:
+        if name in PAGE_VERBS:
+            raise ValueError(f"two handlers for the page verb {name!r}")
+        PAGE_VERBS[name] = handler
+        return handler
+
+    return register
+
+
 # -- targets ----------------------------------------------------------------------------
 
 
@@ -110,6 +131,7 @@ async def _page_answer(act: Act, status: int | None = None) -> Answer:
     return data, f"{title}\n{act.page.url}" if title else act.page.url
 
 
+@page_verb("open")
 async def verb_open(act: Act) -> Answer:
     url = normalize_url(str(act.args["url"]))
     from browserbay.keeper.leases import goto_guarded
@@ -120,16 +142,19 @@ async def verb_open(act: Act) -> Answer:
     return await _page_answer(act, response.status if response is not None else None)
 
 
+@page_verb("back")
 async def verb_back(act: Act) -> Answer:
     await act.page.go_back(timeout=act.ms_left())
     return await _page_answer(act)
 
 
+@page_verb("forward")
 async def verb_forward(act: Act) -> Answer:
     await act.page.go_forward(timeout=act.ms_left())
     return await _page_answer(act)
 
 
+@page_verb("reload")
 async def verb_reload(act: Act) -> Answer:
     response = await act.page.reload(timeout=act.ms_left())
     return await _page_answer(act, response.status if response is not None else None)
@@ -168,6 +193,7 @@ def mask_passwords(raw: str, values: list[str]) -> str:
     return "\n".join(lines)
 
 
+@page_verb("snapshot")
 async def verb_snapshot(act: Act) -> Answer:
     raw = await act.page.aria_snapshot(mode="ai", timeout=act.ms_left())
     raw = mask_passwords(raw, await _password_values(act.page))
@@ -179,6 +205,7 @@ async def verb_snapshot(act: Act) -> Answer:
     return data, text
 
 
+@page_verb("get")
 async def verb_get(act: Act) -> Answer:
     what = act.args["what"]
     target = act.args.get("target")
@@ -207,6 +234,7 @@ async def verb_get(act: Act) -> Answer:
     return {"what": what, "value": value, "url": act.page.url}, str(value)
 
 
+@page_verb("eval")
 async def verb_eval(act: Act) -> Answer:
     try:
         value = await act.page.evaluate(str(act.args["js"]))
@@ -221,6 +249,7 @@ async def verb_eval(act: Act) -> Answer:
     return {"value": value}, text
 
 
+@page_verb("screenshot")
 async def verb_screenshot(act: Act) -> Answer:
     given = act.args.get("path")
     if given:
@@ -260,6 +289,7 @@ async def pointer_on(act: Act, loc: Locator, run: Callable[[Locator, bool], Awai
     return await run(loc, ready)
 
 
+@page_verb("click")
 async def verb_click(act: Act) -> Answer:
     """One round trip finds the element ready and its point, then the press and release go
     straight to the page (:mod:`fastclick`); otherwise Playwright's click, as before. With no
@@ -290,12 +320,14 @@ async def verb_click(act: Act) -> Answer:
     return _acted(act, "clicked")
 
 
+@page_verb("fill")
 async def verb_fill(act: Act) -> Answer:
     text = str(act.args["text"])
     await act_on(act, act.args["target"], lambda loc: loc.fill(text, timeout=act.ms_left()))
     return _acted(act, "filled")
 
 
+@page_verb("type")
 async def verb_type(act: Act) -> Answer:
     text = str(act.args["text"])
     await act_on(
@@ -306,6 +338,7 @@ async def verb_type(act: Act) -> Answer:
     return _acted(act, "typed")
 
 
+@page_verb("press")
 async def verb_press(act: Act) -> Answer:
     try:
         await act.page.keyboard.press(str(act.args["key"]))
@@ -314,6 +347,7 @@ async def verb_press(act: Act) -> Answer:
     return {"key": act.args["key"], "url": act.page.url}, "pressed"
 
 
+@page_verb("select")
 async def verb_select(act: Act) -> Answer:
     values = [str(v) for v in act.args["values"]]
 
@@ -327,16 +361,19 @@ async def verb_select(act: Act) -> Answer:
     return {"target": act.args["target"], "selected": chosen}, "selected " + ", ".join(chosen)
 
 
+@page_verb("check")
 async def verb_check(act: Act) -> Answer:
     await pointer(act, lambda loc, ready: loc.check(force=ready, timeout=act.ms_left()))
     return _acted(act, "checked")
 
 
+@page_verb("uncheck")
 async def verb_uncheck(act: Act) -> Answer:
     await pointer(act, lambda loc, ready: loc.uncheck(force=ready, timeout=act.ms_left()))
     return _acted(act, "unchecked")
 
 
+@page_verb("hover")
 async def verb_hover(act: Act) -> Answer:
     await act_on(act, act.args["target"], lambda loc: loc.hover(timeout=act.ms_left()))
     return _acted(act, "hovered")
@@ -345,6 +382,7 @@ async def verb_hover(act: Act) -> Answer:
 _DIRECTIONS = {"down": (0, 1), "up": (0, -1), "right": (1, 0), "left": (-1, 0)}
 
 
+@page_verb("scroll")
 async def verb_scroll(act: Act) -> Answer:
     direction = str(act.args.get("direction") or "down")
     if direction not in _DIRECTIONS:
@@ -362,6 +400,7 @@ async def verb_scroll(act: Act) -> Answer:
     return {"direction": direction, "pixels": pixels, "scroll": pos}, f"scrolled to {pos}"
 
 
+@page_verb("wait")
 async def verb_wait(act: Act) -> Answer:
     what = act.args.get("what")
     if act.args.get("load"):
@@ -400,6 +439,7 @@ SETTLE_QUIET = 0.5
 SETTLE_MAX = 10.0
 
 
+@page_verb("login-check")
 async def verb_login_check(act: Act) -> Answer:
     """Open the URL, wait until the address settles (redirects, script navigations), then
     decide from the globs — the keeper decides, never the model."""
@@ -429,26 +469,3 @@ async def verb_login_check(act: Act) -> Answer:
         state = "unknown"  # both globs match: the patterns cannot tell
     data = {"state": state, "url": final, "settled": settled, "tab": act.tab.id}
     return data, f"{state}\n{final}"
-
-
-HANDLERS: dict[str, Callable[[Act], Awaitable[Answer]]] = {
-    "login-check": verb_login_check,
-    "open": verb_open,
-    "snapshot": verb_snapshot,
-    "click": verb_click,
-    "fill": verb_fill,
-    "type": verb_type,
-    "press": verb_press,
-    "select": verb_select,
-    "check": verb_check,
-    "uncheck": verb_uncheck,
-    "hover": verb_hover,
-    "scroll": verb_scroll,
-    "wait": verb_wait,
-    "get": verb_get,
-    "eval": verb_eval,
-    "screenshot": verb_screenshot,
-    "back": verb_back,
-    "forward": verb_forward,
-    "reload": verb_reload,
-}

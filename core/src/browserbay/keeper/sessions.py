@@ -277,6 +277,8 @@ class Session:
     """Said once with the next answer (a restore, a browser that went away)."""
     targets: dict[str, Lease] = field(default_factory=dict)
     """Leases on targets that are not profiles (a window it holds), by key (``w1``)."""
+    seen: bool = False
+    """The registry has its row (written at its first verb in this keeper)."""
 
     @property
     def running_leases(self) -> list[Lease]:

@@ -1,39 +1,52 @@
-"""The session's own verbs: tabs, resume, the attachment set (use, detach, pin), close and
-status."""
+"""The session's own verbs: tabs and resume (on the lease chosen for them), the attachment
+set (use, detach, pin), close and status."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
 from browserbay import procfs
-from browserbay.keeper.leases import blocked_requests, goto_guarded
-from browserbay.keeper.profiles import parse_domains
-from browserbay.keeper.sessions import Lease, Session
+from browserbay.keeper.base import Answer, RegistryRunner
+from browserbay.keeper.choosing import LeaseChooser
+from browserbay.keeper.hints import blocked
+from browserbay.keeper.leases import Leases, blocked_requests, goto_guarded
+from browserbay.keeper.pageverbs import page_error
+from browserbay.keeper.profiles import ProfileBook, parse_domains
+from browserbay.keeper.route import LeaseCall, SessionAnswer, SessionCall
+from browserbay.keeper.sessions import Lease, Session, TabBook
 from browserbay.keeper.switch import proposal_line
-from browserbay.model import ProfileRef
+from browserbay.plugins import Plugins
 from browserbay.refusals import Refusal
+from browserbay.registry import Registry
+from browserbay.settings import BaySettings
 from browserbay.urls import normalize_url
-
-if TYPE_CHECKING:
-    pass
-
-
-from browserbay.keeper.base import (
-    Answer,
-)
-from browserbay.keeper.choosing import ChoosingMixin
 
 log = logging.getLogger("browserbay.keeper")
 
 
-class SessionVerbsMixin(ChoosingMixin):
-    async def _tab_verb(self, session: Session, lease: Lease, args: dict[str, Any]) -> Answer:
+class TabVerbs:
+    """``bay tab`` and ``bay resume``, on the lease the keeper chose (and guarded)."""
+
+    def __init__(self, plugins: Plugins, tabs: TabBook, leases: Leases) -> None:
+        self.plugins = plugins
+        self.tabs = tabs
+        self.leases = leases
+
+    async def tab(self, call: LeaseCall) -> Answer:
+        try:
+            return await self._tab(call.session, call.lease, call.args)
+        except Exception as exc:  # a page error (its browser died mid-verb) is typed
+            refusal = page_error(call.verb.name, call.timeout, exc)
+            if refusal is None:
+                raise
+            raise refusal from None
+
+    async def _tab(self, session: Session, lease: Lease, args: dict[str, Any]) -> Answer:
         action = str(args.get("action") or "list")
         arg = args.get("arg")
         if action == "list":
@@ -111,7 +124,8 @@ class SessionVerbsMixin(ChoosingMixin):
         row = await tab.row()
         return dict(row, current=True), f"{tab.id}  {row['title']}  {row['url']}"
 
-    async def _resume(self, session: Session, lease: Lease) -> Answer:
+    async def resume(self, call: LeaseCall) -> Answer:
+        session, lease = call.session, call.lease
         await self.leases.ensure(session, lease)  # an automatic stop restores by itself
         restored = await self.leases.resume_parked(session, lease)
         session.notices = [n for n in session.notices if "bay resume" not in n]
@@ -120,14 +134,43 @@ class SessionVerbsMixin(ChoosingMixin):
         ]
         return {"restored": restored, "tabs": tabs}, f"restored {restored} tab(s)"
 
-    async def _use(
-        self, session: Session, args: dict[str, Any], by_other: bool, deadline: float
-    ) -> tuple[dict[str, Any], str, ProfileRef | None]:
+
+class SessionVerbs:
+    """The attachment set (use, detach, pin), close and status: verbs on the session's
+    state, not on one chosen lease."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        db: RegistryRunner,
+        profiles: ProfileBook,
+        leases: Leases,
+        chooser: LeaseChooser,
+        plugins: Plugins,
+        settings: BaySettings,
+    ) -> None:
+        self.registry = registry
+        self.db = db
+        self.profiles = profiles
+        self.leases = leases
+        self.chooser = chooser
+        self.plugins = plugins
+        self.settings = settings
+
+    async def blocked(self, call: SessionCall) -> SessionAnswer:
+        """A claim recorded for the user; no profile is touched."""
+        data, text = await blocked(
+            call.args, call.session.ref, self.registry.hints, self.db, self.plugins.providers
+        )
+        return data, text, None
+
+    async def use(self, call: SessionCall) -> SessionAnswer:
+        session, args, by_other, deadline = call.session, call.args, call.by_other, call.deadline
         sid = session.ref.id
         if args.get("ephemeral"):
             domains = list(parse_domains(args.get("allowed_domains")))
             await self.db(self.registry.sessions.set_ephemeral_domains, sid, domains)
-            lease = self._ephemeral(session, "explicit", domains)
+            lease = self.chooser.ephemeral(session, "explicit", domains)
             if lease.context is not None and tuple(domains) != lease.allowed_domains:
                 await self.leases.end(session, lease, "restart")
             self.leases.fence(lease, tuple(domains))
@@ -151,7 +194,7 @@ class SessionVerbsMixin(ChoosingMixin):
             await self.db(self.registry.attachments.of_profile, row.id)
         )
         atts = await self.db(self.registry.attachments.of_session, sid)
-        handles = self._handles(atts)
+        handles = self.chooser.handles(atts)
         if not by_other:
             await self.db(self.registry.sessions.ack_set, sid, handles)
         ref = self.profiles.ref(row, "explicit")
@@ -164,9 +207,8 @@ class SessionVerbsMixin(ChoosingMixin):
         more = " (exclusive)" if args.get("exclusive") else ""
         return data, f"attached {row.label} ({row.id}){more}; set: {', '.join(handles)}", ref
 
-    async def _detach(
-        self, session: Session, handle: str | None, by_other: bool, check: Callable[..., None]
-    ) -> tuple[dict[str, Any], str, ProfileRef | None]:
+    async def detach(self, call: SessionCall) -> SessionAnswer:
+        session, handle, by_other, check = call.session, call.handle, call.by_other, call.check
         sid = session.ref.id
         atts = await self.db(self.registry.attachments.of_session, sid)
         if handle is None and not atts:
@@ -181,9 +223,9 @@ class SessionVerbsMixin(ChoosingMixin):
                 raise Refusal(
                     "profile_required",
                     count=len(atts),
-                    default=self._handles(atts)[0] if atts else "none",
-                    handles=", ".join(self._handles(atts)) or "(none)",
-                    choices=self._handles(atts),
+                    default=self.chooser.handles(atts)[0] if atts else "none",
+                    handles=", ".join(self.chooser.handles(atts)) or "(none)",
+                    choices=self.chooser.handles(atts),
                 )
             pid = atts[0][0]
         else:
@@ -210,16 +252,15 @@ class SessionVerbsMixin(ChoosingMixin):
         await self.leases.release_hold(session, pid)
         await self.db(self.registry.attachments.detach, sid, pid, by_other)
         self.profiles.attached[pid] = len(await self.db(self.registry.attachments.of_profile, pid))
-        handles = self._handles(await self.db(self.registry.attachments.of_session, sid))
+        handles = self.chooser.handles(await self.db(self.registry.attachments.of_session, sid))
         if not by_other:
             await self.db(self.registry.sessions.ack_set, sid, handles)
         row = self.profiles.rows.get(pid)
         ref = self.profiles.ref(row, "explicit") if row else None
         return {"detached": pid, "attachments": handles}, f"detached {pid}", ref
 
-    async def _pin(
-        self, session: Session, args: dict[str, Any], by_other: bool
-    ) -> tuple[dict[str, Any], str, ProfileRef | None]:
+    async def pin(self, call: SessionCall) -> SessionAnswer:
+        session, args, by_other = call.session, call.args, call.by_other
         sid = session.ref.id
         if args.get("none"):
             await self.db(self.registry.sessions.set_pin, sid, None, by_other)
@@ -244,15 +285,14 @@ class SessionVerbsMixin(ChoosingMixin):
             )
         await self.db(self.registry.sessions.set_pin, sid, pid, by_other)
         if not by_other:
-            await self.db(self.registry.sessions.ack_set, sid, self._handles(atts))
+            await self.db(self.registry.sessions.ack_set, sid, self.chooser.handles(atts))
         return {"pin": pid}, f"pinned {handle}", None
 
-    async def _close(
-        self, session: Session, handle: str | None, check: Callable[..., None]
-    ) -> tuple[dict[str, Any], str, ProfileRef | None]:
+    async def close(self, call: SessionCall) -> SessionAnswer:
+        session, handle, check = call.session, call.handle, call.check
         leases = session.running_leases
         if handle:
-            lease = await self._choose(session, handle)
+            lease = await self.chooser.choose(session, handle)
             leases = [lease] if lease.context is not None else []
         # A lease a human holds the controls of is not cut off; one in a backend switch's
         # gap holds no browser but is not closed: both refused.
@@ -278,12 +318,11 @@ class SessionVerbsMixin(ChoosingMixin):
         profile = leases[0].profile if len(leases) == 1 else None
         return {"closed_tabs": closed, "leases": len(leases)}, text, profile
 
-    async def _status(
-        self, session: Session, handle: str | None
-    ) -> tuple[dict[str, Any], str, ProfileRef | None]:
+    async def status(self, call: SessionCall) -> SessionAnswer:
+        session, handle = call.session, call.handle
         chosen: Lease | None = None
         try:
-            chosen = await self._choose(session, handle)
+            chosen = await self.chooser.choose(session, handle)
         except Refusal as r:
             if r.code not in ("profile_required",):
                 raise
@@ -320,7 +359,7 @@ class SessionVerbsMixin(ChoosingMixin):
         data = {
             "session": session.ref.as_row(),
             "group": session.group,
-            "attachments": self._handles(atts),
+            "attachments": self.chooser.handles(atts),
             "pin": state.pin,
             "acts_on": chosen.profile.as_row() if chosen else None,
             "browser": chosen.browser.id if chosen and chosen.browser else None,
@@ -335,7 +374,7 @@ class SessionVerbsMixin(ChoosingMixin):
         text = (
             f"session {session.ref.id} ({session.ref.origin}) · group {session.group}\n"
             f"acts on {target}\n"
-            f"attachments: {', '.join(self._handles(atts)) or '(none)'}"
+            f"attachments: {', '.join(self.chooser.handles(atts)) or '(none)'}"
         )
         for item in leases:
             text += (

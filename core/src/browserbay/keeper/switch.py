@@ -33,20 +33,26 @@ from browserbay.keeper.backends import (
     listing_text,
     switch_partners,
 )
-from browserbay.keeper.choosing import ChoosingMixin
+from browserbay.keeper.base import RegistryRunner, RestartGate
+from browserbay.keeper.browsers import BrowserPool
+from browserbay.keeper.choosing import LeaseChooser
 from browserbay.keeper.controls import Controls
-from browserbay.keeper.sessions import Lease, Session
+from browserbay.keeper.leases import Leases
+from browserbay.keeper.profiles import ProfileBook
+from browserbay.keeper.route import SessionAnswer, SessionCall
+from browserbay.keeper.sessions import Lease, Session, TabBook
 from browserbay.ladder import Verdict, decide, read_dir_version
-from browserbay.model import ProfileRef, ProviderRow
+from browserbay.model import ProviderRow
+from browserbay.plugins import Plugins
 from browserbay.refusals import Refusal
-from browserbay.registry import KeptTab, ProfileRow, Proposal
+from browserbay.registry import KeptTab, ProfileRow, Proposal, Registry
 
 log = logging.getLogger("browserbay.keeper")
 
 #: Seconds a switch waits for the verbs in flight on the profile before it cuts them.
 DRAIN_TIMEOUT = 10.0
 
-SwitchAnswer = tuple[dict[str, Any], str, ProfileRef | None]
+SwitchAnswer = SessionAnswer
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,12 +65,38 @@ class Plan:
     verdict: Verdict
 
 
-class BackendMixin(ChoosingMixin):
-    controls: Controls
+class BackendSwitch:
+    """``bay backend``: the listing, proposals, and the switch itself (the only opener of a
+    restart gap)."""
 
-    async def _backend(
-        self, session: Session, args: dict[str, Any], handle: str | None
-    ) -> SwitchAnswer:
+    def __init__(
+        self,
+        plugins: Plugins,
+        registry: Registry,
+        db: RegistryRunner,
+        pool: BrowserPool,
+        profiles: ProfileBook,
+        leases: Leases,
+        tabs: TabBook,
+        sessions: dict[str, Session],
+        controls: Controls,
+        chooser: LeaseChooser,
+        gate: RestartGate,
+    ) -> None:
+        self.plugins = plugins
+        self.registry = registry
+        self.db = db
+        self.pool = pool
+        self.profiles = profiles
+        self.leases = leases
+        self.tabs = tabs
+        self.sessions = sessions
+        self.controls = controls
+        self.chooser = chooser
+        self.gate = gate
+
+    async def backend(self, call: SessionCall) -> SwitchAnswer:
+        session, args, handle = call.session, call.args, call.handle
         provider = args.get("provider")
         accept, decline = bool(args.get("accept")), bool(args.get("decline"))
         if sum((bool(provider), accept, decline)) > 1:
@@ -75,7 +107,7 @@ class BackendMixin(ChoosingMixin):
             )
         if not (provider or accept or decline):
             return await self._backend_list(session, handle)
-        lease = await self._choose(session, handle)
+        lease = await self.chooser.choose(session, handle)
         if lease.profile.ephemeral:
             raise Refusal(
                 "usage",
@@ -83,7 +115,7 @@ class BackendMixin(ChoosingMixin):
                 "on the provider you want: bay new <label> --provider <provider>",
                 verb="backend",
             )
-        self.check_restarting(lease.profile.id, lease.handle)
+        self.gate.check(lease.profile.id, lease.handle)
         row = self.profiles.rows[lease.profile.id]
         if decline:
             return await self._decline(session, lease, row)
@@ -100,7 +132,7 @@ class BackendMixin(ChoosingMixin):
     async def _backend_list(self, session: Session, handle: str | None) -> SwitchAnswer:
         chosen: Lease | None = None
         try:
-            chosen = await self._choose(session, handle)
+            chosen = await self.chooser.choose(session, handle)
         except Refusal as r:
             if r.code != "profile_required":
                 raise
@@ -277,7 +309,7 @@ class BackendMixin(ChoosingMixin):
         target, pid = plan.target, plan.row.id
         # The checks awaited: another switch may have begun or ended on the profile since.
         # From here to the flag nothing awaits, so two switches never run at once.
-        self.check_restarting(pid, lease.handle)
+        self.gate.check(pid, lease.handle)
         row = self.profiles.rows.get(pid)
         if row is None or row.provider != plan.row.provider:
             raise Refusal(
@@ -287,7 +319,7 @@ class BackendMixin(ChoosingMixin):
                 verb="backend",
             )
         was = row.provider
-        self.restarting[pid] = target.id
+        self.gate.begin(pid, target.id)
         try:
             with anyio.CancelScope(shield=True):  # a deadline never cuts a switch half-way
                 affected = await self._drain(pid, target.id)
@@ -307,7 +339,7 @@ class BackendMixin(ChoosingMixin):
                     await self._roll_back(row, affected, snapshots, target.id, exc)
                     raise
         finally:
-            self.restarting.pop(pid, None)
+            self.gate.end(pid)
         who = (
             f"{session.ref.id} accepting {accepted_from}'s proposal"
             if accepted_from
@@ -356,7 +388,7 @@ class BackendMixin(ChoosingMixin):
         return data, text, ref
 
     async def _drain(self, profile_id: str, target: str) -> list[tuple[Session, Lease]]:
-        """New verbs on the profile are refused now (``restarting``); wait for the ones in
+        """New verbs on the profile are refused now (the restart gate); wait for the ones in
         flight, cut what is left after ``DRAIN_TIMEOUT``. Answers the running leases."""
 
         def leases() -> list[tuple[Session, Lease]]:

@@ -27,20 +27,22 @@ import re
 import time
 from collections import deque
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
 from browserbay import identity, verbs
-from browserbay.keeper.leases import goto_guarded
+from browserbay.keeper.base import Lifecycle, RegistryRunner
+from browserbay.keeper.choosing import LeaseChooser
+from browserbay.keeper.controls import Controls
+from browserbay.keeper.leases import Leases, goto_guarded
+from browserbay.keeper.roads import Guards
+from browserbay.keeper.roster import Roster
 from browserbay.model import SessionRef, VerbCall, VerbOutcome
 from browserbay.paths import BayPaths, ensure_private
 from browserbay.refusals import Refusal
-from browserbay.registry import PARKED
+from browserbay.registry import PARKED, Registry
 from browserbay.urls import normalize_url
-
-if TYPE_CHECKING:
-    from browserbay.keeper.keeper import Keeper
 
 log = logging.getLogger("browserbay.triggers")
 
@@ -120,11 +122,31 @@ class TriggerIntake:
     """``poll``: seconds between scans of the directory; ``max_age``: seconds after its
     publication a request is refused as stale."""
 
-    def __init__(self, keeper: Keeper, poll: float = 0.2, max_age: float = 3600.0):
-        self.keeper = keeper
+    def __init__(
+        self,
+        paths: BayPaths,
+        registry: Registry,
+        db: RegistryRunner,
+        roster: Roster,
+        chooser: LeaseChooser,
+        leases: Leases,
+        controls: Controls,
+        guards: Guards,
+        life: Lifecycle,
+        poll: float = 0.2,
+        max_age: float = 3600.0,
+    ) -> None:
         self.poll = poll
         self.max_age = max_age
-        self.dir = keeper.paths.data / "triggers"
+        self.registry = registry
+        self.db = db
+        self.roster = roster
+        self.chooser = chooser
+        self.leases = leases
+        self.controls = controls
+        self.guards = guards
+        self.life = life
+        self.dir = triggers_dir(paths)
         self.processed = self.dir / "processed"
         self._seen: set[str] = set()
         self._queues: dict[str, deque[tuple[str, dict[str, Any]]]] = {}
@@ -134,9 +156,9 @@ class TriggerIntake:
         await anyio.to_thread.run_sync(ensure_private, self.dir)
         await anyio.to_thread.run_sync(ensure_private, self.processed)
         async with anyio.create_task_group() as tg:
-            while not self.keeper.stop_event.is_set():
+            while not self.life.stop_event.is_set():
                 for name, raw, age in await anyio.to_thread.run_sync(self._scan):
-                    if self.keeper.stop_event.is_set():
+                    if self.life.stop_event.is_set():
                         break  # a keeper on its way out claims nothing new
                     self._seen.add(name)
                     tg.start_soon(self._intake, name, raw, age, tg)
@@ -202,7 +224,7 @@ class TriggerIntake:
 
     async def _drain(self, session: str) -> None:
         queue = self._queues[session]
-        while queue and not self.keeper.stop_event.is_set():
+        while queue and not self.life.stop_event.is_set():
             stem, request = queue[0]
             async with self._limiter:
                 try:
@@ -221,7 +243,7 @@ class TriggerIntake:
         self._queues.pop(session, None)
 
     async def _once(self, stem: str, request: dict[str, Any]) -> dict[str, Any]:
-        db, reg = self.keeper.db, self.keeper.registry
+        db, reg = self.db, self.registry
         previous = await db(reg.triggers.claim, stem, request["action"], request["session"])
         if previous:
             return dict(json.loads(previous))  # handled before: the first result, no replay
@@ -255,7 +277,7 @@ class TriggerIntake:
         if state["call"] is not None:  # it reached the guards: one audit row, as a verb's
             code = None if answer["ok"] else answer["reason"].split(":", 1)[0]
             elapsed = (time.monotonic() - began) * 1000
-            await self.keeper.guards.done(state["call"], VerbOutcome(answer["ok"], code, elapsed))
+            await self.guards.done(state["call"], VerbOutcome(answer["ok"], code, elapsed))
         return answer
 
     async def _guarded(
@@ -266,13 +288,12 @@ class TriggerIntake:
         request: dict[str, Any],
         state: dict[str, Any],
     ) -> dict[str, Any]:
-        keeper = self.keeper
-        guards = keeper.guards
+        guards = self.guards
         verb = verbs.BY_NAME[call.verb]
         try:
             with anyio.fail_after(request["timeout_ms"] / 1000):
                 if action == "stop":
-                    existing = keeper.sessions.get(sid)
+                    existing = self.roster.by_id.get(sid)
                     if existing is None or not existing.running_leases:
                         return result(
                             action, sid, False, "not-found", "no running browser for this session"
@@ -284,19 +305,19 @@ class TriggerIntake:
                         state["call"] = guards.check(call, None, ending=running)
                         state["started"] = True
                         for lease in running:
-                            await keeper.leases.end(existing, lease, "trigger_stop")
+                            await self.leases.end(existing, lease, "trigger_stop")
                     return result(
                         action, sid, True, "stopped", "stopped gracefully; its tabs are kept"
                     )
-                session = keeper._session(call.session, None)
+                session = self.roster.session(call.session, None)
                 async with session.lock:
-                    lease = await keeper._choose(session, request.get("profile"))
+                    lease = await self.chooser.choose(session, request.get("profile"))
                     state["call"] = dataclasses.replace(call, profile=lease.profile)
                     state["call"] = guards.check(state["call"], lease)
                     if action == "resume":
                         kept = []
                         for key in (lease.profile.id, lease.profile.id + PARKED):
-                            kept += (await keeper.db(keeper.registry.kept_tabs.kept, sid, key)).tabs
+                            kept += (await self.db(self.registry.kept_tabs.kept, sid, key)).tabs
                         if not kept and lease.context is None:
                             return result(
                                 action, sid, False, "not-found", "no kept tabs for this session"
@@ -305,10 +326,10 @@ class TriggerIntake:
                         before = len(lease.tabs)
 
                         async def resume() -> None:
-                            await keeper.leases.ensure(session, lease)
-                            await keeper.leases.resume_parked(session, lease)
+                            await self.leases.ensure(session, lease)
+                            await self.leases.resume_parked(session, lease)
 
-                        await keeper.controls.run(lease, verb, call.args, False, resume)
+                        await self.controls.run(lease, verb, call.args, False, resume)
                         restored = len(lease.tabs) - before
                         return result(
                             action, sid, True, "resumed", f"reopened {restored} kept tab(s)"
@@ -317,14 +338,14 @@ class TriggerIntake:
                     url = request.get("url")
 
                     async def navigate() -> str:
-                        tab = await keeper.leases.current_tab(session, lease)
+                        tab = await self.leases.current_tab(session, lease)
                         if url:
                             await goto_guarded(lease, tab.page, url, wait_until="load")
-                        await keeper.leases.persist(session, lease)
+                        await self.leases.persist(session, lease)
                         return str(tab.page.url)
 
                     # A takeover during the navigation cuts it (browser_interrupted).
-                    where = await keeper.controls.run(lease, verb, call.args, False, navigate)
+                    where = await self.controls.run(lease, verb, call.args, False, navigate)
                     session.last_used = time.monotonic()
                     return result(
                         action, sid, True, "opened", f"browser running; current tab {where}"

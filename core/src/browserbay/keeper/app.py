@@ -1,0 +1,272 @@
+"""The keeper composed: every service built once, each given what it uses, and the verb
+route that maps every verb of the table to its service's handler.
+
+Module map (who owns what; each talks to the others through public methods only):
+
+- :class:`~browserbay.keeper.base.RegistryRunner` (``db``): registry calls, off the loop;
+  :class:`~browserbay.keeper.base.RestartGate`: a backend switch's gap;
+  :class:`~browserbay.keeper.base.Lifecycle`: start time, the stop, requests in flight.
+- :class:`~browserbay.keeper.roster.Roster`: the sessions; :class:`~browserbay.keeper.audit.
+  AuditTrail`: audit rows.
+- :class:`~browserbay.keeper.choosing.LeaseChooser`: the lease a verb acts on.
+- :class:`~browserbay.keeper.sessionverbs.TabVerbs` (tab, resume),
+  :class:`~browserbay.keeper.sessionverbs.SessionVerbs` (use, detach, pin, close, status,
+  blocked), :class:`~browserbay.keeper.switch.BackendSwitch` (backend),
+  :class:`~browserbay.keeper.admin.AdminVerbs` (the keeper verbs), the page verbs of
+  :mod:`browserbay.keeper.pageverbs`, the plugins' verbs.
+- :class:`~browserbay.keeper.route.VerbRoute`: verb name -> handler, checked against the table.
+- :class:`~browserbay.keeper.keeper.Keeper`: one request, start to answer;
+  :class:`~browserbay.keeper.keeper.Housekeeping`: idle sessions and browsers;
+  :class:`~browserbay.keeper.triggers.TriggerIntake`: the trigger files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib
+import logging
+import os
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from browserbay._version import __version__
+from browserbay.keeper.admin import AdminVerbs
+from browserbay.keeper.audit import AuditTrail
+from browserbay.keeper.base import Lifecycle, RegistryRunner, RestartGate
+from browserbay.keeper.browsers import BrowserPool
+from browserbay.keeper.choosing import LeaseChooser
+from browserbay.keeper.controls import Controls, make_transports
+from browserbay.keeper.downloads import Downloads
+from browserbay.keeper.keeper import Housekeeping, Keeper
+from browserbay.keeper.leases import Leases
+from browserbay.keeper.pageverbs import PAGE_VERBS
+from browserbay.keeper.profiles import ProfileBook
+from browserbay.keeper.roads import Guards
+from browserbay.keeper.roster import Roster
+from browserbay.keeper.route import (
+    Handler,
+    OnKeeper,
+    OnLease,
+    OnPage,
+    OnPlugin,
+    OnSession,
+    VerbRoute,
+)
+from browserbay.keeper.sessions import TabBook, reserve_tab_ids
+from browserbay.keeper.sessionverbs import SessionVerbs, TabVerbs
+from browserbay.keeper.switch import BackendSwitch
+from browserbay.keeper.triggers import TriggerIntake
+from browserbay.model import KeeperInfo
+from browserbay.paths import BayPaths
+from browserbay.plugins import Plugins
+from browserbay.registry import Registry
+from browserbay.settings import BaySettings
+
+if TYPE_CHECKING:
+    from playwright.async_api import Playwright
+
+log = logging.getLogger("browserbay.keeper")
+
+
+class PlaywrightDriver:
+    """The Playwright driver, started once, on first need."""
+
+    def __init__(self) -> None:
+        self._pw: Playwright | None = None
+        self._cm: Any = None  # playwright's context manager (its type is private)
+        self._lock = anyio.Lock()
+
+    async def get(self) -> Playwright:
+        """Its import (~200 ms) runs in a worker thread so the loop keeps serving; the daemon
+        calls this at start to overlap the driver's ~300 ms start with the rest of its own
+        start. (Imported by name: Playwright is heavy and only this needs it.)"""
+        async with self._lock:
+            if self._pw is None:
+                api = await anyio.to_thread.run_sync(
+                    importlib.import_module, "playwright.async_api"
+                )
+                self._cm = api.async_playwright()
+                self._pw = await self._cm.start()
+            return self._pw
+
+    async def stop(self) -> None:
+        if self._cm is not None:
+            try:
+                with anyio.move_on_after(5):
+                    await self._cm.__aexit__(None, None, None)
+            except Exception:  # the driver may already be gone
+                log.debug("playwright driver stop failed", exc_info=True)
+
+
+def core_handlers(
+    admin: AdminVerbs, sessions: SessionVerbs, tabs: TabVerbs, backend: BackendSwitch
+) -> dict[str, Handler]:
+    """The core's verbs and their handlers (the page verbs register themselves with
+    :func:`browserbay.keeper.pageverbs.page_verb`)."""
+    return {
+        "tab": OnLease(tabs.tab),
+        "resume": OnLease(tabs.resume),
+        "close": OnSession(sessions.close, ends_leases=True),
+        "detach": OnSession(sessions.detach, ends_leases=True),
+        "use": OnSession(sessions.use),
+        "pin": OnSession(sessions.pin),
+        "status": OnSession(sessions.status),
+        "blocked": OnSession(sessions.blocked),
+        "backend": OnSession(backend.backend),
+        "new": OnKeeper(admin.new),
+        "profiles": OnKeeper(admin.profiles_listing),
+        "forget": OnKeeper(admin.forget),
+        "adopt": OnKeeper(admin.adopt),
+        "group": OnKeeper(admin.group),
+        "triggers": OnKeeper(admin.triggers),
+        "audit": OnKeeper(admin.audit),
+        "hints": OnKeeper(admin.hints),
+        "keeper": OnKeeper(admin.keeper),
+        "plugins": OnKeeper(admin.plugins_listing),
+        "verbs": OnKeeper(admin.verbs),
+        **{name: OnPage(run) for name, run in PAGE_VERBS.items()},
+    }
+
+
+class App:
+    """The keeper daemon's services, composed (see the module's docstring)."""
+
+    def __init__(
+        self, plugins: Plugins, registry: Registry, paths: BayPaths, settings: BaySettings
+    ):
+        self.plugins = plugins
+        self.registry = registry
+        self.paths = paths
+        self.settings = settings
+        self.db = db = RegistryRunner()
+        self.life = Lifecycle(paths.socket)
+        self.gate = RestartGate()
+        self.roster = roster = Roster(registry, db)
+        self.audit = AuditTrail(registry, db)
+        self.driver = PlaywrightDriver()
+        # Tab ids never repeat across this home's keepers (a stale one is tab_gone).
+        tabs = TabBook(functools.partial(reserve_tab_ids, paths.state / "tab-ids"))
+        self.pool = BrowserPool(
+            plugins,
+            registry.browsers,
+            registry.versions,
+            registry.profiles,
+            paths,
+            db,
+            self.driver.get,
+            contexts_per_browser=settings.contexts_per_browser,
+            max_browsers=settings.max_browsers,
+        )
+        self.profiles = ProfileBook(
+            registry.profiles, registry.attachments, registry.proposals, paths, plugins, db
+        )
+        self.leases = Leases(
+            self.pool,
+            tabs,
+            registry.kept_tabs,
+            registry.holds,
+            self.profiles,
+            plugins,
+            db,
+            roster.by_id,
+            idle_timeout=settings.idle_timeout,
+            downloads=Downloads(paths.runtime / "downloads", settings.download_max_bytes),
+        )
+        self.pool.on_crash = self.leases.crashed
+        #: Who holds each lease's controls; the live-view transports' host.
+        self.controls = Controls(plugins, roster.by_id, settings.handback_idle)
+        self.live = make_transports(plugins, self.controls)
+        #: The one guard path every road's actions pass (see browserbay.keeper.roads).
+        self.guards = Guards(plugins, self.controls, self.gate.check, self.audit.write)
+        chooser = LeaseChooser(plugins, registry, db, self.profiles, self.leases, settings)
+        table = plugins.verb_table()
+        self.admin = AdminVerbs(
+            plugins,
+            registry,
+            db,
+            paths,
+            self.pool,
+            self.profiles,
+            roster.by_id,
+            self.audit,
+            self.life,
+            table,
+        )
+        backend = BackendSwitch(
+            plugins,
+            registry,
+            db,
+            self.pool,
+            self.profiles,
+            self.leases,
+            tabs,
+            roster.by_id,
+            self.controls,
+            chooser,
+            self.gate,
+        )
+        handlers = core_handlers(
+            self.admin,
+            SessionVerbs(registry, db, self.profiles, self.leases, chooser, plugins, settings),
+            TabVerbs(plugins, tabs, self.leases),
+            backend,
+        )
+        handlers.update({name: OnPlugin(pv) for name, pv in plugins.verbs.items()})
+        self.route = VerbRoute(table, handlers)  # RouteError: the keeper does not start
+        self.keeper = Keeper(
+            plugins,
+            registry,
+            db,
+            paths,
+            self.route,
+            roster,
+            chooser,
+            tabs,
+            self.leases,
+            self.controls,
+            self.guards,
+            self.audit,
+        )
+        self.housekeeping = Housekeeping(roster, self.leases, self.pool, self.gate, settings)
+        self.triggers = TriggerIntake(
+            paths,
+            registry,
+            db,
+            roster,
+            chooser,
+            self.leases,
+            self.controls,
+            self.guards,
+            self.life,
+            settings.trigger_poll,
+            settings.trigger_max_age,
+        )
+
+    async def start(self) -> None:
+        """Load what the registry knows. Tabs that were live when the last keeper died are
+        now kept tabs that come back by themselves."""
+        await self.profiles.load()
+        dropped = await self.db(self.registry.holds.drop_orphans)
+        if dropped:
+            log.info("%d exclusive hold(s) of a cut `use --exclusive` released", dropped)
+        revived = await self.db(self.registry.kept_tabs.mark_live_auto)
+        if revived:
+            log.info("%d tab(s) of the last keeper's browsers are kept for restore", revived)
+        self.plugins.hooks.bay_keeper_started(KeeperInfo(os.getpid(), __version__, self.paths))
+
+    async def close(self) -> None:
+        self.plugins.hooks.bay_keeper_stopping()
+        for transport in self.live:  # viewers go before the browsers they watch
+            try:
+                with anyio.move_on_after(5):
+                    await transport.stop()
+            except Exception:
+                log.exception("a live-view transport failed to stop")
+        for session in list(self.roster.by_id.values()):
+            for lease in session.running_leases:
+                with contextlib.suppress(Exception):
+                    await self.leases.end(session, lease, "keeper_stop")
+        await self.pool.stop_all("keeper_stop")
+        await self.driver.stop()
