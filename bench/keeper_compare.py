@@ -5,9 +5,10 @@
 ``scripts/setup.sh``, then starts one keeper from each checkout under its own ``BAY_HOME`` and
 times the same verbs on the same demo page through each keeper's socket (hello once, then one
 request per sample: no process start is timed), then times cold first opens (a ``bay open``
-process on a fresh home: keeper spawn and start, browser launch, page load). The two sides are interleaved sample by
-sample so that load from elsewhere on the machine hits both alike. Prints a table and rewrites
-``bench/RESULTS-keeper.md``; ratios are this checkout over the base (``< 1`` is faster).
+process on a fresh home: keeper spawn and start, browser launch, page load). The two sides
+are interleaved sample by sample so that load from elsewhere on the machine hits both alike.
+Prints a table and rewrites ``bench/RESULTS-keeper.md``; ratios are this checkout over the
+base (``< 1`` is faster).
 
 It speaks the wire protocol itself (docs/protocol.md) so that neither side's client is timed
 against the other's keeper. Not part of the test suite: a benchmark reports, it never asserts.
