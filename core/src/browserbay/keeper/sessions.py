@@ -6,6 +6,15 @@ A session with no attachments has one lease on its own ephemeral profile. A tab 
 of ownership: held by exactly one lease — the tabs it opened plus everything those tabs opened
 (popups, ``target=_blank``, ``window.open``) — so a verb on somebody else's tab is refused
 before anything runs.
+
+A lease is made of parts, each changed by exactly one service through that part's methods
+(everyone else reads): :class:`LeaseBinding` (profile, fence, browser and context) by
+``Leases``; :class:`LeaseTabs` (its tabs, its current tab) by the :class:`TabBook`;
+``LeaseControl`` (the pause, the verbs in flight) by ``Controls``; ``LeaseTrace`` (the
+after-frame being taken, where the agent pointed) by the action's recorder and the pointer
+verbs; ``Blocked`` (what its fence refused) by the fence. The last three are defined below
+this module (browserbay.keeper.pause, .frames, .guard), so it imports none of the services
+that change them.
 """
 
 from __future__ import annotations
