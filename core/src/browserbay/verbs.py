@@ -86,6 +86,7 @@ class Verb:
         "name",
         "needs",
         "plugin",
+        "pointer",
         "scope",
         "secret_args",
         "summary",
@@ -103,6 +104,7 @@ class Verb:
         secret_args: tuple[str, ...] = (),
         example: str = "",
         plugin: str = "",
+        pointer: bool = False,
     ):
         self.name = name
         self.scope = scope
@@ -114,6 +116,8 @@ class Verb:
         self.example = example
         self.plugin = plugin
         """The plugin that contributed the verb (empty for the core's own)."""
+        self.pointer = pointer
+        """It acts with the pointer at its target's point (an action trace marks where)."""
 
     def to_row(self) -> dict[str, object]:
         return {
@@ -126,6 +130,7 @@ class Verb:
             "secret_args": list(self.secret_args),
             "example": self.example,
             "plugin": self.plugin,
+            "pointer": self.pointer,
         }
 
     def arg(self, name: str) -> Arg:
@@ -156,6 +161,7 @@ class Verb:
             secret_args=tuple(row.get("secret_args") or ()),
             example=str(row.get("example") or ""),
             plugin=str(row.get("plugin") or ""),
+            pointer=bool(row.get("pointer")),
         )
 
 
@@ -183,7 +189,7 @@ VERBS: tuple[Verb, ...] = (
         needs=_CDP,
         example="bay snapshot -i",
     ),
-    Verb("click", PAGE, "Click an element.", (_T,), needs=_CDP, mutates=True),
+    Verb("click", PAGE, "Click an element.", (_T,), needs=_CDP, mutates=True, pointer=True),
     Verb(
         "fill",
         PAGE,
@@ -219,9 +225,9 @@ VERBS: tuple[Verb, ...] = (
         needs=_CDP,
         mutates=True,
     ),
-    Verb("check", PAGE, "Tick a checkbox or radio.", (_T,), needs=_CDP, mutates=True),
-    Verb("uncheck", PAGE, "Untick a checkbox.", (_T,), needs=_CDP, mutates=True),
-    Verb("hover", PAGE, "Move the pointer over an element.", (_T,), needs=_CDP),
+    Verb("check", PAGE, "Tick a checkbox or radio.", (_T,), needs=_CDP, mutates=True, pointer=True),
+    Verb("uncheck", PAGE, "Untick a checkbox.", (_T,), needs=_CDP, mutates=True, pointer=True),
+    Verb("hover", PAGE, "Move the pointer over an element.", (_T,), needs=_CDP, pointer=True),
     Verb(
         "scroll",
         PAGE,

@@ -37,13 +37,14 @@ if TYPE_CHECKING:
 TRACED_VERBS = frozenset(
     v.name
     for v in verbs.VERBS
-    if v.scope == verbs.PAGE and (v.mutates or v.name in ("hover", "scroll"))
+    if v.scope == verbs.PAGE and (v.mutates or v.pointer or v.name == "scroll")
 )
 #: Of those, the verbs that act through an element: their before-frame waits for it.
 ELEMENT_VERBS = frozenset(
     name for name in TRACED_VERBS if any(a.name == "target" for a in verbs.BY_NAME[name].args)
 )
-POINTER_VERBS = frozenset({"click", "check", "uncheck", "hover"})
+#: Of those, the verbs whose trace marks the point they acted at (``Verb.pointer``).
+POINTER_VERBS = frozenset(v.name for v in verbs.VERBS if v.pointer)
 
 #: The most one frame may take (seconds).
 FRAME_TIMEOUT = 2.0
