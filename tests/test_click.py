@@ -135,3 +135,42 @@ def test_a_click_inside_a_frame_still_works(bay: Bay, demo: str) -> None:
     )
     assert done["value"] == "done"
     bay.ok("close", session=s)
+
+
+DBL_JS = """(() => {
+  window.dbl = [];
+  const b = document.getElementById('b');
+  for (const t of ['click', 'dblclick']) b.addEventListener(t, (e) => window.dbl.push(t + e.detail));
+  return 'ok';
+})()"""
+
+
+def test_a_dblclick_by_ref_sends_two_clicks_and_one_dblclick(bay: Bay, demo: str) -> None:
+    s = "dblclick-ref"
+    _page(bay, demo, s)
+    bay.ok("eval", DBL_JS, session=s)
+    snap = bay.ok("snapshot", "-i", session=s)["snapshot"]
+    line = next(x for x in snap.splitlines() if 'button "Press"' in x)
+    ref = "@" + line.split("[ref=")[1].split("]")[0]
+    answer = bay.ok("dblclick", ref, session=s)
+    assert answer["url"] == f"{demo}/form.html"
+    assert answer["target"] == ref
+    # What a person's double-click sends: click (detail 1), click (detail 2), dblclick.
+    events = json.loads(bay.ok("eval", "JSON.stringify(window.dbl)", session=s)["value"])
+    assert events == ["click1", "click2", "dblclick2"]
+    assert bay.ok("get", "text", "#out", session=s)["value"] == "pressed 2"
+    bay.ok("close", session=s)
+
+
+def test_a_covered_element_is_refused_and_not_double_clicked(bay: Bay, demo: str) -> None:
+    s = "dblclick-covered"
+    _page(bay, demo, s)
+    bay.ok("eval", COVER_JS, session=s)
+    r = bay("dblclick", "#b", "--timeout", "3", session=s)
+    assert_refused(r, "action_failed")
+    assert r.frame["data"]["verb"] == "dblclick", r.frame
+    assert bay.ok("get", "text", "#out", session=s)["value"] == "not yet"
+    bay.ok("eval", "document.getElementById('cover').remove()", session=s)  # negative control
+    bay.ok("dblclick", "#b", session=s)
+    assert bay.ok("get", "text", "#out", session=s)["value"] == "pressed 2"
+    bay.ok("close", session=s)

@@ -191,6 +191,16 @@ VERBS: tuple[Verb, ...] = (
     ),
     Verb("click", PAGE, "Click an element.", (_T,), needs=_CDP, mutates=True, pointer=True),
     Verb(
+        "dblclick",
+        PAGE,
+        "Double-click an element.",
+        (_T,),
+        needs=_CDP,
+        mutates=True,
+        pointer=True,
+        example="bay dblclick @e4",
+    ),
+    Verb(
         "fill",
         PAGE,
         "Replace the value of a text field.",

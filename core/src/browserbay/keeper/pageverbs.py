@@ -320,6 +320,15 @@ async def verb_click(act: Act) -> Answer:
     return _acted(act, "clicked")
 
 
+@page_verb("dblclick")
+async def verb_dblclick(act: Act) -> Answer:
+    """Playwright's double-click at the element's point: the page gets click, click,
+    dblclick. Forced only when one round trip showed the element ready and topmost at that
+    point; otherwise Playwright waits for it, and a covered element is refused, never pressed."""
+    await pointer(act, lambda loc, ready: loc.dblclick(force=ready, timeout=act.ms_left()))
+    return _acted(act, "double-clicked")
+
+
 @page_verb("fill")
 async def verb_fill(act: Act) -> Answer:
     text = str(act.args["text"])
