@@ -140,7 +140,8 @@ def test_a_click_inside_a_frame_still_works(bay: Bay, demo: str) -> None:
 DBL_JS = """(() => {
   window.dbl = [];
   const b = document.getElementById('b');
-  for (const t of ['click', 'dblclick']) b.addEventListener(t, (e) => window.dbl.push(t + e.detail));
+  for (const t of ['click', 'dblclick'])
+    b.addEventListener(t, (e) => window.dbl.push(t + e.detail));
   return 'ok';
 })()"""
 
