@@ -16,7 +16,7 @@ from browserbay import procfs, verbs
 from browserbay._version import __version__
 from browserbay.keeper.audit import AuditTrail
 from browserbay.keeper.backends import provider_row
-from browserbay.keeper.base import Answer, Lifecycle, RegistryRunner
+from browserbay.keeper.base import Answer, Lifecycle
 from browserbay.keeper.browsers import BrowserPool
 from browserbay.keeper.hints import listing as hints_listing
 from browserbay.keeper.profiles import ProfileBook
@@ -24,7 +24,7 @@ from browserbay.keeper.sessions import Session
 from browserbay.keeper.triggers import triggers_dir
 from browserbay.paths import BayPaths, ensure_private
 from browserbay.plugins import Plugins
-from browserbay.registry import Registry
+from browserbay.registry import Db, GroupDefaults, SiteHints
 
 log = logging.getLogger("browserbay.keeper")
 
@@ -33,8 +33,9 @@ class AdminVerbs:
     def __init__(
         self,
         plugins: Plugins,
-        registry: Registry,
-        db: RegistryRunner,
+        groups: GroupDefaults,
+        site_hints: SiteHints,
+        db: Db,
         paths: BayPaths,
         pool: BrowserPool,
         profiles: ProfileBook,
@@ -44,7 +45,8 @@ class AdminVerbs:
         table: Mapping[str, verbs.Verb],
     ) -> None:
         self.plugins = plugins
-        self.registry = registry
+        self.groups = groups
+        self.site_hints = site_hints
         self.db = db
         self.paths = paths
         self.pool = pool
@@ -89,7 +91,7 @@ class AdminVerbs:
         return {"verbs": table}, listing
 
     async def hints(self, args: dict[str, Any], handle: str | None) -> Answer:
-        return await hints_listing(args, self.registry.hints, self.db, self.plugins.providers)
+        return await hints_listing(args, self.site_hints, self.db, self.plugins.providers)
 
     async def new(self, args: dict[str, Any], handle: str | None) -> Answer:
         made = await self.profiles.new(args)
@@ -121,14 +123,14 @@ class AdminVerbs:
 
     async def group(self, args: dict[str, Any], handle: str | None) -> Answer:
         target = self.profiles.find(str(args["profile"]))
-        await self.db(self.registry.groups.set, str(args["name"]), target.id)
+        await self.db(self.groups.set, str(args["name"]), target.id)
         return {"group": args["name"], "profile": target.id}, (
             f"sessions with BAY_GROUP={args['name']} default to {target.label} ({target.id})"
         )
 
     async def audit(self, args: dict[str, Any], handle: str | None) -> Answer:
         pid = self.profiles.find(handle).id if handle else None
-        rows = await self.db(self.registry.audit.rows, pid, int(args.get("last") or 50))
+        rows = await self.audit_trail.rows(pid, int(args.get("last") or 50))
         text = "\n".join(
             f"{time.strftime('%H:%M:%S', time.localtime(r.at))} {r.session:<16} "
             f"{r.profile or '-':<14} {r.road or '-':<7} {r.verb:<10} "

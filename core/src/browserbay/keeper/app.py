@@ -143,8 +143,8 @@ class App:
         self.db = db = RegistryRunner()
         self.life = Lifecycle(paths.socket)
         self.gate = RestartGate()
-        self.roster = roster = Roster(registry, db)
-        self.audit = AuditTrail(registry, db)
+        self.roster = roster = Roster(registry.sessions, db)
+        self.audit = AuditTrail(registry.audit, db)
         self.driver = PlaywrightDriver()
         # Tab ids never repeat across this home's keepers (a stale one is tab_gone).
         tabs = TabBook(functools.partial(reserve_tab_ids, paths.state / "tab-ids"))
@@ -180,11 +180,21 @@ class App:
         self.live = make_transports(plugins, self.controls)
         #: The one guard path every road's actions pass (see browserbay.keeper.roads).
         self.guards = Guards(plugins, self.controls, self.gate.check, self.audit.write)
-        chooser = LeaseChooser(plugins, registry, db, self.profiles, self.leases, settings)
+        chooser = LeaseChooser(
+            plugins,
+            registry.attachments,
+            registry.sessions,
+            registry.groups,
+            db,
+            self.profiles,
+            self.leases,
+            settings,
+        )
         table = plugins.verb_table()
         self.admin = AdminVerbs(
             plugins,
-            registry,
+            registry.groups,
+            registry.hints,
             db,
             paths,
             self.pool,
@@ -196,7 +206,11 @@ class App:
         )
         backend = BackendSwitch(
             plugins,
-            registry,
+            registry.attachments,
+            registry.proposals,
+            registry.versions,
+            registry.kept_tabs,
+            registry.profiles,
             db,
             self.pool,
             self.profiles,
@@ -209,7 +223,18 @@ class App:
         )
         handlers = core_handlers(
             self.admin,
-            SessionVerbs(registry, db, self.profiles, self.leases, chooser, plugins, settings),
+            SessionVerbs(
+                registry.attachments,
+                registry.sessions,
+                registry.proposals,
+                registry.hints,
+                db,
+                self.profiles,
+                self.leases,
+                chooser,
+                plugins,
+                settings,
+            ),
             TabVerbs(plugins, tabs, self.leases),
             backend,
         )
@@ -217,7 +242,7 @@ class App:
         self.route = VerbRoute(table, handlers)  # RouteError: the keeper does not start
         self.keeper = Keeper(
             plugins,
-            registry,
+            registry.kept_tabs,
             db,
             paths,
             self.route,
@@ -232,7 +257,8 @@ class App:
         self.housekeeping = Housekeeping(roster, self.leases, self.pool, self.gate, settings)
         self.triggers = TriggerIntake(
             paths,
-            registry,
+            registry.triggers,
+            registry.kept_tabs,
             db,
             roster,
             chooser,

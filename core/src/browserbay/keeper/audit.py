@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import logging
 
-from browserbay.keeper.base import RegistryRunner
 from browserbay.keeper.faults import is_disk_full
 from browserbay.model import VerbCall
-from browserbay.registry import Registry
+from browserbay.registry import Audit, AuditRow, Db
 
 log = logging.getLogger("browserbay.keeper")
 
 
 class AuditTrail:
-    def __init__(self, registry: Registry, db: RegistryRunner) -> None:
-        self.registry = registry
+    def __init__(self, audit: Audit, db: Db) -> None:
+        self.audit = audit
         self.db = db
         self.failures = 0
         """Audit rows that could not be written (a full disk): logged, counted, never a
@@ -27,7 +26,7 @@ class AuditTrail:
         profile = call.profile.id if call.profile else None
         try:
             await self.db(
-                self.registry.audit.record, call.session.id, profile, call.verb, ok, code, call.road
+                self.audit.record, call.session.id, profile, call.verb, ok, code, call.road
             )
         except Exception as exc:
             self.failures += 1
@@ -37,3 +36,7 @@ class AuditTrail:
                 self.failures,
                 "disk full" if is_disk_full(exc) else type(exc).__name__,
             )
+
+    async def rows(self, profile_id: str | None, last: int) -> list[AuditRow]:
+        """The newest ``last`` rows, of one profile or of all (``bay audit``)."""
+        return await self.db(self.audit.rows, profile_id, last)

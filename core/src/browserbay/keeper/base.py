@@ -21,7 +21,8 @@ Answer = tuple[dict[str, Any], str]
 
 class RegistryRunner:
     """Runs registry calls in the one writer thread, off the event loop: the registry is one
-    SQLite connection, so its calls never interleave. Call it as ``await db(fn, *args)``."""
+    SQLite connection, so its calls never interleave. Call it as ``await db(fn, *args)`` (it
+    is the :class:`browserbay.registry.Db` every service is given)."""
 
     def __init__(self) -> None:
         self._limiter = anyio.CapacityLimiter(1)

@@ -6,14 +6,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from browserbay.keeper.base import RegistryRunner
 from browserbay.keeper.leases import Leases
 from browserbay.keeper.profiles import ProfileBook
 from browserbay.keeper.sessions import Lease, Session
 from browserbay.model import ProfileRef
 from browserbay.plugins import Plugins
 from browserbay.refusals import Refusal
-from browserbay.registry import Attachment, Registry
+from browserbay.registry import Attachment, Attachments, Db, GroupDefaults, Sessions
 from browserbay.settings import BaySettings
 
 log = logging.getLogger("browserbay.keeper")
@@ -23,14 +22,18 @@ class LeaseChooser:
     def __init__(
         self,
         plugins: Plugins,
-        registry: Registry,
-        db: RegistryRunner,
+        attachments: Attachments,
+        sessions: Sessions,
+        groups: GroupDefaults,
+        db: Db,
         profiles: ProfileBook,
         leases: Leases,
         settings: BaySettings,
     ) -> None:
         self.plugins = plugins
-        self.registry = registry
+        self.attachments = attachments
+        self.sessions = sessions
+        self.groups = groups
         self.db = db
         self.profiles = profiles
         self.leases = leases
@@ -81,12 +84,12 @@ class LeaseChooser:
         else (with none) the last-used profile, the group's, the instance's, or the
         session's own ephemeral browser. Two or more attachments and no pin: refused."""
         sid = session.ref.id
-        atts = await self.db(self.registry.attachments.of_session, sid)
+        atts = await self.db(self.attachments.of_session, sid)
         atts = [a for a in atts if a.profile in self.profiles.rows]
-        state = await self.db(self.registry.sessions.state, sid)
+        state = await self.db(self.sessions.state, sid)
         handles = self.handles(atts)
         if state.changed:
-            await self.db(self.registry.sessions.ack_set, sid, handles)
+            await self.db(self.sessions.ack_set, sid, handles)
             pinned = [h for (pid, _a), h in zip(atts, handles, strict=True) if pid == state.pin]
             if pinned:
                 now_default = pinned[0] + ", the pin"
@@ -138,7 +141,7 @@ class LeaseChooser:
             )
         ladder: list[tuple[str | None, str]] = [
             (state.last_profile, "last-used"),
-            (await self.db(self.registry.groups.get, session.group), "group"),
+            (await self.db(self.groups.get, session.group), "group"),
             (self._instance_default(), "instance"),
         ]
         for candidate, rung in ladder:

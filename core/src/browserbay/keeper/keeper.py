@@ -18,7 +18,7 @@ import anyio
 from browserbay import verbs
 from browserbay.keeper.act import Act
 from browserbay.keeper.audit import AuditTrail
-from browserbay.keeper.base import RegistryRunner, RestartGate
+from browserbay.keeper.base import RestartGate
 from browserbay.keeper.browsers import BrowserPool
 from browserbay.keeper.choosing import LeaseChooser
 from browserbay.keeper.controls import Controls
@@ -56,7 +56,7 @@ from browserbay.model import (
 from browserbay.paths import BayPaths
 from browserbay.plugins import Plugins
 from browserbay.refusals import Refusal
-from browserbay.registry import Registry
+from browserbay.registry import Db, KeptTabs
 from browserbay.settings import BaySettings
 
 log = logging.getLogger("browserbay.keeper")
@@ -74,8 +74,8 @@ class Keeper:
     def __init__(
         self,
         plugins: Plugins,
-        registry: Registry,
-        db: RegistryRunner,
+        kept_tabs: KeptTabs,
+        db: Db,
         paths: BayPaths,
         route: VerbRoute,
         roster: Roster,
@@ -87,7 +87,7 @@ class Keeper:
         audit: AuditTrail,
     ) -> None:
         self.plugins = plugins
-        self.registry = registry
+        self.kept_tabs = kept_tabs
         self.db = db
         self.paths = paths
         self.route = route
@@ -345,9 +345,7 @@ class Keeper:
         if lease.context is None:
             # Tabs kept by an automatic stop come back with the session's next verb, even
             # one that would not start a browser by itself (`tab list`).
-            state, kept = await self.db(
-                self.registry.kept_tabs.kept, session.ref.id, lease.profile.id
-            )
+            state, kept = await self.db(self.kept_tabs.kept, session.ref.id, lease.profile.id)
             if kept and state in ("auto", "live"):
                 await self.leases.ensure(session, lease)
         if isinstance(handler, OnLease):

@@ -3,15 +3,14 @@ registry at their first verb."""
 
 from __future__ import annotations
 
-from browserbay.keeper.base import RegistryRunner
 from browserbay.keeper.sessions import Session
 from browserbay.model import SessionRef
-from browserbay.registry import Registry
+from browserbay.registry import Db, Sessions
 
 
 class Roster:
-    def __init__(self, registry: Registry, db: RegistryRunner) -> None:
-        self.registry = registry
+    def __init__(self, sessions: Sessions, db: Db) -> None:
+        self.sessions = sessions
         self.db = db
         self.by_id: dict[str, Session] = {}
         """session id -> its state; shared with the services that walk every session (the
@@ -32,5 +31,5 @@ class Roster:
         """Record a session the registry has not seen from this keeper (one row per session,
         its last sight updated when it comes back after its leases were dropped)."""
         if not session.leases and not session.seen:
-            await self.db(self.registry.sessions.seen, session.ref.id, session.ref.origin)
+            await self.db(self.sessions.seen, session.ref.id, session.ref.origin)
             session.seen = True

@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 
 from browserbay import procfs
-from browserbay.keeper.base import Answer, RegistryRunner
+from browserbay.keeper.base import Answer
 from browserbay.keeper.choosing import LeaseChooser
 from browserbay.keeper.hints import blocked
 from browserbay.keeper.leases import Leases, blocked_requests, goto_guarded
@@ -22,7 +22,7 @@ from browserbay.keeper.sessions import Lease, Session, TabBook
 from browserbay.keeper.switch import proposal_line
 from browserbay.plugins import Plugins
 from browserbay.refusals import Refusal
-from browserbay.registry import Registry
+from browserbay.registry import Attachments, Db, Proposals, Sessions, SiteHints
 from browserbay.settings import BaySettings
 from browserbay.urls import normalize_url
 
@@ -141,15 +141,21 @@ class SessionVerbs:
 
     def __init__(
         self,
-        registry: Registry,
-        db: RegistryRunner,
+        attachments: Attachments,
+        sessions: Sessions,
+        proposals: Proposals,
+        site_hints: SiteHints,
+        db: Db,
         profiles: ProfileBook,
         leases: Leases,
         chooser: LeaseChooser,
         plugins: Plugins,
         settings: BaySettings,
     ) -> None:
-        self.registry = registry
+        self.attachments = attachments
+        self.sessions = sessions
+        self.proposals = proposals
+        self.site_hints = site_hints
         self.db = db
         self.profiles = profiles
         self.leases = leases
@@ -160,7 +166,7 @@ class SessionVerbs:
     async def blocked(self, call: SessionCall) -> SessionAnswer:
         """A claim recorded for the user; no profile is touched."""
         data, text = await blocked(
-            call.args, call.session.ref, self.registry.hints, self.db, self.plugins.providers
+            call.args, call.session.ref, self.site_hints, self.db, self.plugins.providers
         )
         return data, text, None
 
@@ -169,7 +175,7 @@ class SessionVerbs:
         sid = session.ref.id
         if args.get("ephemeral"):
             domains = list(parse_domains(args.get("allowed_domains")))
-            await self.db(self.registry.sessions.set_ephemeral_domains, sid, domains)
+            await self.db(self.sessions.set_ephemeral_domains, sid, domains)
             lease = self.chooser.ephemeral(session, "explicit", domains)
             if lease.context is not None and tuple(domains) != lease.allowed_domains:
                 await self.leases.end(session, lease, "restart")
@@ -189,14 +195,12 @@ class SessionVerbs:
         else:
             await self.leases.check_hold(session, row.id)
         alias = args.get("alias")
-        await self.db(self.registry.attachments.attach, sid, row.id, alias, by_other)
-        self.profiles.attached[row.id] = len(
-            await self.db(self.registry.attachments.of_profile, row.id)
-        )
-        atts = await self.db(self.registry.attachments.of_session, sid)
+        await self.db(self.attachments.attach, sid, row.id, alias, by_other)
+        self.profiles.attached[row.id] = len(await self.db(self.attachments.of_profile, row.id))
+        atts = await self.db(self.attachments.of_session, sid)
         handles = self.chooser.handles(atts)
         if not by_other:
-            await self.db(self.registry.sessions.ack_set, sid, handles)
+            await self.db(self.sessions.ack_set, sid, handles)
         ref = self.profiles.ref(row, "explicit")
         data = {
             "attachments": handles,
@@ -210,7 +214,7 @@ class SessionVerbs:
     async def detach(self, call: SessionCall) -> SessionAnswer:
         session, handle, by_other, check = call.session, call.handle, call.by_other, call.check
         sid = session.ref.id
-        atts = await self.db(self.registry.attachments.of_session, sid)
+        atts = await self.db(self.attachments.of_session, sid)
         if handle is None and not atts:
             raise Refusal(
                 "profile_unknown",
@@ -250,11 +254,11 @@ class SessionVerbs:
             await self.leases.end(session, lease, "closed")
             session.leases.pop(pid, None)
         await self.leases.release_hold(session, pid)
-        await self.db(self.registry.attachments.detach, sid, pid, by_other)
-        self.profiles.attached[pid] = len(await self.db(self.registry.attachments.of_profile, pid))
-        handles = self.chooser.handles(await self.db(self.registry.attachments.of_session, sid))
+        await self.db(self.attachments.detach, sid, pid, by_other)
+        self.profiles.attached[pid] = len(await self.db(self.attachments.of_profile, pid))
+        handles = self.chooser.handles(await self.db(self.attachments.of_session, sid))
         if not by_other:
-            await self.db(self.registry.sessions.ack_set, sid, handles)
+            await self.db(self.sessions.ack_set, sid, handles)
         row = self.profiles.rows.get(pid)
         ref = self.profiles.ref(row, "explicit") if row else None
         return {"detached": pid, "attachments": handles}, f"detached {pid}", ref
@@ -263,12 +267,12 @@ class SessionVerbs:
         session, args, by_other = call.session, call.args, call.by_other
         sid = session.ref.id
         if args.get("none"):
-            await self.db(self.registry.sessions.set_pin, sid, None, by_other)
+            await self.db(self.sessions.set_pin, sid, None, by_other)
             return {"pin": None}, "unpinned", None
         handle = args.get("profile")
         if not handle:
             raise Refusal("usage", detail="pin needs a handle (or --none)", verb="pin")
-        atts = await self.db(self.registry.attachments.of_session, sid)
+        atts = await self.db(self.attachments.of_session, sid)
         pid = None
         if handle == "ephemeral":
             pid = "ephemeral"
@@ -283,9 +287,9 @@ class SessionVerbs:
                 why="attached to this session",
                 fix=f"bay use {handle}   (then bay pin {handle})",
             )
-        await self.db(self.registry.sessions.set_pin, sid, pid, by_other)
+        await self.db(self.sessions.set_pin, sid, pid, by_other)
         if not by_other:
-            await self.db(self.registry.sessions.ack_set, sid, self.chooser.handles(atts))
+            await self.db(self.sessions.ack_set, sid, self.chooser.handles(atts))
         return {"pin": pid}, f"pinned {handle}", None
 
     async def close(self, call: SessionCall) -> SessionAnswer:
@@ -303,17 +307,12 @@ class SessionVerbs:
         held = (
             [lease.profile.id for lease in leases]
             if handle
-            else [
-                pid
-                for pid, _alias in await self.db(
-                    self.registry.attachments.of_session, session.ref.id
-                )
-            ]
+            else [pid for pid, _alias in await self.db(self.attachments.of_session, session.ref.id)]
         )
         for pid in held:
             await self.leases.release_hold(session, pid)
         if not handle:
-            await self.db(self.registry.sessions.closed, session.ref.id)
+            await self.db(self.sessions.closed, session.ref.id)
         text = f"closed {closed} tab(s); they are kept: bay resume reopens them"
         profile = leases[0].profile if len(leases) == 1 else None
         return {"closed_tabs": closed, "leases": len(leases)}, text, profile
@@ -326,8 +325,8 @@ class SessionVerbs:
         except Refusal as r:
             if r.code not in ("profile_required",):
                 raise
-        atts = await self.db(self.registry.attachments.of_session, session.ref.id)
-        state = await self.db(self.registry.sessions.state, session.ref.id)
+        atts = await self.db(self.attachments.of_session, session.ref.id)
+        state = await self.db(self.sessions.state, session.ref.id)
         leases: list[dict[str, Any]] = []
         for lease in list(session.leases.values()):
             pss = (
@@ -348,9 +347,7 @@ class SessionVerbs:
                     "proposal": (
                         proposal.as_row()
                         if not lease.profile.ephemeral
-                        and (
-                            proposal := await self.db(self.registry.proposals.get, lease.profile.id)
-                        )
+                        and (proposal := await self.db(self.proposals.get, lease.profile.id))
                         else None
                     ),
                     "blocked_requests": blocked_requests(lease),

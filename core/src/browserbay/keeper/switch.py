@@ -33,7 +33,7 @@ from browserbay.keeper.backends import (
     listing_text,
     switch_partners,
 )
-from browserbay.keeper.base import RegistryRunner, RestartGate
+from browserbay.keeper.base import RestartGate
 from browserbay.keeper.browsers import BrowserPool
 from browserbay.keeper.choosing import LeaseChooser
 from browserbay.keeper.controls import Controls
@@ -45,7 +45,17 @@ from browserbay.ladder import Verdict, decide, read_dir_version
 from browserbay.model import ProviderRow
 from browserbay.plugins import Plugins
 from browserbay.refusals import Refusal
-from browserbay.registry import KeptTab, ProfileRow, Proposal, Registry
+from browserbay.registry import (
+    Attachments,
+    Db,
+    KeptTab,
+    KeptTabs,
+    ProfileRow,
+    Profiles,
+    Proposal,
+    Proposals,
+    Versions,
+)
 
 log = logging.getLogger("browserbay.keeper")
 
@@ -72,8 +82,12 @@ class BackendSwitch:
     def __init__(
         self,
         plugins: Plugins,
-        registry: Registry,
-        db: RegistryRunner,
+        attachments: Attachments,
+        proposals: Proposals,
+        versions: Versions,
+        kept_tabs: KeptTabs,
+        profile_rows: Profiles,
+        db: Db,
         pool: BrowserPool,
         profiles: ProfileBook,
         leases: Leases,
@@ -84,7 +98,11 @@ class BackendSwitch:
         gate: RestartGate,
     ) -> None:
         self.plugins = plugins
-        self.registry = registry
+        self.attachments = attachments
+        self.proposals = proposals
+        self.versions = versions
+        self.kept_tabs = kept_tabs
+        self.profile_rows = profile_rows
         self.db = db
         self.pool = pool
         self.profiles = profiles
@@ -140,7 +158,7 @@ class BackendSwitch:
         data["current"] = chosen.profile.as_row() if chosen else None
         proposal = None
         if chosen is not None and not chosen.profile.ephemeral:
-            proposal = await self.db(self.registry.proposals.get, chosen.profile.id)
+            proposal = await self.db(self.proposals.get, chosen.profile.id)
         data["proposal"] = proposal.as_row() if proposal else None
         text = listing_text(data, chosen.profile.provider if chosen else None)
         if chosen is not None:
@@ -188,7 +206,7 @@ class BackendSwitch:
                 reason="; ".join(key["problems"]) or "no key of yours and no cluster default",
             )
         found = await anyio.to_thread.run_sync(read_dir_version, Path(row.dir))
-        recorded = await self.db(self.registry.versions.recorded, row.id)
+        recorded = await self.db(self.versions.recorded, row.id)
         major = (
             await anyio.to_thread.run_sync(target.browser_major)
             if target.browser_major is not None
@@ -228,7 +246,7 @@ class BackendSwitch:
     ) -> tuple[list[str], list[tuple[Session, Lease]]]:
         """The other sessions holding the profile (attached, or with a running lease), and
         the leases on it a human drives (a takeover or a handoff)."""
-        others = set(await self.db(self.registry.attachments.of_profile, profile_id))
+        others = set(await self.db(self.attachments.of_profile, profile_id))
         driven = []
         for s in self.sessions.values():
             lease = s.leases.get(profile_id)
@@ -267,7 +285,7 @@ class BackendSwitch:
             tuple(sorted({*others, session.ref.id})),
             tab.page.url if tab is not None else None,
         )
-        await self.db(self.registry.proposals.propose, proposal)
+        await self.db(self.proposals.propose, proposal)
         data = {"switched": False, "proposal": proposal.as_row(), "accept": _accept_cmd(row)}
         text = (
             f"NOT switched: {proposal.why}, so switching profile {row.label} ({row.id}) to "
@@ -290,13 +308,13 @@ class BackendSwitch:
 
     async def _decline(self, session: Session, lease: Lease, row: ProfileRow) -> SwitchAnswer:
         proposal = await self._proposal_of(row)
-        await self.db(self.registry.proposals.drop, row.id)
+        await self.db(self.proposals.drop, row.id)
         who = "withdrawn" if proposal.by == session.ref.id else "declined"
         data = {"switched": False, "declined": proposal.as_row()}
         return data, f"{who}: switching {row.label} to {proposal.provider}", lease.profile
 
     async def _proposal_of(self, row: ProfileRow) -> Proposal:
-        proposal = await self.db(self.registry.proposals.get, row.id)
+        proposal = await self.db(self.proposals.get, row.id)
         if proposal is None:
             raise Refusal("no_proposal", profile=row.id)
         return proposal
@@ -423,13 +441,13 @@ class BackendSwitch:
             except Exception:
                 title = ""
             kept.append(KeptTab(url or "about:blank", title, current))
-        await self.db(self.registry.kept_tabs.keep, session.ref.id, lease.profile.id, kept, "auto")
+        await self.db(self.kept_tabs.keep, session.ref.id, lease.profile.id, kept, "auto")
         return [tab_id for tab_id, *_rest in tabs]
 
     async def _set_backend(
         self, row: ProfileRow, target: ProviderRow, options: dict[str, str]
     ) -> None:
-        await self.db(self.registry.profiles.set_backend, row.id, target.id, options)
+        await self.db(self.profile_rows.set_backend, row.id, target.id, options)
         self.profiles.rows[row.id] = dataclasses.replace(row, provider=target.id, options=options)
         for s in self.sessions.values():
             held = s.leases.get(row.id)

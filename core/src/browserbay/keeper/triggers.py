@@ -32,7 +32,7 @@ from typing import Any
 import anyio
 
 from browserbay import identity, verbs
-from browserbay.keeper.base import Lifecycle, RegistryRunner
+from browserbay.keeper.base import Lifecycle
 from browserbay.keeper.choosing import LeaseChooser
 from browserbay.keeper.controls import Controls
 from browserbay.keeper.leases import Leases, goto_guarded
@@ -41,7 +41,7 @@ from browserbay.keeper.roster import Roster
 from browserbay.model import SessionRef, VerbCall, VerbOutcome
 from browserbay.paths import BayPaths, ensure_private
 from browserbay.refusals import Refusal
-from browserbay.registry import PARKED, Registry
+from browserbay.registry import PARKED, Db, KeptTabs, TriggerClaims
 from browserbay.urls import normalize_url
 
 log = logging.getLogger("browserbay.triggers")
@@ -125,8 +125,9 @@ class TriggerIntake:
     def __init__(
         self,
         paths: BayPaths,
-        registry: Registry,
-        db: RegistryRunner,
+        claims: TriggerClaims,
+        kept_tabs: KeptTabs,
+        db: Db,
         roster: Roster,
         chooser: LeaseChooser,
         leases: Leases,
@@ -138,7 +139,8 @@ class TriggerIntake:
     ) -> None:
         self.poll = poll
         self.max_age = max_age
-        self.registry = registry
+        self.claims = claims
+        self.kept_tabs = kept_tabs
         self.db = db
         self.roster = roster
         self.chooser = chooser
@@ -243,8 +245,8 @@ class TriggerIntake:
         self._queues.pop(session, None)
 
     async def _once(self, stem: str, request: dict[str, Any]) -> dict[str, Any]:
-        db, reg = self.db, self.registry
-        previous = await db(reg.triggers.claim, stem, request["action"], request["session"])
+        db, claims = self.db, self.claims
+        previous = await db(claims.claim, stem, request["action"], request["session"])
         if previous:
             return dict(json.loads(previous))  # handled before: the first result, no replay
         if previous == "":
@@ -259,7 +261,7 @@ class TriggerIntake:
             )
         else:
             answer = await self._act(request)
-        await db(reg.triggers.finish, stem, json.dumps(answer))
+        await db(claims.finish, stem, json.dumps(answer))
         return answer
 
     async def _act(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -317,7 +319,7 @@ class TriggerIntake:
                     if action == "resume":
                         kept = []
                         for key in (lease.profile.id, lease.profile.id + PARKED):
-                            kept += (await self.db(self.registry.kept_tabs.kept, sid, key)).tabs
+                            kept += (await self.db(self.kept_tabs.kept, sid, key)).tabs
                         if not kept and lease.context is None:
                             return result(
                                 action, sid, False, "not-found", "no kept tabs for this session"
