@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 
 from browserbay import identity, verbs
 from browserbay.keeper.base import Lifecycle
@@ -118,6 +119,16 @@ def result(
     }
 
 
+@dataclasses.dataclass
+class _Attempt:
+    """How far one action got: the call as the guards judged it (None: it never reached
+    them, so it is not audited), and whether anything of it started (a cut is then
+    ``uncertain``)."""
+
+    call: VerbCall | None = None
+    started: bool = False
+
+
 class TriggerIntake:
     """``poll``: seconds between scans of the directory; ``max_age``: seconds after its
     publication a request is refused as stale."""
@@ -190,7 +201,9 @@ class TriggerIntake:
             out.append((name, raw if raw is None or len(raw) <= MAX_BYTES else None, age))
         return out
 
-    async def _intake(self, name: str, raw: bytes | None, age: float, tg: Any) -> None:
+    async def _intake(
+        self, name: str, raw: bytes | None, age: float, tg: anyio.abc.TaskGroup
+    ) -> None:
         stem = name[: -len(".json")]
         if raw is None:
             await self._answer(
@@ -274,12 +287,12 @@ class TriggerIntake:
         args = {"url": request["url"]} if request.get("url") else {}
         call = VerbCall(VERB[action], args, SessionRef(sid, "api"), None, "trigger")
         began = time.monotonic()
-        state: dict[str, Any] = {"call": None, "started": False}
+        state = _Attempt()
         answer = await self._guarded(action, sid, call, request, state)
-        if state["call"] is not None:  # it reached the guards: one audit row, as a verb's
+        if state.call is not None:  # it reached the guards: one audit row, as a verb's
             code = None if answer["ok"] else answer["reason"].split(":", 1)[0]
             elapsed = (time.monotonic() - began) * 1000
-            await self.guards.done(state["call"], VerbOutcome(answer["ok"], code, elapsed))
+            await self.guards.done(state.call, VerbOutcome(answer["ok"], code, elapsed))
         return answer
 
     async def _guarded(
@@ -288,7 +301,7 @@ class TriggerIntake:
         sid: str,
         call: VerbCall,
         request: dict[str, Any],
-        state: dict[str, Any],
+        state: _Attempt,
     ) -> dict[str, Any]:
         guards = self.guards
         verb = verbs.BY_NAME[call.verb]
@@ -302,10 +315,10 @@ class TriggerIntake:
                         )
                     async with existing.lock:
                         running = existing.running_leases
-                        state["call"] = call
+                        state.call = call
                         # Nobody's road cuts a human off: refused while one holds the controls.
-                        state["call"] = guards.check(call, None, ending=running)
-                        state["started"] = True
+                        state.call = guards.check(call, None, ending=running)
+                        state.started = True
                         for lease in running:
                             await self.leases.end(existing, lease, "trigger_stop")
                     return result(
@@ -314,8 +327,8 @@ class TriggerIntake:
                 session = self.roster.session(call.session, None)
                 async with session.lock:
                     lease = await self.chooser.choose(session, request.get("profile"))
-                    state["call"] = dataclasses.replace(call, profile=lease.profile)
-                    state["call"] = guards.check(state["call"], lease)
+                    state.call = dataclasses.replace(call, profile=lease.profile)
+                    state.call = guards.check(state.call, lease)
                     if action == "resume":
                         kept = []
                         for key in (lease.profile.id, lease.profile.id + PARKED):
@@ -324,7 +337,7 @@ class TriggerIntake:
                             return result(
                                 action, sid, False, "not-found", "no kept tabs for this session"
                             )
-                        state["started"] = True
+                        state.started = True
                         before = len(lease.tabs)
 
                         async def resume() -> None:
@@ -336,7 +349,7 @@ class TriggerIntake:
                         return result(
                             action, sid, True, "resumed", f"reopened {restored} kept tab(s)"
                         )
-                    state["started"] = True
+                    state.started = True
                     url = request.get("url")
 
                     async def navigate() -> str:
@@ -359,7 +372,7 @@ class TriggerIntake:
                 False,
                 "refused",
                 f"{r.code}: {r.message}",
-                uncertain=state["started"] and r.code == "browser_interrupted",
+                uncertain=state.started and r.code == "browser_interrupted",
             )
         except TimeoutError:
             return result(
@@ -368,7 +381,7 @@ class TriggerIntake:
                 False,
                 "refused",
                 "deadline: timeout_ms ran out",
-                uncertain=state["started"],
+                uncertain=state.started,
             )
         except Exception as exc:
             if type(exc).__module__.startswith("playwright"):
@@ -379,7 +392,7 @@ class TriggerIntake:
                     False,
                     "refused",
                     f"action_failed: {first}",
-                    uncertain=state["started"],
+                    uncertain=state.started,
                 )
             raise
 
