@@ -210,7 +210,6 @@ class App:
             registry.proposals,
             registry.versions,
             registry.kept_tabs,
-            registry.profiles,
             db,
             self.pool,
             self.profiles,

@@ -7,6 +7,7 @@ a command line. Profile directories are 0700 under the data dir.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import secrets
@@ -114,6 +115,12 @@ class ProfileBook:
         removed = await anyio.to_thread.run_sync(self._leftovers)
         if removed:
             log.info("removed %d profile dir(s) a killed keeper left: %s", len(removed), removed)
+
+    async def set_backend(self, row: ProfileRow, provider: str, options: dict[str, str]) -> None:
+        """A backend switch: the profile's provider and options, in the registry (which
+        settles its proposal) and in :attr:`rows` (this book is their one writer)."""
+        await self.db(self.profiles.set_backend, row.id, provider, options)
+        self.rows[row.id] = dataclasses.replace(row, provider=provider, options=options)
 
     async def used(self, profile_id: str) -> None:
         """A browser started on the profile: its ``last_used`` is now."""

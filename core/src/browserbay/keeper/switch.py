@@ -51,7 +51,6 @@ from browserbay.registry import (
     KeptTab,
     KeptTabs,
     ProfileRow,
-    Profiles,
     Proposal,
     Proposals,
     Versions,
@@ -86,7 +85,6 @@ class BackendSwitch:
         proposals: Proposals,
         versions: Versions,
         kept_tabs: KeptTabs,
-        profile_rows: Profiles,
         db: Db,
         pool: BrowserPool,
         profiles: ProfileBook,
@@ -102,7 +100,6 @@ class BackendSwitch:
         self.proposals = proposals
         self.versions = versions
         self.kept_tabs = kept_tabs
-        self.profile_rows = profile_rows
         self.db = db
         self.pool = pool
         self.profiles = profiles
@@ -447,8 +444,7 @@ class BackendSwitch:
     async def _set_backend(
         self, row: ProfileRow, target: ProviderRow, options: dict[str, str]
     ) -> None:
-        await self.db(self.profile_rows.set_backend, row.id, target.id, options)
-        self.profiles.rows[row.id] = dataclasses.replace(row, provider=target.id, options=options)
+        await self.profiles.set_backend(row, target.id, options)
         for s in self.sessions.values():
             held = s.leases.get(row.id)
             if held is not None:
