@@ -5,6 +5,10 @@ one :class:`BaySettings` to the services that use a setting; nothing in the keep
 ``os.environ`` for a setting at import time or per call. docs/configuration.md lists every
 field here (``tests/test_docs.py`` checks it both ways).
 
+Standard library only, on purpose: the keeper imports this before its first answer, so its
+import is part of every cold ``bay`` command (a pydantic-settings model cost ~250 ms there,
+18 % of a cold first open: ``bench/keeper_compare.py``).
+
 Not here, on purpose:
 
 - what the thin client reads (``BAY_SESSION``, ``BAY_PROFILE``, ``BAY_GROUP``,
@@ -23,11 +27,10 @@ Not here, on purpose:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+import os
+from collections.abc import Callable, Mapping
 from typing import Any
-
-from pydantic import Field, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PREFIX = "BAY_"
 
@@ -37,80 +40,67 @@ class SettingsError(ValueError):
     variable and what it needs)."""
 
 
-class BaySettings(BaseSettings):
-    """The keeper's settings. ``BaySettings()`` reads ``BAY_<FIELD>`` from the environment;
-    tests build one with the values they need (``BaySettings(idle_timeout=2)``)."""
+def _setting(default: Any, description: str) -> Any:
+    return dataclasses.field(default=default, metadata={"description": description})
 
-    model_config = SettingsConfigDict(env_prefix=PREFIX, extra="ignore", frozen=True)
 
-    default_provider: str = Field(
-        default="chromium", description="The provider id of every session's ephemeral profile."
+@dataclasses.dataclass(frozen=True)
+class BaySettings:
+    """The keeper's settings: the defaults; :func:`load_settings` reads ``BAY_<FIELD>``
+    from the environment, and tests build one with the values they need
+    (``BaySettings(idle_timeout=2)``)."""
+
+    default_provider: str = _setting(
+        "chromium", "The provider id of every session's ephemeral profile."
     )
-    default_profile: str = Field(
-        default="",
-        description="The instance default profile (a label or id) a session with no other "
+    default_profile: str = _setting(
+        "",
+        "The instance default profile (a label or id) a session with no other "
         "choice acts on; empty: none.",
     )
-    idle_timeout: float = Field(
-        default=900.0,
-        description="Seconds without a verb after which a session loses its leases (its tabs "
+    idle_timeout: float = _setting(
+        900.0,
+        "Seconds without a verb after which a session loses its leases (its tabs "
         "are kept); also how long an exclusive holder may stay silent.",
     )
-    handback_idle: float = Field(
-        default=300.0,
-        description="Seconds without input after which a human's takeover hands the controls "
-        "back by itself.",
+    handback_idle: float = _setting(
+        300.0,
+        "Seconds without input after which a human's takeover hands the controls back by itself.",
     )
-    browser_grace: float = Field(
-        default=30.0, description="Seconds a browser with no user left runs before it is stopped."
+    browser_grace: float = _setting(
+        30.0, "Seconds a browser with no user left runs before it is stopped."
     )
-    keeper_idle: float = Field(
-        default=3600.0,
-        description="Seconds without a request after which a keeper holding nothing exits.",
+    keeper_idle: float = _setting(
+        3600.0,
+        "Seconds without a request after which a keeper holding nothing exits.",
     )
-    tick: float = Field(default=15.0, description="Seconds between housekeeping runs.")
-    outputs_max_age: float = Field(
-        default=86400.0, description="Seconds a spill file of run/outputs is kept (above 0)."
+    tick: float = _setting(15.0, "Seconds between housekeeping runs.")
+    outputs_max_age: float = _setting(
+        86400.0, "Seconds a spill file of run/outputs is kept (above 0)."
     )
-    outputs_max_mb: float = Field(
-        default=256.0, description="MiB the spill files of run/outputs stay under (above 0)."
+    outputs_max_mb: float = _setting(
+        256.0, "MiB the spill files of run/outputs stay under (above 0)."
     )
-    download_max_mb: float = Field(
-        default=100.0,
-        description="MiB one session's downloads may weigh together (0 refuses every download).",
+    download_max_mb: float = _setting(
+        100.0,
+        "MiB one session's downloads may weigh together (0 refuses every download).",
     )
-    contexts_per_browser: int = Field(
-        default=16, description="Isolated session contexts one shared browser process holds."
+    contexts_per_browser: int = _setting(
+        16, "Isolated session contexts one shared browser process holds."
     )
-    frame_timeout: float = Field(
-        default=10.0,
-        description="Seconds a request frame may take from its first byte to its newline.",
+    frame_timeout: float = _setting(
+        10.0,
+        "Seconds a request frame may take from its first byte to its newline.",
     )
-    trigger_poll: float = Field(
-        default=0.2, description="Seconds between scans of the trigger intake directory."
+    trigger_poll: float = _setting(0.2, "Seconds between scans of the trigger intake directory.")
+    trigger_max_age: float = _setting(
+        3600.0,
+        "Seconds after publication a trigger request is refused as stale.",
     )
-    trigger_max_age: float = Field(
-        default=3600.0,
-        description="Seconds after publication a trigger request is refused as stale.",
+    max_browsers: int = _setting(
+        8, "The most browser processes the keeper runs at once (0: no ceiling)."
     )
-    max_browsers: int = Field(
-        default=8, description="The most browser processes the keeper runs at once (0: no ceiling)."
-    )
-    log_level: str = Field(default="INFO", description="Level of the keeper log.")
-
-    @field_validator("outputs_max_age", "outputs_max_mb", mode="before")
-    @classmethod
-    def _positive_or_default(cls, value: Any, info: Any) -> Any:
-        """A spill limit that does not parse or is not above 0 is its default (logged by
-        nobody: the spill files are only ever pruned more gently)."""
-        return _number_or_default(value, cls.model_fields[info.field_name].default, minimum=None)
-
-    @field_validator("download_max_mb", mode="before")
-    @classmethod
-    def _non_negative_or_default(cls, value: Any, info: Any) -> Any:
-        """A downloads limit that does not parse or is negative is its default (0 is a value:
-        no downloads)."""
-        return _number_or_default(value, cls.model_fields[info.field_name].default, minimum=0.0)
+    log_level: str = _setting("INFO", "Level of the keeper log.")
 
     @property
     def outputs_max_bytes(self) -> int:
@@ -124,38 +114,65 @@ class BaySettings(BaseSettings):
     def variables(cls) -> dict[str, str]:
         """``BAY_<FIELD>`` -> the field's description: what docs/configuration.md lists."""
         return {
-            f"{PREFIX}{name.upper()}": field.description or ""
-            for name, field in cls.model_fields.items()
+            f"{PREFIX}{f.name.upper()}": str(f.metadata["description"])
+            for f in dataclasses.fields(cls)
         }
 
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        """``BAY_<FIELD>`` -> the field's default."""
+        return {f"{PREFIX}{f.name.upper()}": f.default for f in dataclasses.fields(cls)}
 
-def _number_or_default(value: Any, default: float, minimum: float | None) -> Any:
-    if value in (None, ""):
-        return default
+
+#: Limits for which a value that does not parse, or is not above 0 (None) / below the
+#: minimum given, is the field's default: the spill files and downloads are only ever
+#: bounded more gently by a mistake, never left unbounded or the keeper unstarted.
+_LENIENT: dict[str, float | None] = {
+    "outputs_max_age": None,
+    "outputs_max_mb": None,
+    "download_max_mb": 0.0,
+}
+
+
+def _lenient(raw: str, default: float, minimum: float | None) -> float:
     try:
-        number = float(value)
-    except (TypeError, ValueError):
+        number = float(raw)
+    except ValueError:
         return default
     if minimum is None:
         return number if number > 0 else default
     return number if number >= minimum else default
 
 
+_KINDS: dict[str, tuple[Callable[[str], Any], str]] = {
+    "float": (float, "a number"),
+    "int": (int, "a whole number"),
+    "str": (str, "text"),
+}
+
+
 def load_settings(environ: Mapping[str, str] | None = None) -> BaySettings:
     """The keeper's settings from ``environ`` (default: this process's environment), or
-    :class:`SettingsError` naming each variable that does not parse."""
-    try:
-        if environ is None:
-            return BaySettings()
-        values = {
-            name: environ[f"{PREFIX}{name.upper()}"]
-            for name in BaySettings.model_fields
-            if f"{PREFIX}{name.upper()}" in environ
-        }
-        return BaySettings.model_validate(values)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{PREFIX}{str(error['loc'][0]).upper()}={error.get('input')!r}: {error['msg']}"
-            for error in exc.errors()
-        )
-        raise SettingsError(f"settings do not parse: {problems}") from None
+    :class:`SettingsError` naming each variable that does not parse. An empty variable is
+    its default."""
+    env = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    problems: list[str] = []
+    for f in dataclasses.fields(BaySettings):
+        var = f"{PREFIX}{f.name.upper()}"
+        raw = env.get(var)
+        if raw is None or (raw == "" and f.type != "str"):
+            continue
+        if f.name in _LENIENT:
+            default = f.default
+            assert isinstance(default, float)  # every lenient field is a number
+            values[f.name] = _lenient(raw, default, _LENIENT[f.name])
+            continue
+        parse, what = _KINDS[str(f.type)]
+        try:
+            values[f.name] = parse(raw.strip())
+        except ValueError:
+            problems.append(f"{var}={raw[:40]!r}: needs {what}")
+    if problems:
+        raise SettingsError("settings do not parse: " + "; ".join(problems))
+    return BaySettings(**values)
