@@ -181,7 +181,7 @@ def test_a_file_of_the_caller_is_sent_absolute_for_every_verb_the_table_marks() 
 
 #: One call of each typed verb method.
 CALLS: dict[str, tuple[object, ...]] = {
-    **dict.fromkeys(("click", "check", "uncheck", "hover"), ("@e1",)),
+    **dict.fromkeys(("click", "dblclick", "check", "uncheck", "hover"), ("@e1",)),
     **dict.fromkeys(("fill", "type"), ("@e1", "Ada")),
     **dict.fromkeys(("snapshot", "scroll", "wait", "back", "forward", "reload"), ()),
     **dict.fromkeys(("tabs", "close", "status", "plugins", "verbs", "keeper_status"), ()),

@@ -148,6 +148,11 @@ class SyncClient:
         """Click an element (an ``@eN`` reference from the last snapshot, or a selector)."""
         return self._request("click", {"target": target}, timeout, Answer)
 
+    def dblclick(self, target: str, *, timeout: float | None = None) -> Answer:
+        """Double-click an element (refused ``action_failed`` when it is covered or disabled:
+        never pressed then)."""
+        return self._request("dblclick", {"target": target}, timeout, Answer)
+
     def fill(self, target: str, text: str, *, timeout: float | None = None) -> Answer:
         """Replace a field's value (never logged, audited or shown to plugins)."""
         return self._request("fill", {"target": target, "text": text}, timeout, Answer)
