@@ -13,6 +13,7 @@ with the way out. A finished download also leaves a notice (where it is).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -102,12 +103,17 @@ def _mib(n: int) -> str:
     return f"{n / (1 << 20):.1f} MiB"
 
 
-async def _discard(download: Download) -> None:
-    """Remove what arrived of it (a cancelled one says so by raising: already gone)."""
+async def _discard(download: Download, artifact: str) -> None:
+    """Remove what arrived of it (a cancelled one says so by raising: already gone), and
+    the partial ``<artifact>.crdownload`` a cancel leaves for Chromium to remove in its own
+    time: gone before the notice says so."""
     try:
         await download.delete()
     except Exception:
         log.debug("the download's file was already gone", exc_info=True)
+    if artifact:
+        partial = Path(artifact + ".crdownload")
+        await anyio.to_thread.run_sync(functools.partial(partial.unlink, missing_ok=True))
 
 
 class Downloads:
@@ -180,7 +186,7 @@ class Downloads:
                 if total > self.max_bytes:
                     over = total
             if over is not None:
-                await _discard(download)
+                await _discard(download, artifact)
                 session.notices.append(
                     f"download {name!r} cancelled: it would pass this session's download "
                     f"bound ({_mib(self.max_bytes)}, BAY_DOWNLOAD_MAX_MB; {_mib(kept)} kept in "
@@ -189,7 +195,7 @@ class Downloads:
                 log.info("a download of session %s was cancelled at the bound", sid)
                 return
             if failure is not None:
-                await _discard(download)
+                await _discard(download, artifact)
                 session.notices.append(f"download {name!r} failed: {failure[:200]}")
                 return
             target = await anyio.to_thread.run_sync(_reserve, directory, name)
