@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up browserbay on a fresh Debian/Ubuntu machine: Debian's Chromium (only when no
-# Chromium-family browser is there), uv, and the workspace venv in .venv. Idempotent.
+# Chromium-family browser is there), the test tools (bubblewrap, Xvfb, …), uv, and the
+# workspace venv in .venv. Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,6 +29,8 @@ if ! fc-list 2>/dev/null | grep -qi dejavu; then missing+=(fonts-dejavu-core); f
 command -v dbus-daemon >/dev/null 2>&1 || missing+=(dbus-daemon)
 command -v gnome-keyring-daemon >/dev/null 2>&1 || missing+=(gnome-keyring)
 command -v secret-tool >/dev/null 2>&1 || missing+=(libsecret-tools)
+# The sandbox test runs an agent under bubblewrap with only its session socket (docs/sandboxing.md).
+command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 # Native windows (the local-window provider and its tests): Xvfb, the AT-SPI bus, Debian's
 # python3 with pyatspi for the tree walker, GTK3 for the test app, setpriv (util-linux).
 for pkg in xvfb at-spi2-core dbus python3-pyatspi python3-gi gir1.2-gtk-3.0 util-linux; do
