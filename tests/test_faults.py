@@ -281,6 +281,7 @@ def test_a_switch_whose_browser_dies_leaves_the_current_tab_as_it_was() -> None:
     import anyio
 
     from browserbay import verbs
+    from browserbay.keeper.channels import OWNER
     from browserbay.keeper.route import LeaseCall
     from browserbay.keeper.sessions import Lease, Session, TabBook
     from browserbay.keeper.sessionverbs import TabVerbs
@@ -302,7 +303,9 @@ def test_a_switch_whose_browser_dies_leaves_the_current_tab_as_it_was() -> None:
                 return lease
 
         tab_verbs = TabVerbs(None, book, Leases())  # type: ignore[arg-type]
-        call = LeaseCall(verbs.BY_NAME["tab"], {"action": second.id}, session, lease, 1e12, 30)
+        call = LeaseCall(
+            verbs.BY_NAME["tab"], {"action": second.id}, session, lease, 1e12, 30, OWNER
+        )
         refused = False
         try:
             await tab_verbs.tab(call)
@@ -341,6 +344,7 @@ def test_a_tab_new_whose_browser_dies_as_it_loads_is_not_answered_ok() -> None:
     import anyio
 
     from browserbay import verbs
+    from browserbay.keeper.channels import OWNER
     from browserbay.keeper.route import LeaseCall
     from browserbay.keeper.sessions import Lease, Session, TabBook
     from browserbay.keeper.sessionverbs import TabVerbs
@@ -372,7 +376,9 @@ def test_a_tab_new_whose_browser_dies_as_it_loads_is_not_answered_ok() -> None:
         tab_verbs = TabVerbs(None, book, Leases())  # type: ignore[arg-type]
         args = {"action": "new", "arg": "http://b/"}
         try:
-            await tab_verbs.tab(LeaseCall(verbs.BY_NAME["tab"], args, session, lease, 1e12, 30))
+            await tab_verbs.tab(
+                LeaseCall(verbs.BY_NAME["tab"], args, session, lease, 1e12, 30, OWNER)
+            )
         except Refusal as r:
             return lease.current, r.code
         return lease.current, "ok"

@@ -10,6 +10,7 @@ import pytest
 
 from browserbay import verbs
 from browserbay.keeper.app import App
+from browserbay.keeper.channels import OWNER, Channel
 from browserbay.keeper.pageverbs import PAGE_VERBS
 from browserbay.keeper.route import OnKeeper, OnPage, OnPlugin, RouteError, VerbRoute
 from browserbay.model import PluginVerb
@@ -29,7 +30,9 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> App:
     return App(load_plugins({}), open_sqlite(paths.registry), paths, BaySettings())
 
 
-async def _answer(args: dict[str, Any], handle: str | None) -> tuple[dict[str, Any], str]:
+async def _answer(
+    args: dict[str, Any], handle: str | None, channel: Channel
+) -> tuple[dict[str, Any], str]:
     return {}, ""
 
 
@@ -91,8 +94,8 @@ def test_a_plugin_asking_for_a_verb_that_is_no_keeper_verb_is_refused(app: App) 
     verb (never a KeyError); a keeper verb is answered."""
     for name in ("status", "no-such-verb"):
         with pytest.raises(Refusal) as refused:
-            anyio.run(app.route.run_keeper_verb, name, {}, None)
+            anyio.run(app.route.run_keeper_verb, name, {}, None, OWNER)
         assert refused.value.code == "bad_frame"
         assert f"unknown verb {name!r}" in refused.value.message
-    data, _text = anyio.run(app.route.run_keeper_verb, "verbs", {}, None)
+    data, _text = anyio.run(app.route.run_keeper_verb, "verbs", {}, None, OWNER)
     assert {row["name"] for row in data["verbs"]} >= {"open", "keeper", "verbs"}

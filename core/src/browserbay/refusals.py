@@ -303,6 +303,34 @@ _ROWS = (
         "free space on that disk (or bay profiles, then bay forget <unused profile>), then run "
         "it again; the home is {where}",
     ),
+    Code(
+        "session_fixed",
+        "This socket is session {fixed}'s: it cannot act as session {asked}",
+        "drop --session / BAY_SESSION / --actor: on this socket you are always {fixed}; "
+        "another session has its own socket (the human grants it: bay session grant ...)",
+    ),
+    Code(
+        "owner_only",
+        "'{what}' is the owner's to run: it is refused on a session socket",
+        "ask the human to run it: {command}",
+    ),
+    Code(
+        "profile_not_granted",
+        "Profile {profile} is not granted to session {session}: a session socket uses only "
+        "its own browser and the profiles its grant names",
+        "work in your own browser (no --profile), or ask the human to run: {command}",
+    ),
+    Code(
+        "grant_refused",
+        "No session socket was granted for {session}: {reason}",
+        "{fix}",
+    ),
+    Code(
+        "session_socket_gone",
+        "The session socket {socket} does not answer ({reason}): its grant was revoked or has "
+        "expired, or its keeper is not running; a session socket never starts a keeper",
+        "ask the human to grant it again: bay session grant <your session> --socket {socket}",
+    ),
 )
 
 #: code name -> row. Closed: :func:`refusal` refuses a name that is not here.

@@ -85,6 +85,7 @@ class Verb:
         "mutates",
         "name",
         "needs",
+        "owner_only",
         "plugin",
         "pointer",
         "scope",
@@ -105,6 +106,7 @@ class Verb:
         example: str = "",
         plugin: str = "",
         pointer: bool = False,
+        owner_only: tuple[str, ...] = (),
     ):
         self.name = name
         self.scope = scope
@@ -118,6 +120,10 @@ class Verb:
         """The plugin that contributed the verb (empty for the core's own)."""
         self.pointer = pointer
         """It acts with the pointer at its target's point (an action trace marks where)."""
+        self.owner_only = owner_only
+        """The calls of it only the owner's channel may make (refused ``owner_only`` on a
+        session socket), as conditions: ``*`` every call; ``name=value`` when argument
+        ``name`` is ``value``; ``name`` when argument (or flag) ``name`` is given."""
 
     def to_row(self) -> dict[str, object]:
         return {
@@ -131,6 +137,7 @@ class Verb:
             "example": self.example,
             "plugin": self.plugin,
             "pointer": self.pointer,
+            "owner_only": list(self.owner_only),
         }
 
     def arg(self, name: str) -> Arg:
@@ -139,6 +146,19 @@ class Verb:
             if a.name == name:
                 return a
         raise KeyError(f"{self.name} has no argument {name!r}")
+
+    def owner_only_for(self, args: dict[str, Any]) -> str | None:
+        """The first :attr:`owner_only` condition ``args`` meet (None: anyone may call it so)."""
+        for cond in self.owner_only:
+            name, eq, value = cond.partition("=")
+            if cond == "*":
+                return cond
+            given = args.get(name)
+            if eq and given == value:
+                return cond
+            if not eq and given not in (None, False, "", []):
+                return cond
+        return None
 
     def with_local_paths(self, args: dict[str, Any]) -> dict[str, Any]:
         """``args`` with each given :data:`PATH` argument made absolute (the CLI, the Python
@@ -162,6 +182,7 @@ class Verb:
             example=str(row.get("example") or ""),
             plugin=str(row.get("plugin") or ""),
             pointer=bool(row.get("pointer")),
+            owner_only=tuple(str(c) for c in row.get("owner_only") or ()),
         )
 
 
@@ -447,6 +468,20 @@ VERBS: tuple[Verb, ...] = (
         ),
         mutates=True,
         example="bay hints shop.example",
+    ),
+    Verb(
+        "session",
+        KEEPER,
+        "Session sockets: grant one bound to a session (owner), list, revoke; mint a child "
+        "session (a sub-agent with its own browser).",
+        (
+            Arg("action", "pos", "what to do", choices=("grant", "list", "revoke", "child")),
+            Arg("id", "opt", "the session (grant, revoke)"),
+            Arg("socket", "value", "grant: the unix socket to create (its directory yours, 0700)"),
+            Arg("ttl", "value", "grant: seconds until the socket stops answering", type="float"),
+        ),
+        owner_only=("action=grant", "action=revoke"),
+        example="bay session grant agent-1 --socket /run/agents/a1/bay.sock --profile work",
     ),
     Verb(
         "keeper",

@@ -1,6 +1,7 @@
 """The keeper's own verbs: keeper status/stop, plugins, verbs, the profile registry (new,
 profiles, forget, adopt, group), hints, triggers and audit. Each answers ``(args, handle)``
-(see :class:`browserbay.keeper.route.OnKeeper`); none needs a session."""
+(and the channel the request came in on: see :class:`browserbay.keeper.route.OnKeeper`); none
+needs a session."""
 
 from __future__ import annotations
 
@@ -18,12 +19,14 @@ from browserbay.keeper.audit import AuditTrail
 from browserbay.keeper.backends import provider_row
 from browserbay.keeper.base import Answer, Lifecycle
 from browserbay.keeper.browsers import BrowserPool
+from browserbay.keeper.channels import Channel
 from browserbay.keeper.hints import listing as hints_listing
 from browserbay.keeper.profiles import ProfileBook
 from browserbay.keeper.sessions import Session
 from browserbay.keeper.triggers import triggers_dir
 from browserbay.paths import BayPaths, ensure_private
 from browserbay.plugins import Plugins
+from browserbay.refusals import Refusal
 from browserbay.registry import Db, GroupDefaults, SiteHints
 
 log = logging.getLogger("browserbay.keeper")
@@ -83,30 +86,32 @@ class AdminVerbs:
 
     # -- the verbs ----------------------------------------------------------------------
 
-    async def verbs(self, args: dict[str, Any], handle: str | None) -> Answer:
+    async def verbs(self, args: dict[str, Any], handle: str | None, channel: Channel) -> Answer:
         table = [v.to_row() for v in self.table.values()]
         listing = "\n".join(
             f"{r['name']:<11} {r['plugin'] or 'core':<12} {r['summary']}" for r in table
         )
         return {"verbs": table}, listing
 
-    async def hints(self, args: dict[str, Any], handle: str | None) -> Answer:
+    async def hints(self, args: dict[str, Any], handle: str | None, channel: Channel) -> Answer:
         return await hints_listing(args, self.site_hints, self.db, self.plugins.providers)
 
-    async def new(self, args: dict[str, Any], handle: str | None) -> Answer:
+    async def new(self, args: dict[str, Any], handle: str | None, channel: Channel) -> Answer:
         made = await self.profiles.new(args)
         await self.pool.spread_devtools_ports()  # a cdp profile's port, kept off every tab
         return made
 
-    async def adopt(self, args: dict[str, Any], handle: str | None) -> Answer:
+    async def adopt(self, args: dict[str, Any], handle: str | None, channel: Channel) -> Answer:
         return await self.profiles.adopt(args)
 
-    async def forget(self, args: dict[str, Any], handle: str | None) -> Answer:
+    async def forget(self, args: dict[str, Any], handle: str | None, channel: Channel) -> Answer:
         return await self.profiles.forget(
             str(args["profile"]), lambda pid: self._running_profile(pid) is not None
         )
 
-    async def profiles_listing(self, args: dict[str, Any], handle: str | None) -> Answer:
+    async def profiles_listing(
+        self, args: dict[str, Any], handle: str | None, channel: Channel
+    ) -> Answer:
         live = {pid: self._running_profile(pid) for pid in self.profiles.rows}
         for browser in live.values():
             if browser is not None:
@@ -114,21 +119,21 @@ class AdminVerbs:
                 browser["pss_kib"] = pss
         return await self.profiles.listing(bool(args.get("orphans")), live.get)
 
-    async def triggers(self, args: dict[str, Any], handle: str | None) -> Answer:
+    async def triggers(self, args: dict[str, Any], handle: str | None, channel: Channel) -> Answer:
         path = triggers_dir(self.paths)
         # The intake makes them as it starts; a caller asking first must find them too.
         for directory in (path, path / "processed"):
             await anyio.to_thread.run_sync(ensure_private, directory)
         return {"path": str(path), "processed": str(path / "processed")}, str(path)
 
-    async def group(self, args: dict[str, Any], handle: str | None) -> Answer:
+    async def group(self, args: dict[str, Any], handle: str | None, channel: Channel) -> Answer:
         target = self.profiles.find(str(args["profile"]))
         await self.db(self.groups.set, str(args["name"]), target.id)
         return {"group": args["name"], "profile": target.id}, (
             f"sessions with BAY_GROUP={args['name']} default to {target.label} ({target.id})"
         )
 
-    async def audit(self, args: dict[str, Any], handle: str | None) -> Answer:
+    async def audit(self, args: dict[str, Any], handle: str | None, channel: Channel) -> Answer:
         pid = self.profiles.find(handle).id if handle else None
         rows = await self.audit_trail.rows(pid, int(args.get("last") or 50))
         text = "\n".join(
@@ -139,7 +144,7 @@ class AdminVerbs:
         )
         return {"audit": [r.as_row() for r in rows]}, text or "(no audit rows yet)"
 
-    async def keeper(self, args: dict[str, Any], handle: str | None) -> Answer:
+    async def keeper(self, args: dict[str, Any], handle: str | None, channel: Channel) -> Answer:
         """``bay keeper stop`` / ``bay keeper status``."""
         if args["action"] == "stop":
             self.life.begin_stop()
@@ -157,7 +162,15 @@ class AdminVerbs:
             )
         return status, text
 
-    async def plugins_listing(self, args: dict[str, Any], handle: str | None) -> Answer:
+    async def session(self, args: dict[str, Any], handle: str | None, channel: Channel) -> Answer:
+        """Placeholder until the session sockets' service lands (issue 17, in progress)."""
+        raise Refusal(
+            "usage", detail="bay session is not served by this keeper yet", verb="session"
+        )
+
+    async def plugins_listing(
+        self, args: dict[str, Any], handle: str | None, channel: Channel
+    ) -> Answer:
         # Providers' probes look at the disk (a binary, a cache): off the loop.
         rows = list(self.plugins.providers.values())
         providers = await anyio.to_thread.run_sync(lambda: [provider_row(p) for p in rows])

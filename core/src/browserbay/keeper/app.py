@@ -124,6 +124,7 @@ def core_handlers(
         "audit": OnKeeper(admin.audit),
         "hints": OnKeeper(admin.hints),
         "keeper": OnKeeper(admin.keeper),
+        "session": OnKeeper(admin.session),
         "plugins": OnKeeper(admin.plugins_listing),
         "verbs": OnKeeper(admin.verbs),
         **{name: OnPage(run) for name, run in PAGE_VERBS.items()},

@@ -25,6 +25,7 @@ import anyio.abc
 
 from browserbay import progress, protocol, verbs
 from browserbay._version import __version__
+from browserbay.keeper.channels import OWNER, Channel
 from browserbay.paths import BayPaths, NotYours, bay_paths
 from browserbay.refusals import Refusal
 from browserbay.scrub import scrub, scrub_frame
@@ -291,20 +292,23 @@ async def serve_connection(
     app: App,
     budget: Budget | None = None,
     frame_timeout: float = 10.0,
+    channel: Channel = OWNER,
 ) -> None:
-    """One client: hello, then one answer per request frame. A bad or oversized frame gets
-    an error frame (the rest of an oversized line is read and dropped) and the connection
-    goes on with the next frame; a frame that does not end within ``frame_timeout`` seconds
-    ends it."""
+    """One client on ``channel``: hello, then one answer per request frame. A bad or
+    oversized frame gets an error frame (the rest of an oversized line is read and dropped)
+    and the connection goes on with the next frame; a frame that does not end within
+    ``frame_timeout`` seconds ends it."""
     reader = FrameReader(stream, budget if budget is not None else Budget(), frame_timeout)
     async with stream:
         try:
-            await _serve_frames(stream, reader, app)
+            await _serve_frames(stream, reader, app, channel)
         finally:
             reader.close()
 
 
-async def _serve_frames(stream: anyio.abc.ByteStream, reader: FrameReader, app: App) -> None:
+async def _serve_frames(
+    stream: anyio.abc.ByteStream, reader: FrameReader, app: App, channel: Channel
+) -> None:
     while True:
         try:
             line = await reader.frame()
@@ -341,7 +345,12 @@ async def _serve_frames(stream: anyio.abc.ByteStream, reader: FrameReader, app: 
         if "hello" in frame:
             reply = protocol.hello("keeper")
             reply["hello"]["pid"] = os.getpid()
+            reply["hello"].update(channel.hello())
             await _send(stream, reply)
+            continue
+        if frame.get("op") == "shutdown" and not channel.is_owner:
+            refusal = Refusal("owner_only", what="shutdown", command="bay keeper stop")
+            await _send(stream, dict(refusal.frame(), id=frame.get("id")))
             continue
         if frame.get("op") == "shutdown":
             log.info("asked to stop (%s)", frame.get("reason", "request"))
@@ -352,7 +361,7 @@ async def _serve_frames(stream: anyio.abc.ByteStream, reader: FrameReader, app: 
         # A client that asked for progress lines gets them before the answer.
         said = progress.SINK.set(_progress_sink(stream, frame) if frame.get("progress") else None)
         try:
-            answer = await app.keeper.handle(frame)
+            answer = await app.keeper.handle(frame, channel)
         finally:
             progress.SINK.reset(said)
             app.life.inflight -= 1
@@ -440,12 +449,13 @@ async def guarded_connection(
     app: App,
     budget: Budget | None = None,
     frame_timeout: float = 10.0,
+    channel: Channel = OWNER,
 ) -> None:
     """One connection, whatever happens on it: a client that hangs up while it is being
     answered (a hello, an error frame, a progress line) ends only its own connection. An
     exception out of a connection handler would end the listener — the whole keeper."""
     try:
-        await serve_connection(stream, app, budget, frame_timeout)
+        await serve_connection(stream, app, budget, frame_timeout, channel)
     except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
         pass
     except Exception:

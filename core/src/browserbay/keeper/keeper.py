@@ -20,6 +20,7 @@ from browserbay.keeper.act import Act
 from browserbay.keeper.audit import AuditTrail
 from browserbay.keeper.base import RestartGate
 from browserbay.keeper.browsers import BrowserPool
+from browserbay.keeper.channels import OWNER, Channel
 from browserbay.keeper.choosing import LeaseChooser
 from browserbay.keeper.controls import Controls
 from browserbay.keeper.faults import disk_full, is_disk_full
@@ -101,7 +102,8 @@ class Keeper:
 
     # -- requests ---------------------------------------------------------------------
 
-    async def handle(self, frame: dict[str, Any]) -> dict[str, Any]:
+    async def handle(self, frame: dict[str, Any], channel: Channel = OWNER) -> dict[str, Any]:
+        """Answer one request frame that came in on ``channel``."""
         rid = frame.get("id")
         started = time.monotonic()
         call: VerbCall | None = None
@@ -133,7 +135,7 @@ class Keeper:
                         # The keeper's own verbs need no session and work whatever state the
                         # sessions and providers are in (`bay keeper stop` always works).
                         check()
-                        data, text = await handler.run(args, handle)
+                        data, text = await handler.run(args, handle, channel)
                     else:
                         session = self.roster.session(ref, group)
                         async with session.lock:
@@ -151,6 +153,7 @@ class Keeper:
                                     started,
                                     timeout,
                                     check,
+                                    channel,
                                 )
                             except (anyio.get_cancelled_exc_class(), Refusal) as cut:
                                 # Cut by the deadline, or a page call's own timeout (the
@@ -249,6 +252,7 @@ class Keeper:
         started: float,
         timeout: float,
         check: Check,
+        channel: Channel,
     ) -> SessionAnswer:
         """``check``: the guards (browserbay.keeper.roads), called once before anything of
         the verb runs, with the lease it acts on when there is one."""
@@ -258,7 +262,7 @@ class Keeper:
             if not handler.ends_leases:
                 check()  # on the session, not a lease: only the hooks judge it
             return await handler.run(
-                SessionCall(verb, args, session, handle, by_other, deadline, check)
+                SessionCall(verb, args, session, handle, by_other, deadline, check, channel)
             )
         plugin_verb = handler.verb if isinstance(handler, OnPlugin) else None
         exempt = plugin_verb is not None and plugin_verb.while_paused
@@ -276,7 +280,7 @@ class Keeper:
                 check(None, held=target, exempt=exempt)
                 if target is None:
                     return await self._on_lease(
-                        verb, handler, args, session, lease, deadline, timeout
+                        verb, handler, args, session, lease, deadline, timeout, channel
                     )
                 return await self.controls.run(
                     target,
@@ -284,7 +288,7 @@ class Keeper:
                     args,
                     exempt,
                     lambda: self._on_lease(
-                        verb, handler, args, session, lease, deadline, timeout, target
+                        verb, handler, args, session, lease, deadline, timeout, channel, target
                     ),
                 )
             finally:
@@ -300,7 +304,9 @@ class Keeper:
             verb,
             args,
             exempt,
-            lambda: self._on_lease(verb, handler, args, session, lease, deadline, timeout, target),
+            lambda: self._on_lease(
+                verb, handler, args, session, lease, deadline, timeout, channel, target
+            ),
         )
 
     async def _on_lease(
@@ -312,6 +318,7 @@ class Keeper:
         lease: Lease,
         deadline: float,
         timeout: float,
+        channel: Channel,
         target: Lease | None = None,
     ) -> tuple[dict[str, Any], str, ProfileRef | None]:
         """Run a verb on its lease (cut by a takeover: see browserbay.keeper.controls)."""
@@ -332,7 +339,11 @@ class Keeper:
                 deadline=deadline,
                 state_dir=self.paths.state,
                 host=LeaseVerbHost(
-                    self.leases, self.guards, self.route.run_keeper_verb, session, lease
+                    self.leases,
+                    self.guards,
+                    functools.partial(self.route.run_keeper_verb, channel=channel),
+                    session,
+                    lease,
                 ),
                 keys=self.plugins.key_admin,
                 lease=lease,
@@ -349,7 +360,9 @@ class Keeper:
             if kept and state in ("auto", "live"):
                 await self.leases.ensure(session, lease)
         if isinstance(handler, OnLease):
-            data, text = await handler.run(LeaseCall(verb, args, session, lease, deadline, timeout))
+            data, text = await handler.run(
+                LeaseCall(verb, args, session, lease, deadline, timeout, channel)
+            )
         else:
             tab = await self.leases.current_tab(session, lease)
             act = Act(

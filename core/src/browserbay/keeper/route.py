@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from browserbay import verbs
 from browserbay.keeper.base import Answer
+from browserbay.keeper.channels import Channel
 from browserbay.keeper.pageverbs import PageHandler
 from browserbay.keeper.sessions import Lease, Session
 from browserbay.model import PluginVerb, ProfileRef
@@ -62,6 +63,8 @@ class SessionCall:
     deadline: float
     """``time.monotonic()`` by which the verb must be done."""
     check: Check
+    channel: Channel
+    """The channel the request came in on (the owner's, or a session socket's)."""
 
 
 @dataclass(frozen=True)
@@ -74,9 +77,11 @@ class LeaseCall:
     lease: Lease
     deadline: float
     timeout: float
+    channel: Channel
+    """The channel the request came in on (the owner's, or a session socket's)."""
 
 
-KeeperHandler = Callable[[dict[str, Any], str | None], Awaitable[Answer]]
+KeeperHandler = Callable[[dict[str, Any], str | None, Channel], Awaitable[Answer]]
 SessionHandler = Callable[[SessionCall], Awaitable[SessionAnswer]]
 LeaseHandler = Callable[[LeaseCall], Awaitable[Answer]]
 
@@ -84,7 +89,7 @@ LeaseHandler = Callable[[LeaseCall], Awaitable[Answer]]
 @dataclass(frozen=True)
 class OnKeeper:
     run: KeeperHandler
-    """``run(args, handle)``."""
+    """``run(args, handle, channel)``."""
 
 
 @dataclass(frozen=True)
@@ -153,10 +158,12 @@ class VerbRoute:
         """The handler of a verb of the table (one the request check let through)."""
         return self._handlers[name]
 
-    async def run_keeper_verb(self, name: str, args: dict[str, Any], handle: str | None) -> Answer:
-        """Run a keeper verb by name (a plugin's ``ctx.host.keeper_verb``); any other name is
-        refused as an unknown verb."""
+    async def run_keeper_verb(
+        self, name: str, args: dict[str, Any], handle: str | None, channel: Channel
+    ) -> Answer:
+        """Run a keeper verb by name (a plugin's ``ctx.host.keeper_verb``) on the channel of
+        the plugin verb's own request; any other name is refused as an unknown verb."""
         handler = self._handlers.get(name)
         if not isinstance(handler, OnKeeper):
             raise Refusal("bad_frame", reason=f"unknown verb {name!r}")
-        return await handler.run(args, handle)
+        return await handler.run(args, handle, channel)

@@ -158,6 +158,25 @@ MIGRATIONS: Sequence[str] = (
     """
     ALTER TABLE audit ADD COLUMN road TEXT;
     """,
+    # 8: owner and agents — session sockets the owner granted (one per session id; a revoked
+    # or expired one keeps its row), who owns a profile (`owner`: the owner's channel, else
+    # the session group that made it) and who may use it (`sharing`), and who acted (the
+    # audit's actor: owner, session-socket:<id>, trigger).
+    """
+    CREATE TABLE grants (
+        session TEXT PRIMARY KEY,
+        socket TEXT NOT NULL UNIQUE,
+        profiles TEXT NOT NULL DEFAULT '[]',
+        parent TEXT,
+        created_at REAL NOT NULL,
+        expires_at REAL,
+        revoked_at REAL
+    );
+    ALTER TABLE profiles ADD COLUMN owner TEXT NOT NULL DEFAULT 'owner';
+    ALTER TABLE profiles ADD COLUMN sharing TEXT NOT NULL DEFAULT 'granted'
+        CHECK (sharing IN ('owner', 'granted'));
+    ALTER TABLE audit ADD COLUMN actor TEXT;
+    """,
 )
 
 
