@@ -17,7 +17,8 @@ nothing here ships in a product wheel.
 - the other roads a test drives: :mod:`~browserbay_testing.cdp` (somebody else's Chromium),
   :mod:`~browserbay_testing.hopserver` (redirect hops), :mod:`~browserbay_testing.asuser`
   (a keeper run as ``nobody``), :mod:`~browserbay_testing.secretservice` (a private
-  Secret Service), :mod:`~browserbay_testing.keys`, :mod:`~browserbay_testing.floods`.
+  Secret Service), :mod:`~browserbay_testing.keys`, :mod:`~browserbay_testing.floods`,
+  :mod:`~browserbay_testing.bwrap` (an agent under bubblewrap with only its session socket).
 
 The provider conformance suite is not here: it is the core's public API for provider
 authors (``browserbay.testing.check_provider``).

@@ -1,0 +1,122 @@
+"""Issue 17 item 7: an agent under bubblewrap with only its session socket.
+
+One real keeper on the owner's channel (a home of its own, a stored key, a tab of session B
+opened there) grants session A a socket in a directory of its own; the agent runs under
+``bwrap`` (:class:`browserbay_testing.bwrap.Jail`: docs/sandboxing.md's recipe) with only that
+directory of the host. Inside it drives its own tab, and reaches nothing else: the keeper's
+home is not even there (``ENOENT`` for the registry, the home's socket, the keys store, the
+log), the owner's verbs are refused, session B is neither reachable nor seen, and no keeper
+can be started from inside. After each attack the owner checks from outside that the same
+keeper still runs and B's tab is as it was.
+
+Each ``look`` has its control: the same probe in a jail that binds the home reads the files,
+so an ``ENOENT`` here is the jail's doing, not a wrong path.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from browserbay.paths import BayPaths, bay_paths
+from browserbay_testing import Bay, assert_refused
+from browserbay_testing.bwrap import Jail, missing, python_paths
+from browserbay_testing.keys import new_key
+from browserbay_testing.plugin import keeper, short_home
+
+pytestmark = pytest.mark.skipif(missing() is not None, reason=str(missing()))
+
+#: The session whose tab the owner opened; the agent must never reach it.
+OTHER = "B"
+
+
+@dataclass(frozen=True)
+class World:
+    owner: Bay
+    paths: BayPaths
+    share: Path
+    keeper_pid: int
+    b_tab: str
+    b_url: str
+
+    @property
+    def jail(self) -> Jail:
+        return Jail(self.share)
+
+    def intact(self) -> None:
+        """From outside: the same keeper answers the owner, and B's tab is where it was."""
+        assert self.owner.keeper_pid() == self.keeper_pid
+        tabs = self.owner.ok("tab", "list", session=OTHER)["tabs"]
+        assert [(t["id"], t["url"]) for t in tabs] == [(self.b_tab, self.b_url)]
+
+
+@pytest.fixture(scope="module")
+def world(demo: str) -> Iterator[World]:
+    modules = "recorder,keyed"
+    with keeper("bw", BAY_PLUGIN_MODULES=modules, DBUS_SESSION_BUS_ADDRESS="unix:path=/nil") as b:
+        b_url = f"{demo}/index.html"
+        b.ok("open", b_url, session=OTHER)
+        (tab,) = b.ok("tab", "list", session=OTHER)["tabs"]
+        b.ok("keys", "set", "keyed", "api_key", stdin=new_key() + "\n", session=None)
+        share = short_home("s")
+        try:
+            paths = bay_paths({"BAY_HOME": str(b.home)})
+            yield World(b, paths, share, b.keeper_pid(), tab["id"], b_url)
+        finally:
+            shutil.rmtree(share, ignore_errors=True)
+
+
+def test_the_keepers_home_is_not_even_visible_in_the_jail(world: World) -> None:
+    keys = sorted(p for p in (world.paths.data / "keys").rglob("*") if p.is_file())
+    assert keys, "the owner's key store holds the key just set"
+    secret = [
+        world.owner.home,
+        world.paths.registry,
+        world.paths.socket,
+        world.paths.keeper_log,
+        world.paths.data / "keys",
+        *keys,
+    ]
+    for path in secret:
+        assert path.exists(), path
+    seen = world.jail.look(*secret, world.share)
+    assert seen == {**{str(p): "ENOENT" for p in secret}, str(world.share): "ok"}
+    # The control: the same probe, in a jail that binds the home, reads every one of them.
+    control = Jail(world.share, readonly=(*python_paths(), world.owner.home))
+    assert set(control.look(*secret).values()) == {"ok"}
+    world.intact()
+
+
+def test_a_jailed_agent_cannot_start_a_keeper(world: World) -> None:
+    # Neither for the owner's home (what an agent inherits from the shell that made it) nor
+    # for the default one: the jail's root is read-only, so no home can be made; and right
+    # after, no keeper process is in the jail (one it spawned would still run there).
+    for env in ({"BAY_HOME": str(world.owner.home)}, {}):
+        r, keepers = world.jail.keepers(["status"], env)
+        frame = assert_refused(r, "keeper_unavailable")
+        assert "Read-only file system" in frame["data"]["reason"], frame
+        assert keepers == []
+    # The control: given a writable home (inside the share), the same command starts one.
+    r, keepers = world.jail.keepers(["status"], {"BAY_HOME": str(world.share / "own")})
+    assert r.code == 0, r
+    assert len(keepers) == 1
+    shutil.rmtree(world.share / "own")
+    world.intact()
+
+
+def test_a_jailed_agent_can_neither_see_nor_signal_the_keeper(world: World) -> None:
+    # Without a PID namespace of its own the agent (same user) reads the keeper's argv and may
+    # kill it: signals cross user namespaces between processes of one user. Signal 0 sends
+    # nothing and says whether a signal would be delivered.
+    pid = world.keeper_pid
+    assert world.jail.look(f"/proc/{pid}/cmdline") == {f"/proc/{pid}/cmdline": "ENOENT"}
+    assert world.jail.signal(pid) == "ESRCH"
+    # The control: the same jail sharing the host's PID namespace sees it and could kill it.
+    control = Jail(world.share, pids=True)
+    assert control.look(f"/proc/{pid}/cmdline") == {f"/proc/{pid}/cmdline": "ok"}
+    assert control.signal(pid) == "ok"
+    world.intact()
