@@ -237,11 +237,49 @@ def _local(verb: str, args: dict[str, Any], as_json: bool) -> int | None:
                 print("no keeper is running")
             return EXIT_OK
         conn.close()
+    if verb == "keeper" and args.get("set") is not None:
+        _keeper_start_set(args)
     if verb == "keeper" and args.get("action") == "start":
         conn = client.connect(autostart=True)
         conn.close()
         args["action"] = "status"
     return None
+
+
+def _keeper_start_set(args: dict[str, Any]) -> None:
+    """``bay keeper start --set NAME=VALUE,...``: the settings go on the new keeper's argv
+    (its own parser judges them: an unknown name or a bad value stops it at start, named in
+    the refusal). Refused when a keeper runs already: its settings are the ones it started
+    with, and nothing is changed."""
+    if args.get("action") != "start":
+        raise Refusal("usage", detail="--set is for bay keeper start", verb="keeper")
+    words = [w.strip() for w in str(args.pop("set")).split(",") if w.strip()]
+    bad = next((w for w in words if "=" not in w), None)
+    if not words or bad is not None:
+        raise Refusal(
+            "usage",
+            detail=f"--set takes NAME=VALUE[,NAME=VALUE...], not {bad or ''!r}",
+            verb="keeper",
+        )
+    try:
+        running = client.connect(autostart=False)
+    except Refusal as r:
+        if r.code != "keeper_unavailable":
+            raise
+    else:
+        pid = running.keeper.get("pid")
+        running.close()
+        raise Refusal(
+            "usage",
+            detail=f"a keeper is running already (pid {pid}) with the settings it started "
+            "with; --set applies to a keeper that starts now: run bay keeper stop, then this "
+            "command again",
+            verb="keeper",
+        )
+    client.connect(
+        autostart=True, keeper_args=tuple(a for w in words for a in ("--set", w))
+    ).close()
+    args["action"] = "start"
 
 
 def plugin_verbs(*, start: bool) -> dict[str, Any]:

@@ -166,8 +166,14 @@ def _handshake(sock: socket.socket) -> Connection:
     return conn
 
 
-def connect(paths: BayPaths | None = None, *, autostart: bool | None = None) -> Connection:
-    """Connect to a keeper of this version, starting (or replacing) it when needed."""
+def connect(
+    paths: BayPaths | None = None,
+    *,
+    autostart: bool | None = None,
+    keeper_args: tuple[str, ...] = (),
+) -> Connection:
+    """Connect to a keeper of this version, starting (or replacing) it when needed;
+    ``keeper_args``: the argv a keeper started now gets (``bay keeper start --set``)."""
     if autostart is None:
         autostart = os.environ.get("BAY_NO_AUTOSTART", "") in ("", "0")
     path = str(paths.socket) if paths is not None else socket_path()
@@ -204,7 +210,7 @@ def connect(paths: BayPaths | None = None, *, autostart: bool | None = None) -> 
         from browserbay.paths import bay_paths
 
         paths = bay_paths()
-    return _spawn_and_connect(paths)
+    return _spawn_and_connect(paths, keeper_args)
 
 
 def _retire(conn: Connection, path: str) -> None:
@@ -224,7 +230,7 @@ def _retire(conn: Connection, path: str) -> None:
         time.sleep(0.05)
 
 
-def _spawn_and_connect(paths: BayPaths) -> Connection:
+def _spawn_and_connect(paths: BayPaths, keeper_args: tuple[str, ...] = ()) -> Connection:
     import fcntl
     import subprocess
 
@@ -240,7 +246,7 @@ def _spawn_and_connect(paths: BayPaths) -> Connection:
             with open(paths.keeper_log, "ab") as log:
                 os.chmod(paths.keeper_log, 0o600)
                 proc = subprocess.Popen(
-                    [sys.executable, "-m", "browserbay.keeper"],
+                    [sys.executable, "-m", "browserbay.keeper", *keeper_args],
                     env=env,
                     stdin=subprocess.DEVNULL,
                     stdout=log,

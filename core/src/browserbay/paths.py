@@ -1,8 +1,10 @@
 """Where browserbay keeps its files. Standard library only (the thin client imports it off
 its hot path; the hot path itself uses :mod:`browserbay.sockpath`).
 
-``BAY_HOME`` relocates everything (state, data, runtime, logs) under one directory, which is
-how tests and scripts run side by side. Without it the XDG base directories are used.
+``BAY_HOME`` relocates everything (config, state, data, runtime, logs) under one directory,
+which is how tests and scripts run side by side: each XDG base directory becomes one
+subdirectory of it (``$XDG_CONFIG_HOME/browserbay`` is ``<BAY_HOME>/config``). Without it the
+XDG base directories are used.
 """
 
 from __future__ import annotations
@@ -19,14 +21,30 @@ from browserbay.sockpath import APP, distrust, runtime_dir, socket_for
 class BayPaths:
     """The directories and well-known files of one browserbay installation."""
 
-    __slots__ = ("data", "home", "logs", "runtime", "state")
+    __slots__ = ("config", "data", "home", "logs", "runtime", "state")
 
-    def __init__(self, state: Path, data: Path, runtime: Path, logs: Path, home: Path | None):
+    def __init__(
+        self,
+        state: Path,
+        data: Path,
+        runtime: Path,
+        logs: Path,
+        home: Path | None,
+        config: Path | None = None,
+    ):
         self.state = state
         self.data = data
         self.runtime = runtime
         self.logs = logs
         self.home = home
+        self.config = config
+        """The owner's config directory (never made by browserbay); None: no config file
+        (a test's hand-made paths)."""
+
+    @property
+    def config_file(self) -> Path | None:
+        """The owner's keeper settings (docs/configuration.md#the-config-file)."""
+        return None if self.config is None else self.config / "config.toml"
 
     @property
     def socket(self) -> Path:
@@ -110,11 +128,16 @@ def bay_paths(environ: Mapping[str, str] | None = None) -> BayPaths:
     home = env.get("BAY_HOME", "")
     if home:
         root = runtime.parent
-        return BayPaths(root / "state", root / "data", runtime, root / "logs", root)
+        return BayPaths(
+            root / "state", root / "data", runtime, root / "logs", root, root / "config"
+        )
+    config = _xdg(env, "XDG_CONFIG_HOME", ".config") / APP
     if sys.platform == "darwin":  # pragma: no cover - exercised on macOS only
         lib = Path.home() / "Library"
         support = lib / "Application Support" / APP
-        return BayPaths(support / "state", support / "data", runtime, lib / "Logs" / APP, None)
+        return BayPaths(
+            support / "state", support / "data", runtime, lib / "Logs" / APP, None, config
+        )
     state = _xdg(env, "XDG_STATE_HOME", ".local/state") / APP
     data = _xdg(env, "XDG_DATA_HOME", ".local/share") / APP
-    return BayPaths(state, data, runtime, state / "logs", None)
+    return BayPaths(state, data, runtime, state / "logs", None, config)

@@ -1,13 +1,21 @@
 """The keeper's settings: every keeper-side ``BAY_*`` variable, typed, read once.
 
-The keeper reads its environment once, when it starts (:func:`load_settings`), and hands the
+The keeper reads its settings once, when it starts (:func:`load_settings`), and hands the
 one :class:`BaySettings` to the services that use a setting; nothing in the keeper reads
 ``os.environ`` for a setting at import time or per call. docs/configuration.md lists every
 field here (``tests/test_docs.py`` checks it both ways).
 
+A setting comes from, strongest first: ``bay keeper start --set NAME=VALUE`` (the keeper's
+argv), the ``BAY_<NAME>`` variable of the owner's command that started the keeper, the
+owner's config file (``config.toml``, :attr:`browserbay.paths.BayPaths.config_file`; refused
+unless only its owner can write it), the default. The three layers are text read by the one
+parser (:func:`_parse`); :class:`Configured` says where each value came from (``bay keeper
+status``).
+
 Standard library only, on purpose: the keeper imports this before its first answer, so its
 import is part of every cold ``bay`` command (a pydantic-settings model cost ~250 ms there,
-18 % of a cold first open: ``bench/keeper_compare.py``).
+18 % of a cold first open: ``bench/keeper_compare.py``). The config file is read with
+``tomllib`` for the same reason (the issue asked for pydantic-settings).
 
 Not here, on purpose:
 
@@ -28,9 +36,14 @@ Not here, on purpose:
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
-from collections.abc import Callable, Mapping
-from typing import Any
+import stat
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
 
 PREFIX = "BAY_"
 
@@ -126,7 +139,8 @@ class BaySettings:
 
 #: Limits for which a value that does not parse, or is not above 0 (None) / below the
 #: minimum given, is the field's default: the spill files and downloads are only ever
-#: bounded more gently by a mistake, never left unbounded or the keeper unstarted.
+#: bounded more gently by a mistake, never left unbounded or the keeper unstarted. The same
+#: rule in the file, the environment and ``--set`` (one parser).
 _LENIENT: dict[str, float | None] = {
     "outputs_max_age": None,
     "outputs_max_mb": None,
@@ -150,29 +164,192 @@ _KINDS: dict[str, tuple[Callable[[str], Any], str]] = {
     "str": (str, "text"),
 }
 
+_FIELDS: dict[str, dataclasses.Field[Any]] = {f.name: f for f in dataclasses.fields(BaySettings)}
 
-def load_settings(environ: Mapping[str, str] | None = None) -> BaySettings:
-    """The keeper's settings from ``environ`` (default: this process's environment), or
-    :class:`SettingsError` naming each variable that does not parse. An empty variable is
-    its default."""
+Source = Literal["flag", "env", "file", "default"]
+"""Where a setting's value came from, strongest first: ``bay keeper start --set``, the
+environment of the process that started the keeper, the owner's config file, the default."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting as ``bay keeper status`` shows it."""
+
+    name: str
+    value: Any
+    source: Source
+
+    def as_row(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class Configured:
+    """The keeper's settings and where each came from (:func:`load_settings`)."""
+
+    settings: BaySettings
+    sources: Mapping[str, Source]
+    """Field name -> its source; a field not here is its default."""
+    file: Path | None = None
+    """The config file the keeper looked at (None: this installation has none, e.g. a test's
+    hand-made paths)."""
+    file_found: bool = False
+    """Whether that file was there (and read)."""
+
+    def rows(self) -> list[Setting]:
+        """Every setting, in the order of the fields, with its value and source."""
+        return [
+            Setting(name, getattr(self.settings, name), self.sources.get(name, "default"))
+            for name in _FIELDS
+        ]
+
+    def given(self) -> list[Setting]:
+        """The settings that did not come from their default."""
+        return [s for s in self.rows() if s.source != "default"]
+
+
+def _parse(name: str, raw: str, where: str) -> tuple[Any, str | None]:
+    """The one parser of a setting's text, whichever layer it came from: ``(value, None)``,
+    or ``(None, problem)`` where the problem names ``where`` (``BAY_TICK``, ``tick`` in the
+    file, ``--set tick``) and what the field needs."""
+    f = _FIELDS[name]
+    if name in _LENIENT:
+        default = f.default
+        assert isinstance(default, float)  # every lenient field is a number
+        return _lenient(raw, default, _LENIENT[name]), None
+    parse, what = _KINDS[str(f.type)]
+    try:
+        return parse(raw.strip()), None
+    except ValueError:
+        return None, f"{where}={raw[:40]!r}: needs {what}"
+
+
+def _unknown(name: str, where: str) -> str:
+    close = difflib.get_close_matches(name, list(_FIELDS), n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return f"{where}{name[:40]!r} is no keeper setting{hint} (docs/configuration.md lists them)"
+
+
+def _file_layer(path: Path, problems: list[str]) -> dict[str, str] | None:
+    """The owner's config file as ``field -> text``, or None when there is none. A file
+    somebody else could have written is refused (:class:`SettingsError`), never read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise SettingsError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    with os.fdopen(fd, "rb") as f:
+        why = _untrusted(path, os.fstat(f.fileno()))
+        if why is not None:
+            raise SettingsError(why)
+        try:
+            table = tomllib.load(f)
+        except tomllib.TOMLDecodeError as exc:
+            raise SettingsError(f"{path} is not TOML: {exc}") from None
+    found: dict[str, str] = {}
+    for key, value in table.items():
+        if key not in _FIELDS:
+            problems.append(_unknown(key, f"{path}: "))
+            continue
+        kind = str(_FIELDS[key].type)
+        if isinstance(value, str):
+            found[key] = value
+        elif kind != "str" and isinstance(value, int | float) and not isinstance(value, bool):
+            found[key] = repr(value)
+        else:
+            problems.append(
+                f"{path}: {key}={str(value)[:40]!r}: needs {_KINDS[kind][1]}"
+                + (" (a TOML string)" if kind == "str" else "")
+            )
+    return found
+
+
+def _untrusted(path: Path, st: os.stat_result) -> str | None:
+    """Why another user could have written the config file (it, or the directory holding
+    it: owned by somebody else, or group/other-writable), or None. Policy is the owner's:
+    a file another user can write is refused, with the command that fixes it."""
+    me = os.getuid()
+    for what, where, info in (
+        ("file", path, st),
+        ("directory", path.parent, os.stat(path.parent)),
+    ):
+        if info.st_uid != me:
+            return (
+                f"the config {what} {where} is owned by uid {info.st_uid}, not by the keeper's "
+                f"user (uid {me}): another user could set the keeper's policy; it is not read. "
+                f"Make it yours (chown {me} {where}) or remove it"
+            )
+        if info.st_mode & 0o022:
+            mode = f"{stat.S_IMODE(info.st_mode):04o}"
+            return (
+                f"the config {what} {where} is writable by group or others (mode {mode}): "
+                f"another user could set the keeper's policy; it is not read. Run: "
+                f"chmod go-w {where}"
+            )
+    return None
+
+
+def flags_from_argv(argv: Sequence[str]) -> list[tuple[str, str]]:
+    """The keeper's argv (``--set NAME=VALUE``..., what ``bay keeper start --set`` passes)
+    as ``(name, value)`` pairs; anything else is a :class:`SettingsError`."""
+    pairs = []
+    words = list(argv)
+    while words:
+        option = words.pop(0)
+        if option != "--set" or not words or "=" not in words[0]:
+            raise SettingsError(f"the keeper takes --set NAME=VALUE arguments, not {option!r}")
+        name, _, value = words.pop(0).partition("=")
+        pairs.append((name.strip(), value))
+    return pairs
+
+
+def load_settings(
+    environ: Mapping[str, str] | None = None,
+    *,
+    file: Path | None = None,
+    flags: Sequence[tuple[str, str]] = (),
+) -> Configured:
+    """The keeper's settings, strongest first: ``flags`` (``bay keeper start --set``), the
+    ``BAY_*`` variables of ``environ`` (default: this process's environment, the one the
+    owner's ``bay`` command started the keeper with), the config ``file`` (the owner's
+    ``config.toml``), the defaults. Each layer's text goes through the one parser; an empty
+    variable is its default. :class:`SettingsError` names every key or value that does not
+    parse, and a config file another user could write; the keeper does not start then."""
     env = os.environ if environ is None else environ
-    values: dict[str, Any] = {}
     problems: list[str] = []
-    for f in dataclasses.fields(BaySettings):
-        var = f"{PREFIX}{f.name.upper()}"
+    layers: list[tuple[Source, dict[str, tuple[str, str]]]] = []
+    found = False
+    if file is not None:
+        from_file = _file_layer(file, problems)
+        found = from_file is not None
+        texts = from_file or {}
+        layers.append(("file", {k: (v, f"{file}: {k}") for k, v in texts.items()}))
+    from_env: dict[str, tuple[str, str]] = {}
+    for name, f in _FIELDS.items():
+        var = f"{PREFIX}{name.upper()}"
         raw = env.get(var)
         if raw is None or (raw == "" and f.type != "str"):
             continue
-        if f.name in _LENIENT:
-            default = f.default
-            assert isinstance(default, float)  # every lenient field is a number
-            values[f.name] = _lenient(raw, default, _LENIENT[f.name])
+        from_env[name] = (raw, var)
+    layers.append(("env", from_env))
+    from_flags: dict[str, tuple[str, str]] = {}
+    for name, raw in flags:
+        if name not in _FIELDS:
+            problems.append(_unknown(name, "--set "))
             continue
-        parse, what = _KINDS[str(f.type)]
-        try:
-            values[f.name] = parse(raw.strip())
-        except ValueError:
-            problems.append(f"{var}={raw[:40]!r}: needs {what}")
+        from_flags[name] = (raw, f"--set {name}")
+    layers.append(("flag", from_flags))
+    values: dict[str, Any] = {}
+    sources: dict[str, Source] = {}
+    for source, layer in layers:
+        for name, (raw, where) in layer.items():
+            value, problem = _parse(name, raw, where)
+            if problem is not None:
+                problems.append(problem)
+                continue
+            values[name] = value
+            sources[name] = source
     if problems:
         raise SettingsError("settings do not parse: " + "; ".join(problems))
-    return BaySettings(**values)
+    return Configured(BaySettings(**values), sources, file, found)

@@ -487,7 +487,16 @@ VERBS: tuple[Verb, ...] = (
         "keeper",
         KEEPER,
         "The keeper daemon: status, stop, logs.",
-        (Arg("action", "pos", "what to do", choices=("status", "stop", "logs", "start")),),
+        (
+            Arg("action", "pos", "what to do", choices=("status", "stop", "logs", "start")),
+            Arg(
+                "set",
+                "value",
+                "start: keeper settings for this start, NAME=VALUE[,NAME=VALUE...] "
+                "(beat BAY_* and the config file)",
+            ),
+        ),
+        example="bay keeper start --set max_browsers=2,idle_timeout=600",
     ),
     Verb("plugins", KEEPER, "Installed plugins: name, distribution, version, hooks; providers."),
     Verb("verbs", KEEPER, "The verb table as the keeper knows it, plugins' verbs included."),

@@ -28,6 +28,7 @@ from browserbay.paths import BayPaths, ensure_private
 from browserbay.plugins import Plugins
 from browserbay.refusals import Refusal
 from browserbay.registry import Db, GroupDefaults, SiteHints
+from browserbay.settings import Configured
 
 log = logging.getLogger("browserbay.keeper")
 
@@ -46,6 +47,7 @@ class AdminVerbs:
         audit: AuditTrail,
         life: Lifecycle,
         table: Mapping[str, verbs.Verb],
+        configured: Configured,
     ) -> None:
         self.plugins = plugins
         self.groups = groups
@@ -59,6 +61,8 @@ class AdminVerbs:
         self.life = life
         self.table = table
         """The verbs the keeper serves (the core's and the plugins'), for ``bay verbs``."""
+        self.configured = configured
+        """The keeper's settings and where each came from, for ``bay keeper status``."""
 
     def keeper_status(self) -> dict[str, Any]:
         return {
@@ -73,6 +77,9 @@ class AdminVerbs:
             "sessions": [s.summary() for s in self.sessions.values()],
             "swept_at_start": self.life.swept,
             "audit_failures": self.audit_trail.failures,
+            "config": str(self.configured.file) if self.configured.file else None,
+            "config_found": self.configured.file_found,
+            "settings": [s.as_row() for s in self.configured.rows()],
         }
 
     def plugin_verb_rows(self) -> list[dict[str, Any]]:
@@ -153,7 +160,7 @@ class AdminVerbs:
         text = (
             f"keeper pid {status['pid']} · version {status['version']} · up {status['uptime_s']}s\n"
             f"socket {status['socket']}\nbrowsers {len(status['browsers'])} · "
-            f"sessions {len(status['sessions'])}\nlog {status['log']}"
+            f"sessions {len(status['sessions'])}\nlog {status['log']}\n" + self._settings_text()
         )
         if self.audit_trail.failures:
             text += (
@@ -161,6 +168,21 @@ class AdminVerbs:
                 "disk under " + str(self.paths.home or self.paths.state) + "?)"
             )
         return status, text
+
+    def _settings_text(self) -> str:
+        """The config file and each setting that is not its default, with its source."""
+        file = self.configured.file
+        where = (
+            "(none: a keeper started with hand-made paths)"
+            if file is None
+            else f"{file}" + ("" if self.configured.file_found else " (not there)")
+        )
+        given = self.configured.given()
+        lines = [f"config {where}"]
+        lines += [f"  {s.name} = {s.value!r}   ({s.source})" for s in given]
+        if not given:
+            lines.append("  every setting is its default")
+        return "\n".join(lines)
 
     async def session(self, args: dict[str, Any], handle: str | None, channel: Channel) -> Answer:
         """Placeholder until the session sockets' service lands (issue 17, in progress)."""

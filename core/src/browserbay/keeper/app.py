@@ -62,7 +62,7 @@ from browserbay.model import KeeperInfo
 from browserbay.paths import BayPaths
 from browserbay.plugins import Plugins
 from browserbay.registry import Registry
-from browserbay.settings import BaySettings
+from browserbay.settings import BaySettings, Configured
 
 if TYPE_CHECKING:
     from playwright.async_api import Playwright
@@ -135,8 +135,15 @@ class App:
     """The keeper daemon's services, composed (see the module's docstring)."""
 
     def __init__(
-        self, plugins: Plugins, registry: Registry, paths: BayPaths, settings: BaySettings
+        self,
+        plugins: Plugins,
+        registry: Registry,
+        paths: BayPaths,
+        settings: BaySettings,
+        configured: Configured | None = None,
     ):
+        """``configured``: where each of ``settings`` came from, for ``bay keeper status``
+        (None: all given here, as a test gives them)."""
         self.plugins = plugins
         self.registry = registry
         self.paths = paths
@@ -204,6 +211,7 @@ class App:
             self.audit,
             self.life,
             table,
+            configured if configured is not None else Configured(settings, {}),
         )
         backend = BackendSwitch(
             plugins,

@@ -29,7 +29,7 @@ from browserbay.keeper.channels import OWNER, Channel
 from browserbay.paths import BayPaths, NotYours, bay_paths
 from browserbay.refusals import Refusal
 from browserbay.scrub import scrub, scrub_frame
-from browserbay.settings import BaySettings, SettingsError, load_settings
+from browserbay.settings import Configured, SettingsError, flags_from_argv, load_settings
 
 if TYPE_CHECKING:
     from browserbay.keeper.app import App
@@ -462,7 +462,7 @@ async def guarded_connection(
         log.exception("a connection failed; the keeper goes on")
 
 
-async def _run(sock: socket.socket, paths: BayPaths, settings: BaySettings) -> None:
+async def _run(sock: socket.socket, paths: BayPaths, configured: Configured) -> None:
     # Imported here, after the socket is bound (see bind_first): the keeper's own modules,
     # the plugins and Playwright's import chain take a while, and a client may connect now.
     from browserbay import sandbox
@@ -472,12 +472,14 @@ async def _run(sock: socket.socket, paths: BayPaths, settings: BaySettings) -> N
     from browserbay.plugins import load_plugins
     from browserbay.registry import open_sqlite
 
+    settings = configured.settings
+
     def prune_outputs() -> None:
         outputs.prune(paths.outputs, settings.outputs_max_age, settings.outputs_max_bytes)
 
     registry = await anyio.to_thread.run_sync(open_sqlite, paths.registry)
     plugins = load_plugins(strict=False)
-    app = App(plugins, registry, paths, settings)
+    app = App(plugins, registry, paths, settings, configured)
     life = app.life
     await app.start()
     listener = await anyio.abc.SocketListener.from_socket(sock)
@@ -594,12 +596,13 @@ def main() -> None:
         )
         sys.exit(1)
     try:
-        settings = load_settings()
+        configured = load_settings(file=paths.config_file, flags=flags_from_argv(sys.argv[1:]))
     except SettingsError as exc:
         _setup_logging(paths)
         log.error("%s", exc)  # `bay keeper logs` shows why the keeper did not start
         print(f"keeper: {exc}", file=sys.stderr)
         sys.exit(1)
+    settings = configured.settings
     _setup_logging(paths, settings.log_level)
     for line in MOVED_ASIDE:
         log.warning(line)
@@ -607,7 +610,7 @@ def main() -> None:
     log.info("file descriptors: soft limit %s, hard %s", soft, hard)
     _private_tmp(paths)
     try:
-        anyio.run(_run, sock, paths, settings)
+        anyio.run(_run, sock, paths, configured)
     except Exception:
         log.exception("keeper crashed")
         raise
