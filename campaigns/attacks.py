@@ -527,6 +527,85 @@ def takeover_variants() -> list[Attack]:
     ]
 
 
+# -- the session boundary (issue 17) -------------------------------------------------------
+
+#: The attacks the session socket closes, one row each: ``kind`` names the runner's step and
+#: its oracle (campaigns/boundary.py), ``road`` how the agent tries (``cli``: the real ``bay``
+#: with the agent's environment; ``frame``: a frame it wrote itself; ``op``: a control op).
+#: On the owner's channel each is the owner's own power, so an oracle that fires there is
+#: counted **cooperative** (documented), never a leak; a row whose ``owner`` is False has no
+#: meaning there (a grant to revoke, a ttl to outlive) and runs on a session socket only.
+BOUNDARY: tuple[tuple[str, dict[str, Any]], ...] = (
+    # act for another session: its tab moved, or its page read
+    ("other-session/open/flag", {"kind": "hijack", "road": "cli-flag"}),
+    ("other-session/open/env", {"kind": "hijack", "road": "cli-env"}),
+    ("other-session/open/frame", {"kind": "hijack", "road": "frame"}),
+    ("other-session/open/frame-actor", {"kind": "hijack", "road": "frame-actor"}),
+    ("other-session/open/frame-actor-owner", {"kind": "hijack", "road": "frame-actor-owner"}),
+    ("other-session/read/flag", {"kind": "peek", "road": "cli-flag"}),
+    ("other-session/read/env", {"kind": "peek", "road": "cli-env"}),
+    ("other-session/read/frame", {"kind": "peek", "road": "frame"}),
+    # read what is the owner's: every session, the audit, the log, every profile
+    ("read/keeper-status/frame", {"kind": "census", "road": "frame", "verb": "keeper"}),
+    ("read/keeper-status/cli", {"kind": "census", "road": "cli", "verb": "keeper"}),
+    ("read/audit/frame", {"kind": "census", "road": "frame", "verb": "audit"}),
+    ("read/audit/cli", {"kind": "census", "road": "cli", "verb": "audit"}),
+    ("read/profiles/frame", {"kind": "census", "road": "frame", "verb": "profiles"}),
+    ("read/keeper-logs/frame", {"kind": "logs", "road": "frame"}),
+    ("read/keeper-logs/cli", {"kind": "logs", "road": "cli"}),
+    # the owner's state: keys, profiles, groups, hints, trace
+    ("keys/set/frame", {"kind": "keys", "road": "frame", "action": "set"}),
+    ("keys/set/cli", {"kind": "keys", "road": "cli", "action": "set"}),
+    ("keys/clear/frame", {"kind": "keys", "road": "frame", "action": "clear"}),
+    ("keys/test/frame", {"kind": "keys", "road": "frame", "action": "test"}),
+    ("forget/frame", {"kind": "forget", "road": "frame"}),
+    ("forget/cli", {"kind": "forget", "road": "cli"}),
+    ("adopt/frame", {"kind": "adopt", "road": "frame"}),
+    ("group-default/frame", {"kind": "group", "road": "frame"}),
+    ("group-default/cli", {"kind": "group", "road": "cli"}),
+    ("hints-forget/frame", {"kind": "hints", "road": "frame"}),
+    ("hints-forget/cli", {"kind": "hints", "road": "cli"}),
+    ("trace-on/frame", {"kind": "trace", "road": "frame"}),
+    ("trace-on/cli", {"kind": "trace", "road": "cli"}),
+    # profiles: the owner's, without a grant; a child reaching its parent's
+    ("owner-profile/use/frame", {"kind": "profile", "road": "use"}),
+    ("owner-profile/open/frame", {"kind": "profile", "road": "frame-profile"}),
+    ("owner-profile/open/cli", {"kind": "profile", "road": "cli-profile"}),
+    ("child/parent-profile/use", {"kind": "child", "road": "use"}),
+    ("child/parent-profile/open", {"kind": "child", "road": "frame-profile"}),
+    ("child/other-session", {"kind": "child", "road": "hijack"}),
+    # grants: made, revoked, outlived
+    ("grant/self/frame", {"kind": "grant", "road": "frame"}),
+    ("grant/self/cli", {"kind": "grant", "road": "cli"}),
+    ("grant/revoke-other/frame", {"kind": "revoke-other", "road": "frame"}),
+    ("revoked/held-connection", {"kind": "revoked", "road": "held", "owner": False}),
+    ("revoked/new-connection", {"kind": "revoked", "road": "frame", "owner": False}),
+    ("revoked/cli", {"kind": "revoked", "road": "cli", "owner": False}),
+    ("expired/frame", {"kind": "expired", "road": "frame", "owner": False}),
+    # the keeper's lifecycle (last: on the owner's channel they work)
+    ("keeper-start/policy/cli", {"kind": "start", "road": "cli"}),
+    ("keeper-stop/frame", {"kind": "stop", "road": "frame"}),
+    ("keeper-stop/frame-actor-owner", {"kind": "stop", "road": "frame-actor-owner"}),
+    ("keeper-stop/op-shutdown", {"kind": "stop", "road": "op"}),
+    ("keeper-stop/cli", {"kind": "stop", "road": "cli"}),
+)
+
+
+def boundary_variants() -> list[Attack]:
+    return [Attack("boundary", name, {"owner": True, **params}) for name, params in BOUNDARY]
+
+
+#: Attacks of the older families that are the owner's own decision on the owner's channel
+#: (documented as cooperative there): the agent that passes ``--allow-open-port`` there is
+#: the owner.
+OWNER_COOPERATIVE = frozenset({"environ:bay-chrome-allow-open-port"})
+
+
+def cooperative_on_owner(attack: Attack) -> bool:
+    """An oracle that fires for this attack on the owner's channel is the owner's own power."""
+    return attack.family == "boundary" or attack.key() in OWNER_COOPERATIVE
+
+
 # -- the catalogue --------------------------------------------------------------------------
 
 GENERATED = {
@@ -544,6 +623,7 @@ FIXED = {
     "floods": flood_variants,
     "ceiling": ceiling_variants,
     "takeover": takeover_variants,
+    "boundary": boundary_variants,
 }
 FAMILIES = tuple(GENERATED) + tuple(FIXED)
 

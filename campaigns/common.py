@@ -73,7 +73,8 @@ class Home:
     def bay(
         self, *argv: str, stdin: str | None = None, session: str = "cli"
     ) -> subprocess.CompletedProcess[str]:
-        env = dict(os.environ, BAY_SESSION=session)
+        # This home's, whatever home another Home of the campaign set in the environment.
+        env = dict(os.environ, BAY_SESSION=session, BAY_HOME=str(self.root))
         return subprocess.run(
             [BAY, *argv],
             capture_output=True,

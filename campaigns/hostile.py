@@ -44,7 +44,9 @@ from typing import Any
 
 from browserbay import client, procfs
 from campaigns import attacks as cat
+from campaigns.agents import MODES, OWNER, SESSION, Agent, grant, revoke
 from campaigns.attacks import Attack, fill
+from campaigns.boundary import Boundary
 from campaigns.common import (
     ROOT,
     Home,
@@ -162,8 +164,13 @@ def cdp_code(answer: dict[str, Any]) -> str:
 
 
 class Campaign:
-    def __init__(self, h: Home, seed: int, scale: float):
+    def __init__(self, h: Home, seed: int, scale: float, mode: str = OWNER):
         self.h = h
+        self.mode = mode
+        #: The attackers' agents by session (granted on first use on a session socket).
+        self.agents: dict[str, Agent] = {}
+        #: The profiles (labels) a session's grant names.
+        self.grants: dict[str, tuple[str, ...]] = {}
         self.seed = seed
         self.scale = scale
         self.results: list[dict[str, Any]] = []
@@ -191,6 +198,27 @@ class Campaign:
         self.values: dict[str, Any] = {}
         self.n = 0
 
+    # -- the attacker's channel ----------------------------------------------------------
+
+    def as_(self, session: str) -> Agent:
+        """The agent of an attacker session on this run's channel: on a session socket, the
+        owner grants it one first (with the profiles :attr:`grants` names for it)."""
+        agent = self.agents.get(session)
+        if agent is None:
+            sock = None
+            if self.mode == SESSION:
+                sock = grant(self.h, session, profiles=self.grants.get(session, ()))
+            agent = self.agents[session] = Agent(self.h, session, sock)
+        return agent
+
+    def regrant(self) -> None:
+        """After a new keeper (or a new profile for a granted session): every session socket
+        granted again on first use."""
+        if self.mode == SESSION:
+            for session in list(self.agents):
+                revoke(self.h, session)
+        self.agents.clear()
+
     # -- stages ---------------------------------------------------------------------------
 
     def setup_ephemeral(self) -> None:
@@ -216,6 +244,10 @@ class Campaign:
         for s in ("victim-c", "attacker-c"):
             self.h.call(s, "detach")
             self.h.ok(s, "use", profile=label)
+        self.grants["attacker-c"] = (label,)
+        if "attacker-c" in self.agents:  # its grant names the previous round's profile
+            revoke(self.h, "attacker-c")
+            del self.agents["attacker-c"]
         self.watch.debug_browser = self.debug
         self.open_cdp_tabs()
 
@@ -223,9 +255,9 @@ class Campaign:
         """The two sessions' tabs on the cdp profile and their endpoints (again after a new
         keeper: the endpoints are the keeper's)."""
         self.h.ok("victim-c", "open", url=f"{self.servers.site}/victim/{self.vtoken}")
-        self.h.ok("attacker-c", "open", url=f"{self.servers.site}/attacker")
+        self.as_("attacker-c").ok("open", url=f"{self.servers.site}/attacker")
         v = self.h.ok("victim-c", "cdp-url")
-        a = self.h.ok("attacker-c", "cdp-url")
+        a = self.as_("attacker-c").ok("cdp-url")
         self.victim_target = v.get("target", "")
         self.attacker_cdp = a["url"]
         self.victim_cdp = v["url"]
@@ -255,9 +287,12 @@ class Campaign:
         return deaths
 
     def recover(self) -> None:
-        """After a death: the keeper starts with the next verb; the stages are set up again."""
+        """After a death: the keeper starts with the next verb; the stages are set up again
+        (and the session sockets granted again)."""
         with contextlib.suppress(Exception):
             self.h.call("victim-e", "status", timeout=30)
+        with contextlib.suppress(Exception):
+            self.regrant()
         with contextlib.suppress(Exception):
             self.setup_ephemeral()
         if self.debug is not None and not self.debug.answers():
@@ -291,18 +326,26 @@ class Campaign:
         """One attempt's row as its oracles say (``t0`` None: it did not run); a leak is
         printed as it is found."""
         oracles = list(dict.fromkeys(oracles))
+        # On the owner's channel the agent is the owner: what only the owner may do worked.
+        cooperative = bool(oracles) and self.mode == OWNER and cat.cooperative_on_owner(attack)
         row = {
             "family": attack.family,
             "name": attack.name,
+            "channel": self.mode,
             "code": code,
-            "leaked": bool(oracles),
+            "leaked": bool(oracles) and not cooperative,
+            "cooperative": cooperative,
             "oracles": oracles,
             "ms": 0 if t0 is None else round((time.monotonic() - t0) * 1000),
             **extra,
         }
         self.results.append(row)
         if oracles:
-            print(f"LEAK {attack.key()} [{code}]: {'; '.join(oracles)[:300]}", flush=True)
+            what = "COOPERATIVE" if cooperative else "LEAK"
+            print(
+                f"{what} [{self.mode}] {attack.key()} [{code}]: {'; '.join(oracles)[:300]}",
+                flush=True,
+            )
 
     def aid(self) -> str:
         self.n += 1
@@ -311,7 +354,7 @@ class Campaign:
     # -- page helpers ---------------------------------------------------------------------
 
     def page_of(self, session: str) -> tuple[str, str]:
-        frame = self.h.call(session, "eval", js=PAGE_JS, timeout=15)
+        frame = self.as_(session).call("eval", js=PAGE_JS, timeout=15)
         if not frame.get("ok"):
             return "", ""
         with contextlib.suppress(Exception):
@@ -321,17 +364,20 @@ class Campaign:
 
     def reset_attacker(self, session: str) -> None:
         site = self.servers.site
-        tabs = self.h.call(session, "tab", action="list")
+        tabs = self.as_(session).call("tab", action="list")
         if tabs.get("ok"):
             ids = [t["id"] for t in tabs["data"]["tabs"]]
             for tid in ids[1:]:
-                self.h.call(session, "tab", action="close", arg=tid)
+                self.as_(session).call("tab", action="close", arg=tid)
             if ids:
-                self.h.call(session, "tab", action=ids[0])
-        self.h.call(session, "open", url=f"{site}/attacker", timeout=15)
+                self.as_(session).call("tab", action=ids[0])
+        self.as_(session).call("open", url=f"{site}/attacker", timeout=15)
 
     def trigger(self, session: str, body: dict[str, Any], wait: float = 20) -> dict[str, Any]:
-        path = Path(self.h.ok(session, "triggers", action="path")["path"])
+        asked = self.as_(session).call("triggers", action="path")
+        if not asked.get("ok"):
+            return {"ok": False, "reason": f"triggers path {_code(asked)}"}
+        path = Path(asked["data"]["path"])
         rid = str(uuid.uuid4())
         tmp = path / f".{rid}.tmp"
         tmp.write_text(json.dumps({"version": 1, "session": session, **body}))
@@ -357,9 +403,9 @@ class Campaign:
             else:
                 s = "attacker-e"
                 if road == "open":
-                    code = _code(self.h.call(s, "open", url=url, timeout=15))
+                    code = _code(self.as_(s).call("open", url=url, timeout=15))
                 elif road == "tab-new":
-                    code = _code(self.h.call(s, "tab", action="new", arg=url, timeout=15))
+                    code = _code(self.as_(s).call("tab", action="new", arg=url, timeout=15))
                 else:
                     r = self.trigger(s, {"action": "open", "url": url})
                     code = (
@@ -389,13 +435,13 @@ class Campaign:
                 code, oracles = self._scheme_cdp(road, url)
             else:
                 if road in ("open-cdp", "open-ephemeral"):
-                    frame = self.h.call(s, "open", url=url, timeout=15)
+                    frame = self.as_(s).call("open", url=url, timeout=15)
                 elif road == "tab-new-cdp":
-                    frame = self.h.call(s, "tab", action="new", arg=url, timeout=15)
+                    frame = self.as_(s).call("tab", action="new", arg=url, timeout=15)
                 else:
                     mode = "script-location" if road == "page-script-cdp" else "meta-refresh"
                     page = f"{site}/p/{aid}?" + urllib.parse.urlencode({"mode": mode, "to": url})
-                    frame = self.h.call(s, "open", url=page, timeout=15)
+                    frame = self.as_(s).call("open", url=page, timeout=15)
                     time.sleep(0.5)
                 code = _code(frame)
                 href, content = self.page_of(s)
@@ -582,10 +628,10 @@ class Campaign:
             mode = a.params["mode"]
             page = f"{site}/p/{aid}?" + urllib.parse.urlencode({"mode": mode, "to": to})
             if mode == "open-direct":
-                code = _code(self.h.call(s, "open", url=to, timeout=15))
+                code = _code(self.as_(s).call("open", url=to, timeout=15))
             elif mode == "tab-new-redirect":
                 r = f"{site}/r/{aid}/0?" + urllib.parse.urlencode({"to": to})
-                code = _code(self.h.call(s, "tab", action="new", arg=r, timeout=15))
+                code = _code(self.as_(s).call("tab", action="new", arg=r, timeout=15))
             elif mode == "trigger-open-redirect":
                 r = f"{site}/r/{aid}/0?" + urllib.parse.urlencode({"to": to})
                 res = self.trigger(s, {"action": "open", "url": r})
@@ -595,9 +641,9 @@ class Campaign:
                     else "trigger:" + str(res.get("reason", ""))[:40].split(":")[0]
                 )
             else:
-                code = _code(self.h.call(s, "open", url=page, timeout=15))
+                code = _code(self.as_(s).call("open", url=page, timeout=15))
                 if mode == "link-click":
-                    code = _code(self.h.call(s, "click", target="#go", timeout=15))
+                    code = _code(self.as_(s).call("click", target="#go", timeout=15))
             if mode not in ("open-direct",) and not mode.startswith("redirect"):
                 time.sleep(0.5)
             hits = self.servers.hits(aid)
@@ -636,11 +682,11 @@ class Campaign:
                             )
                         )
                     )
-                    p = self.h.bay(
-                        "keys", "set", integration, vendor.url_field, stdin=url + "\n", session=s
+                    p = self.as_(s).bay(
+                        "keys", "set", integration, vendor.url_field, stdin=url + "\n"
                     )
                     texts.append(p.stdout + p.stderr)
-                    p = self.h.bay("keys", "test", integration, "--json", session=s)
+                    p = self.as_(s).bay("keys", "test", integration, "--json")
                     texts.append(p.stdout + p.stderr)
                     code = "answered" if p.returncode == 0 else _cli_code(p.stdout)
                 else:
@@ -656,8 +702,7 @@ class Campaign:
                             )
                         )
                     )
-                    set_url = self.h.call(
-                        s,
+                    set_url = self.as_(s).call(
                         "keys",
                         action="set",
                         integration=integration,
@@ -665,8 +710,8 @@ class Campaign:
                         value=url,
                     )
                     texts.append(repr(set_url))
-                    test = self.h.call(
-                        s, "keys", action="test", integration=integration, timeout=30
+                    test = self.as_(s).call(
+                        "keys", action="test", integration=integration, timeout=30
                     )
                     texts.append(repr(test))
                     code = _code(test) if set_url.get("ok") else _code(set_url)
@@ -698,8 +743,8 @@ class Campaign:
         for a in rows:
             t0 = time.monotonic()
             esc = cat.ESCAPES[a.params["esc"]]
-            self.h.call(s, "open", url=f"{site}/esc?" + urllib.parse.urlencode({"t": esc}))
-            p = self.h.bay(*readers[a.params["reader"]], session=s)
+            self.as_(s).call("open", url=f"{site}/esc?" + urllib.parse.urlencode({"t": esc}))
+            p = self.as_(s).bay(*readers[a.params["reader"]])
             found = raw_escapes((p.stdout + p.stderr).encode("utf-8", "surrogateescape"))
             oracles = [f"raw {x} reached the terminal" for x in found]
             self.note(a, "answered" if p.returncode == 0 else f"exit {p.returncode}", oracles, t0)
@@ -714,19 +759,19 @@ class Campaign:
             if road == "cli-open-bad-scheme":
                 if n > 120_000:  # argv words are capped by the kernel (128 KiB)
                     continue
-                p = self.h.bay("open", "chrome://" + big, "--json", session=s)
+                p = self.as_(s).bay("open", "chrome://" + big, "--json")
                 answer, code = p.stdout + p.stderr, _cli_code(p.stdout)
             else:
                 if road == "open-bad-scheme":
-                    frame = self.h.call(s, "open", url="chrome://" + big)
+                    frame = self.as_(s).call("open", url="chrome://" + big)
                 elif road == "open-domain":
-                    frame = self.h.call("fenced", "open", url="http://localhost/" + big)
+                    frame = self.as_("fenced").call("open", url="http://localhost/" + big)
                 elif road == "eval-throw":
-                    frame = self.h.call(s, "eval", js=f"throw new Error('x'.repeat({n}))")
+                    frame = self.as_(s).call("eval", js=f"throw new Error('x'.repeat({n}))")
                 elif road == "fill-missing":
-                    frame = self.h.call(s, "fill", target="#" + big, text="x", timeout=8)
+                    frame = self.as_(s).call("fill", target="#" + big, text="x", timeout=8)
                 else:
-                    frame = self.h.call(s, "tab", action="t" + "9" * n)
+                    frame = self.as_(s).call("tab", action="t" + "9" * n)
                 answer, code = json.dumps(frame), _code(frame)
             oracles = []
             if len(answer) > ECHO_BOUND and n > ECHO_BOUND:
@@ -742,6 +787,7 @@ class Campaign:
             status = h.ok("env", "keeper", action="status")
             keeper = int(status["pid"])
             pids = [keeper, *descendants(keeper)]
+            env_agent = Agent(h, "env", grant(h, "env") if self.mode == SESSION else None)
             for a in rows:
                 t0 = time.monotonic()
                 where = a.params["where"]
@@ -757,8 +803,7 @@ class Campaign:
                                     oracles.append(f"{var}'s value in /proc/{pid}/{part}")
                 elif where == "chrome":
                     extra = {"allow_open_port": True} if a.params.get("allow") else {}
-                    frame = h.call(
-                        "env",
+                    frame = env_agent.call(
                         "chrome",
                         headless=True,
                         profile="hostile-chrome-" + a.name[-4:],
@@ -791,7 +836,7 @@ class Campaign:
             "    f.write(open('/proc/self/cmdline','rb').read() + b'\\n')\n"
             "    f.write(open('/proc/%d/cmdline' % os.getppid(),'rb').read())\n"
         )
-        frame = self.h.call("attacker-c", "run", script=str(script), timeout=60)
+        frame = self.as_("attacker-c").call("run", script=str(script), timeout=60)
         argv = out.read_bytes() if out.exists() else b""
         oracles = []
         if re.search(rb"wss?://[^\s\0]+/[A-Za-z0-9_-]{16,}", argv):
@@ -934,6 +979,13 @@ class Campaign:
             finally:
                 viewer_browser.close()
 
+    def run_boundary(self, rows: list[Attack]) -> None:
+        listener = Listener()
+        try:
+            Boundary(self, listener).run(rows)
+        finally:
+            listener.close()
+
     def run_floods(self, rows: list[Attack]) -> None:
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         with contextlib.suppress(ValueError, OSError):
@@ -943,6 +995,7 @@ class Campaign:
             live = self.h.call("human-e", "live")  # the ports again: a new keeper has others
             live_port = _port(live["data"]["url"]) if live.get("ok") else 0
             cdp_port = _port(self.attacker_cdp)
+            unix_path = self.as_("attacker-e").path  # the attacker's own channel
             listener, count, partial = a.params["listener"], a.params["count"], a.params["partial"]
             keeper = self.watch.keeper
             rss0 = _rss(keeper)
@@ -953,7 +1006,7 @@ class Campaign:
                     c = None
                     for _retry in range(40):  # a full accept backlog: let the keeper catch up
                         try:
-                            c = _connect_flood(listener, self.h.paths.socket, live_port, cdp_port)
+                            c = _connect_flood(listener, unix_path, live_port, cdp_port)
                             break
                         except OSError:
                             time.sleep(0.05)
@@ -1087,10 +1140,11 @@ ORDER = (
     "floods",
     "planted-socket",
     "ceiling",
+    "boundary",  # last: on the owner's channel it stops the keeper
 )
 
 
-def run(seed: int, scale: float, only: set[str] | None) -> dict[str, Any]:
+def run(seed: int, scale: float, only: set[str] | None, modes: tuple[str, ...]) -> dict[str, Any]:
     started = time.monotonic()
     sample = {k: max(1, int(v * scale)) for k, v in cat.DEFAULT_SAMPLE.items()}
     rows = cat.catalogue(seed, sample)
@@ -1099,12 +1153,36 @@ def run(seed: int, scale: float, only: set[str] | None) -> dict[str, Any]:
         by_family.setdefault(a.family, []).append(a)
     print(
         f"hostile campaign: seed {seed}, {len(rows)} attacks generated "
-        f"({', '.join(f'{f} {len(v)}' for f, v in by_family.items())})",
+        f"({', '.join(f'{f} {len(v)}' for f, v in by_family.items())}), channels {modes}",
         flush=True,
     )
+    results: list[dict[str, Any]] = []
+    deaths: dict[str, dict[str, int]] = {}
+    for mode in modes:
+        c = run_mode(mode, seed, scale, only, by_family)
+        results += c.results
+        deaths[mode] = {"keeper": c.keeper_deaths, "browser": c.browser_deaths}
+    return {
+        "seed": seed,
+        "commit": _git_head(),
+        "scale": scale,
+        "channels": list(modes),
+        "results": results,
+        "keeper_deaths": sum(d["keeper"] for d in deaths.values()),
+        "browser_deaths": sum(d["browser"] for d in deaths.values()),
+        "deaths": deaths,
+        "seconds": round(time.monotonic() - started),
+    }
+
+
+def run_mode(
+    mode: str, seed: int, scale: float, only: set[str] | None, by_family: dict[str, list[Attack]]
+) -> Campaign:
+    """Every family once with the attacker on ``mode``'s channel, in a home of its own."""
+    print(f"-- channel {mode}", flush=True)
     env = {"BAY_TRIGGER_POLL": "0.1", "DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent"}
-    with home("hostile", **env) as h:
-        c = Campaign(h, seed, scale)
+    with home(f"hostile-{mode[0]}", **env) as h:
+        c = Campaign(h, seed, scale, mode)
         try:
             # The keeper (and the browsers it starts) under the common default soft limit
             # of 1,024 descriptors, the hard limit as it is: what a flood meets on most
@@ -1130,58 +1208,62 @@ def run(seed: int, scale: float, only: set[str] | None) -> dict[str, Any]:
                         {
                             "family": family,
                             "name": "(campaign error)",
+                            "channel": mode,
                             "code": f"error:{type(exc).__name__}",
                             "leaked": False,
+                            "cooperative": False,
                             "oracles": [],
                             "error": repr(exc)[:300],
                             "ms": 0,
                         }
                     )
                     print(f"family {family} broke: {exc!r}", flush=True)
-                print(f"{family}: {time.monotonic() - t0:.0f} s", flush=True)
+                print(f"{mode} {family}: {time.monotonic() - t0:.0f} s", flush=True)
                 c.refresh_watch()
         finally:
             if c.debug is not None:
                 with contextlib.suppress(Exception):
                     c.debug.close()
             c.servers.close()
-        leaked = [r for r in c.results if r["leaked"]]
-        h.keep = h.keep or bool(leaked)
-    return {
-        "seed": seed,
-        "commit": _git_head(),
-        "scale": scale,
-        "results": c.results,
-        "keeper_deaths": c.keeper_deaths,
-        "browser_deaths": c.browser_deaths,
-        "seconds": round(time.monotonic() - started),
-    }
+        h.keep = h.keep or any(r["leaked"] for r in c.results)
+    return c
 
 
 def summarize(f: dict[str, Any]) -> dict[str, Any]:
-    results = f["results"]
-    fam: dict[str, dict[str, Any]] = {}
-    for r in results:
-        if r["code"] == "skipped":
-            continue
-        d = fam.setdefault(r["family"], {"attempts": 0, "leaked": 0, "codes": Counter()})
-        d["attempts"] += 1
-        if r["leaked"]:
-            d["leaked"] += 1
-        else:
-            d["codes"][r["code"]] += 1
-    total = sum(d["attempts"] for d in fam.values())
-    leaked = sum(d["leaked"] for d in fam.values())
-    codes: Counter[str] = Counter()
-    for d in fam.values():
-        codes.update(d["codes"])
-    return {
-        "families": fam,
-        "attempts": total,
-        "leaked": leaked,
-        "refused": total - leaked,
-        "codes": codes,
-    }
+    """Per channel: attempts, leaked, cooperative (the owner's own power, on the owner's
+    channel), refused by code, per family."""
+    out: dict[str, Any] = {}
+    for mode in f.get("channels", [OWNER]):
+        results = [r for r in f["results"] if r.get("channel", OWNER) == mode]
+        fam: dict[str, dict[str, Any]] = {}
+        for r in results:
+            if r["code"] == "skipped":
+                continue
+            d = fam.setdefault(
+                r["family"], {"attempts": 0, "leaked": 0, "cooperative": 0, "codes": Counter()}
+            )
+            d["attempts"] += 1
+            if r["leaked"]:
+                d["leaked"] += 1
+            elif r.get("cooperative"):
+                d["cooperative"] += 1
+            else:
+                d["codes"][r["code"]] += 1
+        codes: Counter[str] = Counter()
+        for d in fam.values():
+            codes.update(d["codes"])
+        total = sum(d["attempts"] for d in fam.values())
+        leaked = sum(d["leaked"] for d in fam.values())
+        cooperative = sum(d["cooperative"] for d in fam.values())
+        out[mode] = {
+            "families": fam,
+            "attempts": total,
+            "leaked": leaked,
+            "cooperative": cooperative,
+            "refused": total - leaked - cooperative,
+            "codes": codes,
+        }
+    return out
 
 
 def markdown(f: dict[str, Any], s: dict[str, Any], before: str = "") -> str:
@@ -1190,29 +1272,58 @@ def markdown(f: dict[str, Any], s: dict[str, Any], before: str = "") -> str:
             f", … ({len(c) - 8} more)" if len(c) > 8 else ""
         )
 
+    modes = list(s)
+    deaths = f.get("deaths", {})
+    head = " | ".join(modes)
     lines = [
         f"Latest run: {today()} · {machine()} · commit {f['commit']} · seed {f['seed']} · "
-        f"{f['seconds']} s",
+        f"{f['seconds']} s · the attacker on: {', '.join(modes)} channel",
         "",
-        "| figure | value |",
-        "|---|---|",
-        f"| attempts | {s['attempts']} |",
-        f"| refused (no oracle fired), by code | {s['refused']}: {codes(s['codes'])} |",
-        f"| **leaked** (goal 0) | **{s['leaked']}** |",
-        f"| **keeper deaths** (goal 0) | **{f['keeper_deaths']}** |",
-        f"| shared-browser crashes | {f['browser_deaths']} |",
+        f"| figure | {head} |",
+        "|---|" + "---|" * len(modes),
+        "| attempts | " + " | ".join(str(s[m]["attempts"]) for m in modes) + " |",
+        "| refused (no oracle fired), by code | "
+        + " | ".join(f"{s[m]['refused']}: {codes(s[m]['codes'])}" for m in modes)
+        + " |",
+        "| cooperative (the owner's own power on the owner's channel, documented) | "
+        + " | ".join(str(s[m]["cooperative"]) for m in modes)
+        + " |",
+        "| **leaked** (goal 0) | " + " | ".join(f"**{s[m]['leaked']}**" for m in modes) + " |",
+        "| **keeper deaths** (goal 0) | "
+        + " | ".join(f"**{deaths.get(m, {}).get('keeper', 0)}**" for m in modes)
+        + " |",
+        "| shared-browser crashes | "
+        + " | ".join(str(deaths.get(m, {}).get("browser", 0)) for m in modes)
+        + " |",
         "",
-        "| family | attempts | leaked | refused by code |",
-        "|---|---|---|---|",
+        "| family | " + " | ".join(f"{m}: attempts / leaked / cooperative" for m in modes) + " |",
+        "|---|" + "---|" * len(modes),
     ]
-    for name, d in s["families"].items():
-        lines.append(f"| {name} | {d['attempts']} | {d['leaked']} | {codes(d['codes'])} |")
+    families = list(dict.fromkeys(fam for m in modes for fam in s[m]["families"]))
+    for name in families:
+        cells = []
+        for m in modes:
+            d = s[m]["families"].get(name)
+            cells.append(f"{d['attempts']} / {d['leaked']} / {d['cooperative']}" if d else "–")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    for m in modes:
+        lines += ["", f"Refused on the {m} channel, by family and code:", ""]
+        for name, d in s[m]["families"].items():
+            lines.append(f"- {name}: {codes(d['codes']) or '—'}")
+    coop = [r for r in f["results"] if r.get("cooperative")]
+    if coop:
+        lines += ["", "Cooperative on the owner's channel (the agent there is the owner):", ""]
+        for r in coop:
+            lines.append(
+                f"- `{r['family']}:{r['name']}` [{r['code']}]: {'; '.join(r['oracles'])[:160]}"
+            )
     leaks = [r for r in f["results"] if r["leaked"]]
     if leaks:
-        lines += ["", "Leaks (first 25):", ""]
-        for r in leaks[:25]:
+        lines += ["", "Leaks (first 40):", ""]
+        for r in leaks[:40]:
             lines.append(
-                f"- `{r['family']}:{r['name']}` [{r['code']}]: {'; '.join(r['oracles'])[:200]}"
+                f"- [{r.get('channel', OWNER)}] `{r['family']}:{r['name']}` [{r['code']}]: "
+                f"{'; '.join(r['oracles'])[:200]}"
             )
     if before:
         lines += ["", before.strip()]
@@ -1233,23 +1344,30 @@ def main() -> None:
         help="the figures' name: results/<name>.json and its RELIABILITY.md section "
         "(hostile-before for a run on the code before the fixes)",
     )
-    a = ap.parse_args()
-    seed = a.seed if a.seed is not None else int(time.time()) % 100_000
-    f = run(seed, a.scale, set(filter(None, a.only.split(","))) or None)
-    s = summarize(f)
-    record(
-        a.record_as,
-        {
-            **f,
-            "summary": {
-                **s,
-                "codes": dict(s["codes"]),
-                "families": {k: {**v, "codes": dict(v["codes"])} for k, v in s["families"].items()},
-            },
-        },
-        markdown(f, s),
+    ap.add_argument(
+        "--channel",
+        default=",".join(MODES),
+        help="the attacker's channel(s): owner (the home's socket), session (a session socket "
+        "the owner granted; the agent gets only BAY_SOCKET), comma-separated",
     )
-    raise SystemExit(1 if s["leaked"] or f["keeper_deaths"] else 0)
+    a = ap.parse_args()
+    modes = tuple(m for m in MODES if m in a.channel.split(","))
+    if not modes:
+        ap.error(f"--channel: one of {', '.join(MODES)}")
+    seed = a.seed if a.seed is not None else int(time.time()) % 100_000
+    f = run(seed, a.scale, set(filter(None, a.only.split(","))) or None, modes)
+    s = summarize(f)
+    summary = {
+        m: {
+            **v,
+            "codes": dict(v["codes"]),
+            "families": {k: {**d, "codes": dict(d["codes"])} for k, d in v["families"].items()},
+        }
+        for m, v in s.items()
+    }
+    record(a.record_as, {**f, "summary": summary}, markdown(f, s))
+    leaked = sum(v["leaked"] for v in s.values())
+    raise SystemExit(1 if leaked or f["keeper_deaths"] else 0)
 
 
 if __name__ == "__main__":

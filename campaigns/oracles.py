@@ -44,6 +44,7 @@ class Hit:
     host: str  # the Host header as sent
     path: str
     method: str
+    cookie: str = ""  # the Cookie header as sent: whose browser asked (a profile's cookie)
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -65,6 +66,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     self.headers.get("Host") or "",
                     self.path,
                     self.command,
+                    self.headers.get("Cookie") or "",
                 )
             )
 
@@ -92,6 +94,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if parts[0] == "victim":
             body = b"<!doctype html><title>victim</title><p>victim page</p>"
             self._send(200, body, {"Set-Cookie": f"victim={self.victim_cookie}; Path=/"})
+        elif parts[0] == "plant" and len(parts) >= 2:  # /plant/<value>: a profile's mark
+            body = b"<!doctype html><title>planted</title><p>planted</p>"
+            self._send(200, body, {"Set-Cookie": f"plant={parts[1]}; Path=/; Max-Age=86400"})
         elif parts[0] == "attacker":
             body = (
                 b"<!doctype html><title>attacker</title><input type=file id=f>"
@@ -211,6 +216,10 @@ class Servers:
             if host.rstrip(".").lower() not in allowed:
                 out.append(hit)
         return out
+
+    def asked(self, aid: str) -> list[Hit]:
+        """Every request carrying ``aid``, whatever its Host (the site's included)."""
+        return [h for h in list(self.log) if f"/{aid}/" in h.path or h.path.endswith(f"/{aid}")]
 
     def close(self) -> None:
         for s in self._servers:
