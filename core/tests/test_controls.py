@@ -10,7 +10,7 @@ import pytest
 
 from browserbay import verbs
 from browserbay.hookspecs import hookimpl
-from browserbay.keeper.controls import Controls, command_line
+from browserbay.keeper.controls import Controls
 from browserbay.keeper.sessions import Lease, Session
 from browserbay.model import LeaseInfo, ProfileRef, SessionRef
 from browserbay.plugins import load_plugins
@@ -48,11 +48,11 @@ def _setup(handback_idle: float = 300.0) -> tuple[Controls, Hooks, Session, Leas
 
 def test_command_line_never_shows_typed_text() -> None:
     fill = verbs.BY_NAME["fill"]
-    assert command_line(fill, {"target": "@e7", "text": "hunter2"}) == "bay fill @e7 <text>"
+    assert fill.command_line({"target": "@e7", "text": "hunter2"}) == "bay fill @e7 <text>"
     wait = verbs.BY_NAME["wait"]
-    assert command_line(wait, {"what": "200", "load": True}) == "bay wait 200 --load"
+    assert wait.command_line({"what": "200", "load": True}) == "bay wait 200 --load"
     select = verbs.BY_NAME["select"]
-    assert command_line(select, {"target": "#s", "values": ["a", "b"]}) == "bay select #s a b"
+    assert select.command_line({"target": "#s", "values": ["a", "b"]}) == "bay select #s a b"
 
 
 def test_a_takeover_pauses_and_the_handback_leaves_a_notice() -> None:

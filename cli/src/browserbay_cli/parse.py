@@ -184,6 +184,12 @@ def help_text(name: str | None, table: dict[str, Verb] | None = None) -> str:
             lines.append(f"  {label:<18} {a.help}")
         if v.example:
             lines += ["", "example: " + v.example]
+        if v.owner_only:
+            lines += [
+                "",
+                f"owner only: {v.owner_only_phrase()} (refused owner_only on a session socket: "
+                "the human runs it on the owner's channel)",
+            ]
         lines += ["", "options: --json, --timeout SECONDS, --session ID"]
         return "\n".join(lines)
     lines = ["bay <verb> [args] [--json] [--timeout S] [--session ID]", ""]

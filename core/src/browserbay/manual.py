@@ -106,9 +106,15 @@ def _verb_lines(extra: Iterable[Verb]) -> list[str]:
     shipped[-1] = shipped[-1].rstrip(",")
     lines += _wrap("  plugins: ", shipped)
     named = {v.name for v in VERBS} | {name for name, _ in SHIPPED_PLUGIN_VERBS}
+    extra = list(extra)
     for v in extra:
         if v.name not in named:
             lines.append(f"  {v.name}: {v.summary} ({v.plugin})")
+    owners = [v.owner_only_phrase() + "," for v in (*VERBS, *extra) if v.owner_only]
+    if owners:
+        owners[-1] = owners[-1].rstrip(",")
+        lines.append("  owner only (on a session socket refused owner_only: ask the human):")
+        lines += _wrap("    ", owners)
     return lines
 
 

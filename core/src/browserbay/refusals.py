@@ -305,9 +305,9 @@ _ROWS = (
     ),
     Code(
         "session_fixed",
-        "This socket is session {fixed}'s: it cannot act as session {asked}",
-        "drop --session / BAY_SESSION / --actor: on this socket you are always {fixed}; "
-        "another session has its own socket (the human grants it: bay session grant ...)",
+        "This socket is session {fixed}'s: it cannot act as {what} {asked} ({via})",
+        "drop {drop}: on this socket you are always session {fixed}; another session has its "
+        "own socket (the human grants it: bay session grant ...)",
     ),
     Code(
         "owner_only",

@@ -11,6 +11,7 @@ import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
 # Where a verb runs:
@@ -160,6 +161,71 @@ class Verb:
                 return cond
         return None
 
+    def owner_only_problems(self) -> list[str]:
+        """The :attr:`owner_only` conditions that could never match (an argument the verb
+        does not have, a value its choices exclude, ``=`` on a flag): a typo there would
+        open an owner's verb to every session, so the keeper refuses to start with one."""
+        problems = []
+        for cond in self.owner_only:
+            if cond == "*":
+                continue
+            name, eq, value = cond.partition("=")
+            spec = next((a for a in self.args if a.name == name), None)
+            if spec is None:
+                problems.append(f"{self.name}: owner_only {cond!r} names no argument")
+            elif eq and (spec.kind == "flag" or (spec.choices and value not in spec.choices)):
+                problems.append(f"{self.name}: owner_only {cond!r} can never match")
+        return problems
+
+    def owner_only_words(self, condition: str) -> str:
+        """An :attr:`owner_only` condition as the command reads: ``keeper``, ``keys set``,
+        ``hints --forget``, ``new --provider cdp``, ``chrome -- ARGS`` (the manual, ``bay
+        help`` and the ``owner_only`` refusal say it so)."""
+        if condition == "*":
+            return self.name
+        name, eq, value = condition.partition("=")
+        spec = self.arg(name)
+        if spec.kind in ("pos", "opt", "rest"):
+            return f"{self.name} {value if eq else '<' + name + '>'}"
+        if spec.kind == "tail":
+            return f"{self.name} -- {name.upper()}"
+        return f"{self.name} {spec.long}" + (f" {value}" if eq else "")
+
+    def owner_only_phrase(self) -> str:
+        """Every owner-only call of the verb in one phrase: ``keeper``, ``hints --forget``,
+        ``keys set/clear/test`` (the manual and ``bay help VERB`` say them so)."""
+        if "*" in self.owner_only:
+            return self.name
+        prefix = self.name + " "
+        return prefix + "/".join(
+            self.owner_only_words(c).removeprefix(prefix) for c in self.owner_only
+        )
+
+    def command_line(self, args: Mapping[str, Any]) -> str:
+        """``bay click @e3``: the verb as one would run it again. Typed text never appears
+        (a secret argument is shown as ``<text>``), and an argument of type ``secret`` (a
+        key) not at all: it is read from stdin, never taken from the command line."""
+        words, tail = ["bay", self.name], []
+        for a in self.args:
+            if a.name not in args or a.type == "secret":
+                continue
+            value = args[a.name]
+            shown = f"<{a.name}>" if a.name in self.secret_args else value
+            many = [str(v) for v in (shown if isinstance(shown, list) else [shown])]
+            if a.kind == "flag":
+                if value:
+                    words.append(a.long)
+            elif a.kind in ("pos", "opt", "rest"):
+                words.extend(many)
+            elif a.kind == "tail":
+                tail = ["--", *many]
+            elif a.kind == "many":
+                for v in many:
+                    words += [a.long, v]
+            else:
+                words += [a.long, str(shown)]
+        return " ".join(words + tail)
+
     def with_local_paths(self, args: dict[str, Any]) -> dict[str, Any]:
         """``args`` with each given :data:`PATH` argument made absolute (the CLI, the Python
         API and the MCP server all send it so)."""
@@ -308,6 +374,9 @@ VERBS: tuple[Verb, ...] = (
             Arg("full", "flag", "the whole page, not just the viewport"),
         ),
         needs=("has_cdp", "screenshots"),
+        # The keeper writes the file, as its user, wherever the path says (over any file):
+        # from a session socket that is a write outside the agent's sandbox.
+        owner_only=("path",),
     ),
     Verb(
         "login-check",
@@ -388,6 +457,9 @@ VERBS: tuple[Verb, ...] = (
             Arg("headed", "flag", "run its browser with a window"),
             Arg("cdp_url", "value", "cdp provider: http://host:port, ws://..., or auto"),
         ),
+        # A cdp profile drives somebody else's running browser (the human's own, at a
+        # debugging port): which one is the owner's call.
+        owner_only=("provider=cdp", "cdp_url"),
         example="bay new work",
     ),
     Verb(
@@ -395,18 +467,21 @@ VERBS: tuple[Verb, ...] = (
         KEEPER,
         "Persistent profiles: provider, tier, running, sessions, disk, memory, last used.",
         (Arg("orphans", "flag", "also profile directories no registry row owns"),),
+        owner_only=("orphans",),  # the home's whole profiles directory
     ),
     Verb(
         "forget",
         KEEPER,
         "Archive a profile's directory, then remove the profile.",
         (Arg("profile", "pos", "label or id"),),
+        owner_only=("*",),
     ),
     Verb(
         "adopt",
         KEEPER,
         "Register an existing browser user-data-dir as a profile.",
         (Arg("dir", "pos", "the directory"), Arg("label", "pos", "a free-text name")),
+        owner_only=("*",),  # any directory of the keeper's user: the human's own browser's
     ),
     Verb(
         "group",
@@ -417,12 +492,14 @@ VERBS: tuple[Verb, ...] = (
             Arg("name", "pos", "the group"),
             Arg("profile", "pos", "label or id"),
         ),
+        owner_only=("*",),  # every session of that group
     ),
     Verb(
         "triggers",
         KEEPER,
         "The trigger intake directory (drop <uuid>.json requests there; docs/triggers.md).",
         (Arg("action", "pos", "what to show", choices=("path",)),),
+        owner_only=("*",),  # a request dropped there acts as any session it names
         example="bay triggers path",
     ),
     Verb(
@@ -430,6 +507,7 @@ VERBS: tuple[Verb, ...] = (
         KEEPER,
         "The audit trail: at, session, profile, verb, ok (never a typed value).",
         (Arg("last", "value", "how many rows (default 50)", type="int"),),
+        owner_only=("*",),  # every session's verbs
     ),
     Verb(
         "backend",
@@ -467,6 +545,7 @@ VERBS: tuple[Verb, ...] = (
             Arg("forget", "flag", "drop that host's hints (the user's call)"),
         ),
         mutates=True,
+        owner_only=("forget",),
         example="bay hints shop.example",
     ),
     Verb(
@@ -496,6 +575,7 @@ VERBS: tuple[Verb, ...] = (
                 "(beat BAY_* and the config file)",
             ),
         ),
+        owner_only=("*",),  # every session's browsers; status lists them all
         example="bay keeper start --set max_browsers=2,idle_timeout=600",
     ),
     Verb("plugins", KEEPER, "Installed plugins: name, distribution, version, hooks; providers."),
@@ -540,6 +620,7 @@ VERBS: tuple[Verb, ...] = (
             Arg("upgrade", "flag", "upgrade them if installed"),
             Arg("no_deps", "flag", "do not install their dependencies"),
         ),
+        owner_only=("*",),  # code the keeper loads at its next start
         example="bay install browserbay-mcp",
     ),
     Verb(
@@ -547,6 +628,7 @@ VERBS: tuple[Verb, ...] = (
         LOCAL,
         "Remove plugin distributions from bay's own environment.",
         (Arg("distributions", "rest", "distribution names"),),
+        owner_only=("*",),
     ),
 )
 

@@ -44,6 +44,9 @@ KEYS_VERB = Verb(
     ),
     mutates=True,
     secret_args=("value",),
+    # Listing where each key comes from (never a value) stays open to every session: it is
+    # how an agent sees why a provider is not runnable. Changing or spending a key is not.
+    owner_only=("action=set", "action=clear", "action=test"),
     example='printf %s "$STEEL_API_KEY" | bay keys set cloud:steel api_key',
 )
 

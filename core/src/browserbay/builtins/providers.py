@@ -30,6 +30,7 @@ PROVIDER_VERB = Verb(
         Arg("id", "pos", "a provider id (bay plugins lists them)"),
     ),
     mutates=True,
+    owner_only=("*",),  # a download installed for every session of the keeper
     example="bay provider install cloak --timeout 1800",
 )
 

@@ -101,7 +101,9 @@ class AdminVerbs:
         return {"verbs": table}, listing
 
     async def hints(self, args: dict[str, Any], handle: str | None, channel: Channel) -> Answer:
-        return await hints_listing(args, self.site_hints, self.db, self.plugins.providers)
+        return await hints_listing(
+            args, self.site_hints, self.db, self.plugins.providers, channel.session
+        )
 
     async def new(self, args: dict[str, Any], handle: str | None, channel: Channel) -> Answer:
         made = await self.profiles.new(args)

@@ -14,8 +14,13 @@ explicitly (``OnKeeper.run(args, handle, channel)``, ``SessionCall.channel``,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from browserbay import verbs
+from browserbay.refusals import Refusal
 
 
 @dataclass(frozen=True)
@@ -74,3 +79,77 @@ class Channel:
 
 #: The home's own socket.
 OWNER = Channel()
+
+
+# -- the gate -----------------------------------------------------------------------------
+#
+# Every request passes it once, in Keeper.handle, after the frame is read and before anything
+# of the verb runs (the MCP server and the Python API send frames too: one gate covers every
+# road). On the owner's channel it lets everything through. What it refuses is data: the
+# session a socket is fixed to (its grant) and the verb table's ``owner_only`` conditions.
+
+
+def admit(
+    channel: Channel,
+    verb: verbs.Verb,
+    args: Mapping[str, Any],
+    *,
+    session: str,
+    actor: str | None,
+    group: str | None,
+    handle: str | None,
+) -> None:
+    """Refuse a request a session socket may not make: acting as another session
+    (``session_fixed``: the frame's ``session``, its ``actor``, its ``group``) or an
+    owner-only call (``owner_only``). ``session``, ``actor``, ``group``: the ids the frame
+    names (``actor``/``group`` None when it names none); ``handle``: its ``--profile``."""
+    if channel.grant is None:
+        return
+    fixed = channel.grant.session
+    for what, asked, via, drop in (
+        ("session", session, "the request's session", "--session / BAY_SESSION"),
+        ("session", actor, "the request's actor: acting for another session", "--actor"),
+        ("group", group, "the request's group", "BAY_GROUP"),
+    ):
+        if asked is not None and asked != fixed:
+            raise Refusal("session_fixed", fixed=fixed, asked=asked, what=what, via=via, drop=drop)
+    refuse_owner_only(channel, verb, args, handle)
+
+
+def refuse_owner_only(
+    channel: Channel, verb: verbs.Verb, args: Mapping[str, Any], handle: str | None
+) -> None:
+    """``owner_only`` when ``verb`` called with ``args`` meets one of its row's
+    :attr:`~browserbay.verbs.Verb.owner_only` conditions on a session socket. Also a
+    plugin's ``ctx.keeper_verb`` runs through it: a plugin verb open to sessions never
+    reaches an owner-only keeper verb for them."""
+    if channel.grant is None:
+        return
+    condition = verb.owner_only_for(dict(args))
+    if condition is not None:
+        raise owner_only(
+            verb.owner_only_words(condition),
+            owner_command(channel, verb, args, handle),
+            condition=condition,
+        )
+
+
+def owner_only(what: str, command: str, **data: Any) -> Refusal:
+    """The ``owner_only`` refusal of ``what`` (``keeper stop``, ``backend cloak`` of a
+    shared profile): the way out is the exact command the human runs on the owner's
+    channel."""
+    return Refusal("owner_only", what=what, command=command, **data)
+
+
+def owner_command(
+    channel: Channel, verb: verbs.Verb, args: Mapping[str, Any], handle: str | None
+) -> str:
+    """The command the human runs for this request on the owner's channel: the verb and its
+    arguments (a key never: it is read from stdin), ``--profile`` when it named one, and
+    ``--session`` for a verb on the socket's session."""
+    words = [verb.command_line(args)]
+    if handle:
+        words.append(f"--profile {handle}")
+    if channel.session is not None and verb.scope != verbs.KEEPER:
+        words.append(f"--session {channel.session}")
+    return " ".join(words)

@@ -39,27 +39,6 @@ _WHY = {
 }
 
 
-def command_line(verb: verbs.Verb, args: Mapping[str, Any]) -> str:
-    """``bay click @e3``: the verb as the agent would run it again; typed text never
-    appears (a secret argument is shown as ``<text>``)."""
-    words = ["bay", verb.name]
-    for a in verb.args:
-        if a.name not in args:
-            continue
-        value = args[a.name]
-        shown = f"<{a.name}>" if a.name in verb.secret_args else value
-        if a.kind == "flag":
-            if value:
-                words.append(a.long)
-        elif a.kind in ("pos", "opt"):
-            words.append(str(shown))
-        elif a.kind in ("rest", "tail"):
-            words.extend(str(v) for v in (shown if isinstance(shown, list) else [shown]))
-        else:
-            words += [a.long, str(shown)]
-    return " ".join(words)
-
-
 def make_transports(plugins: Plugins, host: Controls) -> list[LiveTransport]:
     """Each live-view transport row's factory, called once. A factory that fails is logged
     and skipped: a broken live view must not keep the keeper from serving."""
@@ -112,7 +91,7 @@ class Controls:
         """Run a verb on the lease so that a takeover can cut it."""
         if exempt:
             return await fn()
-        entry = Inflight(verb.name, command_line(verb, args), verb.mutates, anyio.CancelScope())
+        entry = Inflight(verb.name, verb.command_line(args), verb.mutates, anyio.CancelScope())
         lease.control.track(entry)
         try:
             with entry.scope:

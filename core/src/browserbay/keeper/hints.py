@@ -58,13 +58,21 @@ def _says(hint: dict[str, Any]) -> str:
     return f"  {when} session {hint['by']} says it is blocked ({hint['why']}); suggests {what}"
 
 
+def _seen_by(rows: list[SiteHint], by: str | None) -> list[SiteHint]:
+    """The hints a caller sees: every one on the owner's channel (``by`` None); on a session
+    socket only its own session's (another session's claims say where it browsed)."""
+    return rows if by is None else [h for h in rows if h.by == by]
+
+
 async def listing(
     args: Mapping[str, Any],
     hints: SiteHints,
     db: Db,
     providers: Mapping[str, ProviderRow],
+    by: str | None = None,
 ) -> tuple[dict[str, Any], str]:
-    """``bay hints [HOST] [--forget]``: what the hints say, or drop one host's."""
+    """``bay hints [HOST] [--forget]``: what the hints say, or drop one host's. ``by``: the
+    session a session socket is fixed to (its own hints only); None on the owner's."""
     given = str(args.get("host") or "").strip()
     host = _host(given, "hints") if given else None
     if args.get("forget"):
@@ -74,7 +82,7 @@ async def listing(
             )
         dropped = await db(hints.forget, host)
         return {"host": host, "forgotten": dropped}, f"forgot {dropped} hint(s) for {host}"
-    rows = [hint_row(h, providers) for h in await db(hints.of, host)]
+    rows = [hint_row(h, providers) for h in _seen_by(await db(hints.of, host), by)]
     if not rows:
         return {"hints": []}, f"no site hints{f' for {host}' if host else ''}"
     lines: list[str] = []
@@ -91,7 +99,9 @@ async def blocked(
     hints: SiteHints,
     db: Db,
     providers: Mapping[str, ProviderRow],
+    by: str | None = None,
 ) -> tuple[dict[str, Any], str]:
+    """``by``: as for :func:`listing` (the hints answered back are the caller's own)."""
     url = str(args.get("url") or "")
     if not url:
         raise Refusal(
@@ -108,7 +118,7 @@ async def blocked(
     tier = _tier(args.get("tier"))
     hint = SiteHint(_host(url), tier, backend, session.id, time.time(), why[:500])  # type: ignore[arg-type]
     await db(hints.add, hint)
-    rows = [hint_row(h, providers) for h in await db(hints.of, hint.host)]
+    rows = [hint_row(h, providers) for h in _seen_by(await db(hints.of, hint.host), by)]
     text = "\n".join(
         [
             f"recorded: you say {hint.host} blocked you. This is a claim for the user, not a "

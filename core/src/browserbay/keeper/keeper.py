@@ -20,7 +20,7 @@ from browserbay.keeper.act import Act
 from browserbay.keeper.audit import AuditTrail
 from browserbay.keeper.base import RestartGate
 from browserbay.keeper.browsers import BrowserPool
-from browserbay.keeper.channels import OWNER, Channel
+from browserbay.keeper.channels import OWNER, Channel, admit
 from browserbay.keeper.choosing import LeaseChooser
 from browserbay.keeper.controls import Controls
 from browserbay.keeper.faults import disk_full, is_disk_full
@@ -118,6 +118,16 @@ class Keeper:
             asked = VerbCall(verb.name, _redact(verb, args), ref, None, frame_road(frame))
             call = asked
             judged = [asked]
+            # The channel's gate, before anything of the verb runs (audited as asked).
+            admit(
+                channel,
+                verb,
+                args,
+                session=ref.id,
+                actor=actor.id if actor is not None else None,
+                group=group,
+                handle=handle,
+            )
 
             def check(
                 lease: Lease | None = None,

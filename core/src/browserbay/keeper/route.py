@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from browserbay import verbs
 from browserbay.keeper.base import Answer
-from browserbay.keeper.channels import Channel
+from browserbay.keeper.channels import Channel, refuse_owner_only
 from browserbay.keeper.pageverbs import PageHandler
 from browserbay.keeper.sessions import Lease, Session
 from browserbay.model import PluginVerb, ProfileRef
@@ -148,6 +148,7 @@ class VerbRoute:
                 for name, h in sorted(handlers.items())
                 if name in served and not isinstance(h, KINDS[table[name].scope])
             ),
+            *(problem for verb in table.values() for problem in verb.owner_only_problems()),
         ]
         if problems:
             raise RouteError("the verb route does not match the verb table: " + "; ".join(problems))
@@ -166,4 +167,5 @@ class VerbRoute:
         handler = self._handlers.get(name)
         if not isinstance(handler, OnKeeper):
             raise Refusal("bad_frame", reason=f"unknown verb {name!r}")
+        refuse_owner_only(channel, self.table[name], args, handle)
         return await handler.run(args, handle, channel)

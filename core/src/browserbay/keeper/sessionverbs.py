@@ -166,7 +166,12 @@ class SessionVerbs:
     async def blocked(self, call: SessionCall) -> SessionAnswer:
         """A claim recorded for the user; no profile is touched."""
         data, text = await blocked(
-            call.args, call.session.ref, self.site_hints, self.db, self.plugins.providers
+            call.args,
+            call.session.ref,
+            self.site_hints,
+            self.db,
+            self.plugins.providers,
+            call.channel.session,
         )
         return data, text, None
 

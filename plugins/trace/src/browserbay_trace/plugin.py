@@ -109,6 +109,8 @@ TRACE_VERB = Verb(
         Arg("last", "value", f"the newest N actions (default {DEFAULT_LAST})", type="int"),
         Arg("out", "value", "the HTML file to write (an absolute path; default: the reports dir)"),
     ),
+    # The keeper writes --out as its user, over any file: outside a session's sandbox.
+    owner_only=("out",),
     example="bay trace show --last 5",
 )
 

@@ -152,6 +152,9 @@ class CdpPlugin:
                         ),
                         Arg("args", "tail", "more Chrome switches, after --"),
                     ),
+                    # The open port is a leak to every local user (security.md); a Chrome
+                    # switch can run a program (--renderer-cmd-prefix) as the keeper's user.
+                    owner_only=("allow_open_port", "args"),
                     example="bay chrome --profile work --allow-open-port",
                 ),
                 chrome_verb,
@@ -184,6 +187,9 @@ class CdpPlugin:
                     ),
                     needs=_NEEDS,
                     mutates=True,
+                    # The script runs as the keeper's user, outside any sandbox of the caller:
+                    # on a session socket, drive your tabs from your own code over bay cdp-url.
+                    owner_only=("*",),
                     example="bay run steps.py --timeout 60",
                 ),
                 self.run,

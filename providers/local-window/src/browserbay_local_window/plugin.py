@@ -89,6 +89,7 @@ WINDOW_VERB = Verb(
     ),
     mutates=True,
     secret_args=("text",),
+    owner_only=("action=open",),  # runs a program of its choosing as the keeper's user
     example="bay window open -- /usr/bin/python3 app.py",
 )
 
