@@ -486,6 +486,10 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("profile_required", "profile_unknown"),
     ),
     (
+        "on a session socket you are its session: drop --session, BAY_SESSION, BAY_GROUP",
+        ("session_fixed",),
+    ),
+    (
         "only your own tabs and windows: bay tab list, bay window list",
         ("not_your_tab", "tab_gone", "window_gone", "not_your_window"),
     ),
@@ -538,6 +542,10 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "socket_untrusted",
             "open_port_refused",
             "disk_full",
+            "owner_only",
+            "profile_not_granted",
+            "grant_refused",
+            "session_socket_gone",
         ),
     ),
 )
