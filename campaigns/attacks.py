@@ -583,7 +583,8 @@ BOUNDARY: tuple[tuple[str, dict[str, Any]], ...] = (
     ("revoked/cli", {"kind": "revoked", "road": "cli", "owner": False}),
     ("expired/frame", {"kind": "expired", "road": "frame", "owner": False}),
     # the keeper's lifecycle (last: on the owner's channel they work)
-    ("keeper-start/policy/cli", {"kind": "start", "road": "cli"}),
+    ("keeper-start/policy/cli-env", {"kind": "start", "road": "cli"}),
+    ("keeper-start/policy/cli-set", {"kind": "start", "road": "cli-set"}),
     ("keeper-stop/frame", {"kind": "stop", "road": "frame"}),
     ("keeper-stop/frame-actor-owner", {"kind": "stop", "road": "frame-actor-owner"}),
     ("keeper-stop/op-shutdown", {"kind": "stop", "road": "op"}),

@@ -514,15 +514,26 @@ class Boundary:
         mark = "mk" + secrets.token_hex(8)
         stop = me.bay("keeper", "stop", "--json")
         time.sleep(1)
+        flags = ["--set", "BAY_MAX_BROWSERS=1"] if a.params["road"] == "cli-set" else []
         p = me.bay(
-            "keeper", "start", "--json", BAY_TRACE="1", BAY_MAX_BROWSERS="1", BAY_CAMPAIGN_MARK=mark
+            "keeper",
+            "start",
+            *flags,
+            "--json",
+            BAY_TRACE="1",
+            BAY_MAX_BROWSERS="1",
+            BAY_CAMPAIGN_MARK=mark,
         )
         code = f"stop {_code(cli_frame(stop))}/start {_code(cli_frame(p))}"
         time.sleep(1)
         oracles = []
         for pid in [*self.h.keeper_pids(), *stray_keepers(self.h)]:
             if procfs.environ(pid).get("BAY_CAMPAIGN_MARK") == mark:
-                oracles.append(f"a keeper (pid {pid}) runs with the agent's environment as policy")
+                oracles.append(f"a keeper (pid {pid}) runs with the agent's environment")
+        status = self.h.call("owner", "keeper", action="status", timeout=15)
+        for row in status.get("data", {}).get("settings", []) if status.get("ok") else []:
+            if "max_browsers" in json.dumps(row).lower() and str(row.get("value")) == "1":
+                oracles.append(f"the keeper's policy is the agent's: {json.dumps(row)[:100]}")
         if self.keeper_pid() is None or oracles:
             self.revive()
         return code, oracles

@@ -859,7 +859,13 @@ class Campaign:
                 base = tempfile.mkdtemp(prefix="bc-ps-", dir="/tmp")
                 victim = st._ids(st.VICTIM)
                 try:
-                    if a.params["place"] == "deep-home":
+                    if self.mode == SESSION:
+                        # The agent's BAY_SOCKET names a path in a directory another user
+                        # made first (the place does not matter on this channel).
+                        env = {**st._victim_env(None, victim), "BAY_SOCKET": ""}
+                        directory = os.path.join("/tmp", f"bc-pss-{secrets.token_hex(6)}")
+                        env["BAY_SOCKET"] = os.path.join(directory, "keeper.sock")
+                    elif a.params["place"] == "deep-home":
                         os.chown(base, *victim)
                         env = st._victim_env(os.path.join(base, "d" * 100), victim)
                         directory = st._socket_dir(env, victim[0])
@@ -896,9 +902,15 @@ class Campaign:
             ) as h:
                 h.ok("c-warm", "status")
                 frames: dict[int, dict[str, Any]] = {}
+                agents = self._ceiling_agents(h, n)
+                if isinstance(agents, str):  # no children to be had: what the agent got
+                    self.record(a, agents, [], t0)
+                    continue
 
-                def first(i: int, h: Home = h, frames: dict[int, Any] = frames) -> None:
-                    frames[i] = h.call(f"c{i}", "open", url=f"{site}/attacker", timeout=90)
+                def first(
+                    i: int, frames: dict[int, Any] = frames, agents: list[Agent] = agents
+                ) -> None:
+                    frames[i] = agents[i].call("open", url=f"{site}/attacker", timeout=90)
 
                 threads = [threading.Thread(target=first, args=(i,)) for i in range(n)]
                 for t in threads:
@@ -919,6 +931,23 @@ class Campaign:
                         )
             code = ",".join(f"{k} {v}" for k, v in sorted(codes.items()))
             self.record(a, code, oracles, t0)
+
+    def _ceiling_agents(self, h: Home, n: int) -> list[Agent] | str:
+        """``n`` new sessions for the ceiling: on the owner's channel, sessions it names; on a
+        session socket, children the agent mints itself (``bay session child``: the only
+        road to more sessions it has), or the code it got instead."""
+        if self.mode == OWNER:
+            return [Agent(h, f"c{i}") for i in range(n)]
+        parent = Agent(h, "c-parent", grant(h, "c-parent"))
+        out = []
+        for _ in range(n):
+            frame = parent.call("session", action="child")
+            data = frame.get("data", {}) if frame.get("ok") else {}
+            sid, sock = data.get("session") or data.get("id"), data.get("socket")
+            if not sid or not sock:
+                return f"child:{_code(frame) if not frame.get('ok') else 'no socket'}"
+            out.append(Agent(h, str(sid), Path(sock)))
+        return out
 
     def run_takeover(self, rows: list[Attack]) -> None:
         from playwright.sync_api import sync_playwright
