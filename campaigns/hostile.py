@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from browserbay import client, procfs
+from browserbay_testing import planted
 from campaigns import attacks as cat
 from campaigns.agents import MODES, OWNER, SESSION, Agent, grant, revoke
 from campaigns.attacks import Attack, fill
@@ -850,39 +851,37 @@ class Campaign:
             for a in rows:
                 self.record(a, "skipped", [], None)
             return
-        from tests import test_socket_trust as st
-
         saved = dict(os.environ)
         try:
             for a in rows:
                 t0 = time.monotonic()
                 base = tempfile.mkdtemp(prefix="bc-ps-", dir="/tmp")
-                victim = st._ids(st.VICTIM)
+                victim = planted.ids(planted.VICTIM)
                 try:
                     if self.mode == SESSION:
                         # The agent's BAY_SOCKET names a path in a directory another user
                         # made first (the place does not matter on this channel).
-                        env = {**st._victim_env(None, victim), "BAY_SOCKET": ""}
+                        env = {**planted.victim_env(None, victim), "BAY_SOCKET": ""}
                         directory = os.path.join("/tmp", f"bc-pss-{secrets.token_hex(6)}")
                         env["BAY_SOCKET"] = os.path.join(directory, "keeper.sock")
                     elif a.params["place"] == "deep-home":
                         os.chown(base, *victim)
-                        env = st._victim_env(os.path.join(base, "d" * 100), victim)
-                        directory = st._socket_dir(env, victim[0])
+                        env = planted.victim_env(os.path.join(base, "d" * 100), victim)
+                        directory = planted.socket_dir(env, victim[0])
                     else:
-                        env = st._victim_env(None, victim)
+                        env = planted.victim_env(None, victim)
                         directory = f"/tmp/browserbay-{victim[0]}"
                         shutil.rmtree(directory, ignore_errors=True)
-                    with st.fake_keeper(
+                    with planted.fake_keeper(
                         directory, mode=a.params["mode"], link=a.params["link"]
                     ) as rec:
-                        result = st._fill(env, victim)
+                        result = planted.fill(env, victim)
                         got = rec.read_bytes()
                     oracles = []
                     if got:
                         oracles.append(
                             f"the fake keeper received {len(got)} bytes"
-                            + (" with the password" if st.SECRET.encode() in got else "")
+                            + (" with the password" if planted.SECRET.encode() in got else "")
                         )
                     code = _cli_code(result.stdout)
                 finally:

@@ -18,7 +18,8 @@ nothing here ships in a product wheel.
   :mod:`~browserbay_testing.hopserver` (redirect hops), :mod:`~browserbay_testing.asuser`
   (a keeper run as ``nobody``), :mod:`~browserbay_testing.secretservice` (a private
   Secret Service), :mod:`~browserbay_testing.keys`, :mod:`~browserbay_testing.floods`,
-  :mod:`~browserbay_testing.bwrap` (an agent under bubblewrap with only its session socket).
+  :mod:`~browserbay_testing.bwrap` (an agent under bubblewrap with only its session socket),
+  :mod:`~browserbay_testing.planted` (a socket another uid planted, and its victim).
 
 The provider conformance suite is not here: it is the core's public API for provider
 authors (``browserbay.testing.check_provider``).
