@@ -460,6 +460,22 @@ def test_audit_record_and_rows_newest_last(store: Store) -> None:
     assert [r.verb for r in audit.rows("bp-1", 50)] == ["open"]
 
 
+def test_audit_rows_carry_their_actor_and_an_unknown_one_shows_so(store: Store) -> None:
+    audit = store.registry.audit
+    audit.record("s", None, "open", True, None, "cli", "owner")
+    audit.record("s", None, "click", True, None, "api", "session-socket:s")
+    audit.record("s", None, "open", True, None, "trigger", "trigger")
+    audit.record("s", None, "open", True, None, "cli")  # a row from before migration 8
+    rows = audit.rows(None, 4)
+    assert [r.actor for r in rows] == ["owner", "session-socket:s", "trigger", None]
+    assert [r.as_row()["actor"] for r in rows] == [
+        "owner",
+        "session-socket:s",
+        "trigger",
+        "unknown",
+    ]
+
+
 # -- the SQLite file ------------------------------------------------------------------------
 
 

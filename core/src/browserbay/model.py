@@ -469,6 +469,11 @@ class VerbCall:
     """The road the action came by: ``cli``, ``api``, ``mcp`` (declared by the client),
     ``trigger``, ``cdp`` or ``run`` (named by the keeper). A label for audits and gates: the
     same guards run on every road."""
+    actor: str | None = None
+    """Who acted, named by the keeper from where the request came in, never by the client:
+    ``owner`` (the home's own socket), ``session-socket:<id>`` (a session socket the owner
+    granted), ``trigger`` (the trigger intake); None where the keeper cannot tell (a call
+    on a lease's CDP endpoint, whoever holds its URL)."""
 
 
 @dataclass(frozen=True)

@@ -146,7 +146,7 @@ class AdminVerbs:
         pid = self.profiles.find(handle).id if handle else None
         rows = await self.audit_trail.rows(pid, int(args.get("last") or 50))
         text = "\n".join(
-            f"{time.strftime('%H:%M:%S', time.localtime(r.at))} {r.session:<16} "
+            f"{time.strftime('%H:%M:%S', time.localtime(r.at))} {r.who:<16} {r.session:<16} "
             f"{r.profile or '-':<14} {r.road or '-':<7} {r.verb:<10} "
             f"{'ok' if r.ok else r.code}"
             for r in rows

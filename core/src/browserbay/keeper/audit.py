@@ -1,4 +1,5 @@
-"""The audit trail: one registry row per verb and per guarded action, whatever its road."""
+"""The audit trail: one registry row per verb and per guarded action, whatever its road, with
+who acted (the call's ``actor``: the channel it came in on, or the trigger intake)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,14 @@ class AuditTrail:
         profile = call.profile.id if call.profile else None
         try:
             await self.db(
-                self.audit.record, call.session.id, profile, call.verb, ok, code, call.road
+                self.audit.record,
+                call.session.id,
+                profile,
+                call.verb,
+                ok,
+                code,
+                call.road,
+                call.actor,
             )
         except Exception as exc:
             self.failures += 1

@@ -115,7 +115,9 @@ class Keeper:
             handler = self.route[verb.name]
             session: Session | None = None
             profile: ProfileRef | None = None
-            asked = VerbCall(verb.name, _redact(verb, args), ref, None, frame_road(frame))
+            asked = VerbCall(
+                verb.name, _redact(verb, args), ref, None, frame_road(frame), channel.actor
+            )
             call = asked
             judged = [asked]
             # The channel's gate, before anything of the verb runs (audited as asked).

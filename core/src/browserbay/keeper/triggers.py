@@ -285,7 +285,7 @@ class TriggerIntake:
         audit with its outcome."""
         action, sid = request["action"], request["session"]
         args = {"url": request["url"]} if request.get("url") else {}
-        call = VerbCall(VERB[action], args, SessionRef(sid, "api"), None, "trigger")
+        call = VerbCall(VERB[action], args, SessionRef(sid, "api"), None, "trigger", "trigger")
         began = time.monotonic()
         state = _Attempt()
         answer = await self._guarded(action, sid, call, request, state)
