@@ -27,6 +27,8 @@ from browserbay.registry import (
     AuditRow,
     BrowserRow,
     Database,
+    GrantRow,
+    GrantTaken,
     Hold,
     Kept,
     KeptTab,
@@ -474,6 +476,71 @@ def test_audit_rows_carry_their_actor_and_an_unknown_one_shows_so(store: Store) 
         "trigger",
         "unknown",
     ]
+
+
+# -- grants ---------------------------------------------------------------------------------
+
+
+def _grant(session: str = "a1", socket: str = "/run/a/a1.sock", **kw: Any) -> GrantRow:
+    fields: dict[str, Any] = {
+        "profiles": ("bp-1", "bp-2"),
+        "parent": None,
+        "created_at": 100.0,
+        "expires_at": None,
+        **kw,
+    }
+    return GrantRow(session, socket, **fields)
+
+
+def test_grants_create_and_get_round_trip(store: Store) -> None:
+    row = _grant(parent="p", expires_at=200.0)
+    store.registry.grants.create(row, 150.0)
+    assert store.registry.grants.get("a1") == row
+    assert store.registry.grants.get("nobody") is None
+
+
+def test_grants_create_refuses_a_live_grant_of_the_session_or_the_socket(store: Store) -> None:
+    grants = store.registry.grants
+    grants.create(_grant(), 100.0)
+    with pytest.raises(GrantTaken):
+        grants.create(_grant(socket="/run/a/other.sock"), 100.0)
+    with pytest.raises(GrantTaken):
+        grants.create(_grant(session="a2"), 100.0)
+    assert [r[0] for r in store.rows("SELECT session FROM grants")] == ["a1"]
+
+
+def test_grants_create_replaces_a_revoked_or_expired_grant(store: Store) -> None:
+    grants = store.registry.grants
+    grants.create(_grant(), 100.0)
+    assert grants.revoke("a1", 110.0)
+    grants.create(_grant(socket="/run/a/new.sock"), 120.0)  # the session again
+    grants.create(_grant(session="a2", expires_at=130.0), 120.0)
+    grants.create(_grant(session="a3", socket="/run/a/a1.sock"), 140.0)  # a2 expired
+    got = store.rows("SELECT session, socket, revoked_at FROM grants ORDER BY session")
+    assert got == [("a1", "/run/a/new.sock", None), ("a3", "/run/a/a1.sock", None)]
+
+
+def test_grants_live_leaves_out_the_revoked_and_the_expired(store: Store) -> None:
+    grants = store.registry.grants
+    grants.create(_grant("b", "/s/b", created_at=2.0), 0.0)
+    grants.create(_grant("a", "/s/a", created_at=1.0), 0.0)
+    grants.create(_grant("c", "/s/c", created_at=3.0, expires_at=50.0), 0.0)
+    grants.create(_grant("d", "/s/d", created_at=4.0), 0.0)
+    grants.revoke("d", 10.0)
+    assert [r.session for r in grants.live(20.0)] == ["a", "b", "c"]  # oldest first
+    assert [r.session for r in grants.live(50.0)] == ["a", "b"]
+
+
+def test_grants_revoke_records_when_once(store: Store) -> None:
+    grants = store.registry.grants
+    grants.create(_grant(), 0.0)
+    assert grants.revoke("a1", 10.0)
+    assert not grants.revoke("a1", 20.0)
+    assert not grants.revoke("nobody", 20.0)
+    revoked = grants.get("a1")
+    assert revoked is not None
+    assert revoked.revoked_at == 10.0
+    assert not revoked.live(11.0)
 
 
 # -- the SQLite file ------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from browserbay.registry.browsers import (
     SqliteKeeperRuns,
 )
 from browserbay.registry.db import MIGRATIONS, Database
+from browserbay.registry.grants import GrantRow, Grants, GrantTaken, SqliteGrants
 from browserbay.registry.hints import SiteHints, SqliteSiteHints
 from browserbay.registry.holds import (
     GroupDefaults,
@@ -65,6 +66,9 @@ __all__ = [
     "Browsers",
     "Database",
     "Db",
+    "GrantRow",
+    "GrantTaken",
+    "Grants",
     "GroupDefaults",
     "Hold",
     "Holds",
@@ -127,6 +131,7 @@ class Registry:
     versions: Versions
     proposals: Proposals
     audit: Audit
+    grants: Grants
 
     def close(self) -> None:
         self.schema.close()
@@ -149,6 +154,7 @@ def sqlite_registry(db: Database) -> Registry:
         versions=SqliteVersions(db),
         proposals=SqliteProposals(db),
         audit=SqliteAudit(db),
+        grants=SqliteGrants(db),
     )
 
 
