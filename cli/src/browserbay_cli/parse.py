@@ -77,7 +77,7 @@ def parse(
                     )
                 verb = table[tok]
                 for a in verb.args:
-                    if a.kind in ("flag", "value"):
+                    if a.kind in ("flag", "value", "many"):
                         flags[a.long] = a
                         if a.short:
                             flags[a.short] = a
@@ -115,6 +115,8 @@ def parse(
             value = _convert(spec, raw, verb.name if verb else "")
         if spec in GLOBAL_OPTIONS:
             options[spec.name] = value
+        elif spec.kind == "many":
+            args.setdefault(spec.name, []).append(value)
         else:
             args[spec.name] = value
     if verb is None:
@@ -165,6 +167,8 @@ def usage_line(verb: Verb) -> str:
             parts.append(f"[-- {a.name}...]")
         elif a.kind == "flag":
             parts.append(f"[{a.short or a.long}]")
+        elif a.kind == "many":
+            parts.append(f"[{a.long} N]...")
         else:
             parts.append(f"[{a.long} N]")
     return " ".join(parts)

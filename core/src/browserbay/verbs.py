@@ -30,7 +30,8 @@ PATH = "path"
 class Arg:
     """One argument. ``kind``: ``pos`` (required word), ``opt`` (optional word), ``rest``
     (one or more words), ``tail`` (optional: every word after ``--``, as a list), ``flag``
-    (boolean option), ``value`` (option with a value). ``type``: ``str``, ``int``, ``float``,
+    (boolean option), ``value`` (option with a value), ``many`` (an option with a value that
+    may be given again: its values, as a list). ``type``: ``str``, ``int``, ``float``,
     ``secret`` (never from argv: ``-`` reads it from stdin) or :data:`PATH`."""
 
     __slots__ = ("choices", "default", "help", "kind", "long", "name", "short", "type")
@@ -556,7 +557,13 @@ VERBS: tuple[Verb, ...] = (
         (
             Arg("action", "pos", "what to do", choices=("grant", "list", "revoke", "child")),
             Arg("id", "opt", "the session (grant, revoke)"),
-            Arg("socket", "value", "grant: the unix socket to create (its directory yours, 0700)"),
+            Arg(
+                "socket",
+                "value",
+                "grant: the unix socket to create (in a directory of yours only you can write)",
+                type=PATH,
+            ),
+            Arg("profile", "many", "grant: a persistent profile it may use (again for more)"),
             Arg("ttl", "value", "grant: seconds until the socket stops answering", type="float"),
         ),
         owner_only=("action=grant", "action=revoke"),

@@ -78,8 +78,9 @@ def _check_arg(verb: str, spec: verbs.Arg, value: Any) -> Any:
         if not isinstance(value, bool):
             raise Refusal("bad_frame", reason=f"{spec.name} must be true or false")
         return value
-    values = value if spec.kind in ("rest", "tail") else [value]
-    if spec.kind in ("rest", "tail") and (not isinstance(value, list) or not value):
+    listed = spec.kind in ("rest", "tail", "many")
+    values = value if listed else [value]
+    if listed and (not isinstance(value, list) or not value):
         raise Refusal("bad_frame", reason=f"{spec.name} must be a non-empty list")
     for v in values:
         if spec.type == "int":
