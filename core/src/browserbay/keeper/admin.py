@@ -26,7 +26,6 @@ from browserbay.keeper.sessions import Session
 from browserbay.keeper.triggers import triggers_dir
 from browserbay.paths import BayPaths, ensure_private
 from browserbay.plugins import Plugins
-from browserbay.refusals import Refusal
 from browserbay.registry import Db, GroupDefaults, SiteHints
 from browserbay.settings import Configured
 
@@ -185,12 +184,6 @@ class AdminVerbs:
         if not given:
             lines.append("  every setting is its default")
         return "\n".join(lines)
-
-    async def session(self, args: dict[str, Any], handle: str | None, channel: Channel) -> Answer:
-        """Placeholder until the session sockets' service lands (issue 17, in progress)."""
-        raise Refusal(
-            "usage", detail="bay session is not served by this keeper yet", verb="session"
-        )
 
     async def plugins_listing(
         self, args: dict[str, Any], handle: str | None, channel: Channel

@@ -14,6 +14,8 @@ Module map (who owns what; each talks to the others through public methods only)
   blocked), :class:`~browserbay.keeper.switch.BackendSwitch` (backend),
   :class:`~browserbay.keeper.admin.AdminVerbs` (the keeper verbs), the page verbs of
   :mod:`browserbay.keeper.pageverbs`, the plugins' verbs.
+- :class:`~browserbay.keeper.grants.GrantBook`: the session sockets (grant, list, revoke; their
+  listeners, served by the daemon with each grant's channel).
 - :class:`~browserbay.keeper.route.VerbRoute`: verb name -> handler, checked against the table.
 - :class:`~browserbay.keeper.keeper.Keeper`: one request, start to answer;
   :class:`~browserbay.keeper.keeper.Housekeeping`: idle sessions and browsers;
@@ -39,6 +41,7 @@ from browserbay.keeper.browsers import BrowserPool
 from browserbay.keeper.choosing import LeaseChooser
 from browserbay.keeper.controls import Controls, make_transports
 from browserbay.keeper.downloads import Downloads
+from browserbay.keeper.grants import GrantBook, GrantVerbs
 from browserbay.keeper.keeper import Housekeeping, Keeper
 from browserbay.keeper.leases import Leases
 from browserbay.keeper.pageverbs import PAGE_VERBS
@@ -101,7 +104,11 @@ class PlaywrightDriver:
 
 
 def core_handlers(
-    admin: AdminVerbs, sessions: SessionVerbs, tabs: TabVerbs, backend: BackendSwitch
+    admin: AdminVerbs,
+    sessions: SessionVerbs,
+    tabs: TabVerbs,
+    backend: BackendSwitch,
+    grants: GrantVerbs,
 ) -> dict[str, Handler]:
     """The core's verbs and their handlers (the page verbs register themselves with
     :func:`browserbay.keeper.pageverbs.page_verb`)."""
@@ -124,7 +131,7 @@ def core_handlers(
         "audit": OnKeeper(admin.audit),
         "hints": OnKeeper(admin.hints),
         "keeper": OnKeeper(admin.keeper),
-        "session": OnKeeper(admin.session),
+        "session": OnKeeper(grants.session),
         "plugins": OnKeeper(admin.plugins_listing),
         "verbs": OnKeeper(admin.verbs),
         **{name: OnPage(run) for name, run in PAGE_VERBS.items()},
@@ -198,6 +205,8 @@ class App:
             self.leases,
             settings,
         )
+        #: The session sockets: their grants, files and listeners (served by the daemon).
+        self.grants = GrantBook(registry.grants, db, self.profiles, self.leases, roster.by_id)
         table = plugins.verb_table()
         self.admin = AdminVerbs(
             plugins,
@@ -245,6 +254,7 @@ class App:
             ),
             TabVerbs(plugins, tabs, self.leases),
             backend,
+            GrantVerbs(self.grants),
         )
         handlers.update({name: OnPlugin(pv) for name, pv in plugins.verbs.items()})
         self.route = VerbRoute(table, handlers)  # RouteError: the keeper does not start

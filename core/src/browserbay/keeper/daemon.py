@@ -462,6 +462,41 @@ async def guarded_connection(
         log.exception("a connection failed; the keeper goes on")
 
 
+def peer_uid(stream: anyio.abc.ByteStream) -> int | None:
+    """The uid of the process at the other end of a unix socket stream (``SO_PEERCRED``;
+    None where the system has no such option)."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:  # pragma: no cover - macOS: the socket's mode is the check
+        return None
+    raw = stream.extra(anyio.abc.SocketAttribute.raw_socket)  # noqa: S610 - anyio, not Django
+    cred = raw.getsockopt(socket.SOL_SOCKET, option, 12)  # struct ucred: pid, uid, gid
+    return int.from_bytes(cred[4:8], sys.byteorder)
+
+
+async def session_connection(
+    stream: anyio.abc.ByteStream,
+    app: App,
+    budget: Budget,
+    frame_timeout: float,
+    channel: Channel,
+) -> None:
+    """One connection on a session socket. Its peer must run as the keeper's user: the
+    socket's mode (0600) already keeps every other user but root out, and this keeps root
+    out too (a root process on a non-root keeper's grant): such a connection is closed
+    unanswered."""
+    uid = peer_uid(stream)
+    if uid is not None and uid != os.getuid():
+        log.warning(
+            "%s: a peer of uid %d (not the keeper's %d) was hung up on",
+            channel.label,
+            uid,
+            os.getuid(),
+        )
+        await stream.aclose()
+        return
+    await guarded_connection(stream, app, budget, frame_timeout, channel)
+
+
 async def _run(sock: socket.socket, paths: BayPaths, configured: Configured) -> None:
     # Imported here, after the socket is bound (see bind_first): the keeper's own modules,
     # the plugins and Playwright's import chain take a while, and a client may connect now.
@@ -500,7 +535,10 @@ async def _run(sock: socket.socket, paths: BayPaths, configured: Configured) -> 
                 log.exception("housekeeping failed")
             idle = time.monotonic() - life.last_request
             browsing = any(s.running_leases for s in app.roster.by_id.values())
-            if not browsing and not app.pool.running and idle > settings.keeper_idle:
+            # A live grant keeps the keeper: its agent can never start one (a session
+            # socket's client never autostarts a keeper).
+            granted = bool(app.grants.live)
+            if not (browsing or granted) and not app.pool.running and idle > settings.keeper_idle:
                 log.info("idle for %.0fs with nothing running: exiting", idle)
                 life.begin_stop()
 
@@ -519,12 +557,24 @@ async def _run(sock: socket.socket, paths: BayPaths, configured: Configured) -> 
 
     serving = anyio.CancelScope()
 
+    budget = Budget()
+
     async def serve() -> None:
         with serving:
-            budget = Budget()
             await accept_loop(
                 listener,
                 lambda stream: guarded_connection(stream, app, budget, settings.frame_timeout),
+            )
+
+    async def listen_session(sock: socket.socket, channel: Channel) -> None:
+        """A grant's socket (see browserbay.keeper.grants), served as the home's is, with
+        the grant's channel; the same frame budget is shared by every socket."""
+        async with await anyio.abc.SocketListener.from_socket(sock) as granted:
+            await accept_loop(
+                granted,
+                lambda stream: session_connection(
+                    stream, app, budget, settings.frame_timeout, channel
+                ),
             )
 
     async with anyio.create_task_group() as tg:
@@ -541,6 +591,7 @@ async def _run(sock: socket.socket, paths: BayPaths, configured: Configured) -> 
             log.info("swept %d orphaned browser(s): %s", len(life.swept), ", ".join(life.swept))
         await app.db(registry.runs.started, os.getpid(), __version__)
         log.info("keeper %s (pid %d) listening on %s", __version__, os.getpid(), paths.socket)
+        await tg.start(app.grants.run, listen_session)  # the live grants' sockets again
         tg.start_soon(serve)
         tg.start_soon(on_signal)
         tg.start_soon(housekeeping)
@@ -552,6 +603,7 @@ async def _run(sock: socket.socket, paths: BayPaths, configured: Configured) -> 
         await anyio.sleep(0.05)  # let the last answers leave
         serving.cancel()
         await listener.aclose()
+        await app.grants.close()  # every session socket and its connections end; files go
         tg.cancel_scope.cancel()
     started = time.monotonic()
     with anyio.CancelScope(shield=True):
