@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from browserbay import protocol
+from browserbay import procfs, protocol
 from browserbay.client import Connection
 from browserbay.paths import bay_paths
 from browserbay_testing import Bay, assert_refused
@@ -362,7 +362,7 @@ def test_the_keeper_does_not_idle_out_while_a_grant_lives(fresh_bay: Bay) -> Non
     assert fresh_bay.keeper_pid() == pid
     assert path.exists()
     fresh_bay.ok("session", "revoke", "idle-1", session=None)
-    wait_for_no_keeper(fresh_bay.home, 15)  # nothing keeps it now
+    wait_for(lambda: not procfs.alive(pid), 15, "the keeper to idle out")  # nothing keeps it
 
 
 # -- who may connect ------------------------------------------------------------------------
