@@ -15,7 +15,7 @@ import time
 from browserbay import client, identity, protocol, render
 from browserbay._version import __version__
 from browserbay.refusals import EXIT_OK, EXIT_USAGE, Refusal, exit_code, json_safe, printable
-from browserbay.sockpath import distrust
+from browserbay.sockpath import distrust, session_socket
 from browserbay.verbs import DEFAULT_TIMEOUT, KEEPER, LOCAL, Verb
 from browserbay_cli.parse import UsageError, help_text, parse
 
@@ -201,7 +201,11 @@ def _local_frame(verb: str, data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _local(verb: str, args: dict[str, Any], as_json: bool) -> int | None:
-    """Verbs (or actions) that never need a running keeper."""
+    """Verbs (or actions) that never need a running keeper. On a session socket
+    (``BAY_SOCKET``) the keeper's lifecycle is not the caller's: ``keeper start/stop/logs``
+    go to the keeper as they are (which refuses them there), never handled here."""
+    if verb == "keeper" and session_socket() is not None:
+        return None
     if verb == "help":
         table = plugin_verbs(start=False)
         if args.get("verb"):
@@ -382,16 +386,16 @@ def run(argv: list[str]) -> int:
         return _refuse(r, as_json, verb.name)
     if verb.scope == LOCAL:  # pragma: no cover - every local verb is handled above
         return EXIT_USAGE
-    session = identity.resolve(options.get("session"))
-    extra = {**client.context(options.get("profile"), options.get("session")), "road": "cli"}
-    frame = client.call(verb.name, args, session=session, timeout=timeout, extra=extra)
+    # Who is asking is resolved after the hello: a session socket names its session.
+    asking = {"named": options.get("session"), "profile": options.get("profile")}
+    frame = client.call(verb.name, args, **asking, timeout=timeout, extra={"road": "cli"})
     secret = _secret_wanted(verb, args, frame)
     if secret is not None:  # the keeper asked for a secret argument: read it, ask again
         try:
             args[secret] = _read_secret(secret, _command(verb, args))
         except Refusal as r:
             return _refuse(r, as_json, verb.name)
-        frame = client.call(verb.name, args, session=session, timeout=timeout, extra=extra)
+        frame = client.call(verb.name, args, **asking, timeout=timeout, extra={"road": "cli"})
     if not frame.get("ok"):
         return _refuse(frame, as_json, verb.name)
     if as_json:

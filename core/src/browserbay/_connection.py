@@ -2,8 +2,9 @@
 :class:`SyncConnection` (the thin client's own socket code), with one interface.
 
 Each connects on the CLI's socket exactly as ``bay`` does (hello exchanged, a keeper started,
-or one of another version replaced), sends a frame, reads its answer, and says every failure
-as the refusal a verb would raise (``keeper_unavailable``, ``deadline``). Only this module
+or one of another version replaced; on a session socket, never), sends a frame, reads its
+answer, and says every failure as the refusal a verb would raise (``keeper_unavailable``,
+``session_socket_gone``, ``deadline``). Only this module
 differs between the two flavours, as httpcore's network backends do: the clients above it
 are written once (:class:`browserbay.api.Client`; ``SyncClient`` is generated from it by
 ``scripts/unasync.py``).
@@ -23,7 +24,7 @@ import anyio
 import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from browserbay import client, protocol
+from browserbay import client, protocol, sockpath
 from browserbay._answers import refused
 from browserbay.errors import BayRefusal
 from browserbay.paths import BayPaths, bay_paths
@@ -40,6 +41,16 @@ def home_paths(home: str | os.PathLike[str] | None) -> BayPaths:
     if home is None:
         return bay_paths()
     return bay_paths({**os.environ, "BAY_HOME": os.fspath(home)})
+
+
+def session_socket(
+    socket: str | os.PathLike[str] | None, home: str | os.PathLike[str] | None
+) -> str | None:
+    """The session socket a Python client connects to: ``socket``, else none when ``home``
+    names a home (its own socket: the owner's channel), else ``BAY_SOCKET``."""
+    if socket is not None:
+        return os.path.abspath(os.fspath(socket))
+    return None if home is not None else sockpath.session_socket()
 
 
 def clean_args(verb: str, args: Mapping[str, Any]) -> dict[str, Any]:
@@ -65,22 +76,34 @@ class AsyncConnection:
     a keeper) runs in a worker thread, then the protocol is spoken on the event loop.
     Exchanges take turns, so tasks sharing a client never read each other's answers."""
 
-    def __init__(self, paths: BayPaths, autostart: bool | None) -> None:
+    def __init__(
+        self, paths: BayPaths, autostart: bool | None, session_socket: str | None = None
+    ) -> None:
         self.paths = paths
         self.autostart = autostart
+        self.session_socket = session_socket
+        """The session socket it connects to (None: the home's own socket)."""
         self.keeper: dict[str, Any] = {}
-        """The keeper's hello (version, protocol, pid), once connected."""
+        """The keeper's hello (version, protocol, pid, channel, session), once connected."""
         self._stream: anyio.abc.SocketStream | None = None
         self._reader: BufferedByteReceiveStream | None = None
         self._lock = anyio.Lock()
 
     async def connect(self) -> None:
+        async with self._lock:
+            await self._connect()
+
+    async def _connect(self) -> None:
         if self._stream is not None:
             return
+        connect = functools.partial(
+            client.connect,
+            self.paths,
+            autostart=self.autostart,
+            session_socket=self.session_socket,
+        )
         try:
-            conn = await anyio.to_thread.run_sync(
-                functools.partial(client.connect, self.paths, autostart=self.autostart)
-            )
+            conn = await anyio.to_thread.run_sync(connect)
         except Refusal as r:
             raise refused(r) from None
         except OSError as exc:
@@ -107,7 +130,7 @@ class AsyncConnection:
     async def _exchange(self, frame: dict[str, Any]) -> dict[str, Any]:
         data = protocol.encode(frame)
         for attempt in (0, 1):
-            await self.connect()
+            await self._connect()
             assert self._stream is not None
             try:
                 await self._stream.send(data)
@@ -142,19 +165,29 @@ class SyncConnection:
     (:class:`browserbay.client.Connection`): no event loop, no thread. Exchanges take
     turns, so threads sharing a client never read each other's answers."""
 
-    def __init__(self, paths: BayPaths, autostart: bool | None) -> None:
+    def __init__(
+        self, paths: BayPaths, autostart: bool | None, session_socket: str | None = None
+    ) -> None:
         self.paths = paths
         self.autostart = autostart
+        self.session_socket = session_socket
+        """The session socket it connects to (None: the home's own socket)."""
         self.keeper: dict[str, Any] = {}
-        """The keeper's hello (version, protocol, pid), once connected."""
+        """The keeper's hello (version, protocol, pid, channel, session), once connected."""
         self._conn: client.Connection | None = None
         self._lock = threading.Lock()
 
     def connect(self) -> None:
+        with self._lock:
+            self._connect()
+
+    def _connect(self) -> None:
         if self._conn is not None:
             return
         try:
-            self._conn = client.connect(self.paths, autostart=self.autostart)
+            self._conn = client.connect(
+                self.paths, autostart=self.autostart, session_socket=self.session_socket
+            )
         except Refusal as r:
             raise refused(r) from None
         except OSError as exc:
@@ -173,7 +206,7 @@ class SyncConnection:
 
     def _exchange(self, frame: dict[str, Any]) -> dict[str, Any]:
         for attempt in (0, 1):
-            self.connect()
+            self._connect()
             assert self._conn is not None
             try:
                 self._conn.send(frame)

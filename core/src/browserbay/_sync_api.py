@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
+from browserbay import identity
 from browserbay._answers import (
     A,
     Answer,
@@ -23,10 +24,9 @@ from browserbay._answers import (
     Tabs,
     Value,
     answer,
-    api_session,
     refused,
 )
-from browserbay._connection import SyncConnection, clean_args, home_paths
+from browserbay._connection import SyncConnection, clean_args, home_paths, session_socket
 from browserbay.paths import BayPaths
 from browserbay.refusals import Refusal
 from browserbay.verbs import DEFAULT_TIMEOUT
@@ -37,7 +37,12 @@ class SyncClient:
     (or ``with``) and kept open. Verbs sent on it take turns (tasks or threads sharing
     it wait), as one session's verbs do in the keeper anyway: use one client per session.
     :meth:`disconnect` closes the connection only (the session stays: ``close()`` ends
-    it)."""
+    it).
+
+    ``socket`` (else ``BAY_SOCKET``, unless ``home`` is given) is a session socket the owner
+    granted: the client connects there and never starts, stops or replaces a keeper; a socket
+    that is gone is refused ``session_socket_gone``. ``fallback`` is the session when none is
+    named and the socket fixes none (default: the calling shell's)."""
 
     def __init__(
         self,
@@ -47,8 +52,11 @@ class SyncClient:
         timeout: float = DEFAULT_TIMEOUT,
         profile: str | None = None,
         autostart: bool | None = None,
+        socket: str | os.PathLike[str] | None = None,
+        fallback: str | None = None,
     ):
-        self.session = api_session(session)
+        self._named = identity.named(session)
+        self._fallback = fallback
         self.timeout = timeout
         self.profile = profile
         """A profile handle every verb acts on (the frame's ``profile`` field, like ``bay
@@ -56,8 +64,24 @@ class SyncClient:
         self.road = "api"
         """The road the keeper's audit names for this client's verbs (the MCP server's client
         says ``mcp``): a label only; every road passes the same guards."""
-        self._conn = SyncConnection(home_paths(home), autostart)
+        self._conn = SyncConnection(home_paths(home), autostart, session_socket(socket, home))
         self._n = 0
+
+    @property
+    def session(self) -> dict[str, str]:
+        """The session this client acts as (a frame's ``session``): the ``session`` argument,
+        else ``BAY_SESSION`` (as it was when the client was made), else — on a session socket,
+        once connected — the session the socket is bound to, else ``fallback`` or the calling
+        shell's session. A named session is sent as named, never replaced by the socket's
+        (the keeper refuses another one ``session_fixed``)."""
+        fixed = identity.fixed_by(self._conn.keeper)
+        return identity.pick(self._named, fixed=fixed, fallback=self._fallback, origin="api")
+
+    @property
+    def socket(self) -> str | None:
+        """The session socket this client connects to (None: the home's own socket, the
+        owner's channel)."""
+        return self._conn.session_socket
 
     @property
     def paths(self) -> BayPaths:
@@ -72,7 +96,7 @@ class SyncClient:
 
     @property
     def keeper(self) -> dict[str, Any]:
-        """The keeper's hello (version, protocol, pid), once connected."""
+        """The keeper's hello (version, protocol, pid, channel, session), once connected."""
         return self._conn.keeper
 
     def __enter__(self) -> SyncClient:
@@ -111,6 +135,8 @@ class SyncClient:
     def _request(
         self, verb: str, args: Mapping[str, Any], timeout: float | None, kind: type[A]
     ) -> A:
+        if self._named is None:  # the session may be the socket's: its hello says which
+            self._conn.connect()
         return answer(self._conn.exchange(self._frame(verb, args, timeout)), kind)
 
     def _frame(self, verb: str, args: Mapping[str, Any], timeout: float | None) -> dict[str, Any]:

@@ -2,11 +2,11 @@
 
 Both speak the CLI's protocol on the CLI's socket — one connection, kept open, hello
 exchanged, a keeper started (or a keeper of another version replaced) exactly as ``bay``
-does — so a warm verb costs one socket round trip and the keeper's work, without a Python
-start. Every method mirrors a verb of the table (:mod:`browserbay.verbs`) and returns an
-:class:`Answer` (or a subclass with typed accessors) that names the session and the profile
-it acted on; a refusal is raised as the exception class of its code
-(:mod:`browserbay.errors`)::
+does; on a session socket (``socket=``, else ``BAY_SOCKET``) never — so a warm verb costs
+one socket round trip and the keeper's work, without a Python start. Every method mirrors a
+verb of the table (:mod:`browserbay.verbs`) and returns an :class:`Answer` (or a subclass
+with typed accessors) that names the session and the profile it acted on; a refusal is
+raised as the exception class of its code (:mod:`browserbay.errors`)::
 
     import anyio
     from browserbay import Client
@@ -19,8 +19,9 @@ it acted on; a refusal is raised as the exception class of its code
 
     anyio.run(main)
 
-The session is the ``session`` argument, else ``BAY_SESSION``, else the calling shell's
-session (like ``bay``); the keeper records its origin as ``api``.
+The session is the ``session`` argument, else ``BAY_SESSION``, else — on a session socket —
+the session the socket is bound to, else the calling shell's session (like ``bay``); the
+keeper records its origin as ``api`` (``socket`` for the socket's own).
 
 :class:`Client` is written once, here; ``SyncClient`` (:mod:`browserbay._sync_api`) is
 generated from it by ``scripts/unasync.py`` (``async``/``await`` taken out, the connection
@@ -34,6 +35,7 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
+from browserbay import identity
 from browserbay._answers import (
     A,
     Answer,
@@ -50,7 +52,7 @@ from browserbay._answers import (
     api_session,
     refused,
 )
-from browserbay._connection import AsyncConnection, clean_args, home_paths
+from browserbay._connection import AsyncConnection, clean_args, home_paths, session_socket
 from browserbay._sync_api import SyncClient
 from browserbay.paths import BayPaths
 from browserbay.refusals import Refusal
@@ -78,7 +80,12 @@ class Client:
     (or ``async with``) and kept open. Verbs sent on it take turns (tasks or threads sharing
     it wait), as one session's verbs do in the keeper anyway: use one client per session.
     :meth:`aclose` closes the connection only (the session stays: ``await close()`` ends
-    it)."""
+    it).
+
+    ``socket`` (else ``BAY_SOCKET``, unless ``home`` is given) is a session socket the owner
+    granted: the client connects there and never starts, stops or replaces a keeper; a socket
+    that is gone is refused ``session_socket_gone``. ``fallback`` is the session when none is
+    named and the socket fixes none (default: the calling shell's)."""
 
     def __init__(
         self,
@@ -88,8 +95,11 @@ class Client:
         timeout: float = DEFAULT_TIMEOUT,
         profile: str | None = None,
         autostart: bool | None = None,
+        socket: str | os.PathLike[str] | None = None,
+        fallback: str | None = None,
     ):
-        self.session = api_session(session)
+        self._named = identity.named(session)
+        self._fallback = fallback
         self.timeout = timeout
         self.profile = profile
         """A profile handle every verb acts on (the frame's ``profile`` field, like ``bay
@@ -97,8 +107,24 @@ class Client:
         self.road = "api"
         """The road the keeper's audit names for this client's verbs (the MCP server's client
         says ``mcp``): a label only; every road passes the same guards."""
-        self._conn = AsyncConnection(home_paths(home), autostart)
+        self._conn = AsyncConnection(home_paths(home), autostart, session_socket(socket, home))
         self._n = 0
+
+    @property
+    def session(self) -> dict[str, str]:
+        """The session this client acts as (a frame's ``session``): the ``session`` argument,
+        else ``BAY_SESSION`` (as it was when the client was made), else — on a session socket,
+        once connected — the session the socket is bound to, else ``fallback`` or the calling
+        shell's session. A named session is sent as named, never replaced by the socket's
+        (the keeper refuses another one ``session_fixed``)."""
+        fixed = identity.fixed_by(self._conn.keeper)
+        return identity.pick(self._named, fixed=fixed, fallback=self._fallback, origin="api")
+
+    @property
+    def socket(self) -> str | None:
+        """The session socket this client connects to (None: the home's own socket, the
+        owner's channel)."""
+        return self._conn.session_socket
 
     @property
     def paths(self) -> BayPaths:
@@ -113,7 +139,7 @@ class Client:
 
     @property
     def keeper(self) -> dict[str, Any]:
-        """The keeper's hello (version, protocol, pid), once connected."""
+        """The keeper's hello (version, protocol, pid, channel, session), once connected."""
         return self._conn.keeper
 
     async def __aenter__(self) -> Client:
@@ -152,6 +178,8 @@ class Client:
     async def _request(
         self, verb: str, args: Mapping[str, Any], timeout: float | None, kind: type[A]
     ) -> A:
+        if self._named is None:  # the session may be the socket's: its hello says which
+            await self._conn.connect()
         return answer(await self._conn.exchange(self._frame(verb, args, timeout)), kind)
 
     def _frame(self, verb: str, args: Mapping[str, Any], timeout: float | None) -> dict[str, Any]:

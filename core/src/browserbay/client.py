@@ -1,5 +1,11 @@
 """The thin client: talk to the keeper over its unix socket, starting it when needed.
 
+Two channels reach a keeper. The home's own socket is the owner's: a keeper that is not
+running is started there, one of another version replaced. A session socket (``BAY_SOCKET``,
+made by the owner's ``bay session grant``) is an agent's: through it no keeper is ever
+started, stopped or replaced (:func:`connect_session`), and the session is the one its hello
+names unless the caller names another (the keeper refuses that one ``session_fixed``).
+
 Standard library only, and only cheap modules on the hot path (no typing, dataclasses,
 argparse or subprocess unless the keeper has to be spawned): a warm command costs one Python
 start plus one socket round trip.
@@ -13,7 +19,7 @@ import socket
 import sys
 import time
 
-from browserbay import identity, protocol
+from browserbay import identity, protocol, sockpath
 from browserbay.refusals import Refusal, printable
 from browserbay.sockpath import distrust, socket_path
 
@@ -26,9 +32,12 @@ if TYPE_CHECKING:
 SPAWN_WAIT = 20.0  # seconds a new keeper has to bind its socket
 
 
-def context(profile: str | None = None, session_flag: str | None = None) -> dict[str, Any]:
+def context(
+    profile: str | None = None, session_flag: str | None = None, *, fixed: str | None = None
+) -> dict[str, Any]:
     """The frame fields that say where a verb acts: ``--profile``/``BAY_PROFILE``,
-    ``BAY_GROUP``, and the caller's own identity when it acts on another session."""
+    ``BAY_GROUP``, and the caller's own identity when it acts on another session (on a
+    session socket, ``fixed``: the socket's session, unless ``BAY_SESSION`` names one)."""
     extra: dict[str, Any] = {}
     handle = profile or os.environ.get("BAY_PROFILE", "")
     if handle:
@@ -37,18 +46,26 @@ def context(profile: str | None = None, session_flag: str | None = None) -> dict
     if group:
         extra["group"] = group
     if session_flag:
-        extra["actor"] = identity.resolve()
+        extra["actor"] = identity.resolve(fixed=fixed)
     return extra
 
 
 class Connection:
-    """One socket to the keeper, with the hello exchanged."""
+    """One socket to the keeper, with the hello exchanged. ``session_socket``: its path when
+    it is a session socket (None: the home's own socket)."""
 
-    def __init__(self, sock: socket.socket):
+    def __init__(self, sock: socket.socket, session_socket: str | None = None):
         self.sock = sock
         self.buf = b""
         self.keeper: dict[str, Any] = {}
+        self.session_socket = session_socket
         self._n = 0
+
+    @property
+    def fixed(self) -> str | None:
+        """The session this connection is bound to, as the keeper's hello says (a session
+        socket's); None on the owner's channel."""
+        return identity.fixed_by(self.keeper)
 
     def send(self, frame: dict[str, Any]) -> None:
         self.sock.sendall(protocol.encode(frame))
@@ -158,8 +175,85 @@ def _trust_peer(sock: socket.socket, path: str) -> None:
         )
 
 
-def _handshake(sock: socket.socket) -> Connection:
-    conn = Connection(sock)
+#: The way out of a session socket that cannot serve: only the owner can grant another.
+ASK_OWNER = (
+    "ask the human who runs the keeper to grant you a session socket again: bay session grant "
+    "<id> --socket <path>   (on the owner's channel), then set BAY_SOCKET to that path"
+)
+
+
+def connect_session(path: str) -> Connection:
+    """The session socket at ``path``, hello exchanged. Through it no keeper is ever started,
+    stopped or replaced — the owner's channel is the only one that does that: a socket that
+    is gone (revoked, expired, or its keeper down) is refused ``session_socket_gone``, a
+    keeper of another version ``keeper_unavailable`` naming both versions. Trusted as
+    :func:`_trust_session` says before a byte is sent."""
+    _trust_session(path)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(path)
+    except (FileNotFoundError, ConnectionRefusedError, NotADirectoryError):
+        s.close()
+        raise Refusal("session_socket_gone", socket=path) from None
+    except OSError as exc:
+        s.close()
+        reason = f"cannot connect to the session socket {path}: {exc.strerror or exc}"
+        raise Refusal("keeper_unavailable", reason=reason, way_out=ASK_OWNER) from None
+    try:
+        _trust_peer(s, path)
+        conn = _handshake(s, path)
+    except Refusal:
+        s.close()
+        raise
+    except (ConnectionError, ValueError):
+        # Closed before its hello: revoked as we connected, or its keeper on its way out.
+        s.close()
+        raise Refusal("session_socket_gone", socket=path) from None
+    except (OSError, TimeoutError) as exc:
+        s.close()
+        reason = f"no hello on the session socket {path} ({exc or type(exc).__name__})"
+        raise Refusal("keeper_unavailable", reason=reason, way_out=ASK_OWNER) from None
+    if not protocol.compatible(conn.keeper):
+        conn.close()
+        theirs = f"{conn.keeper.get('version')} (protocol {conn.keeper.get('protocol')})"
+        ours = protocol.hello("client")["hello"]
+        reason = (
+            f"the keeper on the session socket {path} is version {theirs}, this client "
+            f"{ours['version']} (protocol {ours['protocol']}); a session socket never replaces "
+            "its keeper, so nothing was sent"
+        )
+        way_out = (
+            "ask the human to restart the keeper with this version (bay keeper stop on the "
+            f"owner's channel), or run a bay of version {conn.keeper.get('version')}"
+        )
+        raise Refusal("keeper_unavailable", reason=reason, way_out=way_out)
+    return conn
+
+
+def _trust_session(path: str) -> None:
+    """A session socket's checks: the socket file is not a symlink and is this user's
+    (``lstat``), and its listener runs as this user (:func:`_trust_peer`, after connecting).
+    Its directory is not held to the home's rule (this user's, mode 0700), on purpose: the
+    owner chose it at ``bay session grant`` (where the keeper refuses a directory the owner
+    does not own), and inside a sandbox the agent sees only what the harness mounted the
+    socket into — a tmpfs, or a directory whose owner reads as the overflow uid in a user
+    namespace. Whoever else can write in that directory still cannot make a socket file
+    that is this user's, nor listen as this user: a socket swapped in there is refused
+    ``socket_untrusted`` before a byte is sent."""
+    try:
+        why = distrust(path, directory=False)
+    except (FileNotFoundError, NotADirectoryError):
+        raise Refusal("session_socket_gone", socket=path) from None
+    if why is not None:
+        fix = (
+            f"do not use {path}: find who made it (ls -l {path}; ss -xlp | grep {path}), and "
+            + ASK_OWNER
+        )
+        raise Refusal("socket_untrusted", socket=path, reason=why, fix=fix)
+
+
+def _handshake(sock: socket.socket, session_socket: str | None = None) -> Connection:
+    conn = Connection(sock, session_socket)
     conn.send(protocol.hello("client"))
     reply = conn.read(time.monotonic() + 10.0)
     conn.keeper = reply.get("hello", {})
@@ -171,9 +265,17 @@ def connect(
     *,
     autostart: bool | None = None,
     keeper_args: tuple[str, ...] = (),
+    session_socket: str | None = None,
 ) -> Connection:
-    """Connect to a keeper of this version, starting (or replacing) it when needed;
-    ``keeper_args``: the argv a keeper started now gets (``bay keeper start --set``)."""
+    """Connect to a keeper of this version, starting (or replacing) it when needed — on the
+    owner's channel only; ``keeper_args``: the argv a keeper started now gets (``bay keeper
+    start --set``). ``session_socket`` (else ``BAY_SOCKET``, when no ``paths`` name a home)
+    connects to a session socket instead, which never starts or replaces a keeper
+    (:func:`connect_session`); ``autostart`` and ``keeper_args`` do not apply there."""
+    if session_socket is None and paths is None:
+        session_socket = sockpath.session_socket()
+    if session_socket is not None:
+        return connect_session(session_socket)
     if autostart is None:
         autostart = os.environ.get("BAY_NO_AUTOSTART", "") in ("", "0")
     path = str(paths.socket) if paths is not None else socket_path()
@@ -300,25 +402,34 @@ def call(
     args: dict[str, Any] | None = None,
     *,
     session: dict[str, str] | None = None,
+    named: str | None = None,
+    profile: str | None = None,
     timeout: float = 30.0,
     paths: BayPaths | None = None,
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One verb, one answer frame (``ok`` true or a refusal frame). Never raises a refusal:
-    a keeper that cannot be reached is answered as a ``keeper_unavailable`` frame."""
+    a keeper that cannot be reached is answered as a ``keeper_unavailable`` frame (on a
+    session socket, ``session_socket_gone``).
+
+    ``session`` is sent as given; else the caller's identity is resolved once the hello says
+    whether the socket fixes one: ``named`` (``--session``), else ``BAY_SESSION``, else the
+    session socket's session, else the shell's. ``extra`` adds frame fields to
+    :func:`context`'s (``profile``: ``--profile``)."""
+    target = sockpath.session_socket() if paths is None else None
     try:
         try:
-            conn = connect(paths)
+            conn = connect(paths, session_socket=target)
         except Refusal as r:
-            if r.code != "keeper_unavailable":
+            if r.code != "keeper_unavailable" or target is not None:
                 raise
             # The keeper may have been on its way out as we connected: one more try.
             time.sleep(0.1)
             conn = connect(paths)
         try:
-            return conn.request(
-                verb, args or {}, session or identity.resolve(), timeout, extra or context()
-            )
+            me = session or identity.resolve(named, fixed=conn.fixed)
+            fields = {**context(profile, named, fixed=conn.fixed), **(extra or {})}
+            return conn.request(verb, args or {}, me, timeout, fields)
         finally:
             conn.close()
     except Refusal as r:

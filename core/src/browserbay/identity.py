@@ -1,11 +1,15 @@
 """Session identity: the rule a session id follows, and which session a caller is.
 
-A session's identity is self-declared (until session sockets): ``--session ID`` (origin
-``flag``), else ``BAY_SESSION`` (``env``), else the calling shell's session, ``shell-<sid>``
-(``shell``). A program using the Python API acts the same way with origin ``api``; the MCP
-server, one agent conversation, falls back to ``mcp-<pid>`` instead of the shell. The thin
-client resolves it here (:func:`resolve`) and the keeper checks what arrives in a frame
-here (:func:`from_row`), so both read one rule.
+A session's identity is what the caller names: ``--session ID`` (origin ``flag``), else
+``BAY_SESSION`` (``env``), else the calling shell's session, ``shell-<sid>`` (``shell``). A
+program using the Python API acts the same way with origin ``api``; the MCP server, one agent
+conversation, falls back to ``mcp-<pid>`` instead of the shell. On a **session socket**
+(``BAY_SOCKET``) the keeper's hello names the one session the socket is bound to
+(:func:`fixed_by`): it takes the place of the fallback (origin ``socket``), never of a session
+the caller named — that one is sent as named, and the keeper refuses it ``session_fixed`` when
+it is another (the keeper is the boundary, not this module). The thin client resolves it here
+(:func:`resolve`) and the keeper checks what arrives in a frame here (:func:`from_row`), so
+both read one rule.
 
 Standard library only and cheap to import: the CLI's hot path imports it.
 """
@@ -17,17 +21,18 @@ import re
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Literal
 
-    Origin = Literal["flag", "env", "shell", "api"]
+    Origin = Literal["flag", "env", "shell", "api", "socket"]
 
 #: What a session id (and a group name) is, as the refusals say it.
 RULE = "1-128 of A-Z a-z 0-9 . _ : @ -"
 _ID = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
 
 #: Where an identity came from: ``--session``, ``BAY_SESSION``, the calling shell's session,
-#: a program using the Python API.
-ORIGINS = ("flag", "env", "shell", "api")
+#: a program using the Python API, the session socket's hello.
+ORIGINS = ("flag", "env", "shell", "api", "socket")
 
 
 def is_session_id(value: object) -> bool:
@@ -47,19 +52,57 @@ def shell_of(session_id: str) -> int | None:
     return int(number) if prefix == "shell" and number.isdigit() else None
 
 
-def resolve(
-    explicit: str | None = None, *, fallback: str | None = None, origin: str | None = None
-) -> dict[str, str]:
-    """The calling session as a frame's ``session`` field: ``explicit`` (``flag``), else
-    ``BAY_SESSION`` (``env``), else ``fallback`` or the calling shell's session (``shell``).
-    ``origin``, when given, is the origin whichever source the id came from (``api``)."""
+def named(explicit: str | None = None) -> tuple[str, str] | None:
+    """The session the caller names, as ``(id, origin)``: ``explicit`` (``flag``), else
+    ``BAY_SESSION`` (``env``); None when it names none (an empty value names none)."""
     if explicit:
-        sid, where = explicit, "flag"
-    elif os.environ.get("BAY_SESSION"):
-        sid, where = os.environ["BAY_SESSION"], "env"
+        return explicit, "flag"
+    env = os.environ.get("BAY_SESSION", "")
+    return (env, "env") if env else None
+
+
+def fixed_by(hello: Mapping[str, object]) -> str | None:
+    """The session a keeper's hello says this connection is bound to (``"channel":
+    "session"``, ``"session": <id>``): a session socket's; None on the owner's channel (or
+    from a keeper that predates channels)."""
+    sid = hello.get("session")
+    if hello.get("channel") == "session" and isinstance(sid, str) and is_session_id(sid):
+        return sid
+    return None
+
+
+def pick(
+    name: tuple[str, str] | None,
+    *,
+    fixed: str | None = None,
+    fallback: str | None = None,
+    origin: str | None = None,
+) -> dict[str, str]:
+    """A frame's ``session`` field from what the caller named (:func:`named`), else
+    ``fixed`` (the session socket's session, origin ``socket``), else ``fallback`` or the
+    calling shell's session (``shell``). ``origin``, when given, is the origin of a named or
+    fallback id (``api``); a socket's session always says ``socket``."""
+    if name is not None:
+        sid, where = name
+    elif fixed is not None:
+        return {"id": fixed, "origin": "socket"}
     else:
         sid, where = fallback or shell_session(), "shell"
     return {"id": sid, "origin": origin or where}
+
+
+def resolve(
+    explicit: str | None = None,
+    *,
+    fallback: str | None = None,
+    origin: str | None = None,
+    fixed: str | None = None,
+) -> dict[str, str]:
+    """The calling session as a frame's ``session`` field: ``explicit`` (``flag``), else
+    ``BAY_SESSION`` (``env``), else ``fixed`` (``socket``: the session a session socket's
+    hello names), else ``fallback`` or the calling shell's session (``shell``). ``origin``,
+    when given, is the origin of a named or fallback id (``api``)."""
+    return pick(named(explicit), fixed=fixed, fallback=fallback, origin=origin)
 
 
 def from_row(row: object) -> tuple[str, Origin] | None:

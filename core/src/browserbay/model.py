@@ -420,9 +420,9 @@ class KeyAdmin(Protocol):
 @dataclass(frozen=True)
 class SessionRef:
     id: str
-    origin: Literal["env", "flag", "shell", "api"]
+    origin: Literal["env", "flag", "shell", "api", "socket"]
     """Where the identity came from: ``BAY_SESSION``, ``--session``, the calling shell's
-    session id, or a program using the Python API."""
+    session id, a program using the Python API, or the session socket it came in on."""
 
     def as_row(self) -> dict[str, Any]:
         return {"id": self.id, "origin": self.origin}

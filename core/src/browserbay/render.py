@@ -25,6 +25,7 @@ ORIGINS = {
     "flag": "--session",
     "shell": "your shell's session",
     "api": "the API",
+    "socket": "your session socket",
 }
 
 

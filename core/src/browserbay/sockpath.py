@@ -60,3 +60,10 @@ def distrust(path: str, *, directory: bool, mode: bool = True) -> str | None:
 
 def socket_path(env: Mapping[str, str] | None = None) -> str:
     return socket_for(runtime_dir(os.environ if env is None else env))
+
+
+def session_socket(env: Mapping[str, str] | None = None) -> str | None:
+    """``BAY_SOCKET``: the session socket the owner gave this agent (``bay session grant``),
+    made absolute; None when unset or empty (the home's own socket: the owner's channel)."""
+    value = (os.environ if env is None else env).get("BAY_SOCKET", "")
+    return os.path.abspath(os.path.expanduser(value)) if value else None

@@ -6,8 +6,9 @@ layer over :class:`browserbay.Client`, so the keeper does the work exactly as fo
 Every result names the session and the profile it acted on; a refusal is a tool error whose
 text carries the code and the way out (and whose structured content is the refusal frame).
 
-The session is ``bay mcp --session ID``, else ``BAY_SESSION``, else ``mcp-<pid>``: one MCP
-server (one agent conversation) is one isolated session unless the harness says otherwise.
+The session is ``bay mcp --session ID``, else ``BAY_SESSION``, else — on a session socket
+(``BAY_SOCKET``) — the socket's session, else ``mcp-<pid>``: one MCP server (one agent
+conversation) is one isolated session unless the harness says otherwise.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent
 from pydantic import AfterValidator, Field
 from pydantic_core import PydanticCustomError
 
-from browserbay import __version__, identity, render
+from browserbay import __version__, render
 from browserbay.api import Answer, Client
 from browserbay.errors import BayRefusal
 from browserbay.refusals import Refusal, printable
@@ -268,8 +269,10 @@ def build(client: Client) -> MCPServer[Any]:
 
 async def serve(session: str | None = None) -> None:
     """Serve MCP on stdin/stdout until the client hangs up."""
-    me = identity.resolve(session, fallback=f"mcp-{os.getpid()}")["id"]
-    client = Client(me)  # connects (and starts the keeper) at the first call
+    # Connects at the first call: on the home's socket it starts the keeper when none runs;
+    # on a session socket (BAY_SOCKET) it never does, and the session is the socket's
+    # unless --session or BAY_SESSION names one.
+    client = Client(session, fallback=f"mcp-{os.getpid()}")
     client.road = "mcp"
     try:
         await build(client).run_stdio_async()
