@@ -28,6 +28,7 @@ import pytest
 
 from browserbay import errors, identity, protocol
 from browserbay.api import Client, SessionInfo, SyncClient
+from browserbay.keeper.channels import OWNER, Channel, Grant
 from browserbay.paths import bay_paths
 from browserbay_testing import Bay, Result, assert_refused
 from browserbay_testing.plugin import short_home
@@ -388,3 +389,29 @@ def test_a_session_socket_of_ours_another_user_listens_on_is_refused_by_its_peer
     assert "peer" in frame["message"]
     assert "uid 65534" in frame["message"]
     no_keeper_started(home)
+
+
+# -- bay status says which channel the caller is on (item 8) ---------------------------------
+
+
+def test_the_channel_as_bay_status_names_it() -> None:
+    assert OWNER.label == "owner"
+    assert OWNER.as_row() == {"kind": "owner", "socket": None, "session": None, "expires": None}
+    grant = Grant("agent-1", Path("/run/a/bay.sock"), expires=None)
+    on_socket = Channel(grant)
+    assert on_socket.label == "session socket /run/a/bay.sock (session agent-1, until revoked)"
+    timed = Channel(Grant("agent-1", Path("/run/a/bay.sock"), expires=1_800_000_000.0))
+    assert timed.label.startswith("session socket /run/a/bay.sock (session agent-1, expires 20")
+    assert timed.as_row() == {
+        "kind": "session",
+        "socket": "/run/a/bay.sock",
+        "session": "agent-1",
+        "expires": 1_800_000_000.0,
+    }
+
+
+def test_bay_status_on_the_owners_channel_says_so(fresh_bay: Bay) -> None:
+    assert fresh_bay.ok("status")["channel"] == OWNER.as_row()
+    r = fresh_bay("status", json_=False)
+    assert r.code == 0, r
+    assert "\nchannel: owner\n" in r.stdout

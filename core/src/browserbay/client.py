@@ -192,9 +192,13 @@ def connect_session(path: str) -> Connection:
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         s.connect(path)
-    except (FileNotFoundError, ConnectionRefusedError, NotADirectoryError):
+    except (FileNotFoundError, NotADirectoryError):
         s.close()
-        raise Refusal("session_socket_gone", socket=path) from None
+        raise Refusal("session_socket_gone", socket=path, reason="it is not there") from None
+    except ConnectionRefusedError:
+        s.close()
+        reason = "nobody listens on it"
+        raise Refusal("session_socket_gone", socket=path, reason=reason) from None
     except OSError as exc:
         s.close()
         reason = f"cannot connect to the session socket {path}: {exc.strerror or exc}"
@@ -208,7 +212,8 @@ def connect_session(path: str) -> Connection:
     except (ConnectionError, ValueError):
         # Closed before its hello: revoked as we connected, or its keeper on its way out.
         s.close()
-        raise Refusal("session_socket_gone", socket=path) from None
+        reason = "it closed the connection before its hello"
+        raise Refusal("session_socket_gone", socket=path, reason=reason) from None
     except (OSError, TimeoutError) as exc:
         s.close()
         reason = f"no hello on the session socket {path} ({exc or type(exc).__name__})"
@@ -243,7 +248,7 @@ def _trust_session(path: str) -> None:
     try:
         why = distrust(path, directory=False)
     except (FileNotFoundError, NotADirectoryError):
-        raise Refusal("session_socket_gone", socket=path) from None
+        raise Refusal("session_socket_gone", socket=path, reason="it is not there") from None
     if why is not None:
         fix = (
             f"do not use {path}: find who made it (ls -l {path}; ss -xlp | grep {path}), and "

@@ -14,6 +14,7 @@ explicitly (``OnKeeper.run(args, handle, channel)``, ``SessionCall.channel``,
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,10 +68,29 @@ class Channel:
 
     @property
     def label(self) -> str:
-        """The channel as ``bay status`` names it."""
+        """The channel as ``bay status`` names it: ``owner``, or ``session socket <path>
+        (session <id>, expires <when>)`` (``until revoked`` with no ``--ttl``)."""
         if self.grant is None:
             return "owner"
-        return f"session socket {self.grant.socket} (session {self.grant.session})"
+        expires = self.grant.expires
+        when = (
+            "until revoked"
+            if expires is None
+            else "expires " + time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(expires))
+        )
+        return f"session socket {self.grant.socket} (session {self.grant.session}, {when})"
+
+    def as_row(self) -> dict[str, str | float | None]:
+        """The channel as ``bay status --json`` gives it: ``kind`` (``owner`` | ``session``),
+        and on a session socket its ``socket``, ``session`` and ``expires`` (wall clock, or
+        None: until revoked)."""
+        grant = self.grant
+        return {
+            "kind": self.kind,
+            "socket": None if grant is None else str(grant.socket),
+            "session": self.session,
+            "expires": None if grant is None else grant.expires,
+        }
 
     def hello(self) -> dict[str, str | None]:
         """The fields the keeper's hello reply carries about the channel."""

@@ -367,6 +367,7 @@ class SessionVerbs:
             "browser": chosen.browser.id if chosen and chosen.browser else None,
             "leases": leases,
             "idle_timeout_s": self.settings.idle_timeout,
+            "channel": call.channel.as_row(),
         }
         target = (
             f"{chosen.handle} ({chosen.profile.id}) · {chosen.profile.chosen}"
@@ -375,6 +376,7 @@ class SessionVerbs:
         )
         text = (
             f"session {session.ref.id} ({session.ref.origin}) · group {session.group}\n"
+            f"channel: {call.channel.label}\n"
             f"acts on {target}\n"
             f"attachments: {', '.join(self.chooser.handles(atts)) or '(none)'}"
         )
