@@ -67,6 +67,11 @@ def test_the_owners_environment_at_start_beats_the_file_and_a_flag_beats_both(
     text = fresh_bay("keeper", "status", session=None, json_=False).stdout
     assert "max_browsers = 5   (flag)" in text
     assert "tick = 0.2   (file)" in text
+    # The same start again is answered by the keeper started with it; another --set is not.
+    assert fresh_bay("keeper", "start", "--set", "max_browsers=5", session=None).code == 0
+    again = fresh_bay("keeper", "start", "--set", "max_browsers=6", session=None)
+    assert again.frame["code"] == "usage"
+    assert _sources(fresh_bay)["max_browsers"] == (5, "flag")
     # The file's keeper_idle = 1 lost to the environment's hour: the keeper stays.
     time.sleep(2.5)
     assert _keeper_alive(fresh_bay)

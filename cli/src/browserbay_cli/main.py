@@ -241,22 +241,27 @@ def _local(verb: str, args: dict[str, Any], as_json: bool) -> int | None:
                 print("no keeper is running")
             return EXIT_OK
         conn.close()
-    if verb == "keeper" and args.get("set") is not None:
-        _keeper_start_set(args)
     if verb == "keeper" and args.get("action") == "start":
-        conn = client.connect(autostart=True)
+        words = _set_words(args)
+        keeper_args = tuple(a for w in words for a in ("--set", w))
+        conn = client.connect(autostart=True, keeper_args=keeper_args)
         conn.close()
-        args["action"] = "status"
+        if words:  # the keeper says whether it is the one started with them
+            args["set"] = ",".join(words)
+        else:
+            args["action"] = "status"
+    elif verb == "keeper" and args.get("set") is not None:
+        raise Refusal("usage", detail="--set is for bay keeper start", verb="keeper")
     return None
 
 
-def _keeper_start_set(args: dict[str, Any]) -> None:
-    """``bay keeper start --set NAME=VALUE,...``: the settings go on the new keeper's argv
-    (its own parser judges them: an unknown name or a bad value stops it at start, named in
-    the refusal). Refused when a keeper runs already: its settings are the ones it started
-    with, and nothing is changed."""
-    if args.get("action") != "start":
-        raise Refusal("usage", detail="--set is for bay keeper start", verb="keeper")
+def _set_words(args: dict[str, Any]) -> list[str]:
+    """``bay keeper start --set NAME=VALUE,...`` as ``NAME=VALUE`` words. They go on the
+    argv of a keeper started now (its own parser judges them: an unknown name or a bad value
+    stops it at start, named in the refusal); the keeper then answers the start only if it is
+    the one started with them (a keeper that ran already is refused ``usage``)."""
+    if args.get("set") is None:
+        return []
     words = [w.strip() for w in str(args.pop("set")).split(",") if w.strip()]
     bad = next((w for w in words if "=" not in w), None)
     if not words or bad is not None:
@@ -265,25 +270,7 @@ def _keeper_start_set(args: dict[str, Any]) -> None:
             detail=f"--set takes NAME=VALUE[,NAME=VALUE...], not {bad or ''!r}",
             verb="keeper",
         )
-    try:
-        running = client.connect(autostart=False)
-    except Refusal as r:
-        if r.code != "keeper_unavailable":
-            raise
-    else:
-        pid = running.keeper.get("pid")
-        running.close()
-        raise Refusal(
-            "usage",
-            detail=f"a keeper is running already (pid {pid}) with the settings it started "
-            "with; --set applies to a keeper that starts now: run bay keeper stop, then this "
-            "command again",
-            verb="keeper",
-        )
-    client.connect(
-        autostart=True, keeper_args=tuple(a for w in words for a in ("--set", w))
-    ).close()
-    args["action"] = "start"
+    return words
 
 
 def plugin_verbs(*, start: bool) -> dict[str, Any]:

@@ -195,6 +195,8 @@ class Configured:
     hand-made paths)."""
     file_found: bool = False
     """Whether that file was there (and read)."""
+    flags: tuple[tuple[str, str], ...] = ()
+    """The ``--set`` pairs the keeper was started with, as given."""
 
     def rows(self) -> list[Setting]:
         """Every setting, in the order of the fields, with its value and source."""
@@ -352,4 +354,4 @@ def load_settings(
             sources[name] = source
     if problems:
         raise SettingsError("settings do not parse: " + "; ".join(problems))
-    return Configured(BaySettings(**values), sources, file, found)
+    return Configured(BaySettings(**values), sources, file, found, tuple(flags))

@@ -153,7 +153,11 @@ class AdminVerbs:
         return {"audit": [r.as_row() for r in rows]}, text or "(no audit rows yet)"
 
     async def keeper(self, args: dict[str, Any], handle: str | None, channel: Channel) -> Answer:
-        """``bay keeper stop`` / ``bay keeper status``."""
+        """``bay keeper stop`` / ``bay keeper status`` / ``bay keeper start --set`` (the CLI
+        starts the keeper, then asks it: answered with the status only by a keeper started
+        with those settings)."""
+        if args.get("set") is not None:
+            self._started_with(args)
         if args["action"] == "stop":
             self.life.begin_stop()
             return {"stopping": True, "pid": os.getpid()}, f"keeper {os.getpid()} is stopping"
@@ -169,6 +173,23 @@ class AdminVerbs:
                 "disk under " + str(self.paths.home or self.paths.state) + "?)"
             )
         return status, text
+
+    def _started_with(self, args: dict[str, Any]) -> None:
+        """Refuses ``--set`` but on a ``start`` that started this keeper with exactly those
+        settings: a keeper that ran already keeps the settings it started with."""
+        if args["action"] != "start":
+            raise Refusal("usage", detail="--set is for bay keeper start", verb="keeper")
+        words = (w.partition("=") for w in str(args["set"]).split(",") if w)
+        if sorted((name.strip(), value) for name, _, value in words) != sorted(
+            self.configured.flags
+        ):
+            raise Refusal(
+                "usage",
+                detail=f"a keeper is running already (pid {os.getpid()}) with the settings it "
+                "started with; --set applies to a keeper that starts now: run bay keeper stop, "
+                "then this command again",
+                verb="keeper",
+            )
 
     def _settings_text(self) -> str:
         """The config file and each setting that is not its default, with its source."""
