@@ -26,6 +26,7 @@ from browserbay.keeper.sessions import Session
 from browserbay.keeper.triggers import triggers_dir
 from browserbay.paths import BayPaths, ensure_private
 from browserbay.plugins import Plugins
+from browserbay.refusals import Refusal
 from browserbay.registry import Db, GroupDefaults, SiteHints
 from browserbay.settings import Configured
 
