@@ -337,7 +337,7 @@ def world(demo: str) -> Iterator[World]:
 def test_the_keeper_serves_the_decided_table(world: World) -> None:
     rows = raw(world.owner_sock, "verbs", **as_(OTHER))["data"]["verbs"]
     served = {r["name"]: tuple(r["owner_only"]) for r in rows if r["owner_only"]}
-    assert served == {k: v for k, v in DECIDED.items() if TABLE[k].scope != verbs.LOCAL}
+    assert served == DECIDED
 
 
 @pytest.mark.parametrize(("name", "condition", "first"), CASES)
