@@ -447,12 +447,12 @@ def _python_api(world: World, url: str) -> dict[str, Any]:
 
     code = (
         "import json, browserbay\n"
-        "from browserbay.refusals import Refusal\n"
+        "from browserbay.errors import BayRefusal\n"
         f"c = browserbay.SyncClient({OTHER!r})\n"
         "try:\n"
         f"    c.open({url!r})\n"
         "    print(json.dumps({'ok': True}))\n"
-        "except Refusal as r:\n"
+        "except BayRefusal as r:\n"
         "    print(json.dumps(r.frame()))\n"
     )
     env = {**world.bay.env, "BAY_SOCKET": str(world.sock)}
