@@ -27,7 +27,7 @@ from browserbay import client, procfs
 from campaigns.agents import OWNER, Agent, RawConnection, answers, cli_frame, grant, stray_keepers
 from campaigns.agents import revoke as revoke_grant
 from campaigns.attacks import Attack
-from campaigns.common import Home, registry_rows, wait_for
+from campaigns.common import Home, browsers_under, registry_rows, wait_for
 from campaigns.oracles import Listener, Servers
 
 ATTACKER = "attacker-b"
@@ -61,6 +61,21 @@ class Stage(Protocol):
     def recover(self) -> None: ...
 
     def refresh_watch(self) -> None: ...
+
+
+def stop_strays(h: Home, pids: list[int]) -> None:
+    """Stop the keepers an agent's ``bay`` started (ours, by pid) and the browsers they
+    started under the agents' HOME, before the next attempt (it must not see them)."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    if not wait_for(lambda: not any(procfs.alive(p) for p in pids), 10, 0.1):
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    for pid in browsers_under(str(h.root / "agent-home")).values():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def _code(frame: dict[str, Any]) -> str:
@@ -150,9 +165,9 @@ class Boundary:
     def strays(self) -> list[str]:
         """Keepers an agent's own ``bay`` started (they are stopped here: ours, by pid)."""
         found = stray_keepers(self.h)
-        for pid in found:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
+        if found:
+            stop_strays(self.h, found)
+            self.c.refresh_watch()
         return [f"the agent's bay started a keeper of its own (pid {p})" for p in found]
 
     def keys_view(self) -> str:
