@@ -480,3 +480,16 @@ def test_on_a_session_socket_status_is_its_own_session(world: World) -> None:
     text = json.dumps(status)
     assert OTHER not in text
     assert world.other_tab not in text
+
+
+@pytest.mark.parametrize(
+    "name", [v.name for v in verbs.VERBS if v.scope == verbs.LOCAL and v.owner_only]
+)
+def test_a_session_socket_client_is_told_a_local_owner_only_verb_is_the_humans(
+    world: World, name: str
+) -> None:
+    """``bay install`` runs in the client, never at the keeper's gate: the client refuses it
+    on a session socket before anything runs (no installer is started)."""
+    refused = assert_refused(world.agent(name, "browserbay-no-such-dist"), "owner_only")
+    assert refused["data"]["command"] == f"bay {name} browserbay-no-such-dist"
+    assert "browserbay-no-such-dist" not in world.bay("plugins", session=None).stdout

@@ -200,6 +200,23 @@ def _local_frame(verb: str, data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _owner_only_here(verb: Verb, args: dict[str, Any]) -> None:
+    """A verb the client runs itself (``install``, ``uninstall``) never reaches the keeper's
+    gate: on a session socket (``BAY_SOCKET``) its owner-only calls are refused here, as the
+    keeper would. Not a boundary (a program that can run ``bay`` can run pip): it tells an
+    agent that the call is the human's."""
+    if verb.scope != LOCAL or session_socket() is None:
+        return
+    condition = verb.owner_only_for(args)
+    if condition is not None:
+        raise Refusal(
+            "owner_only",
+            what=verb.owner_only_words(condition),
+            command=verb.command_line(args),
+            condition=condition,
+        )
+
+
 def _local(verb: str, args: dict[str, Any], as_json: bool) -> int | None:
     """Verbs (or actions) that never need a running keeper. On a session socket
     (``BAY_SOCKET``) the keeper's lifecycle is not the caller's: ``keeper start/stop/logs``
@@ -351,6 +368,7 @@ def run(argv: list[str]) -> int:
             Refusal("usage", detail="--timeout must be in (0, 3600]", verb=verb.name), as_json
         )
     try:
+        _owner_only_here(verb, args)
         if verb.name in OFF_HOT_PATH:
             from browserbay_cli.extras import run_extra  # heavier imports: off the hot path
 
