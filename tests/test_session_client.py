@@ -18,6 +18,7 @@ import os
 import shutil
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,12 +26,15 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from browserbay import errors, identity, protocol
+from browserbay import errors, identity, procfs, protocol
 from browserbay.api import Client, SessionInfo, SyncClient
 from browserbay.keeper.channels import OWNER, Channel, Grant
 from browserbay.paths import bay_paths
+from browserbay_testing import BAY as BAY_CLI
 from browserbay_testing import Bay, Result, assert_refused
+from browserbay_testing.bay import wait_for
 from browserbay_testing.plugin import short_home
 
 
@@ -410,8 +414,183 @@ def test_the_channel_as_bay_status_names_it() -> None:
     }
 
 
-def test_bay_status_on_the_owners_channel_says_so(fresh_bay: Bay) -> None:
-    assert fresh_bay.ok("status")["channel"] == OWNER.as_row()
-    r = fresh_bay("status", json_=False)
+def test_bay_status_on_the_owners_channel_says_so(bay: Bay) -> None:
+    assert bay.ok("status")["channel"] == OWNER.as_row()
+    r = bay("status", json_=False)
     assert r.code == 0, r
     assert "\nchannel: owner\n" in r.stdout
+
+
+# -- the real keeper, a real grant, the real clients ------------------------------------------
+
+
+def grant(owner: Bay, sid: str, **kw: str) -> Path:
+    """``bay session grant sid`` on the owner's channel: its socket, in a 0700 directory of
+    the owner's under the home (short: AF_UNIX's limit)."""
+    place = owner.home / f"g-{sid}"
+    place.mkdir(mode=0o700)
+    path = place / "bay.sock"
+    extra = [a for k, v in kw.items() for a in (f"--{k}", v)]
+    owner.ok("session", "grant", sid, "--socket", str(path), *extra, session=None)
+    return path
+
+
+def on(path: Path, **env: str) -> dict[str, str]:
+    """An agent's environment: only its session socket (no BAY_SESSION unless given)."""
+    return {"BAY_SOCKET": str(path), **env}
+
+
+def keepers_of(home: Path) -> list[int]:
+    """The processes running a keeper for ``home``."""
+    found = []
+    for pid in procfs.pids():
+        argv = procfs.argv(pid)
+        if "browserbay.keeper" in argv and procfs.environ(pid).get("BAY_HOME") == str(home):
+            found.append(pid)
+    return [pid for pid in found if procfs.alive(pid)]
+
+
+def test_bay_on_a_granted_socket_drives_its_own_tab(bay: Bay, demo: str) -> None:
+    path = grant(bay, "cli-agent")
+    page = bay("open", f"{demo}/index.html", session=None, env=on(path), json_=True).frame
+    assert page["ok"], page
+    assert page["session"] == {"id": "cli-agent", "origin": "socket"}
+    title = bay("get", "title", session=None, env=on(path), json_=False)
+    assert title.code == 0, title
+    assert "session cli-agent (from your session socket)" in title.stderr
+    (mine,) = bay.ok("tab", "list", session=None, env=on(path))["tabs"]
+    # The owner sees that tab as the granted session's, and nobody else's.
+    assert [t["id"] for t in bay.ok("tab", "list", session="cli-agent")["tabs"]] == [mine["id"]]
+    assert bay.ok("tab", "list", session="someone-else")["tabs"] == []
+
+
+def test_bay_status_on_a_session_socket_names_the_socket_session_and_expiry(bay: Bay) -> None:
+    path = grant(bay, "status-agent", ttl="600")
+    data = bay.ok("status", session=None, env=on(path))
+    channel = data["channel"]
+    assert channel["kind"] == "session"
+    assert channel["socket"] == str(path)
+    assert channel["session"] == "status-agent"
+    assert channel["expires"] > time.time() + 500
+    assert data["session"] == {"id": "status-agent", "origin": "socket"}
+    text = bay("status", session=None, env=on(path), json_=False).stdout
+    assert f"\nchannel: session socket {path} (session status-agent, expires 20" in text
+    forever = grant(bay, "forever-agent")
+    text = bay("status", session=None, env=on(forever), json_=False).stdout
+    assert f"channel: session socket {forever} (session forever-agent, until revoked)" in text
+
+
+def test_a_named_other_session_on_a_granted_socket_is_refused_session_fixed(
+    bay: Bay, demo: str
+) -> None:
+    """The attack: an agent on its socket names session B (``--session``, ``BAY_SESSION``,
+    ``SyncClient('B')``) to reach B's tabs. The client sends B as named; the keeper refuses it
+    ``session_fixed``, and B is untouched. Naming the socket's own session is fine."""
+    path = grant(bay, "fixed-agent")
+    bay.ok("open", f"{demo}/index.html", session="B")
+    before = bay.ok("tab", "list", session="B")["tabs"]
+    for r in (
+        bay("--session", "B", "tab", "list", session=None, env=on(path)),
+        bay("tab", "list", session="B", env=on(path)),
+        bay("open", "about:blank", session="B", env=on(path)),
+    ):
+        frame = assert_refused(r, "session_fixed")
+        assert "fixed-agent" in frame["message"]
+    with pytest.raises(errors.BY_CODE["session_fixed"]):
+        SyncClient("B", socket=path).tabs()
+    assert bay.ok("tab", "list", session="B")["tabs"] == before
+    assert bay.ok("--session", "fixed-agent", "status", session=None, env=on(path))
+    assert bay.ok("status", session="fixed-agent", env=on(path))
+    assert SyncClient("fixed-agent", socket=path).status().session.id == "fixed-agent"
+
+
+def test_the_python_api_on_a_granted_socket(
+    bay: Bay, demo: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = grant(bay, "api-agent")
+    for key in [k for k in os.environ if k.startswith("BAY_")]:
+        monkeypatch.delenv(key)
+    with SyncClient(socket=path) as c:
+        page = c.open(f"{demo}/index.html")
+        assert page.session == SessionInfo("api-agent", "socket")
+        assert c.session == {"id": "api-agent", "origin": "socket"}
+        assert c.keeper["channel"] == "session"
+        (tab,) = c.tabs().tabs
+    monkeypatch.setenv("BAY_SOCKET", str(path))
+
+    async def main() -> None:
+        async with Client() as api:
+            assert [t.id for t in (await api.tabs()).tabs] == [tab.id]
+            assert api.socket == str(path)
+
+    anyio.run(main)
+
+
+def _mcp(env: dict[str, str], demo: str) -> tuple[Any, Any]:
+    params = StdioServerParameters(command=BAY_CLI, args=["mcp"], env=env)
+
+    async def body() -> tuple[Any, Any]:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+            await s.initialize()
+            went = await s.call_tool("navigate", {"url": f"{demo}/index.html"})
+            status = await s.call_tool("status", {})
+            return went, status
+
+    return anyio.run(body)
+
+
+def test_the_mcp_server_on_a_granted_socket(bay: Bay, demo: str) -> None:
+    path = grant(bay, "mcp-agent")
+    agent = {k: v for k, v in os.environ.items() if not k.startswith("BAY_")}
+    went, status = _mcp({**agent, **on(path)}, demo)
+    assert not went.is_error, went
+    assert went.structured_content["session"] == {"id": "mcp-agent", "origin": "socket"}
+    assert status.structured_content["data"]["channel"]["session"] == "mcp-agent"
+    assert len(bay.ok("tab", "list", session="mcp-agent")["tabs"]) == 1
+    # BAY_SESSION naming another: sent as named, refused by the keeper.
+    went, _ = _mcp({**agent, **on(path, BAY_SESSION="B2")}, demo)
+    assert went.is_error
+    assert went.structured_content["code"] == "session_fixed"
+    assert bay.ok("tab", "list", session="B2")["tabs"] == []
+
+
+def test_a_session_socket_client_cannot_stop_the_keeper(bay: Bay) -> None:
+    """``bay keeper stop`` (and start, logs, status) from a session socket: refused
+    ``owner_only`` by the keeper, which goes on running; the client sends no shutdown op."""
+    path = grant(bay, "stopper")
+    pid = bay.keeper_pid()
+    for action in ("stop", "start", "logs", "status"):
+        frame = assert_refused(bay("keeper", action, session=None, env=on(path)), "owner_only")
+        assert "ask the human" in frame["way_out"]
+    with pytest.raises(errors.BY_CODE["owner_only"]):
+        SyncClient(socket=path).keeper_status()
+    assert bay.keeper_pid() == pid
+
+
+def test_a_revoked_socket_is_gone_for_every_client(bay: Bay) -> None:
+    path = grant(bay, "revoked-agent")
+    assert bay.ok("status", session=None, env=on(path))
+    bay.ok("session", "revoke", "revoked-agent", session=None)
+    _gone(bay("status", session=None, env=on(path)), path)
+    with pytest.raises(errors.BY_CODE["session_socket_gone"]):
+        SyncClient(socket=path).status()
+
+
+def test_a_stopped_keeper_is_never_started_from_a_session_socket(fresh_bay: Bay) -> None:
+    """The keeper down: every client on the session socket is refused
+    ``session_socket_gone`` with the way out, and no keeper process appears (on the home's
+    socket the same command would have started one)."""
+    path = grant(fresh_bay, "orphan")
+    fresh_bay.stop()
+    wait_for(lambda: keepers_of(fresh_bay.home) == [], what="the keeper to exit")
+    agent = {k: v for k, v in os.environ.items() if not k.startswith("BAY_")}
+    for argv in (("status",), ("open", "about:blank"), ("keeper", "start")):
+        _gone(fresh_bay(*argv, session=None, env=on(path)), path)
+    with pytest.raises(errors.BY_CODE["session_socket_gone"]):
+        SyncClient(socket=path).status()
+    went, _ = _mcp({**agent, **on(path)}, "http://127.0.0.1:1")
+    assert went.is_error
+    assert went.structured_content["code"] == "session_socket_gone"
+    time.sleep(0.5)  # a keeper spawned detached would be there by now
+    assert keepers_of(fresh_bay.home) == []
+    assert not bay_paths({"BAY_HOME": str(fresh_bay.home)}).socket.exists()
