@@ -232,6 +232,11 @@ class GrantBook:
         leases."""
         self._bound: dict[str, _Bound] = {}
         self._lock = anyio.Lock()
+        #: What a grant's end (``revoked`` or ``expired``) does beyond the book's own part:
+        #: its child sessions reaped (set by the keeper: the children's service needs the
+        #: book first). Called after the grant is gone and outside the book's lock, so it
+        #: may revoke more grants.
+        self.on_end: Callable[[Grant, str], Awaitable[None]] | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._listen: Listen | None = None
 
@@ -298,6 +303,7 @@ class GrantBook:
             log.info("grant for session %s ended (its ttl)", bound.grant.session)
             async with self._lock:
                 await self._end(bound, "expired")
+            await self._ended(bound.grant, "expired")
 
     async def close(self) -> None:
         """The keeper stops: every listener and connection ends, every socket file the book
@@ -400,10 +406,9 @@ class GrantBook:
             ) from None
 
     async def revoke(self, session: str) -> Grant:
-        """End ``session``'s grant now, and its children's: the socket stops answering (open
-        connections are cut mid-request), its file goes, the registry records
-        ``revoked_at``, the session's leases end. ``grant_refused`` when it has no live
-        grant."""
+        """End ``session``'s grant now: the socket stops answering (open connections are
+        cut mid-request), its file goes, the registry records ``revoked_at``, the session's
+        leases end; then :attr:`on_end`. ``grant_refused`` when it has no live grant."""
         async with self._lock:
             bound = self._bound.get(session)
             if bound is None:
@@ -413,11 +418,18 @@ class GrantBook:
                     reason="it has no live grant to revoke",
                     fix="bay session list   (the live grants)",
                 )
-            for child in [b for b in self._bound.values() if b.grant.parent == session]:
-                await self._end(child, "revoked")
             await self._end(bound, "revoked")
         log.info("grant for session %s revoked", session)
+        await self._ended(bound.grant, "revoked")
         return bound.grant
+
+    async def _ended(self, grant: Grant, reason: str) -> None:
+        if self.on_end is None:
+            return
+        try:
+            await self.on_end(grant, reason)
+        except Exception:  # the grant is gone either way; what follows it must not undo that
+            log.exception("after the end of session %s's grant", grant.session)
 
     async def _end(self, bound: _Bound, reason: str) -> None:
         """Close one grant (the caller holds the lock)."""
@@ -469,21 +481,16 @@ class GrantVerbs:
         ``BAY_PROFILE``) is not read: a grant's profiles are its own repeated ``--profile``."""
         action = args["action"]
         if action == "grant":
-            return await self.grant(args, channel)
+            return await self.grant(args)
         if action == "revoke":
-            return await self.revoke(args, channel)
+            return await self.revoke(args)
         if action == "list":
             return self.listing(channel)
         raise Refusal("usage", detail="bay session child is not served yet", verb="session")
 
-    async def grant(self, args: dict[str, Any], channel: Channel) -> Answer:
+    async def grant(self, args: dict[str, Any]) -> Answer:
+        """Owner only: the verb row's ``owner_only`` (refused by the gate before this runs)."""
         sid = args.get("id")
-        if not channel.is_owner:
-            raise Refusal(
-                "owner_only",
-                what="session grant",
-                command=f"bay session grant {sid or '<id>'} --socket <path>",
-            )
         if sid is None:
             raise Refusal("usage", detail="'session grant' needs <id>", verb="session")
         where = args.get("socket")
@@ -501,12 +508,9 @@ class GrantVerbs:
         text += "\ngive its agent this socket, and only it (docs/session-sockets.md)"
         return grant_row(grant), text
 
-    async def revoke(self, args: dict[str, Any], channel: Channel) -> Answer:
+    async def revoke(self, args: dict[str, Any]) -> Answer:
+        """Owner only, as :meth:`grant`."""
         sid = args.get("id")
-        if not channel.is_owner:
-            raise Refusal(
-                "owner_only", what="session revoke", command=f"bay session revoke {sid or '<id>'}"
-            )
         if sid is None:
             raise Refusal("usage", detail="'session revoke' needs <id>", verb="session")
         grant = await self.book.revoke(str(sid))
