@@ -97,6 +97,19 @@ def test_a_granted_socket_serves_its_session_and_drives_its_own_tab(
     bay.ok("close", session=sid)
 
 
+def test_bay_with_bay_socket_is_the_grants_session(
+    bay: Bay, demo: str, granted: tuple[str, Path]
+) -> None:
+    """The real CLI on the socket: no session named, it is the grant's."""
+    sid, path = granted
+    on_socket = {"BAY_SOCKET": str(path)}
+    opened = bay("open", f"{demo}/", session=None, env=on_socket)
+    assert opened.code == 0, opened
+    assert opened.frame["session"]["id"] == sid
+    assert bay.ok("tab", "list", session=sid)["tabs"][0]["url"].startswith(demo)
+    bay.ok("close", session=None, env=on_socket)
+
+
 def test_the_owners_socket_still_says_it_is_the_owners(bay: Bay) -> None:
     conn = dial(bay_paths({"BAY_HOME": str(bay.home)}).socket)
     try:
@@ -172,6 +185,8 @@ def test_revoke_stops_the_socket_at_once_and_cuts_an_open_connection(
     assert not path.exists()  # the file went: a new client finds nothing there
     with pytest.raises(FileNotFoundError):
         dial(path)
+    gone = bay("status", session=None, env={"BAY_SOCKET": str(path)})
+    assert_refused(gone, "session_socket_gone")
     assert sid not in listed(bay)
     assert grants_rows(bay)[sid][2] is not None  # revoked_at recorded
     # Its leases ended as for an idle stop: no browser, its tab kept for restore.
@@ -267,6 +282,14 @@ def test_a_directory_group_or_others_can_write_is_refused(bay: Bay, mode: int) -
     d = agent_dir(bay, f"loose-{mode:o}", mode)
     _refused_and_unchanged(bay, "grant_refused", "loose-1", "--socket", f"{d}/s.sock")
     assert os.listdir(d) == []
+
+
+def test_a_directory_others_may_only_read_is_fine(bay: Bay) -> None:
+    """Reading the directory lets nobody in: the socket itself is 0600."""
+    path = agent_dir(bay, "readable", 0o755) / "r.sock"
+    bay.ok("session", "grant", "readable-1", "--socket", str(path), session=None)
+    assert stat.S_IMODE(path.lstat().st_mode) == 0o600
+    bay.ok("session", "revoke", "readable-1", session=None)
 
 
 def test_a_symlinked_directory_is_refused(bay: Bay) -> None:

@@ -505,7 +505,7 @@ class GrantVerbs:
             text += f" for {ttl:g}s"
         if grant.profiles:
             text += f"; profiles: {', '.join(self._labels(grant))}"
-        text += "\ngive its agent this socket, and only it (docs/session-sockets.md)"
+        text += f"\nits agent runs: BAY_SOCKET={grant.socket} bay <verb>"
         return grant_row(grant), text
 
     async def revoke(self, args: dict[str, Any]) -> Answer:
