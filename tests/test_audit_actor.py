@@ -82,3 +82,26 @@ def test_a_row_from_before_the_actor_was_recorded_shows_as_unknown(bay: Bay) -> 
     assert _of(_audit(bay), "aud-old") == [("unknown", "open", "cli")]
     text = bay("audit", "--last", "500", session=None, json_=False).stdout
     assert any("unknown" in line and "aud-old" in line for line in text.splitlines())
+
+
+def test_a_session_socket_is_audited_as_that_socket_even_when_refused(bay: Bay) -> None:
+    """Over a socket the owner granted, every row names the socket's session as the actor —
+    a verb it may run and an owner-only one the gate refused — never ``owner``."""
+    sid = "aud-sock"
+    directory = bay.home / sid
+    directory.mkdir(mode=0o700)
+    path = directory / "bay.sock"
+    bay.ok("session", "grant", sid, "--socket", str(path), session=None)
+    try:
+        agent = {"BAY_SOCKET": str(path)}
+        assert bay("status", session=None, env=agent).code == 0
+        refused = bay("audit", session=None, env=agent)
+        assert refused.frame["code"] == "owner_only"
+        rows = _of(_audit(bay), sid)
+        assert (f"session-socket:{sid}", "status", "cli") in rows
+        assert (f"session-socket:{sid}", "audit", "cli") in rows
+        assert all(actor == f"session-socket:{sid}" for actor, _, _ in rows)
+        text = bay("audit", "--last", "500", session=None, json_=False).stdout
+        assert any(f"session-socket:{sid}" in line for line in text.splitlines())
+    finally:
+        bay.ok("session", "revoke", sid, session=None)

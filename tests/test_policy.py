@@ -55,6 +55,8 @@ def test_the_owners_environment_at_start_beats_the_file_and_a_flag_beats_both(
         "start",
         "--set",
         "max_browsers=5",
+        "--set",
+        "browser_grace=7",
         session=None,
         env={"BAY_KEEPER_IDLE": "3600", "BAY_IDLE_TIMEOUT": "55", "BAY_MAX_BROWSERS": "4"},
     )
@@ -63,12 +65,14 @@ def test_the_owners_environment_at_start_beats_the_file_and_a_flag_beats_both(
     assert sources["keeper_idle"] == (3600.0, "env")
     assert sources["idle_timeout"] == (55.0, "env")
     assert sources["max_browsers"] == (5, "flag")
+    assert sources["browser_grace"] == (7.0, "flag")
     assert sources["tick"] == (0.2, "file")
     text = fresh_bay("keeper", "status", session=None, json_=False).stdout
     assert "max_browsers = 5   (flag)" in text
     assert "tick = 0.2   (file)" in text
     # The same start again is answered by the keeper started with it; another --set is not.
-    assert fresh_bay("keeper", "start", "--set", "max_browsers=5", session=None).code == 0
+    same = ("--set", "browser_grace=7", "--set", "max_browsers=5")
+    assert fresh_bay("keeper", "start", *same, session=None).code == 0
     again = fresh_bay("keeper", "start", "--set", "max_browsers=6", session=None)
     assert again.frame["code"] == "usage"
     assert _sources(fresh_bay)["max_browsers"] == (5, "flag")
@@ -132,3 +136,21 @@ def test_a_config_file_of_another_user_cannot_set_the_keepers_policy(fresh_bay: 
     assert r.frame["code"] == "keeper_unavailable"
     assert "is owned by uid 65534, not by the keeper's user" in r.frame["message"]
     assert not _keeper_alive(fresh_bay)
+
+
+def test_an_agent_on_a_session_socket_cannot_set_the_keepers_policy(fresh_bay: Bay) -> None:
+    """``bay keeper start`` with the agent's ``BAY_*`` or ``--set`` over its session socket is
+    refused ``owner_only`` (by the keeper's gate; the CLI answered ``--set`` itself before,
+    with a ``usage`` that said nothing of who may) and the keeper keeps the owner's policy."""
+    _config(fresh_bay, "max_browsers = 4\n")
+    pid = fresh_bay.keeper_pid()
+    directory = fresh_bay.home / "agent"
+    directory.mkdir(mode=0o700)
+    path = directory / "bay.sock"
+    fresh_bay.ok("session", "grant", "pol-agent", "--socket", str(path), session=None)
+    agent = {"BAY_SOCKET": str(path), "BAY_MAX_BROWSERS": "1"}
+    for argv in (("keeper", "start"), ("keeper", "start", "--set", "max_browsers=1")):
+        r = fresh_bay(*argv, session=None, env=agent)
+        assert r.frame["code"] == "owner_only", (argv, r)
+    assert fresh_bay.keeper_pid() == pid
+    assert _sources(fresh_bay)["max_browsers"] == (4, "file")

@@ -264,7 +264,7 @@ def _local(verb: str, args: dict[str, Any], as_json: bool) -> int | None:
         conn = client.connect(autostart=True, keeper_args=keeper_args)
         conn.close()
         if words:  # the keeper says whether it is the one started with them
-            args["set"] = ",".join(words)
+            args["set"] = words
         else:
             args["action"] = "status"
     elif verb == "keeper" and args.get("set") is not None:
@@ -273,19 +273,17 @@ def _local(verb: str, args: dict[str, Any], as_json: bool) -> int | None:
 
 
 def _set_words(args: dict[str, Any]) -> list[str]:
-    """``bay keeper start --set NAME=VALUE,...`` as ``NAME=VALUE`` words. They go on the
+    """``bay keeper start --set NAME=VALUE ...`` as ``NAME=VALUE`` words. They go on the
     argv of a keeper started now (its own parser judges them: an unknown name or a bad value
     stops it at start, named in the refusal); the keeper then answers the start only if it is
     the one started with them (a keeper that ran already is refused ``usage``)."""
     if args.get("set") is None:
         return []
-    words = [w.strip() for w in str(args.pop("set")).split(",") if w.strip()]
+    words = [str(w).strip() for w in args.pop("set")]
     bad = next((w for w in words if "=" not in w), None)
-    if not words or bad is not None:
+    if bad is not None:
         raise Refusal(
-            "usage",
-            detail=f"--set takes NAME=VALUE[,NAME=VALUE...], not {bad or ''!r}",
-            verb="keeper",
+            "usage", detail=f"--set takes NAME=VALUE (one setting each), not {bad!r}", verb="keeper"
         )
     return words
 

@@ -577,13 +577,13 @@ VERBS: tuple[Verb, ...] = (
             Arg("action", "pos", "what to do", choices=("status", "stop", "logs", "start")),
             Arg(
                 "set",
-                "value",
-                "start: keeper settings for this start, NAME=VALUE[,NAME=VALUE...] "
-                "(beat BAY_* and the config file)",
+                "many",
+                "start: a keeper setting for this start, NAME=VALUE (again for more; beats "
+                "BAY_* and the config file)",
             ),
         ),
         owner_only=("*",),  # every session's browsers; status lists them all
-        example="bay keeper start --set max_browsers=2,idle_timeout=600",
+        example="bay keeper start --set max_browsers=2 --set idle_timeout=600",
     ),
     Verb("plugins", KEEPER, "Installed plugins: name, distribution, version, hooks; providers."),
     Verb("verbs", KEEPER, "The verb table as the keeper knows it, plugins' verbs included."),

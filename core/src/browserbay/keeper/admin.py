@@ -180,7 +180,7 @@ class AdminVerbs:
         settings: a keeper that ran already keeps the settings it started with."""
         if args["action"] != "start":
             raise Refusal("usage", detail="--set is for bay keeper start", verb="keeper")
-        words = (w.partition("=") for w in str(args["set"]).split(",") if w)
+        words = (str(w).partition("=") for w in args["set"])
         if sorted((name.strip(), value) for name, _, value in words) != sorted(
             self.configured.flags
         ):
