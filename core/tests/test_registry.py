@@ -23,6 +23,7 @@ from browserbay.model import SiteHint
 from browserbay.registry import (
     MIGRATIONS,
     PARKED,
+    THE_OWNER,
     Attachment,
     AuditRow,
     BrowserRow,
@@ -37,6 +38,7 @@ from browserbay.registry import (
     Recorded,
     Registry,
     SessionState,
+    group_owner,
     open_sqlite,
     sqlite_registry,
 )
@@ -234,6 +236,17 @@ def test_profiles_create_and_all_oldest_first(store: Store) -> None:
     store.registry.profiles.create(newer)
     store.registry.profiles.create(older)
     assert store.registry.profiles.all() == [older, newer]
+
+
+def test_profiles_create_keeps_the_owner_and_the_sharing(store: Store) -> None:
+    made = _profile("bp-00000001", owner=group_owner("agents"), sharing="owner")
+    store.registry.profiles.create(made)
+    store.registry.profiles.create(_profile("bp-00000002", 2.0))
+    mine, owners = store.registry.profiles.all()
+    assert (mine.owner, mine.sharing) == ("group:agents", "owner")
+    assert (owners.owner, owners.sharing) == (THE_OWNER, "granted")  # the defaults
+    # A group named "owner" is a valid group name; its profiles are still not the owner's.
+    assert group_owner("owner") != THE_OWNER
 
 
 def test_profiles_delete_takes_everything_that_names_it(store: Store) -> None:
@@ -596,3 +609,22 @@ def test_the_hints_table_refuses_a_row_that_breaks_the_rule(tmp_path: Path) -> N
     columns = {r[1] for r in db.execute("PRAGMA table_info(profiles)")}
     assert "tier" not in columns  # a profile's tier is derived, never stored
     db.close()
+
+
+def test_a_profile_made_before_owners_is_the_owners_and_granted(tmp_path: Path) -> None:
+    """Migration 8's defaults: every profile that existed before it belongs to the owner,
+    who may grant it (as every session could use it before)."""
+    path = tmp_path / "r.sqlite3"
+    with sqlite3.connect(path) as db:
+        for script in MIGRATIONS[:7]:
+            db.executescript(script)
+        db.execute("PRAGMA user_version=7")
+        db.execute(
+            "INSERT INTO profiles(id, label, provider, dir, proxy, allowed_domains, headed, "
+            "adopted, created_at, last_used) "
+            "VALUES ('bp-00000001', 'work', 'chromium', '/p', NULL, '[]', 0, 0, 1.0, NULL)"
+        )
+    reg = open_sqlite(path)
+    (row,) = reg.profiles.all()
+    assert (row.owner, row.sharing) == (THE_OWNER, "granted")
+    reg.close()

@@ -35,7 +35,16 @@ from browserbay.registry.holds import (
     SqliteGroupDefaults,
     SqliteHolds,
 )
-from browserbay.registry.profiles import ProfileRow, Profiles, SqliteProfiles
+from browserbay.registry.profiles import (
+    GROUP_PREFIX,
+    SHARINGS,
+    THE_OWNER,
+    ProfileRow,
+    Profiles,
+    Sharing,
+    SqliteProfiles,
+    group_owner,
+)
 from browserbay.registry.sessions import (
     Attachment,
     Attachments,
@@ -56,8 +65,11 @@ from browserbay.registry.tabs import PARKED, Kept, KeptTab, KeptTabs, SqliteKept
 from browserbay.registry.triggers import SqliteTriggerClaims, TriggerClaims
 
 __all__ = [
+    "GROUP_PREFIX",
     "MIGRATIONS",
     "PARKED",
+    "SHARINGS",
+    "THE_OWNER",
     "Attachment",
     "Attachments",
     "Audit",
@@ -85,9 +97,11 @@ __all__ = [
     "Schema",
     "SessionState",
     "Sessions",
+    "Sharing",
     "SiteHints",
     "TriggerClaims",
     "Versions",
+    "group_owner",
     "open_sqlite",
     "sqlite_registry",
 ]

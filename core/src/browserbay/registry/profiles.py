@@ -1,4 +1,5 @@
-"""Persistent profiles (migration 2) and their provider options (migration 4)."""
+"""Persistent profiles (migration 2), their provider options (migration 4), their owner and
+sharing (migration 8)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,26 @@ import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 from browserbay.registry.db import Database
+
+#: The owner of a profile made on the owner's channel (the home's own socket), and of every
+#: profile that existed before owners did: the column's default in migration 8.
+THE_OWNER = "owner"
+#: How the owner column names a session group: ``group:<name>``. The prefix keeps a group
+#: called ``owner`` (a valid group name) from ever reading as the owner.
+GROUP_PREFIX = "group:"
+
+Sharing = Literal["owner", "granted"]
+#: ``owner``: only its owner uses it (never named in a grant); ``granted``: its owner uses it,
+#: and the owner may grant it to a session socket.
+SHARINGS: tuple[Sharing, ...] = ("owner", "granted")
+
+
+def group_owner(group: str) -> str:
+    """The owner column's value for a profile a session group made."""
+    return GROUP_PREFIX + group
 
 
 @dataclass(frozen=True)
@@ -25,6 +43,11 @@ class ProfileRow:
     last_used: float | None
     options: Mapping[str, str] = field(default_factory=dict)
     """Provider options (migration 4): ``{"cdp_url": ...}`` for a ``cdp`` profile."""
+    owner: str = THE_OWNER
+    """Who the profile belongs to (migration 8): :data:`THE_OWNER`, or ``group:<name>`` for the
+    session group that made it (:func:`group_owner`)."""
+    sharing: Sharing = "granted"
+    """Who else may use it (migration 8): see :data:`SHARINGS`."""
 
 
 class Profiles(Protocol):
@@ -46,7 +69,7 @@ class Profiles(Protocol):
 
 _COLS = (
     "id, label, provider, dir, proxy, allowed_domains, headed, adopted, created_at, last_used, "
-    "options"
+    "options, owner, sharing"
 )
 
 
@@ -56,7 +79,7 @@ class SqliteProfiles:
 
     def create(self, row: ProfileRow) -> None:
         self.db.execute(
-            f"INSERT INTO profiles({_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",  # noqa: S608 - a constant
+            f"INSERT INTO profiles({_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",  # noqa: S608 - a constant
             (
                 row.id,
                 row.label,
@@ -69,6 +92,8 @@ class SqliteProfiles:
                 row.created_at,
                 row.last_used,
                 json.dumps(dict(row.options)),
+                row.owner,
+                row.sharing,
             ),
         )
 
@@ -103,6 +128,8 @@ class SqliteProfiles:
                 r[8],
                 r[9],
                 json.loads(r[10] or "{}"),
+                r[11],
+                _sharing(r[12]),
             )
             for r in rows
         ]
@@ -115,3 +142,9 @@ class SqliteProfiles:
             ),
             ("DELETE FROM backend_proposals WHERE profile=?", (profile_id,)),
         )
+
+
+def _sharing(value: str) -> Sharing:
+    """A stored sharing value; anything but the two (a hand-edited file) reads as the
+    stricter ``owner``."""
+    return "granted" if value == "granted" else "owner"
