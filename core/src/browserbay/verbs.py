@@ -457,6 +457,13 @@ VERBS: tuple[Verb, ...] = (
             Arg("allowed_domains", "value", "domains its browser may reach (a,b)"),
             Arg("headed", "flag", "run its browser with a window"),
             Arg("cdp_url", "value", "cdp provider: http://host:port, ws://..., or auto"),
+            Arg(
+                "sharing",
+                "value",
+                "owner: only its owner uses it; granted: the owner may grant it to a session "
+                "socket (default: granted on the owner's channel, owner on a session socket)",
+                choices=("owner", "granted"),
+            ),
         ),
         # A cdp profile drives somebody else's running browser (the human's own, at a
         # debugging port): which one is the owner's call.
@@ -466,7 +473,8 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         "profiles",
         KEEPER,
-        "Persistent profiles: provider, tier, running, sessions, disk, memory, last used.",
+        "Persistent profiles: owner, sharing, provider, tier, running, sessions, disk, memory, "
+        "last used (on a session socket: the ones it may use).",
         (Arg("orphans", "flag", "also profile directories no registry row owns"),),
         owner_only=("orphans",),  # the home's whole profiles directory
     ),

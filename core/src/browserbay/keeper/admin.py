@@ -106,7 +106,7 @@ class AdminVerbs:
         )
 
     async def new(self, args: dict[str, Any], handle: str | None, channel: Channel) -> Answer:
-        made = await self.profiles.new(args)
+        made = await self.profiles.new(args, channel)
         await self.pool.spread_devtools_ports()  # a cdp profile's port, kept off every tab
         return made
 
@@ -126,7 +126,7 @@ class AdminVerbs:
             if browser is not None:
                 pss = await anyio.to_thread.run_sync(procfs.tree_pss_kib, browser["pid"])
                 browser["pss_kib"] = pss
-        return await self.profiles.listing(bool(args.get("orphans")), live.get)
+        return await self.profiles.listing(bool(args.get("orphans")), live.get, channel)
 
     async def triggers(self, args: dict[str, Any], handle: str | None, channel: Channel) -> Answer:
         path = triggers_dir(self.paths)
@@ -136,14 +136,14 @@ class AdminVerbs:
         return {"path": str(path), "processed": str(path / "processed")}, str(path)
 
     async def group(self, args: dict[str, Any], handle: str | None, channel: Channel) -> Answer:
-        target = self.profiles.find(str(args["profile"]))
+        target = self.profiles.find(str(args["profile"]), channel)
         await self.db(self.groups.set, str(args["name"]), target.id)
         return {"group": args["name"], "profile": target.id}, (
             f"sessions with BAY_GROUP={args['name']} default to {target.label} ({target.id})"
         )
 
     async def audit(self, args: dict[str, Any], handle: str | None, channel: Channel) -> Answer:
-        pid = self.profiles.find(handle).id if handle else None
+        pid = self.profiles.find(handle, channel).id if handle else None
         rows = await self.audit_trail.rows(pid, int(args.get("last") or 50))
         text = "\n".join(
             f"{time.strftime('%H:%M:%S', time.localtime(r.at))} {r.who:<16} {r.session:<16} "

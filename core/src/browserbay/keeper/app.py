@@ -252,7 +252,7 @@ class App:
                 plugins,
                 settings,
             ),
-            TabVerbs(plugins, tabs, self.leases),
+            TabVerbs(plugins, tabs, self.leases, self.profiles),
             backend,
             GrantVerbs(self.grants),
         )

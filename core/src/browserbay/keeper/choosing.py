@@ -1,11 +1,14 @@
 """Choosing the lease a verb acts on: --profile, the pin, the only attachment, the ladder
-(last-used, group, instance), or the session's own ephemeral browser."""
+(last-used, group, instance), or the session's own ephemeral browser — among the profiles the
+request's channel may use (every one on the owner's; on a session socket its grant's, its own
+group's and its own ephemeral browser: :meth:`ProfileBook.usable`)."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
 
+from browserbay.keeper.channels import OWNER, Channel
 from browserbay.keeper.leases import Leases
 from browserbay.keeper.profiles import ProfileBook
 from browserbay.keeper.sessions import Lease, Session
@@ -79,10 +82,17 @@ class LeaseChooser:
             out.append(f"{name} ({pid})")
         return out
 
-    async def choose(self, session: Session, handle: str | None) -> Lease:
+    async def choose(self, session: Session, handle: str | None, channel: Channel) -> Lease:
         """The lease a verb acts on: --profile, else the pin, else the only attachment,
         else (with none) the last-used profile, the group's, the instance's, or the
-        session's own ephemeral browser. Two or more attachments and no pin: refused."""
+        session's own ephemeral browser. Two or more attachments and no pin: refused.
+
+        On a session socket a profile it may not use is out of reach whatever the road:
+        naming it (``--profile``) is refused ``profile_not_granted``; a default that points
+        at it (an attachment or a pin made on the owner's channel, a rung of the ladder) is
+        passed over, so a bare verb acts on what the session may use — at worst its own
+        ephemeral browser, as the refusal's way out says — and an attachment or pin passed
+        over is named in the answer's notice."""
         sid = session.ref.id
         atts = await self.db(self.attachments.of_session, sid)
         atts = [a for a in atts if a.profile in self.profiles.rows]
@@ -112,32 +122,40 @@ class LeaseChooser:
             for pid, alias in atts:
                 row = self.profiles.rows[pid]
                 if handle in (alias, pid, row.label):
+                    self.profiles.check(row, handle, channel)
                     return await self._held(
                         session, self.persistent(session, pid, alias, "explicit")
                     )
-            row = self.profiles.find(handle)  # a path or an unknown name says so
+            row = self.profiles.find(handle, channel)  # a path or an unknown name says so
             raise Refusal(
                 "profile_unknown",
                 handle=handle,
                 why="attached to this session",
                 fix=f"bay use {row.id}   (then --profile {handle} works)",
             )
+        mine = [a for a in atts if self.profiles.usable(self.profiles.rows[a.profile], channel)]
+        if len(mine) < len(atts):
+            passed = ", ".join(h for a, h in zip(atts, handles, strict=True) if a not in mine)
+            notice = f"not granted to this session socket, so not used: {passed}"
+            if notice not in session.notices:
+                session.notices.append(notice)
         pin = state.pin
         if pin == "ephemeral":
             return self.ephemeral(session, "pinned", state.ephemeral_domains)
-        for pid, alias in atts:
+        for pid, alias in mine:
             if pid == pin:
                 return await self._held(session, self.persistent(session, pid, alias, "pinned"))
-        if len(atts) == 1:
-            pid, alias = atts[0]
+        if len(mine) == 1:
+            pid, alias = mine[0]
             return await self._held(session, self.persistent(session, pid, alias, "default"))
-        if len(atts) >= 2:
+        if len(mine) >= 2:
+            choices = self.handles(mine)
             raise Refusal(
                 "profile_required",
-                count=len(atts),
-                default=handles[0],
-                handles=", ".join(handles),
-                choices=handles,
+                count=len(mine),
+                default=choices[0],
+                handles=", ".join(choices),
+                choices=choices,
             )
         ladder: list[tuple[str | None, str]] = [
             (state.last_profile, "last-used"),
@@ -145,8 +163,9 @@ class LeaseChooser:
             (self._instance_default(), "instance"),
         ]
         for candidate, rung in ladder:
-            if candidate and candidate in self.profiles.rows:
-                lease = self.persistent(session, candidate, None, rung)
+            found = self.profiles.rows.get(candidate) if candidate else None
+            if found is not None and self.profiles.usable(found, channel):
+                lease = self.persistent(session, found.id, None, rung)
                 return await self._held(session, lease)
         return self.ephemeral(session, "ephemeral", state.ephemeral_domains)
 
@@ -155,7 +174,7 @@ class LeaseChooser:
         if not wanted:
             return None
         try:
-            return self.profiles.find(wanted).id
+            return self.profiles.find(wanted, OWNER).id  # the owner's setting
         except Refusal:
             log.warning("BAY_DEFAULT_PROFILE=%s names no profile", wanted)
             return None

@@ -306,7 +306,7 @@ class Keeper:
             finally:
                 if fresh and lease.context is None:  # leave no lease behind it
                     session.leases.pop(lease.profile.id, None)
-        lease = await self.chooser.choose(session, handle)
+        lease = await self.chooser.choose(session, handle, channel)
         # browser_paused while a human holds the controls, browser_restarting in a backend
         # switch's gap, the approval hooks, the domain fence: nothing has run yet.
         check(lease, held=target, exempt=exempt)

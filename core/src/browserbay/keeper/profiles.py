@@ -1,8 +1,18 @@
-"""Persistent profiles: the registry's rows, handles, and the verbs that manage them
-(``new``, ``profiles``, ``forget``, ``adopt``, ``group``).
+"""Persistent profiles: the registry's rows, handles, who may use which, and the verbs that
+manage them (``new``, ``profiles``, ``forget``, ``adopt``, ``group``).
 
 Ids are minted (``bp-<8 hex>``); a label is free text that never reaches a path, an argv or
 a command line. Profile directories are 0700 under the data dir.
+
+A profile belongs to someone (migration 8): to the owner when it was made on the owner's
+channel (and every profile made before owners existed), else to the session group that made
+it on a session socket. A session socket's group is the session its grant is bound to: a
+``--group`` in a frame is self-declared, so it never decides whose profile is whose (a child
+``<parent>.<n>`` is a session of its own, so it owns nothing of its parent's). On a session
+socket a session may use only the profiles its grant names, the profiles its own group made,
+and its own ephemeral browser (:meth:`ProfileBook.usable`); anything else it names is refused
+``profile_not_granted``, and is looked up among those only, so the refusal says nothing of
+whether such a profile exists.
 """
 
 from __future__ import annotations
@@ -14,17 +24,28 @@ import secrets
 import shutil
 import tarfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
 
+from browserbay.keeper.channels import OWNER, Channel
 from browserbay.model import ProfileRef, ProviderRow
 from browserbay.paths import BayPaths, ensure_private
 from browserbay.plugins import Plugins
 from browserbay.refusals import Refusal
-from browserbay.registry import Attachments, Db, ProfileRow, Profiles, Proposals
+from browserbay.registry import (
+    SHARINGS,
+    THE_OWNER,
+    Attachments,
+    Db,
+    ProfileRow,
+    Profiles,
+    Proposals,
+    Sharing,
+    group_owner,
+)
 
 log = logging.getLogger("browserbay.keeper")
 T = TypeVar("T")
@@ -61,6 +82,25 @@ def parse_domains(value: str | None) -> tuple[str, ...]:
                 verb="new",
             )
     return domains
+
+
+def owner_of(channel: Channel) -> str:
+    """Who a profile made on ``channel`` belongs to: the owner on the owner's channel, else
+    the group of the session the socket is bound to (its fixed session id)."""
+    return THE_OWNER if channel.grant is None else group_owner(channel.grant.session)
+
+
+def not_granted(handle: str, channel: Channel) -> Refusal:
+    """``handle`` is not for this session socket: the refusal names the handle as given and
+    nothing else of the profile, and the owner's exact command that grants it."""
+    grant = channel.grant
+    assert grant is not None, "the owner's channel uses every profile"
+    return Refusal(
+        "profile_not_granted",
+        profile=handle,
+        session=grant.session,
+        command=f"bay session grant {grant.session} --socket {grant.socket} --profile {handle}",
+    )
 
 
 def _is_user_data_dir(directory: Path) -> bool:
@@ -160,8 +200,70 @@ class ProfileBook:
             chosen=chosen,
         )
 
-    def find(self, handle: str) -> ProfileRow:
-        """A profile by id or label; a path or an unknown name is refused with the fix."""
+    def usable(self, row: ProfileRow, channel: Channel) -> bool:
+        """``channel`` may use the profile: the owner's channel every one; a session socket
+        the ones its grant names (while their sharing is ``granted``) and its group's own."""
+        grant = channel.grant
+        if grant is None:
+            return True
+        if row.owner == owner_of(channel):
+            return True
+        return row.id in grant.profiles and row.sharing == "granted"
+
+    def visible(self, channel: Channel) -> list[ProfileRow]:
+        """The profiles ``channel`` may use (and see), oldest first."""
+        return [r for r in self.rows.values() if self.usable(r, channel)]
+
+    def check(self, row: ProfileRow, handle: str, channel: Channel) -> ProfileRow:
+        """``row``, named ``handle``, if ``channel`` may use it; else ``profile_not_granted``."""
+        if not self.usable(row, channel):
+            raise not_granted(handle, channel)
+        return row
+
+    def check_ref(self, ref: ProfileRef, channel: Channel) -> None:
+        """A lease's profile ``channel`` may act on (a session's own ephemeral browser
+        always; a persistent one by :meth:`usable`), else ``profile_not_granted`` naming its
+        id: for a road that reaches a lease by something else than its profile (a tab id)."""
+        row = None if ref.ephemeral else self.rows.get(ref.id)
+        if row is not None:
+            self.check(row, row.id, channel)
+
+    def usable_ids(self, handles: Sequence[str], channel: Channel) -> tuple[str, ...]:
+        """The ids of ``handles`` (labels or ids), each one ``channel`` may use, in order and
+        once each: what a session may hand on to a child it makes."""
+        ids = [self.find(h, channel).id for h in handles]
+        return tuple(dict.fromkeys(ids))
+
+    def grantable(self, session: str, handles: Sequence[str]) -> tuple[str, ...]:
+        """The ids of ``handles`` for a grant the owner makes for ``session``: each profile
+        must exist and be ``granted`` (one whose sharing is ``owner`` never leaves its
+        owner), else ``grant_refused``; in order, once each."""
+        ids: list[str] = []
+        for handle in handles:
+            try:
+                row = self.find(handle, OWNER)
+            except Refusal as r:
+                raise Refusal(
+                    "grant_refused",
+                    session=session,
+                    reason=f"--profile {handle}: {r.message}",
+                    fix=r.way_out,
+                ) from None
+            if row.sharing != "granted":
+                raise Refusal(
+                    "grant_refused",
+                    session=session,
+                    reason=f"--profile {handle}: profile {row.label} ({row.id}) is its "
+                    f"owner's only (sharing owner)",
+                    fix="grant it without that --profile (its owner uses it on their own channel)",
+                )
+            ids.append(row.id)
+        return tuple(dict.fromkeys(ids))
+
+    def find(self, handle: str, channel: Channel) -> ProfileRow:
+        """A profile by id or label; a path or an unknown name is refused with the fix. On a
+        session socket only the profiles it may use are looked at: any other handle, known
+        or not, is ``profile_not_granted``."""
         if looks_like_path(handle):
             raise Refusal(
                 "profile_unknown",
@@ -169,9 +271,10 @@ class ProfileBook:
                 why="a profile: it looks like a directory, and profiles are named by label or id",
                 fix=f"bay adopt {handle} <label>   (registers that directory as a profile)",
             )
-        if handle in self.rows:
-            return self.rows[handle]
-        matches = [r for r in self.rows.values() if r.label == handle]
+        rows = {r.id: r for r in self.visible(channel)}
+        if handle in rows:
+            return rows[handle]
+        matches = [r for r in rows.values() if r.label == handle]
         if len(matches) == 1:
             return matches[0]
         if len(matches) > 1:
@@ -182,6 +285,8 @@ class ProfileBook:
                 why=f"one profile: {len(matches)} share that label ({ids})",
                 fix=f"name it by id: one of {ids}",
             )
+        if not channel.is_owner:
+            raise not_granted(handle, channel)
         raise Refusal(
             "profile_unknown",
             handle=handle,
@@ -191,8 +296,13 @@ class ProfileBook:
 
     # -- verbs ------------------------------------------------------------------------
 
-    async def new(self, args: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    async def new(self, args: dict[str, Any], channel: Channel) -> tuple[dict[str, Any], str]:
+        """A profile of the caller's: the owner's on the owner's channel (``granted`` unless
+        ``--sharing owner``: the owner made it to hand to agents, or says it never leaves
+        them), else its session group's (``owner`` unless ``--sharing granted``: what an agent
+        logs in to stays its own unless it says the owner may grant it to others)."""
         label = check_label(str(args["label"]), "new")
+        sharing = _sharing(args.get("sharing"), "granted" if channel.is_owner else "owner")
         provider = str(args.get("provider") or "chromium")
         if provider not in self.plugins.providers:
             raise Refusal(
@@ -227,11 +337,14 @@ class ProfileBook:
             created_at=time.time(),
             last_used=None,
             options=options,
+            owner=owner_of(channel),
+            sharing=sharing,
         )
         await self.db(self.profiles.create, row)
         self.rows[pid] = row
         self.attached[pid] = 0
-        return self.describe(row), f"{label} ({pid}) · {provider}\nuse it: bay use {pid}"
+        whose = _whose(row.owner, row.sharing)
+        return self.describe(row), f"{label} ({pid}) · {provider} · {whose}\nuse it: bay use {pid}"
 
     async def _options(self, prow: ProviderRow, args: dict[str, Any]) -> dict[str, str]:
         """The provider options given to ``new`` (``--cdp-url``), checked by the provider."""
@@ -286,7 +399,7 @@ class ProfileBook:
     async def forget(
         self, handle: str, running: Callable[[str], bool]
     ) -> tuple[dict[str, Any], str]:
-        row = self.find(handle)
+        row = self.find(handle, OWNER)  # the owner's verb: refused on a session socket
         holders = await self.db(self.attachments.of_profile, row.id)
         if holders or running(row.id):
             raise Refusal(
@@ -327,19 +440,24 @@ class ProfileBook:
         return target
 
     async def listing(
-        self, orphans: bool, running: Callable[[str], dict[str, Any] | None]
+        self, orphans: bool, running: Callable[[str], dict[str, Any] | None], channel: Channel
     ) -> tuple[dict[str, Any], str]:
+        """The profiles ``channel`` may use (every one on the owner's); on a session socket
+        the sessions attached to each are its own only."""
         rows = []
-        for r in self.rows.values():
+        for r in self.visible(channel):
             size = await anyio.to_thread.run_sync(dir_size, r.dir) if r.dir else None
             live = running(r.id)
+            sessions = await self.db(self.attachments.of_profile, r.id)
+            if channel.session is not None:
+                sessions = [s for s in sessions if s == channel.session]
             rows.append(
                 dict(
                     self.describe(r),
                     running=live is not None,
                     browser=live,
                     disk_bytes=size,
-                    sessions=await self.db(self.attachments.of_profile, r.id),
+                    sessions=sessions,
                     proposal=(
                         proposal.as_row()
                         if (proposal := await self.db(self.proposals.get, r.id))
@@ -350,6 +468,7 @@ class ProfileBook:
         data: dict[str, Any] = {"profiles": rows}
         lines = [
             f"{p['label']:<16} {p['id']}  {p['provider']:<9} tier {p['tier']}  "
+            f"{_whose(p['owner'], p['sharing'])}  "
             f"{'running' if p['running'] else 'stopped':<8} sessions {len(p['sessions'])}  "
             f"disk {_mib(p['disk_bytes'])}  "
             f"pss {_mib(_kib((p['browser'] or {}).get('pss_kib'))) if p['browser'] else '-'}"
@@ -393,7 +512,21 @@ class ProfileBook:
             "options": sorted(row.options),
             "created_at": row.created_at,
             "last_used": row.last_used,
+            "owner": row.owner,
+            "sharing": row.sharing,
         }
+
+
+def _sharing(value: object, default: Sharing) -> Sharing:
+    """``--sharing`` as given (the request check held it to the row's choices, which are
+    :data:`SHARINGS`), else ``default``."""
+    return next((s for s in SHARINGS if s == value), default)
+
+
+def _whose(owner: str, sharing: str) -> str:
+    """Owner and sharing, as ``bay profiles`` and ``bay new`` say them."""
+    who = "the owner" if owner == THE_OWNER else owner.replace(":", " ", 1)
+    return f"{who}'s, sharing {sharing}"
 
 
 def _kib(n: int | None) -> int | None:

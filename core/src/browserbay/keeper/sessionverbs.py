@@ -12,6 +12,7 @@ import anyio
 
 from browserbay import procfs
 from browserbay.keeper.base import Answer
+from browserbay.keeper.channels import Channel
 from browserbay.keeper.choosing import LeaseChooser
 from browserbay.keeper.hints import blocked
 from browserbay.keeper.leases import Leases, blocked_requests, goto_guarded
@@ -32,21 +33,26 @@ log = logging.getLogger("browserbay.keeper")
 class TabVerbs:
     """``bay tab`` and ``bay resume``, on the lease the keeper chose (and guarded)."""
 
-    def __init__(self, plugins: Plugins, tabs: TabBook, leases: Leases) -> None:
+    def __init__(
+        self, plugins: Plugins, tabs: TabBook, leases: Leases, profiles: ProfileBook
+    ) -> None:
         self.plugins = plugins
         self.tabs = tabs
         self.leases = leases
+        self.profiles = profiles
 
     async def tab(self, call: LeaseCall) -> Answer:
         try:
-            return await self._tab(call.session, call.lease, call.args)
+            return await self._tab(call.session, call.lease, call.args, call.channel)
         except Exception as exc:  # a page error (its browser died mid-verb) is typed
             refusal = page_error(call.verb.name, call.timeout, exc)
             if refusal is None:
                 raise
             raise refusal from None
 
-    async def _tab(self, session: Session, lease: Lease, args: dict[str, Any]) -> Answer:
+    async def _tab(
+        self, session: Session, lease: Lease, args: dict[str, Any], channel: Channel
+    ) -> Answer:
         action = str(args.get("action") or "list")
         arg = args.get("arg")
         if action == "list":
@@ -111,12 +117,14 @@ class TabVerbs:
                 raise Refusal("tab_gone", tab="(current)", reason="the session has no tabs")
             tab = self.tabs.lookup(tab_id, session)
             owner = self.leases.lease_of(tab) or lease
+            self.profiles.check_ref(owner.profile, channel)  # a tab of an ungranted profile
             self.tabs.drop(tab, owner, "closed by bay tab close")
             await tab.page.close()
             self.plugins.hooks.bay_lease_changed(lease=owner.info(), change="tabs")
             return {"closed": tab.id, "current": owner.current}, f"closed {tab.id}"
         tab = self.tabs.lookup(action, session)
         owner = self.leases.lease_of(tab) or lease
+        self.profiles.check_ref(owner.profile, channel)
         # Current only once it is in front: a switch refused because its browser died under
         # it changes nothing (the crash path keeps the current tab as it was).
         await tab.page.bring_to_front()
@@ -191,7 +199,7 @@ class SessionVerbs:
             return {"allowed_domains": domains}, text, lease.profile
         if not args.get("profile"):
             raise Refusal("usage", detail="use needs a profile (or --ephemeral)", verb="use")
-        row = self.profiles.find(str(args["profile"]))
+        row = self.profiles.find(str(args["profile"]), call.channel)
         waited = 0.0
         if args.get("exclusive"):
             wait = float(args.get("wait") or 0)
@@ -284,6 +292,8 @@ class SessionVerbs:
         for p, alias in atts:
             row = self.profiles.rows.get(p)
             if handle in (p, alias) or (row is not None and row.label == handle):
+                if row is not None:
+                    self.profiles.check(row, handle, call.channel)
                 pid = p
         if pid is None:
             raise Refusal(
@@ -301,7 +311,7 @@ class SessionVerbs:
         session, handle, check = call.session, call.handle, call.check
         leases = session.running_leases
         if handle:
-            lease = await self.chooser.choose(session, handle)
+            lease = await self.chooser.choose(session, handle, call.channel)
             leases = [lease] if lease.context is not None else []
         # A lease a human holds the controls of is not cut off; one in a backend switch's
         # gap holds no browser but is not closed: both refused.
@@ -326,7 +336,7 @@ class SessionVerbs:
         session, handle = call.session, call.handle
         chosen: Lease | None = None
         try:
-            chosen = await self.chooser.choose(session, handle)
+            chosen = await self.chooser.choose(session, handle, call.channel)
         except Refusal as r:
             if r.code not in ("profile_required",):
                 raise

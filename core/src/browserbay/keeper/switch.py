@@ -35,6 +35,7 @@ from browserbay.keeper.backends import (
 )
 from browserbay.keeper.base import RestartGate
 from browserbay.keeper.browsers import BrowserPool
+from browserbay.keeper.channels import Channel
 from browserbay.keeper.choosing import LeaseChooser
 from browserbay.keeper.controls import Controls
 from browserbay.keeper.leases import Leases
@@ -111,7 +112,7 @@ class BackendSwitch:
         self.gate = gate
 
     async def backend(self, call: SessionCall) -> SwitchAnswer:
-        session, args, handle = call.session, call.args, call.handle
+        session, args, handle, channel = call.session, call.args, call.handle, call.channel
         provider = args.get("provider")
         accept, decline = bool(args.get("accept")), bool(args.get("decline"))
         if sum((bool(provider), accept, decline)) > 1:
@@ -121,8 +122,8 @@ class BackendSwitch:
                 verb="backend",
             )
         if not (provider or accept or decline):
-            return await self._backend_list(session, handle)
-        lease = await self.chooser.choose(session, handle)
+            return await self._backend_list(session, handle, channel)
+        lease = await self.chooser.choose(session, handle, channel)
         if lease.profile.ephemeral:
             raise Refusal(
                 "usage",
@@ -144,10 +145,12 @@ class BackendSwitch:
 
     # -- the listing ----------------------------------------------------------------------
 
-    async def _backend_list(self, session: Session, handle: str | None) -> SwitchAnswer:
+    async def _backend_list(
+        self, session: Session, handle: str | None, channel: Channel
+    ) -> SwitchAnswer:
         chosen: Lease | None = None
         try:
-            chosen = await self.chooser.choose(session, handle)
+            chosen = await self.chooser.choose(session, handle, channel)
         except Refusal as r:
             if r.code != "profile_required":
                 raise

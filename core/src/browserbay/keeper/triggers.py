@@ -34,6 +34,7 @@ import anyio.abc
 
 from browserbay import identity, verbs
 from browserbay.keeper.base import Lifecycle
+from browserbay.keeper.channels import OWNER
 from browserbay.keeper.choosing import LeaseChooser
 from browserbay.keeper.controls import Controls
 from browserbay.keeper.leases import Leases, goto_guarded
@@ -326,7 +327,7 @@ class TriggerIntake:
                     )
                 session = self.roster.session(call.session, None)
                 async with session.lock:
-                    lease = await self.chooser.choose(session, request.get("profile"))
+                    lease = await self.chooser.choose(session, request.get("profile"), OWNER)
                     state.call = dataclasses.replace(call, profile=lease.profile)
                     state.call = guards.check(state.call, lease)
                     if action == "resume":
