@@ -340,7 +340,7 @@ class GrantBook:
             raise Refusal(
                 "usage", detail="--ttl must be a number of seconds above 0", verb="session"
             )
-        ids = tuple(dict.fromkeys(self._profile_id(session, h) for h in handles))
+        ids = self.profiles.grantable(session, handles)  # each one's sharing is granted
         async with self._lock:
             held = self._bound.get(session)
             if held is not None:
@@ -391,19 +391,6 @@ class GrantBook:
             "" if ttl is None else f", ttl {ttl:g}s",
         )
         return grant
-
-    def _profile_id(self, session: str, handle: str) -> str:
-        try:
-            return self.profiles.find(handle).id
-        except Refusal as exc:
-            if exc.code != "profile_unknown":
-                raise
-            raise Refusal(
-                "grant_refused",
-                session=session,
-                reason=f"there is no profile {handle!r} to grant",
-                fix="bay profiles   (name one of those, or bay new <label> first)",
-            ) from None
 
     async def revoke(self, session: str) -> Grant:
         """End ``session``'s grant now: the socket stops answering (open connections are
