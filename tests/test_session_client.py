@@ -594,3 +594,18 @@ def test_a_stopped_keeper_is_never_started_from_a_session_socket(fresh_bay: Bay)
     time.sleep(0.5)  # a keeper spawned detached would be there by now
     assert keepers_of(fresh_bay.home) == []
     assert not bay_paths({"BAY_HOME": str(fresh_bay.home)}).socket.exists()
+
+
+def test_a_plugins_verb_on_a_session_socket_comes_from_the_keepers_table(fresh_bay: Bay) -> None:
+    """The thin client learns the plugins' verbs from a file in the owner's runtime directory,
+    which an agent on a session socket does not see (in a sandbox it is not there at all): it
+    asks the keeper's table over the socket instead, and the plugin's verb runs as the
+    socket's session."""
+    fresh_bay.env["BAY_PLUGIN_MODULES"] = "recorder,greeter"
+    path = grant(fresh_bay, "plugin-agent")
+    elsewhere = {"BAY_HOME": str(fresh_bay.home / "not-the-owners")}
+    r = fresh_bay("greet", "Ada", session=None, env=on(path, **elsewhere))
+    assert r.code == 0, r
+    assert r.frame["data"]["greeting"] == "hello Ada"
+    assert r.frame["session"] == {"id": "plugin-agent", "origin": "socket"}
+    assert not (fresh_bay.home / "not-the-owners").exists()

@@ -293,6 +293,8 @@ def plugin_verbs(*, start: bool) -> dict[str, Any]:
     verb the core does not know; ``start`` starts the keeper when the file is missing."""
     from browserbay.verbs import BY_NAME, PLUGIN_VERBS_FILE, Verb
 
+    if session_socket() is not None:
+        return {**BY_NAME, **_keeper_plugin_verbs(quiet=not start)}
     paths = bay_paths()
     path = paths.runtime / PLUGIN_VERBS_FILE
     for attempt in (0, 1):
@@ -316,6 +318,30 @@ def plugin_verbs(*, start: bool) -> dict[str, Any]:
                     raise
                 break
     return dict(BY_NAME)
+
+
+def _keeper_plugin_verbs(*, quiet: bool) -> dict[str, Any]:
+    """On a session socket, the plugins' verbs as the keeper's own table lists them (``bay
+    verbs``), asked over the socket: the owner's runtime directory, where the keeper writes
+    them down, is not the agent's (in a sandbox it is not even there). ``quiet``: a socket
+    that does not answer gives none (``bay help``) instead of its refusal."""
+    from browserbay.verbs import Verb
+
+    try:
+        conn = client.connect()
+    except Refusal:
+        if quiet:
+            return {}
+        raise
+    try:
+        frame = conn.request("verbs", {}, identity.resolve(fixed=conn.fixed), 10.0)
+    except (OSError, ValueError):  # cut as it answered: the verb is refused as unknown
+        return {}
+    finally:
+        conn.close()
+    data = frame.get("data") if frame.get("ok") else None
+    rows = data.get("verbs") or [] if isinstance(data, dict) else []
+    return {r["name"]: Verb.from_row(r) for r in rows if r.get("plugin")}
 
 
 def _not_text(argv: list[str]) -> str | None:
