@@ -284,6 +284,21 @@ def test_a_directory_group_or_others_can_write_is_refused(bay: Bay, mode: int) -
     assert os.listdir(d) == []
 
 
+def test_a_directory_under_one_others_can_write_is_refused(bay: Bay) -> None:
+    """Another user who may write the directory above could rename ours away and put theirs
+    in its place; a sticky one (as /tmp) lets nobody rename what is not theirs."""
+    above = agent_dir(bay, "open", 0o777)
+    (above / "mine").mkdir(mode=0o700)
+    frame = _refused_and_unchanged(
+        bay, "grant_refused", "open-1", "--socket", f"{above}/mine/s.sock"
+    )
+    assert "above it" in frame["message"]
+    assert os.listdir(above / "mine") == []
+    os.chmod(above, 0o1777)
+    bay.ok("session", "grant", "open-2", "--socket", f"{above}/mine/s.sock", session=None)
+    bay.ok("session", "revoke", "open-2", session=None)
+
+
 def test_a_directory_others_may_only_read_is_fine(bay: Bay) -> None:
     """Reading the directory lets nobody in: the socket itself is 0600."""
     path = agent_dir(bay, "readable", 0o755) / "r.sock"

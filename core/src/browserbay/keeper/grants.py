@@ -64,8 +64,9 @@ class _Refused(Exception):
 def check_place(path: Path) -> None:
     """``path`` may get a new session socket: an absolute path, short enough for AF_UNIX,
     where nothing is yet, in a directory of the keeper's user that no symlink leads to and
-    that neither group nor others can write (else another user could swap the socket).
-    :class:`_Refused` says why not."""
+    that neither group nor others can write (else another user could swap the socket), below
+    directories of root's or the keeper's user that only their owner can rename entries of
+    (not group/other-writable, or sticky as /tmp is). :class:`_Refused` says why not."""
     if not path.is_absolute():
         raise _Refused(f"{path} is not an absolute path", "give the socket's absolute path")
     size = len(os.fsencode(path))
@@ -105,6 +106,16 @@ def check_place(path: Path) -> None:
             f"{directory} is reached through a symlink (it is {real})",
             f"name the real path: --socket {real / path.name}",
         )
+    for above in directory.parents:  # whoever may rename one of them may swap the directory
+        st = os.lstat(above)
+        if st.st_uid not in (0, os.getuid()):
+            raise _Refused(f"{above}, above it, is owned by uid {st.st_uid}", private)
+        if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+            raise _Refused(
+                f"{above}, above it, has mode {stat.S_IMODE(st.st_mode):04o}: its group or "
+                f"others could move {directory} away and put their own in its place",
+                f"chmod go-w {above} (or +t), or: {private}",
+            )
     try:
         os.lstat(path)
     except FileNotFoundError:
@@ -410,16 +421,9 @@ class GrantBook:
         await self._ended(bound.grant, "revoked")
         return bound.grant
 
-    async def _ended(self, grant: Grant, reason: str) -> None:
-        if self.on_end is None:
-            return
-        try:
-            await self.on_end(grant, reason)
-        except Exception:  # the grant is gone either way; what follows it must not undo that
-            log.exception("after the end of session %s's grant", grant.session)
-
     async def _end(self, bound: _Bound, reason: str) -> None:
-        """Close one grant (the caller holds the lock)."""
+        """Close one grant's socket and record its end (the caller holds the book's lock):
+        when this returns nothing answers on the socket any more."""
         bound.ending = True
         bound.scope.cancel()
         await bound.done.wait()
@@ -430,11 +434,25 @@ class GrantBook:
             at = min(at, grant.expires)
         await self.db(self.grants.revoke, grant.session, at)
         self._bound.pop(grant.session, None)
+
+    async def _ended(self, grant: Grant, reason: str) -> None:
+        """What follows a grant's end, outside the book's lock (a verb of that session on
+        the owner's channel may hold the session for a while): the session's leases end as
+        for an idle stop (its tabs kept), then :attr:`on_end`."""
         state = self.sessions.get(grant.session)
         if state is not None:
             async with state.lock:
                 for lease in state.running_leases:
-                    await self.leases.end(state, lease, reason)
+                    try:
+                        await self.leases.end(state, lease, reason)
+                    except Exception:
+                        log.exception("a lease of session %s did not end", grant.session)
+        if self.on_end is None:
+            return
+        try:
+            await self.on_end(grant, reason)
+        except Exception:  # the grant is gone either way; what follows it must not undo that
+            log.exception("after the end of session %s's grant", grant.session)
 
     def listing(self, channel: Channel) -> list[Grant]:
         """The live grants ``channel`` may see: every one on the owner's; on a session
