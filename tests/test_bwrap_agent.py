@@ -32,6 +32,8 @@ pytestmark = pytest.mark.skipif(missing() is not None, reason=str(missing()))
 
 #: The session whose tab the owner opened; the agent must never reach it.
 OTHER = "B"
+#: The session the owner grants the jailed agent.
+AGENT = "A"
 
 
 @dataclass(frozen=True)
@@ -119,4 +121,62 @@ def test_a_jailed_agent_can_neither_see_nor_signal_the_keeper(world: World) -> N
     control = Jail(world.share, pids=True)
     assert control.look(f"/proc/{pid}/cmdline") == {f"/proc/{pid}/cmdline": "ok"}
     assert control.signal(pid) == "ok"
+    world.intact()
+
+
+# -- over the session socket ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def agent(world: World) -> dict[str, str]:
+    """The owner grants session A a socket in the share: the agent's environment."""
+    sock = world.share / "bay.sock"
+    world.owner.ok("session", "grant", AGENT, "--socket", str(sock), session=None)
+    return {"BAY_SOCKET": str(sock)}
+
+
+def test_a_jailed_agent_drives_its_own_tab(world: World, agent: dict[str, str], demo: str) -> None:
+    jail = world.jail
+    opened = jail.bay("open", f"{demo}/form.html", env=agent).frame
+    assert opened["ok"], opened
+    assert opened["session"]["id"] == AGENT
+    snap = jail.bay("snapshot", "-i", env=agent).data["snapshot"]
+    line = next(x for x in snap.splitlines() if 'button "Create account"' in x)
+    ref = "@" + line.split("[ref=")[1].split("]")[0]
+    assert jail.bay("click", ref, env=agent).frame["ok"]
+    url = jail.bay("get", "url", env=agent).data["value"]
+    assert url.startswith(f"{demo}/result"), url
+    (tab,) = jail.bay("tab", "list", env=agent).data["tabs"]
+    assert tab["id"] != world.b_tab
+    # The owner sees the agent's tab as session A's.
+    (seen,) = world.owner.ok("tab", "list", session=AGENT)["tabs"]
+    assert (seen["id"], seen["url"]) == (tab["id"], url)
+    world.intact()
+
+
+def test_a_jailed_agent_cannot_stop_the_keeper(world: World, agent: dict[str, str]) -> None:
+    assert_refused(world.jail.bay("keeper", "stop", env=agent), "owner_only")
+    world.intact()
+
+
+def test_a_jailed_agent_cannot_reach_or_see_session_b(world: World, agent: dict[str, str]) -> None:
+    jail = world.jail
+    assert_refused(jail.bay("tab", "list", "--session", OTHER, env=agent), "session_fixed")
+    assert_refused(jail.bay("tab", "list", env={**agent, "BAY_SESSION": OTHER}), "session_fixed")
+    assert_refused(jail.bay("get", "url", "--session", OTHER, env=agent), "session_fixed")
+    # B's tab, named by its id from A's own session: not A's.
+    assert_refused(jail.bay("tab", world.b_tab, env=agent), "not_your_tab")
+    # Nothing of B in what A may list.
+    for args in (("tab", "list"), ("status",), ("session", "list")):
+        r = jail.bay(*args, env=agent)
+        assert r.code == 0, (args, r)
+        assert world.b_tab not in r.stdout, (args, r.stdout)
+        assert world.b_url not in r.stdout, (args, r.stdout)
+    world.intact()
+
+
+def test_a_jailed_agent_cannot_start_a_keeper_through_a_gone_socket(world: World) -> None:
+    r, keepers = world.jail.keepers(["status"], {"BAY_SOCKET": str(world.share / "gone.sock")})
+    assert_refused(r, "session_socket_gone")
+    assert keepers == []
     world.intact()
