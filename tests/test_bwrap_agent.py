@@ -180,3 +180,17 @@ def test_a_jailed_agent_cannot_start_a_keeper_through_a_gone_socket(world: World
     assert_refused(r, "session_socket_gone")
     assert keepers == []
     world.intact()
+
+
+def test_a_jailed_agent_cannot_have_the_keeper_write_outside_the_jail(
+    world: World, agent: dict[str, str], demo: str
+) -> None:
+    # The keeper writes a screenshot where it is told, with the owner's rights: from a jail,
+    # a path outside it (here the owner's home, which the agent cannot even see) would be a
+    # write through the keeper's hands (the registry file replaced by a PNG).
+    jail = world.jail
+    assert jail.bay("open", f"{demo}/index.html", env=agent).frame["ok"]
+    planted = world.owner.home / "planted.png"
+    assert_refused(jail.bay("screenshot", str(planted), env=agent), "owner_only")
+    assert not planted.exists()
+    world.intact()
