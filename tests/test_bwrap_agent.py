@@ -194,3 +194,21 @@ def test_a_jailed_agent_cannot_have_the_keeper_write_outside_the_jail(
     assert_refused(jail.bay("screenshot", str(planted), env=agent), "owner_only")
     assert not planted.exists()
     world.intact()
+
+
+def test_a_jailed_agents_long_answer_is_cut_not_a_crash(
+    world: World, agent: dict[str, str]
+) -> None:
+    # A long answer's full text goes to the home's outputs directory, which a jail cannot
+    # make (its root is read-only): the answer is still given, cut, and says where it is not.
+    jail = world.jail
+    assert jail.bay("open", "about:blank", env=agent).frame["ok"]
+    r = jail.bay("eval", "'x'.repeat(60000)", env=agent)
+    assert r.code == 0, r
+    assert "Traceback" not in r.stderr, r.stderr
+    value = r.data["value"]
+    assert value.startswith("x" * 50_000)
+    tail = value[50_000:]
+    assert "could not be saved" in tail, tail
+    assert "Read-only file system" in tail, tail
+    world.intact()

@@ -41,13 +41,14 @@ def bay_paths() -> Any:
 def _cut(text: str, verb: str) -> tuple[str, dict[str, Any] | None]:
     if len(text) <= MAX_OUTPUT:
         return text, None
-    paths = bay_paths().ensure()
+    paths = bay_paths()
     path = paths.outputs / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{verb}.txt"
     try:
+        paths.ensure()  # a read-only root (a sandbox's) or somebody else's directory: said below
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
-    except OSError as exc:  # a full disk: the answer is still shown, cut, and says so
+    except OSError as exc:  # a full disk, no home: the answer is still shown, cut, and says so
         import contextlib  # off the hot path
 
         with contextlib.suppress(OSError):
