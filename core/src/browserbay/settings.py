@@ -198,6 +198,11 @@ class Configured:
     flags: tuple[tuple[str, str], ...] = ()
     """The ``--set`` pairs the keeper was started with, as given."""
 
+    def started_with(self, words: Sequence[str]) -> bool:
+        """Whether ``NAME=VALUE`` words (a ``bay keeper start --set``) are exactly the
+        settings this keeper was started with, in any order."""
+        return sorted(map(_pair, words)) == sorted(self.flags)
+
     def rows(self) -> list[Setting]:
         """Every setting, in the order of the fields, with its value and source."""
         return [
@@ -292,6 +297,11 @@ def _untrusted(path: Path, st: os.stat_result) -> str | None:
     return None
 
 
+def _pair(word: str) -> tuple[str, str]:
+    name, _, value = word.partition("=")
+    return name.strip(), value
+
+
 def flags_from_argv(argv: Sequence[str]) -> list[tuple[str, str]]:
     """The keeper's argv (``--set NAME=VALUE``..., what ``bay keeper start --set`` passes)
     as ``(name, value)`` pairs; anything else is a :class:`SettingsError`."""
@@ -301,8 +311,7 @@ def flags_from_argv(argv: Sequence[str]) -> list[tuple[str, str]]:
         option = words.pop(0)
         if option != "--set" or not words or "=" not in words[0]:
             raise SettingsError(f"the keeper takes --set NAME=VALUE arguments, not {option!r}")
-        name, _, value = words.pop(0).partition("=")
-        pairs.append((name.strip(), value))
+        pairs.append(_pair(words.pop(0)))
     return pairs
 
 

@@ -180,10 +180,7 @@ class AdminVerbs:
         settings: a keeper that ran already keeps the settings it started with."""
         if args["action"] != "start":
             raise Refusal("usage", detail="--set is for bay keeper start", verb="keeper")
-        words = (str(w).partition("=") for w in args["set"])
-        if sorted((name.strip(), value) for name, _, value in words) != sorted(
-            self.configured.flags
-        ):
+        if not self.configured.started_with([str(w) for w in args["set"]]):
             raise Refusal(
                 "usage",
                 detail=f"a keeper is running already (pid {os.getpid()}) with the settings it "
