@@ -35,6 +35,7 @@ from browserbay.paths import bay_paths
 from browserbay_testing import BAY as BAY_CLI
 from browserbay_testing import Bay, Result, assert_refused
 from browserbay_testing.bay import wait_for
+from browserbay_testing.bwrap import Jail, missing
 from browserbay_testing.plugin import short_home
 
 
@@ -609,3 +610,21 @@ def test_a_plugins_verb_on_a_session_socket_comes_from_the_keepers_table(fresh_b
     assert r.frame["data"]["greeting"] == "hello Ada"
     assert r.frame["session"] == {"id": "plugin-agent", "origin": "socket"}
     assert not (fresh_bay.home / "not-the-owners").exists()
+
+
+@pytest.mark.skipif(missing() is not None, reason=str(missing()))
+def test_a_jailed_agent_on_its_session_socket_passes_the_clients_checks(
+    bay: Bay, demo: str
+) -> None:
+    """Under bubblewrap (new user namespace, only the socket's directory of the host): the
+    socket file's owner and the listener's credentials, as the jail sees them, are the
+    agent's own, so the client talks to the keeper — as the socket's session, its own tab."""
+    path = grant(bay, "jailed")
+    jail = Jail(path.parent)
+    env = {"BAY_SOCKET": str(path)}
+    page = jail.bay("open", f"{demo}/index.html", env=env)
+    assert page.code == 0, page
+    assert page.frame["session"] == {"id": "jailed", "origin": "socket"}
+    status = jail.bay("status", env=env)
+    assert status.data["channel"]["session"] == "jailed"
+    assert [t["url"] for t in status.data["leases"][0]["tabs"]] == [f"{demo}/index.html"]
