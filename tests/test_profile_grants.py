@@ -132,7 +132,7 @@ def test_what_the_owner_set_up_for_the_session_is_out_of_its_sockets_reach(
     sid = "nogrant-2"
     b.ok("use", "work", "--alias", "w", session=sid)
     b.ok("pin", "w", session=sid)
-    b.ok("open", f"{demo}/cookie", session=sid)
+    b.ok("open", f"{demo}/cookie?from=owner", session=sid)
     tab = b.ok("tab", "list", session=sid)["tabs"][0]["id"]
     agent = grant(b, sid)
     # The pin and the only attachment are passed over: a bare verb acts in its own browser,
@@ -148,6 +148,11 @@ def test_what_the_owner_set_up_for_the_session_is_out_of_its_sockets_reach(
         not_granted(agent("pin", handle), handle)
     not_granted(agent("tab", tab), work["id"])
     not_granted(agent("tab", "close", tab), work["id"])
+    # `bay status` shows nothing of that lease (its tabs' URLs and titles are the profile's).
+    leases = json.dumps(agent.ok("status")["leases"])
+    assert f'"{tab}"' not in leases
+    assert work["id"] not in leases
+    assert "from=owner" not in leases
     # On the owner's channel the session's setup is as it was.
     assert b.ok("get", "text", "#seen", session=sid)["value"] == "demo=secret-work"
 

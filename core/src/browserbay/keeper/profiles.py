@@ -220,13 +220,18 @@ class ProfileBook:
             raise not_granted(handle, channel)
         return row
 
-    def check_ref(self, ref: ProfileRef, channel: Channel) -> None:
-        """A lease's profile ``channel`` may act on (a session's own ephemeral browser
-        always; a persistent one by :meth:`usable`), else ``profile_not_granted`` naming its
-        id: for a road that reaches a lease by something else than its profile (a tab id)."""
+    def reaches(self, ref: ProfileRef, channel: Channel) -> bool:
+        """``channel`` may act on a lease of the session on this profile: its own ephemeral
+        browser always, a persistent profile by :meth:`usable` (one forgotten meanwhile: it
+        holds nothing of anybody's any more)."""
         row = None if ref.ephemeral else self.rows.get(ref.id)
-        if row is not None:
-            self.check(row, row.id, channel)
+        return row is None or self.usable(row, channel)
+
+    def check_ref(self, ref: ProfileRef, channel: Channel) -> None:
+        """:meth:`reaches`, else ``profile_not_granted`` naming the profile's id: for a road
+        that reaches a lease by something else than its profile (a tab id)."""
+        if not self.reaches(ref, channel):
+            raise not_granted(ref.id, channel)
 
     def usable_ids(self, handles: Sequence[str], channel: Channel) -> tuple[str, ...]:
         """The ids of ``handles`` (labels or ids), each one ``channel`` may use, in order and

@@ -343,7 +343,12 @@ class SessionVerbs:
         atts = await self.db(self.attachments.of_session, session.ref.id)
         state = await self.db(self.sessions.state, session.ref.id)
         leases: list[dict[str, Any]] = []
-        for lease in list(session.leases.values()):
+        # On a session socket, a lease the owner's channel opened for the session on a
+        # profile it may not use is not shown (its tabs' URLs and titles are that profile's).
+        shown = [
+            x for x in session.leases.values() if self.profiles.reaches(x.profile, call.channel)
+        ]
+        for lease in shown:
             pss = (
                 await anyio.to_thread.run_sync(procfs.tree_pss_kib, lease.browser.handle.pid)
                 if lease.browser
