@@ -19,6 +19,7 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -91,6 +92,18 @@ def test_the_keepers_home_is_not_even_visible_in_the_jail(world: World) -> None:
     control = Jail(world.share, readonly=(*python_paths(), world.owner.home))
     assert set(control.look(*secret).values()) == {"ok"}
     world.intact()
+
+
+def test_the_jail_reaches_no_loopback_port_of_the_host(world: World, demo: str) -> None:
+    # The demo site stands for any of them: the scoped CDP endpoint, the live view, a cdp
+    # profile's open DevTools port. The browser, outside the jail, still loads it (the
+    # agent's own tab, below).
+    port = urlsplit(demo).port
+    assert port is not None
+    # The jail's own loopback is up, and nothing listens on it.
+    assert world.jail.reach("127.0.0.1", port) == "ECONNREFUSED"
+    # The control: a jail that shares the host's network reaches it.
+    assert Jail(world.share, network=True).reach("127.0.0.1", port) == "ok"
 
 
 def test_a_jailed_agent_cannot_start_a_keeper(world: World) -> None:

@@ -13,8 +13,9 @@ a home outside ``share``.
 
 The inside half is this module run as ``python -m browserbay_testing.bwrap``: ``look PATH…``
 says what each path gives (``ok`` readable, or the errno's name: ``ENOENT`` means not even
-visible), ``signal PID`` whether it could signal that process, ``keepers CMD…`` runs a
-command and then lists the keeper processes the agent can see (its PID namespace's).
+visible), ``signal PID`` whether it could signal that process, ``reach HOST PORT`` whether
+it could connect there, ``keepers CMD…`` runs a command and then lists the keeper processes
+the agent can see (its PID namespace's).
 """
 
 from __future__ import annotations
@@ -120,6 +121,14 @@ class Jail:
         assert r.code == 0, r
         return r.stdout.strip()
 
+    def reach(self, host: str, port: int) -> str:
+        """Whether the jail can open a TCP connection to ``host:port``: ``ok``, or the
+        errno's name (``ECONNREFUSED`` in a jail of its own network: its loopback is not the
+        host's)."""
+        r = self.run([sys.executable, "-m", __name__, "reach", host, str(port)], {})
+        assert r.code == 0, r
+        return r.stdout.strip()
+
     def keepers(self, before: Sequence[str], env: Mapping[str, str]) -> tuple[Result, list[int]]:
         """``bay <before>`` inside the jail, then the keeper processes visible in it at once
         after (a keeper it spawned lives on in the jail's PID namespace until the jail ends)."""
@@ -185,6 +194,14 @@ def main(argv: Sequence[str]) -> int:
             os.kill(int(rest[0]), 0)
         except OSError as exc:
             print(errno.errorcode.get(exc.errno or 0, str(exc)))
+        else:
+            print("ok")
+        return 0
+    if what == "reach":
+        try:
+            socket.create_connection((rest[0], int(rest[1])), timeout=5).close()
+        except OSError as exc:
+            print(errno.errorcode.get(exc.errno or 0, type(exc).__name__))
         else:
             print("ok")
         return 0
