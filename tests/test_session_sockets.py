@@ -371,6 +371,20 @@ def test_grants_survive_a_keeper_restart(fresh_bay: Bay) -> None:
         conn.close()
 
 
+def test_a_grant_that_expired_while_no_keeper_ran_is_not_bound_again(fresh_bay: Bay) -> None:
+    path = agent_dir(fresh_bay, "lapse") / "l.sock"
+    fresh_bay.ok("session", "grant", "lapse-1", "--socket", str(path), "--ttl", "2", session=None)
+    fresh_bay.ok("session", "grant", "lapse-2", "--socket", f"{path}.2", session=None)
+    fresh_bay.stop()
+    time.sleep(2.5)
+    fresh_bay.ok("keeper", "start", session=None)
+    wait_for(lambda: _answers(Path(f"{path}.2")), 15, "the live grant's socket")
+    assert not path.exists()
+    assert set(listed(fresh_bay)) == {"lapse-2"}
+    _socket, expires, revoked = grants_rows(fresh_bay)["lapse-1"]
+    assert revoked == expires  # ended at its expiry, recorded by the next keeper
+
+
 def test_a_killed_keepers_stale_socket_is_bound_again(fresh_bay: Bay) -> None:
     path = agent_dir(fresh_bay, "stale") / "s.sock"
     fresh_bay.ok("session", "grant", "stale-1", "--socket", str(path), session=None)

@@ -544,6 +544,19 @@ def test_grants_live_leaves_out_the_revoked_and_the_expired(store: Store) -> Non
     assert [r.session for r in grants.live(50.0)] == ["a", "b"]
 
 
+def test_grants_lapse_marks_what_expired_at_its_expiry(store: Store) -> None:
+    grants = store.registry.grants
+    grants.create(_grant("a", "/s/a", expires_at=50.0), 0.0)
+    grants.create(_grant("b", "/s/b", expires_at=500.0), 0.0)
+    grants.create(_grant("c", "/s/c"), 0.0)
+    grants.create(_grant("d", "/s/d", expires_at=40.0), 0.0)
+    grants.revoke("d", 30.0)
+    assert grants.lapse(100.0) == ["a"]
+    assert grants.lapse(100.0) == []
+    got = store.rows("SELECT session, revoked_at FROM grants ORDER BY session")
+    assert got == [("a", 50.0), ("b", None), ("c", None), ("d", 30.0)]
+
+
 def test_grants_revoke_records_when_once(store: Store) -> None:
     grants = store.registry.grants
     grants.create(_grant(), 0.0)

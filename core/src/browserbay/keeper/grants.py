@@ -270,6 +270,9 @@ class GrantBook:
         daemon with ``task_group.start``; :meth:`close` ends every listener first."""
         async with anyio.create_task_group() as tg:
             self._tg, self._listen = tg, listen
+            lapsed = await self.db(self.grants.lapse, time.time())
+            if lapsed:
+                log.info("grant(s) that expired while no keeper ran: %s", ", ".join(lapsed))
             for row in await self.db(self.grants.live, time.time()):
                 try:
                     made = await anyio.to_thread.run_sync(

@@ -46,6 +46,10 @@ class Grants(Protocol):
     def revoke(self, session: str, at: float) -> bool:
         """Mark the session's grant revoked at ``at``; False when it had none still live."""
 
+    def lapse(self, now: float) -> list[str]:
+        """Mark every grant whose expiry passed by ``now`` and is not marked yet as ended at
+        its expiry (what ran out while no keeper ran); answers their sessions."""
+
 
 class GrantTaken(Exception):
     """A live grant already holds that session or socket (see :meth:`Grants.create`)."""
@@ -107,3 +111,15 @@ class SqliteGrants:
             "UPDATE grants SET revoked_at=? WHERE session=? AND revoked_at IS NULL", (at, session)
         )
         return cursor.rowcount > 0
+
+    def lapse(self, now: float) -> list[str]:
+        rows = self.db.execute(
+            "SELECT session FROM grants WHERE revoked_at IS NULL AND expires_at <= ? "
+            "ORDER BY session",
+            (now,),
+        ).fetchall()
+        self.db.execute(
+            "UPDATE grants SET revoked_at=expires_at WHERE revoked_at IS NULL AND expires_at <= ?",
+            (now,),
+        )
+        return [r[0] for r in rows]
