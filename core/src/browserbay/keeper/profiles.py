@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 import anyio
 
-from browserbay.keeper.channels import OWNER, Channel
+from browserbay.keeper.channels import OWNER, Channel, Grant
 from browserbay.model import ProfileRef, ProviderRow
 from browserbay.paths import BayPaths, ensure_private
 from browserbay.plugins import Plugins
@@ -90,11 +90,9 @@ def owner_of(channel: Channel) -> str:
     return THE_OWNER if channel.grant is None else group_owner(channel.grant.session)
 
 
-def not_granted(handle: str, channel: Channel) -> Refusal:
+def not_granted(handle: str, grant: Grant) -> Refusal:
     """``handle`` is not for this session socket: the refusal names the handle as given and
     nothing else of the profile, and the owner's exact command that grants it."""
-    grant = channel.grant
-    assert grant is not None, "the owner's channel uses every profile"
     return Refusal(
         "profile_not_granted",
         profile=handle,
@@ -216,8 +214,8 @@ class ProfileBook:
 
     def check(self, row: ProfileRow, handle: str, channel: Channel) -> ProfileRow:
         """``row``, named ``handle``, if ``channel`` may use it; else ``profile_not_granted``."""
-        if not self.usable(row, channel):
-            raise not_granted(handle, channel)
+        if channel.grant is not None and not self.usable(row, channel):
+            raise not_granted(handle, channel.grant)
         return row
 
     def reaches(self, ref: ProfileRef, channel: Channel) -> bool:
@@ -230,8 +228,8 @@ class ProfileBook:
     def check_ref(self, ref: ProfileRef, channel: Channel) -> None:
         """:meth:`reaches`, else ``profile_not_granted`` naming the profile's id: for a road
         that reaches a lease by something else than its profile (a tab id)."""
-        if not self.reaches(ref, channel):
-            raise not_granted(ref.id, channel)
+        if channel.grant is not None and not self.reaches(ref, channel):
+            raise not_granted(ref.id, channel.grant)
 
     def usable_ids(self, handles: Sequence[str], channel: Channel) -> tuple[str, ...]:
         """The ids of ``handles`` (labels or ids), each one ``channel`` may use, in order and
@@ -290,8 +288,8 @@ class ProfileBook:
                 why=f"one profile: {len(matches)} share that label ({ids})",
                 fix=f"name it by id: one of {ids}",
             )
-        if not channel.is_owner:
-            raise not_granted(handle, channel)
+        if channel.grant is not None:
+            raise not_granted(handle, channel.grant)
         raise Refusal(
             "profile_unknown",
             handle=handle,
@@ -523,9 +521,17 @@ class ProfileBook:
 
 
 def _sharing(value: object, default: Sharing) -> Sharing:
-    """``--sharing`` as given (the request check held it to the row's choices, which are
-    :data:`SHARINGS`), else ``default``."""
-    return next((s for s in SHARINGS if s == value), default)
+    """``--sharing`` as given, else ``default``. A request's is held to the row's choices
+    before it gets here, but a plugin's ``keeper_verb`` call is not: anything else is
+    ``usage`` here too, and nothing is made."""
+    if value is None or value == "":
+        return default
+    for sharing in SHARINGS:
+        if value == sharing:
+            return sharing
+    raise Refusal(
+        "usage", detail=f"--sharing is {' or '.join(SHARINGS)}, not {value!r}", verb="new"
+    )
 
 
 def _whose(owner: str, sharing: str) -> str:
