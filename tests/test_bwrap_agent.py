@@ -9,8 +9,11 @@ log), the owner's verbs are refused, session B is neither reachable nor seen, an
 can be started from inside. After each attack the owner checks from outside that the same
 keeper still runs and B's tab is as it was.
 
-Each ``look`` has its control: the same probe in a jail that binds the home reads the files,
-so an ``ENOENT`` here is the jail's doing, not a wrong path.
+Each probe has its control: the same probe in a looser jail (one that binds the home, shares
+the host's PID namespace or network, or has a writable home) sees what this one must not, so
+an ``ENOENT`` here is the jail's doing, not a wrong path. With the keeper's gate taken out
+(``channels.admit`` answering everything) the attacks over the socket succeed and their
+tests fail.
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ AGENT = "A"
 
 @dataclass(frozen=True)
 class World:
+    """The owner's side: its keeper (pid), its home's files, B's tab, and the share (the one
+    directory the jail binds)."""
+
     owner: Bay
     paths: BayPaths
     share: Path
@@ -59,6 +65,8 @@ class World:
 
 @pytest.fixture(scope="module")
 def world(demo: str) -> Iterator[World]:
+    # The keyed test plugin gives an integration to store a key for; with no D-Bus the key
+    # goes to the encrypted file store, in the home.
     modules = "recorder,keyed"
     with keeper("bw", BAY_PLUGIN_MODULES=modules, DBUS_SESSION_BUS_ADDRESS="unix:path=/nil") as b:
         b_url = f"{demo}/index.html"
