@@ -628,3 +628,25 @@ def test_a_jailed_agent_on_its_session_socket_passes_the_clients_checks(
     status = jail.bay("status", env=env)
     assert status.data["channel"]["session"] == "jailed"
     assert [t["url"] for t in status.data["leases"][0]["tabs"]] == [f"{demo}/index.html"]
+
+
+def test_a_connected_client_whose_grant_is_revoked_is_told_the_socket_is_gone(bay: Bay) -> None:
+    """Revoking cuts the open connection too: the next verb of a connected Python client (and
+    of the MCP server's) reconnects, finds no socket, and is refused ``session_socket_gone`` —
+    it neither starts a keeper nor falls back to the home's socket."""
+    path = grant(bay, "cut-agent")
+    with SyncClient(socket=path) as c:
+        c.status()
+        bay.ok("session", "revoke", "cut-agent", session=None)
+        with pytest.raises(errors.BY_CODE["session_socket_gone"]):
+            c.status()
+
+    async def main() -> None:
+        path = grant(bay, "cut-async")
+        async with Client(socket=path) as api:
+            await api.status()
+            bay.ok("session", "revoke", "cut-async", session=None)
+            with pytest.raises(errors.BY_CODE["session_socket_gone"]):
+                await api.status()
+
+    anyio.run(main)
