@@ -381,6 +381,10 @@ def test_a_session_socket_client_cannot_stop_the_keeper(world: World) -> None:
         f.flush()
         assert_refused(json.loads(f.readline()), "owner_only")
     assert world.bay.keeper_pid() == pid
+    # The attempt is in the owner's audit, with who tried it.
+    rows = raw(world.owner_sock, "audit", {"last": 500}, **as_(OTHER))["data"]["audit"]
+    tried = {(r["verb"], r["code"], r["actor"]) for r in rows if not r["ok"]}
+    assert ("keeper", "owner_only", f"session-socket:{AGENT}") in tried
 
 
 def test_a_session_socket_client_cannot_set_or_clear_a_key(world: World) -> None:
@@ -438,6 +442,11 @@ def test_a_session_socket_client_cannot_act_as_another_session(world: World, roa
     after = owner_view(world)
     assert after == before
     assert after["other_tabs"] == [(world.other_tab, world.other_url)]
+    if road == "raw session":  # audited as asked: the session it claimed, the socket it used
+        rows = raw(world.owner_sock, "audit", {"last": 500}, **as_(OTHER))["data"]["audit"]
+        assert {(r["session"], r["actor"]) for r in rows if r["code"] == "session_fixed"} >= {
+            (OTHER, f"session-socket:{AGENT}")
+        }
 
 
 def _python_api(world: World, url: str) -> dict[str, Any]:
