@@ -319,7 +319,9 @@ def owner_view(w: World) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def world(demo: str) -> Iterator[World]:
     with private_home() as home:
-        b = keyed_bay(home, BAY_DEFAULT_PROVIDER="chromium")
+        b = keyed_bay(
+            home, BAY_DEFAULT_PROVIDER="chromium", BAY_PLUGIN_MODULES="recorder,keyed,standin"
+        )
         set_key(b, "keyed", "api_key", new_key())
         profile = b.ok("new", f"kept-{os.getpid()}", session=None)["id"]
         b.ok("group", "default", GROUP, profile, session=None)
@@ -329,7 +331,7 @@ def world(demo: str) -> Iterator[World]:
         agents = home / "agents"
         agents.mkdir(mode=0o700)
         sock = agents / "a.sock"
-        b.ok("session", "grant", AGENT, "--socket", str(sock), session=None)
+        b.ok("session", "grant", AGENT, "--socket", str(sock), "--profile", profile, session=None)
         owner_sock = bay_paths({"BAY_HOME": str(home)}).socket
         yield World(b, home, sock, owner_sock, profile, opened["tab"], opened["url"])
 
@@ -502,3 +504,39 @@ def test_a_session_socket_client_is_told_a_local_owner_only_verb_is_the_humans(
     refused = assert_refused(world.agent(name, "browserbay-no-such-dist"), "owner_only")
     assert refused["data"]["command"] == f"bay {name} browserbay-no-such-dist"
     assert "browserbay-no-such-dist" not in world.bay("plugins", session=None).stdout
+
+
+def _profile_row(w: World, pid: str) -> dict[str, Any]:
+    rows = raw(w.owner_sock, "profiles", **as_(OTHER))["data"]["profiles"]
+    return dict(next(p for p in rows if p["id"] == pid))
+
+
+def test_a_session_socket_client_cannot_switch_the_backend_of_a_shared_profile(
+    world: World,
+) -> None:
+    """The owner's profile, granted to the agent: neither a switch nor an accept, and no
+    proposal is recorded. Its own group's profile switches — until another session holds it."""
+    assert world.agent("use", world.profile).data
+    before = owner_view(world)
+    refused = assert_refused(
+        world.agent("backend", "standin", "--profile", world.profile), "owner_only"
+    )
+    assert refused["data"]["command"] == f"bay backend standin --profile {world.profile}"
+    assert "belongs to owner" in refused["message"]
+    assert_refused(world.agent("backend", "--accept", "--profile", world.profile), "owner_only")
+    assert owner_view(world) == before  # still on chromium
+    assert _profile_row(world, world.profile)["proposal"] is None
+    mine = world.agent("new", f"mine-{os.getpid()}").data["id"]
+    assert world.agent("use", mine).data
+    assert world.agent("backend", "standin", "--profile", mine).data["switched"] is True
+    # Shared once another session holds it (the owner attached it to OTHER).
+    assert raw(world.owner_sock, "use", {"profile": mine}, **as_(OTHER))["ok"]
+    try:
+        refused = assert_refused(
+            world.agent("backend", "chromium", "--profile", mine), "owner_only"
+        )
+        assert "1 other session(s) hold it" in refused["message"]
+        assert _profile_row(world, mine)["provider"] == "standin"
+        assert _profile_row(world, mine)["proposal"] is None
+    finally:
+        raw(world.owner_sock, "detach", profile=mine, **as_(OTHER))

@@ -35,11 +35,11 @@ from browserbay.keeper.backends import (
 )
 from browserbay.keeper.base import RestartGate
 from browserbay.keeper.browsers import BrowserPool
-from browserbay.keeper.channels import Channel
+from browserbay.keeper.channels import Channel, owner_only
 from browserbay.keeper.choosing import LeaseChooser
 from browserbay.keeper.controls import Controls
 from browserbay.keeper.leases import Leases
-from browserbay.keeper.profiles import ProfileBook
+from browserbay.keeper.profiles import ProfileBook, owner_of
 from browserbay.keeper.route import SessionAnswer, SessionCall
 from browserbay.keeper.sessions import Lease, Session, TabBook
 from browserbay.ladder import Verdict, decide, read_dir_version
@@ -133,6 +133,8 @@ class BackendSwitch:
             )
         self.gate.check(lease.profile.id, lease.handle)
         row = self.profiles.rows[lease.profile.id]
+        if not channel.is_owner:
+            await self._refuse_shared(call, row)
         if decline:
             return await self._decline(session, lease, row)
         if accept:
@@ -142,6 +144,37 @@ class BackendSwitch:
         if others or driven:
             return await self._propose(session, lease, plan, others, driven)
         return await self._switch(session, lease, plan, accepted_from=None)
+
+    # -- a session socket's limit ----------------------------------------------------------
+
+    async def _refuse_shared(self, call: SessionCall, row: ProfileRow) -> None:
+        """On a session socket a switch restarts only a browser of the session's own: the
+        switch (or ``--accept``, or declining another's proposal) of a profile that is shared
+        — not of its own group (the owner's, granted to it), held by another session, or
+        driven by a human — is the owner's (``owner_only``, with the exact command). Nothing
+        is recorded: not even a proposal. Withdrawing its own proposal stays open."""
+        session, args = call.session, call.args
+        if args.get("decline"):
+            proposal = await self.db(self.proposals.get, row.id)
+            if proposal is None or proposal.by == session.ref.id:
+                return  # no_proposal, or withdrawing its own
+        others, driven = await self._holders(session, row.id)
+        why = []
+        mine = owner_of(call.channel)
+        if row.owner != mine:
+            why.append(f"it belongs to {row.owner}, not to {mine}")
+        if others:
+            why.append(f"{len(others)} other session(s) hold it")
+        if driven:
+            why.append("a human drives it")
+        if why:
+            asked = call.verb.command_line(args)
+            raise owner_only(
+                f"{asked.removeprefix('bay ')} of profile {row.label} ({'; '.join(why)})",
+                f"{asked} --profile {row.id}",
+                condition="shared profile",
+                profile=row.id,
+            )
 
     # -- the listing ----------------------------------------------------------------------
 
