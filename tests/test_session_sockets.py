@@ -420,6 +420,29 @@ def test_the_keeper_does_not_idle_out_while_a_grant_lives(fresh_bay: Bay) -> Non
 # -- who may connect ------------------------------------------------------------------------
 
 
+def test_a_session_socket_is_served_64_connections_at_once(
+    bay: Bay, granted: tuple[str, Path]
+) -> None:
+    """An agent that opens connection after connection holds its own socket's slots, not
+    the owner's (whose socket has its own): the 65th waits until one of its 64 ends."""
+    _sid, path = granted
+    held = [dial(path) for _ in range(64)]
+    try:
+        waiting = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        waiting.connect(str(path))  # into the backlog
+        extra = Connection(waiting)
+        extra.send(protocol.hello("client"))
+        with pytest.raises(TimeoutError):
+            extra.read(time.monotonic() + 1.0)
+        assert bay.ok("session", "list", session=None)  # the owner's socket answers
+        held.pop().close()
+        assert extra.read(time.monotonic() + 10)["hello"]["channel"] == "session"
+        extra.close()
+    finally:
+        for conn in held:
+            conn.close()
+
+
 def test_a_peer_of_another_uid_is_hung_up_on(nobody: AsUser) -> None:
     """Another user cannot even connect (the socket is 0600, in a directory only the
     keeper's user can write); root can, and the keeper's SO_PEERCRED check hangs up on it."""

@@ -162,6 +162,10 @@ MAX_SKIP = 256 * 1024 * 1024
 #: Connections the keeper serves at once. At the cap it stops accepting: the next clients
 #: wait in the listen backlog until a connection ends (no descriptor is spent on them).
 MAX_CONNECTIONS = 256
+#: Connections one session socket is served at once (its agent needs a few; the rest wait
+#: in its backlog): an agent cannot take the keeper's descriptors from the owner and the
+#: other agents, whose sockets have their own slots.
+SESSION_CONNECTIONS = 64
 #: Bytes of a partial frame every connection may hold on its own; beyond that a frame's
 #: bytes come out of one budget shared by all connections (``FRAME_BUDGET``), waited for.
 FRAME_ALLOWANCE = 64 * 1024
@@ -568,13 +572,15 @@ async def _run(sock: socket.socket, paths: BayPaths, configured: Configured) -> 
 
     async def listen_session(sock: socket.socket, channel: Channel) -> None:
         """A grant's socket (see browserbay.keeper.grants), served as the home's is, with
-        the grant's channel; the same frame budget is shared by every socket."""
+        the grant's channel and at most SESSION_CONNECTIONS connections at once; the same
+        frame budget is shared by every socket."""
         async with await anyio.abc.SocketListener.from_socket(sock) as granted:
             await accept_loop(
                 granted,
                 lambda stream: session_connection(
                     stream, app, budget, settings.frame_timeout, channel
                 ),
+                SESSION_CONNECTIONS,
             )
 
     async with anyio.create_task_group() as tg:
