@@ -157,6 +157,18 @@ def test_sessions_closed_then_seen_again_reopens(store: Store) -> None:
     assert store.rows("SELECT closed_at IS NULL FROM sessions") == [(1,)]
 
 
+def test_sessions_known_by_any_record(store: Store) -> None:
+    sessions = store.registry.sessions
+    assert not sessions.known("s")
+    sessions.seen("s", "env")
+    assert sessions.known("s")
+    sessions.set_pin("pinned", None, by_other=False)  # a state row only
+    assert sessions.known("pinned")
+    store.registry.kept_tabs.keep("kept", "p", [KeptTab("http://x/", "x", True)], "auto")
+    assert sessions.known("kept")
+    assert not sessions.known("s.1")
+
+
 def test_sessions_state_of_an_unknown_session(store: Store) -> None:
     assert store.registry.sessions.state("nobody") == SessionState(None, None, False, (), ())
 
@@ -555,6 +567,18 @@ def test_grants_lapse_marks_what_expired_at_its_expiry(store: Store) -> None:
     assert grants.lapse(100.0) == []
     got = store.rows("SELECT session, revoked_at FROM grants ORDER BY session")
     assert got == [("a", 50.0), ("b", None), ("c", None), ("d", 30.0)]
+
+
+def test_grants_children_lists_every_child_live_or_dead(store: Store) -> None:
+    grants = store.registry.grants
+    grants.create(_grant("p", "/s/p"), 0.0)
+    grants.create(_grant("p.2", "/s/p.2", parent="p", created_at=2.0), 0.0)
+    grants.create(_grant("p.1", "/s/p.1", parent="p", created_at=1.0), 0.0)
+    grants.create(_grant("p.1.1", "/s/p.1.1", parent="p.1", created_at=3.0), 0.0)
+    grants.revoke("p.1", 10.0)
+    assert [r.session for r in grants.children("p")] == ["p.1", "p.2"]  # oldest first
+    assert [r.session for r in grants.children("p.1")] == ["p.1.1"]
+    assert grants.children("p.2") == []
 
 
 def test_grants_revoke_records_when_once(store: Store) -> None:

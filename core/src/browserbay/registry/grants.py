@@ -43,6 +43,10 @@ class Grants(Protocol):
     def live(self, now: float) -> list[GrantRow]:
         """Every grant neither revoked nor expired by ``now``, oldest first."""
 
+    def children(self, parent: str) -> list[GrantRow]:
+        """Every grant made with ``parent`` as its parent, live or dead, oldest first (a
+        parent's children are numbered on from them)."""
+
     def revoke(self, session: str, at: float) -> bool:
         """Mark the session's grant revoked at ``at``; False when it had none still live."""
 
@@ -103,6 +107,14 @@ class SqliteGrants:
             "FROM grants WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?) "
             "ORDER BY created_at, session",
             (now,),
+        ).fetchall()
+        return [_row(r) for r in rows]
+
+    def children(self, parent: str) -> list[GrantRow]:
+        rows = self.db.execute(
+            "SELECT session, socket, profiles, parent, created_at, expires_at, revoked_at "
+            "FROM grants WHERE parent=? ORDER BY created_at, session",
+            (parent,),
         ).fetchall()
         return [_row(r) for r in rows]
 

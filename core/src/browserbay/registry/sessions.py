@@ -48,6 +48,10 @@ class Sessions(Protocol):
 
     def seen(self, session_id: str, origin: str) -> None: ...
     def closed(self, session_id: str) -> None: ...
+    def known(self, session_id: str) -> bool:
+        """Anything is recorded for the session: its row, its state, attachments or kept
+        tabs (a new child session must start with none of them)."""
+
     def state(self, session: str) -> SessionState: ...
     def set_pin(self, session: str, pin: str | None, by_other: bool) -> None: ...
     def set_last_profile(self, session: str, profile_id: str | None) -> None: ...
@@ -104,6 +108,16 @@ class SqliteSessions:
 
     def closed(self, session_id: str) -> None:
         self.db.execute("UPDATE sessions SET closed_at=? WHERE id=?", (time.time(), session_id))
+
+    def known(self, session_id: str) -> bool:
+        row = self.db.execute(
+            "SELECT EXISTS(SELECT 1 FROM sessions WHERE id=?1) "
+            "OR EXISTS(SELECT 1 FROM session_state WHERE session=?1) "
+            "OR EXISTS(SELECT 1 FROM attachments WHERE session=?1) "
+            "OR EXISTS(SELECT 1 FROM kept_tabs WHERE session=?1)",
+            (session_id,),
+        ).fetchone()
+        return bool(row[0])
 
     def state(self, session: str) -> SessionState:
         row = self.db.execute(
