@@ -38,6 +38,7 @@ from browserbay.keeper.admin import AdminVerbs
 from browserbay.keeper.audit import AuditTrail
 from browserbay.keeper.base import Lifecycle, RegistryRunner, RestartGate
 from browserbay.keeper.browsers import BrowserPool
+from browserbay.keeper.children import Children
 from browserbay.keeper.choosing import LeaseChooser
 from browserbay.keeper.controls import Controls, make_transports
 from browserbay.keeper.downloads import Downloads
@@ -207,6 +208,19 @@ class App:
         )
         #: The session sockets: their grants, files and listeners (served by the daemon).
         self.grants = GrantBook(registry.grants, db, self.profiles, self.leases, roster.by_id)
+        #: Sub-agents: child sessions minted through the book, closed with their parent.
+        children = Children(
+            self.grants,
+            registry.grants,
+            registry.sessions,
+            registry.attachments,
+            db,
+            self.profiles,
+            self.leases,
+            roster,
+            paths.runtime,
+        )
+        self.grants.on_end = children.ended  # a grant revoked or expired: its children go
         table = plugins.verb_table()
         self.admin = AdminVerbs(
             plugins,
@@ -251,10 +265,11 @@ class App:
                 chooser,
                 plugins,
                 settings,
+                children,
             ),
             TabVerbs(plugins, tabs, self.leases, self.profiles),
             backend,
-            GrantVerbs(self.grants),
+            GrantVerbs(self.grants, children.child),
         )
         handlers.update({name: OnPlugin(pv) for name, pv in plugins.verbs.items()})
         self.route = VerbRoute(table, handlers)  # RouteError: the keeper does not start
@@ -272,7 +287,9 @@ class App:
             self.guards,
             self.audit,
         )
-        self.housekeeping = Housekeeping(roster, self.leases, self.pool, self.gate, settings)
+        self.housekeeping = Housekeeping(
+            roster, self.leases, self.pool, self.gate, settings, children
+        )
         self.triggers = TriggerIntake(
             paths,
             registry.triggers,

@@ -48,6 +48,9 @@ log = logging.getLogger("browserbay.keeper")
 #: loop and connection code); the socket is closed when it returns.
 Listen = Callable[[socket.socket, Channel], Awaitable[None]]
 
+#: ``bay session child``'s handler, ``(args, channel)``: the children's, which call the book.
+ChildVerb = Callable[[dict[str, Any], Channel], Awaitable[Answer]]
+
 #: The longest path a unix socket can be bound at (``sun_path`` holds 108 bytes with its NUL).
 MAX_SOCKET_PATH = 107
 
@@ -340,10 +343,13 @@ class GrantBook:
         ttl: float | None = None,
         *,
         parent: str | None = None,
+        until: float | None = None,
     ) -> Grant:
         """A new session socket for ``session`` at ``socket_path``, listening before this
         returns. ``handles``: the persistent profiles it may use (labels or ids, stored as
-        ids). ``parent``: the session whose child ``session`` is (``bay session child``).
+        ids). ``parent``: the session whose child ``session`` is (``bay session child``);
+        ``until``: the wall-clock time it ends by at the latest, whatever ``ttl`` says (its
+        parent's end).
         Refused ``grant_refused`` (nothing made) for a session that has a live grant, a
         profile that does not exist, or a path :func:`check_place` refuses."""
         if not identity.is_session_id(session):
@@ -379,9 +385,10 @@ class GrantBook:
                     fix="choose another path, in a private directory of yours",
                 ) from None
             now = time.time()
-            grant = Grant(
-                session, socket_path, ids, parent, now, None if ttl is None else now + ttl
-            )
+            expires = None if ttl is None else now + ttl
+            if until is not None:
+                expires = until if expires is None else min(expires, until)
+            grant = Grant(session, socket_path, ids, parent, now, expires)
             row = GrantRow(session, str(socket_path), ids, parent, now, grant.expires)
             try:
                 await self.db(self.grants.create, row, now)
@@ -481,8 +488,10 @@ class GrantVerbs:
     """``bay session grant | list | revoke``; ``child`` is :class:`browserbay.keeper.
     children`'s (it calls :meth:`GrantBook.grant` with ``parent``)."""
 
-    def __init__(self, book: GrantBook) -> None:
+    def __init__(self, book: GrantBook, child: ChildVerb) -> None:
         self.book = book
+        self.child = child
+        """``bay session child`` (:meth:`browserbay.keeper.children.Children.child`)."""
 
     async def session(self, args: dict[str, Any], handle: str | None, channel: Channel) -> Answer:
         """The ``session`` verb's handler. ``handle`` (the frame's ``--profile``/
@@ -494,7 +503,7 @@ class GrantVerbs:
             return await self.revoke(args)
         if action == "list":
             return self.listing(channel)
-        raise Refusal("usage", detail="bay session child is not served yet", verb="session")
+        return await self.child(args, channel)
 
     async def grant(self, args: dict[str, Any]) -> Answer:
         """Owner only: the verb row's ``owner_only`` (refused by the gate before this runs)."""

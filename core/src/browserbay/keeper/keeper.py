@@ -21,6 +21,7 @@ from browserbay.keeper.audit import AuditTrail
 from browserbay.keeper.base import RestartGate
 from browserbay.keeper.browsers import BrowserPool
 from browserbay.keeper.channels import OWNER, Channel, admit
+from browserbay.keeper.children import Children
 from browserbay.keeper.choosing import LeaseChooser
 from browserbay.keeper.controls import Controls
 from browserbay.keeper.faults import disk_full, is_disk_full
@@ -433,12 +434,14 @@ class Housekeeping:
         pool: BrowserPool,
         gate: RestartGate,
         settings: BaySettings,
+        children: Children,
     ) -> None:
         self.roster = roster
         self.leases = leases
         self.pool = pool
         self.gate = gate
         self.settings = settings
+        self.children = children
 
     async def tick(self) -> None:
         """A session with a verb in flight is never idle."""
@@ -463,7 +466,13 @@ class Housekeeping:
                 )
                 for lease in running:
                     await self.leases.end(session, lease, "idle")
+                await self.children.reap(session.ref.id, "was idle")
         await self.pool.stop_idle(self.settings.browser_grace)
 
     def _idle(self, session: Session) -> bool:
-        return time.monotonic() - session.last_used > self.settings.idle_timeout
+        """No verb for the idle timeout, and none by any of its child sessions either (a
+        parent waiting on its sub-agent is not idle; when it is, its children go with it)."""
+        timeout = self.settings.idle_timeout
+        return time.monotonic() - session.last_used > timeout and not self.children.busy(
+            session.ref.id, timeout
+        )

@@ -13,6 +13,7 @@ import anyio
 from browserbay import procfs
 from browserbay.keeper.base import Answer
 from browserbay.keeper.channels import Channel
+from browserbay.keeper.children import Children
 from browserbay.keeper.choosing import LeaseChooser
 from browserbay.keeper.hints import blocked
 from browserbay.keeper.leases import Leases, blocked_requests, goto_guarded
@@ -159,6 +160,7 @@ class SessionVerbs:
         chooser: LeaseChooser,
         plugins: Plugins,
         settings: BaySettings,
+        children: Children,
     ) -> None:
         self.attachments = attachments
         self.sessions = sessions
@@ -170,6 +172,7 @@ class SessionVerbs:
         self.chooser = chooser
         self.plugins = plugins
         self.settings = settings
+        self.children = children
 
     async def blocked(self, call: SessionCall) -> SessionAnswer:
         """A claim recorded for the user; no profile is touched."""
@@ -316,21 +319,20 @@ class SessionVerbs:
         # A lease a human holds the controls of is not cut off; one in a backend switch's
         # gap holds no browser but is not closed: both refused.
         check(None, ending=leases if handle else list(session.leases.values()))
-        closed = 0
-        for lease in leases:
-            closed += await self.leases.end(session, lease, "closed")
-        held = (
-            [lease.profile.id for lease in leases]
-            if handle
-            else [pid for pid, _alias in await self.db(self.attachments.of_session, session.ref.id)]
-        )
-        for pid in held:
-            await self.leases.release_hold(session, pid)
-        if not handle:
-            await self.db(self.sessions.closed, session.ref.id)
+        children: list[str] = []
+        if handle:  # one lease: the session and its children go on
+            closed = 0
+            for lease in leases:
+                closed += await self.leases.end(session, lease, "closed")
+                await self.leases.release_hold(session, lease.profile.id)
+        else:  # the whole session, and its child sessions with it
+            closed, children = await self.children.close(session)
         text = f"closed {closed} tab(s); they are kept: bay resume reopens them"
+        if children:
+            text += f"; its child session(s) closed too: {', '.join(children)}"
         profile = leases[0].profile if len(leases) == 1 else None
-        return {"closed_tabs": closed, "leases": len(leases)}, text, profile
+        data = {"closed_tabs": closed, "leases": len(leases), "children_closed": children}
+        return data, text, profile
 
     async def status(self, call: SessionCall) -> SessionAnswer:
         session, handle = call.session, call.handle
