@@ -9,13 +9,14 @@ import os
 import shutil
 import stat
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from browserbay_testing import Bay, Result, assert_refused
+from browserbay_testing import Bay, Result, assert_refused, wait_for
 
 #: The bounds of browserbay.keeper.children, as the manual states them.
 MAX_CHILDREN = 8
@@ -239,3 +240,57 @@ def test_children_past_the_bounds_are_refused_and_nothing_changes(bay: Bay, sock
 
     # The owner's channel must name the parent.
     assert_refused(bay("session", "child", session=None), "usage")
+
+
+def test_a_child_never_takes_over_a_session_that_has_a_history(
+    bay: Bay, demo: str, sockets: Path
+) -> None:
+    """The attack: a session on its socket mints children until one is named like a session
+    of the owner's channel (``esc-p.1``), and reopens that session's kept tabs, or uses its
+    attachments, over the child's own socket. A child id the registry knows is skipped."""
+    bay.ok("open", f"{demo}/cookie?set=owners", session="esc-p.1")
+    bay.ok("close", session="esc-p.1")  # its tab is kept: bay resume would reopen it
+    sock = sockets / "e.sock"
+    bay.ok("session", "grant", "esc-p", "--socket", str(sock), session=None)
+    made = on_ok(bay, sock, "session", "child")
+    assert made["session"] == "esc-p.2"
+    assert on_ok(bay, made["socket"], "resume")["restored"] == 0
+    # The child cannot name the session it skipped, nor its parent: it is fixed to itself.
+    assert_refused(on(bay, made["socket"], "resume", "--session", "esc-p.1"), "session_fixed")
+    assert_refused(on(bay, made["socket"], "status", "--session", "esc-p"), "session_fixed")
+    bay.ok("session", "revoke", "esc-p", session=None)
+
+
+def test_a_parent_reaped_for_idleness_takes_its_children_but_not_while_they_work(
+    fresh_bay: Bay, demo: str
+) -> None:
+    bay = fresh_bay
+    bay.env.update(BAY_IDLE_TIMEOUT="3", BAY_TICK="0.2")
+    bay.ok("open", f"{demo}/", session="idle-p")
+    made = bay.ok("session", "child", "idle-p", session=None)
+    child = made["session"]
+    bay.ok("open", f"{demo}/", session=child)
+    # The child works on past the parent's idle timeout: the parent is not idle meanwhile.
+    end = time.monotonic() + 5
+    while time.monotonic() < end:
+        bay.ok("get", "url", session=child)
+        time.sleep(0.5)
+    assert leases_of(bay, "idle-p")
+    # Then nobody works: the parent loses its browser, and its child goes with it.
+    wait_for(lambda: not leases_of(bay, "idle-p"), timeout=30, what="the parent's idle stop")
+    wait_for(lambda: not Path(made["socket"]).exists(), timeout=10, what="the child's socket")
+    assert not leases_of(bay, child)
+    assert child not in {g["session"] for g in bay.ok("session", "list", session=None)["grants"]}
+
+
+def test_a_parent_whose_grant_expires_takes_its_children(
+    bay: Bay, demo: str, sockets: Path
+) -> None:
+    sock = sockets / "x.sock"
+    bay.ok("session", "grant", "exp-p", "--socket", str(sock), "--ttl", "6", session=None)
+    made = on_ok(bay, sock, "session", "child")
+    on_ok(bay, made["socket"], "open", f"{demo}/")
+    assert leases_of(bay, made["session"])
+    wait_for(lambda: not sock.exists(), timeout=20, what="the parent's expiry")
+    wait_for(lambda: not Path(made["socket"]).exists(), timeout=10, what="the child's socket")
+    wait_for(lambda: not leases_of(bay, made["session"]), timeout=10, what="the child's browser")
