@@ -215,6 +215,14 @@ class _Bound:
     """A revoke or the keeper's stop is closing it (else its ttl ran out)."""
 
 
+@dataclass(frozen=True)
+class _Serving:
+    """The book's task group, where each grant's listener runs, and what serves a socket."""
+
+    tg: anyio.abc.TaskGroup
+    listen: Listen
+
+
 def _grant_of(row: GrantRow) -> Grant:
     return Grant(
         row.session,
@@ -251,8 +259,8 @@ class GrantBook:
         #: book first). Called after the grant is gone and outside the book's lock, so it
         #: may revoke more grants.
         self.on_end: Callable[[Grant, str], Awaitable[None]] | None = None
-        self._tg: anyio.abc.TaskGroup | None = None
-        self._listen: Listen | None = None
+        self._serving: _Serving | None = None
+        """Set while :meth:`run` runs: where new listeners start."""
 
     @property
     def live(self) -> tuple[Grant, ...]:
@@ -272,7 +280,7 @@ class GrantBook:
         registry holds (their sockets made again), then each new one. Started by the
         daemon with ``task_group.start``; :meth:`close` ends every listener first."""
         async with anyio.create_task_group() as tg:
-            self._tg, self._listen = tg, listen
+            self._serving = _Serving(tg, listen)
             lapsed = await self.db(self.grants.lapse, time.time())
             if lapsed:
                 log.info("grant(s) that expired while no keeper ran: %s", ", ".join(lapsed))
@@ -298,29 +306,36 @@ class GrantBook:
             await anyio.sleep_forever()
 
     def _start(self, bound: _Bound) -> None:
-        assert self._tg is not None, "GrantBook.run is not running"
+        serving = self._serving
+        if serving is None:  # a grant before the daemon started the book, or after its stop
+            bound.made.sock.close()
+            raise RuntimeError("GrantBook.run is not running: no grant can be listened on")
         self._bound[bound.grant.session] = bound
         if bound.grant.expires is not None:
             left = bound.grant.expires - time.time()
             bound.scope.deadline = anyio.current_time() + max(0.0, left)
-        self._tg.start_soon(self._serve, bound)
+        serving.tg.start_soon(self._serve, bound, serving.listen)
 
-    async def _serve(self, bound: _Bound) -> None:
-        assert self._listen is not None
+    async def _serve(self, bound: _Bound, listen: Listen) -> None:
+        failed = False
         try:
             with bound.scope:
                 try:
-                    await self._listen(bound.made.sock, Channel(bound.grant))
+                    await listen(bound.made.sock, Channel(bound.grant))
                 except Exception:
+                    failed = True
                     log.exception("session socket %s failed", bound.grant.socket)
         finally:
             bound.made.sock.close()
             bound.done.set()
-        if not bound.ending:  # the ttl ran out (or the listener failed): as a revoke
-            log.info("grant for session %s ended (its ttl)", bound.grant.session)
-            async with self._lock:
-                await self._end(bound, "expired")
-            await self._ended(bound.grant, "expired")
+        if bound.ending:  # a revoke or the keeper's stop ends it: theirs to finish
+            return
+        reason = "revoked" if failed else "expired"  # else its ttl ran out
+        why = "its listener failed" if failed else "its ttl"
+        log.info("grant for session %s ended (%s)", bound.grant.session, why)
+        async with self._lock:
+            await self._end(bound, reason)
+        await self._ended(bound.grant, reason)
 
     async def close(self) -> None:
         """The keeper stops: every listener and connection ends, every socket file the book
