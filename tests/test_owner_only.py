@@ -540,3 +540,29 @@ def test_a_session_socket_client_cannot_switch_the_backend_of_a_shared_profile(
         assert _profile_row(world, mine)["proposal"] is None
     finally:
         raw(world.owner_sock, "detach", profile=mine, **as_(OTHER))
+
+
+def test_on_a_session_socket_the_trace_of_a_shared_profile_is_its_own_actions(
+    demo: str,
+) -> None:
+    """A profile's trace holds every session's actions on it (frames: screenshots of their
+    pages). On a session socket ``bay trace show`` reports the socket's session's only; the
+    owner's channel still sees them all."""
+    with private_home() as home:
+        b = Bay(home, BAY_TRACE="1")
+        pid = b.ok("new", "shared", session=None)["id"]
+        b.ok("use", pid, session=OTHER)
+        b.ok("open", f"{demo}/?theirs-5e1f", session=OTHER)
+        agents = home / "agents"
+        agents.mkdir(mode=0o700)
+        sock = agents / "t.sock"
+        b.ok("session", "grant", AGENT, "--socket", str(sock), "--profile", pid, session=None)
+        on_socket = {"BAY_SOCKET": str(sock)}
+        b.ok("use", pid, session=None, env=on_socket)
+        b.ok("open", f"{demo}/?mine", session=None, env=on_socket)
+        shown = b.ok("trace", "show", "--last", "10", session=None, env=on_socket)
+        assert shown["actions"]
+        assert {a["session"] for a in shown["actions"]} == {AGENT}
+        assert "theirs-5e1f" not in Path(shown["path"]).read_text(encoding="utf-8")
+        everyone = b.ok("trace", "show", "--last", "10", session=OTHER)
+        assert {a["session"] for a in everyone["actions"]} == {AGENT, OTHER}

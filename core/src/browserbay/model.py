@@ -624,6 +624,10 @@ class VerbContext:
     targets: TargetLeases | None = None
     """Leases on targets that are not browser profiles (``ctx.targets.hold(...)``): what a
     plugin that owns such targets (the ``local-window`` provider) gives its holders."""
+    channel_session: str | None = None
+    """The session the session socket this call came in on is fixed to; None on the owner's
+    channel. A verb that shows what sessions did on a profile others share (the trace) shows
+    this one's only: another session's pages are not the caller's to see."""
 
     async def page(self) -> Page:
         """``await ctx.page()``: the session's current Playwright page (its browser starts

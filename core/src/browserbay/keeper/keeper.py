@@ -363,6 +363,7 @@ class Keeper:
                 providers=self.plugins.providers,
                 target=target,
                 targets=TargetBook(self.plugins, self.roster.by_id, session),
+                channel_session=channel.session,
             )
             data, text = await handler.verb.handler(ctx)
             return data, text, lease.profile

@@ -145,7 +145,7 @@ def _report(ctx: VerbContext, last: int, writer: Writer | None) -> tuple[dict[st
         prune(store.root, Retention.from_env())
     except ValueError as exc:  # a bad BAY_TRACE_DAYS or BAY_TRACE_MB: show, not prune
         warning = f"traces were not pruned: {exc}"
-    records = store.actions(key, last)
+    records = store.actions(key, last, ctx.channel_session)
     who = (
         f"session {ctx.session.id} (ephemeral)"
         if ctx.profile.ephemeral

@@ -98,26 +98,30 @@ class TraceStore:
         write_private(d / f"{action_id}.json", body)
         return written + len(body)
 
-    def actions(self, key: str, last: int) -> list[dict[str, Any]]:
-        """The newest ``last`` records of a profile, oldest first; each with ``frames``: the
-        paths of the frames still on disk."""
+    def actions(self, key: str, last: int, session: str | None = None) -> list[dict[str, Any]]:
+        """The newest ``last`` records of a profile (of ``session``'s actions only, when
+        given), oldest first; each with ``frames``: the paths of the frames still on disk."""
         d = self.profile_dir(key)
         if not d.is_dir():
             return []
         ids = sorted(p.stem for p in d.glob("*.json") if _ID.fullmatch(p.stem))
-        out = []
-        for action_id in ids[-last:] if last > 0 else []:
+        out: list[dict[str, Any]] = []
+        for action_id in reversed(ids):
+            if len(out) >= last:
+                break
             try:
                 record = json.loads((d / f"{action_id}.json").read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 continue  # pruned or cut meanwhile
+            if session is not None and record.get("session") != session:
+                continue
             record["frames"] = {
                 which: str(d / f"{action_id}.{which}.jpg")
                 for which in ("before", "after")
                 if (d / f"{action_id}.{which}.jpg").is_file()
             }
             out.append(record)
-        return out
+        return out[::-1]
 
 
 def _units(root: Path) -> list[tuple[float, int, list[Path]]]:
