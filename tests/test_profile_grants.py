@@ -284,3 +284,23 @@ def test_the_owners_profiles_say_whose_they_are_and_an_owner_only_one_is_never_g
     assert_refused(refused, "grant_refused")
     # On the owner's channel it works as any profile.
     assert b.ok("use", "bank", session="own-bank")["attachments"] == [f"bank ({bank['id']})"]
+
+
+def test_a_parent_hands_its_child_only_a_profile_it_may_use_and_may_share(
+    owner: tuple[Bay, dict[str, Any]],
+) -> None:
+    b, work = owner
+    parent = grant(b, "parent-1", "work")
+    parent.ok("new", "parents-own")  # sharing owner: the parent's group's only
+    b.ok("new", "not-parents", session=None)
+    # The owner's profile its grant names, the child may be given.
+    assert parent.ok("session", "child", "--profile", "work")["profiles"] == [work["id"]]
+    # One the parent may not use itself is not granted; one of its own with sharing owner
+    # never leaves it.
+    not_granted(parent("session", "child", "--profile", "not-parents"), "not-parents")
+    assert_refused(parent("session", "child", "--profile", "parents-own"), "grant_refused")
+    # A child given nothing owns nothing of its parent's.
+    child = Agent(b, Path(parent.ok("session", "child")["socket"]))
+    not_granted(child("use", "parents-own"), "parents-own")
+    not_granted(child("use", "work"), "work")
+    assert child.ok("profiles")["profiles"] == []
