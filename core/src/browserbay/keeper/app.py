@@ -218,7 +218,7 @@ class App:
             self.profiles,
             self.leases,
             roster,
-            paths.runtime,
+            paths.socket.parent,
         )
         self.grants.on_end = children.ended  # a grant revoked or expired: its children go
         table = plugins.verb_table()

@@ -10,8 +10,8 @@ it keeps any grant, and :class:`~browserbay.keeper.grants.GrantBook` binds its s
   attachments). A dot is part of the id rule (:data:`browserbay.identity.RULE`), so the id
   itself says nothing: the parent is the grant's ``parent``, never read from the name.
 - **Its socket**: beside the parent's, ``<parent socket>.<n>``, bound to the child only. A
-  parent without a socket (a session of the owner's channel) has its children's sockets in
-  the keeper's runtime directory, ``children/<child id>.sock``.
+  parent without a socket (a session of the owner's channel) has its children's sockets
+  beside the keeper's own, ``children/<child id>.sock`` in its (private, short) directory.
 - **Its profiles**: none of the parent's (a child's group is its own id, so it owns none of
   the parent group's profiles either), unless named with ``--profile``; and only one the
   parent may use itself (on a session socket: one its grant names, else
@@ -39,7 +39,7 @@ import anyio
 from browserbay import identity
 from browserbay.keeper.base import Answer
 from browserbay.keeper.channels import Channel, Grant
-from browserbay.keeper.grants import GrantBook
+from browserbay.keeper.grants import MAX_SOCKET_PATH, GrantBook
 from browserbay.keeper.leases import Leases
 from browserbay.keeper.profiles import ProfileBook
 from browserbay.keeper.roster import Roster
@@ -55,8 +55,6 @@ MAX_CHILDREN = 8
 #: Generations below a session that was not minted as a child: a child (1), its child (2),
 #: that one's child (3); a child of the third is refused.
 MAX_DEPTH = 3
-#: Bytes a unix socket path may have on Linux (``sun_path`` is 108, with its NUL).
-SOCKET_PATH_MAX = 107
 
 
 def child_socket(parent_socket: Path, n: int) -> Path:
@@ -83,7 +81,7 @@ class Children:
         profiles: ProfileBook,
         leases: Leases,
         roster: Roster,
-        runtime: Path,
+        home: Path,
     ) -> None:
         self.book = book
         self.grants = grants
@@ -93,8 +91,9 @@ class Children:
         self.profiles = profiles
         self.leases = leases
         self.roster = roster
-        self.runtime = runtime
-        """The keeper's runtime directory: the sockets of children whose parent has none."""
+        self.home = home
+        """The directory of the keeper's own socket (private, and short for AF_UNIX): its
+        ``children/`` holds the sockets of children whose parent has none."""
         self._minting = anyio.Lock()  # two children of one parent never get the same n
 
     def of(self, parent: str) -> list[Grant]:
@@ -184,21 +183,21 @@ class Children:
 
     async def _socket(self, pgrant: Grant | None, sid: str, n: int) -> Path:
         """The child's socket: ``<parent socket>.<n>`` beside the parent's; for a parent
-        without one, ``children/<child id>.sock`` in the keeper's runtime directory."""
+        without one, ``children/<child id>.sock`` beside the keeper's own socket."""
         if pgrant is not None:
             path, where = child_socket(pgrant.socket, n), f"beside {pgrant.socket}"
             fix = "ask the human to grant the parent a socket at a shorter path"
         else:
-            home = self.runtime / "children"
+            home = self.home / "children"
             await anyio.to_thread.run_sync(ensure_private, home)
             path, where = home / f"{sid}.sock", f"in {home}"
             fix = "mint children from a session with a shorter id"
         size = len(os.fsencode(path))
-        if size > SOCKET_PATH_MAX:
+        if size > MAX_SOCKET_PATH:
             raise _refused(
                 sid,
                 f"its socket {where} would be {size} bytes long, and a unix socket path has "
-                f"at most {SOCKET_PATH_MAX}",
+                f"at most {MAX_SOCKET_PATH}",
                 fix,
             )
         return path
