@@ -443,6 +443,63 @@ def test_a_session_socket_is_served_64_connections_at_once(
             conn.close()
 
 
+def _stall(conns: list[socket.socket], payload: bytes, seconds: float) -> None:
+    """Push ``payload`` (a frame with no newline) into every connection for a while,
+    without blocking: what the keeper reads of it it must hold until the frame ends."""
+    for s in conns:
+        s.setblocking(False)
+    sent = [0] * len(conns)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and min(sent) < len(payload):
+        moved = False
+        for i, s in enumerate(conns):
+            try:
+                n = s.send(payload[sent[i] : sent[i] + (1 << 20)])
+            except (BlockingIOError, InterruptedError):
+                continue
+            except OSError:
+                n = len(payload) - sent[i]
+            sent[i] += n
+            moved = moved or n > 0
+        if not moved:
+            time.sleep(0.05)
+
+
+def test_an_agents_half_sent_frames_cannot_starve_the_owners_large_frames(
+    fresh_bay: Bay,
+) -> None:
+    """The attack: an agent opens its socket's 64 connections and sends each 4 MB of a
+    frame with no end, to hold the keeper's budget for partial frames. The owner's own large
+    frame must still be read and answered at once: the session sockets share one budget,
+    the owner's socket has its own. Before, one budget served every socket: the owner's
+    frame waited until the agent's were cut at the frame timeout, and was cut itself."""
+    fresh_bay.env.update(BAY_FRAME_TIMEOUT="30")
+    path = agent_dir(fresh_bay, "flood") / "f.sock"
+    fresh_bay.ok("session", "grant", "flood-1", "--socket", str(path), session=None)
+    conns = [dial(path).sock for _ in range(64)]
+    try:
+        _stall(conns, b'{"id": "1", "verb": "status", "x": "' + b"a" * 4_000_000, 6.0)
+        owner = dial(bay_paths({"BAY_HOME": str(fresh_bay.home)}).socket)
+        try:
+            started = time.monotonic()
+            frame = {
+                "id": "big",
+                "verb": "session",
+                "args": {"action": "list"},
+                "session": {"id": "owner-1"},
+                "pad": "b" * 2_000_000,
+            }
+            owner.send(frame)
+            answer = owner.read(time.monotonic() + 25)
+            assert answer["ok"], answer
+            assert time.monotonic() - started < 5
+        finally:
+            owner.close()
+    finally:
+        for s in conns:
+            s.close()
+
+
 def test_a_peer_of_another_uid_is_hung_up_on(nobody: AsUser) -> None:
     """Another user cannot even connect (the socket is 0600, in a directory only the
     keeper's user can write); root can, and the keeper's SO_PEERCRED check hangs up on it."""

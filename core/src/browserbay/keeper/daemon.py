@@ -169,8 +169,9 @@ SESSION_CONNECTIONS = 64
 #: Bytes of a partial frame every connection may hold on its own; beyond that a frame's
 #: bytes come out of one budget shared by all connections (``FRAME_BUDGET``), waited for.
 FRAME_ALLOWANCE = 64 * 1024
-#: What all connections together may hold in partial frames beyond their own allowance:
-#: 256 connections x 64 KiB + 64 MiB bound what half-sent frames can make the keeper hold.
+#: What all connections of the home's socket together may hold in partial frames beyond their
+#: own allowance (256 x 64 KiB + 64 MiB bound it); every session socket together has another
+#: budget of this size (each socket 64 connections x 64 KiB besides).
 FRAME_BUDGET = 64 * 1024 * 1024
 #: Frames longer than this are parsed in a worker thread (with the pure-Python scanner,
 #: which lets the loop run between its steps), one at a time.
@@ -562,6 +563,9 @@ async def _run(sock: socket.socket, paths: BayPaths, configured: Configured) -> 
     serving = anyio.CancelScope()
 
     budget = Budget()
+    # The session sockets' half-sent frames come out of a budget of their own: an agent can
+    # hold at most that (and starve only the agents), never what the owner's frames wait for.
+    session_budget = Budget()
 
     async def serve() -> None:
         with serving:
@@ -572,13 +576,13 @@ async def _run(sock: socket.socket, paths: BayPaths, configured: Configured) -> 
 
     async def listen_session(sock: socket.socket, channel: Channel) -> None:
         """A grant's socket (see browserbay.keeper.grants), served as the home's is, with
-        the grant's channel and at most SESSION_CONNECTIONS connections at once; the same
-        frame budget is shared by every socket."""
+        the grant's channel and at most SESSION_CONNECTIONS connections at once; every
+        session socket shares one frame budget, apart from the owner's."""
         async with await anyio.abc.SocketListener.from_socket(sock) as granted:
             await accept_loop(
                 granted,
                 lambda stream: session_connection(
-                    stream, app, budget, settings.frame_timeout, channel
+                    stream, app, session_budget, settings.frame_timeout, channel
                 ),
                 SESSION_CONNECTIONS,
             )
