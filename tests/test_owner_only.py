@@ -372,7 +372,9 @@ def test_the_same_call_on_the_owners_channel_is_not_refused_owner_only(
 
 def test_a_session_socket_client_cannot_stop_the_keeper(world: World) -> None:
     pid = world.bay.keeper_pid()
-    assert_refused(world.agent("keeper", "stop"), "owner_only")
+    refused = assert_refused(world.agent("keeper", "stop"), "owner_only")
+    assert refused["message"].startswith("'keeper stop' is the owner's to run")
+    assert refused["way_out"] == "ask the human to run it: bay keeper stop"
     assert_refused(raw(world.sock, "keeper", {"action": "stop"}), "owner_only")
     shutdown = {"id": "s", "op": "shutdown"}
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:

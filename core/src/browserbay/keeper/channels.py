@@ -128,7 +128,12 @@ def admit(
     fixed = channel.grant.session
     for what, asked, via, drop in (
         ("session", session, "the request's session", "--session / BAY_SESSION"),
-        ("session", actor, "the request's actor: acting for another session", "--actor"),
+        (
+            "session",
+            actor,
+            "the request's actor: acting for another session",
+            "--session / BAY_SESSION",
+        ),
         ("group", group, "the request's group", "BAY_GROUP"),
     ):
         if asked is not None and asked != fixed:
@@ -147,8 +152,12 @@ def refuse_owner_only(
         return
     condition = verb.owner_only_for(dict(args))
     if condition is not None:
+        # Every call of the verb: the call says what (``keeper stop``); else the condition.
+        every = condition == "*"
         raise owner_only(
-            verb.owner_only_words(condition),
+            verb.command_line(args).removeprefix("bay ")
+            if every
+            else verb.owner_only_words(condition),
             owner_command(channel, verb, args, handle),
             condition=condition,
         )
