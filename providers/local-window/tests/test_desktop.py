@@ -13,7 +13,7 @@ import pytest
 
 from browserbay_testing import Bay, assert_refused
 
-from .conftest import finish, have_gtk, new_home
+from .conftest import finish, have_gtk, new_home, wopen
 
 pytestmark = pytest.mark.skipif(not have_gtk(), reason="needs Xvfb")
 
@@ -95,5 +95,43 @@ def test_the_setting_lists_them_marked_and_close_never_kills_one(
         desk = next(d for d in doctor["displays"] if d["kind"] == "desktop")
         assert desk["display"] == name
         assert desk["probes"]["xtest"]["ok"] is True
+    finally:
+        finish(b)
+
+
+def test_on_a_session_socket_the_humans_desktop_windows_are_neither_listed_nor_attached(
+    desktop: tuple[str, Any],
+) -> None:
+    """An agent on a session socket (its sandbox's only way out) never reaches a window of
+    the human's desktop by itself — one of them may be a terminal. The human hands one over
+    by attaching it for the agent's session on the owner's channel."""
+    name, _win = desktop
+    b = keeper("ws", DISPLAY=name, BAY_WINDOW_DESKTOP="1")
+    try:
+        (b.home / "agents").mkdir(mode=0o700)
+        sock = b.home / "agents" / "a.sock"
+        b.ok("session", "grant", "agent", "--socket", str(sock), session=None)
+        on_socket = {"BAY_SOCKET": str(sock)}
+        (row,) = b.ok("window", "list", session="human")["windows"]
+        handle = row["handle"]
+        assert b.ok("window", "list", session=None, env=on_socket)["windows"] == []
+        refused = assert_refused(
+            b("window", "attach", handle, session=None, env=on_socket), "owner_only"
+        )
+        assert refused["data"]["command"] == f"bay window attach {handle} --session agent"
+        assert_refused(
+            b("window", "screenshot", handle, session=None, env=on_socket), "not_your_window"
+        )
+        # The human attaches it for the agent: now the agent sees and drives it.
+        b.ok("window", "attach", handle, session="agent")
+        shown = b.ok("window", "list", session=None, env=on_socket)["windows"]
+        assert [w["handle"] for w in shown] == [handle]
+        shot = b.ok("window", "screenshot", handle, session=None, env=on_socket)
+        assert (shot["width"], shot["height"]) == (300, 150)
+        # Another session's window is not listed there either (the owner's channel sees it).
+        theirs = wopen(b, "/usr/bin/xmessage", "theirs", session="other")["handle"]
+        assert theirs in {w["handle"] for w in b.ok("window", "list", session="human")["windows"]}
+        shown = b.ok("window", "list", session=None, env=on_socket)["windows"]
+        assert [w["handle"] for w in shown] == [handle]
     finally:
         finish(b)

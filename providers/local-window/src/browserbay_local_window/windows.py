@@ -149,13 +149,23 @@ def _row(window: Window, main: TopLevel | None, ctx: VerbContext) -> dict[str, A
     }
 
 
+def _in_reach(window: Window, ctx: VerbContext) -> bool:
+    """On a session socket (an agent's channel, its sandbox's only way out) a session sees
+    the windows it holds and free ones of ours, never one of the human's desktop it was not
+    handed (one of them may be a terminal) nor another session's; on the owner's channel,
+    every window."""
+    if ctx.channel_session is None or window.holder == ctx.session.id:
+        return True
+    return window.holder is None and not window.desktop
+
+
 async def act_list(book: Windows, ctx: VerbContext) -> tuple[dict[str, Any], str]:
     await book.reap(ctx)
     desk = book.desktop()
-    if desk is not None:
+    if desk is not None and ctx.channel_session is None:
         await _discover_desktop(book, desk)
     rows = []
-    for window in book.windows.values():
+    for window in [w for w in book.windows.values() if _in_reach(w, ctx)]:
         try:
             main = await book.main_window(window)
         except XError:
@@ -206,6 +216,13 @@ async def _discover_desktop(book: Windows, desk: Display) -> None:
 async def act_attach(book: Windows, ctx: VerbContext) -> tuple[dict[str, Any], str]:
     await book.reap(ctx)
     window = book.lookup(ctx.args.get("handle"), ctx, held=False)
+    if window.desktop and window.holder != ctx.session.id and ctx.channel_session is not None:
+        raise Refusal(
+            "owner_only",
+            what=f"window attach {window.handle} (a window of the human's desktop)",
+            command=f"bay window attach {window.handle} --session {ctx.session.id}",
+            condition="a desktop window",
+        )
     if window.holder not in (None, ctx.session.id):
         raise Refusal(
             "not_your_window",
