@@ -146,8 +146,9 @@ class Agent:
 
     def env(self, **extra: str) -> dict[str, str]:
         """The environment of the agent's ``bay`` processes."""
-        if self.socket is None:
-            return {**os.environ, "BAY_SESSION": self.session, **self.extra_env, **extra}
+        if self.socket is None:  # this home's (another Home may have set BAY_HOME since)
+            env = {**os.environ, "BAY_HOME": str(self.home.root), "BAY_SESSION": self.session}
+            return {**env, **self.extra_env, **extra}
         keep = ("PATH", "LANG", "LC_ALL", "TERM", "TMPDIR")
         env = {k: v for k, v in os.environ.items() if k in keep}
         env["HOME"] = str(self.env_home or self.home.root / "agent-home")

@@ -84,6 +84,7 @@ def test_an_agent_on_a_session_socket_gets_only_bay_socket(tmp_path: Path) -> No
         assert env["BAY_SOCKET"] == str(tmp_path / "a1.sock")
         assert not [k for k in env if k.startswith("BAY_") and k != "BAY_SOCKET"], env
         assert env["HOME"].startswith(str(h.root)), "a keeper it started would be found there"
+        os.environ["BAY_HOME"] = "/tmp/another-home"  # what a second Home would have set
         owner = Agent(h, "a1").env()
         assert owner["BAY_HOME"] == str(h.root)
         assert owner["BAY_SESSION"] == "a1"
