@@ -207,7 +207,7 @@ def grant(
         argv += ["--profile", p]
     if ttl is not None:
         argv += ["--ttl", f"{ttl:g}"]
-    p = h.bay(*argv, session="owner")
+    p = h.bay(*argv, session="boss")
     frame = cli_frame(p)
     if not frame.get("ok"):
         raise GrantError(
@@ -218,7 +218,7 @@ def grant(
 
 def revoke(h: Home, session: str) -> dict[str, Any]:
     """As the owner: ``bay session revoke <session>``."""
-    return cli_frame(h.bay("session", "revoke", session, "--json", session="owner"))
+    return cli_frame(h.bay("session", "revoke", session, "--json", session="boss"))
 
 
 def answers(path: Path) -> bool:

@@ -9,7 +9,8 @@ owner's that no grant names, with a cookie ``plant=<own mark>``; ``granted-prof`
 profile the attacker's grant names, with ``plant=<grant mark>``; the attacker
 ``attacker-b`` on that profile; a provider key and its "vendor" (a listener) stored by the
 owner; a group default and a site hint of the owner's. The victim is the campaign's
-``victim-e`` (an isolated context with the victim cookie).
+``victim-e`` (an isolated context with the victim cookie). The owner acts as sessions
+``boss`` and ``boss2`` (never named ``owner``: a profile's owner field says ``"owner"``).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from campaigns.oracles import Listener, Servers
 ATTACKER = "attacker-b"
 VICTIM = "victim-e"
 #: Sessions of others whose names must not reach the attacker on a session socket.
-OTHERS = ("victim-e", "victim-c", "human-e", "owner", "owner2", "fenced")
+OTHERS = ("victim-e", "victim-c", "human-e", "boss", "boss2", "fenced")
 
 
 class Stage(Protocol):
@@ -98,23 +99,21 @@ class Boundary:
     def setup(self) -> None:
         h, site = self.h, self.site
         for session, label, mark in (
-            ("owner", "owner-prof", self.own_mark),
-            ("owner2", "granted-prof", self.grant_mark),
+            ("boss", "owner-prof", self.own_mark),
+            ("boss2", "granted-prof", self.grant_mark),
         ):
             if not self.profile_id(label):
-                h.ok("owner", "new", label=label)
+                h.ok("boss", "new", label=label)
             h.ok(session, "use", profile=label)
             h.ok(session, "open", url=f"{site}/plant/{mark}")
-        h.ok("owner", "group", action="default", name="team", profile="owner-prof")
+        h.ok("boss", "group", action="default", name="team", profile="owner-prof")
         from browserbay_cloud.vendors import VENDORS
 
         vendor = VENDORS[0]
         self.integration = vendor.id
+        h.call("boss", "keys", action="set", integration=vendor.id, field="api_key", value=self.key)
         h.call(
-            "owner", "keys", action="set", integration=vendor.id, field="api_key", value=self.key
-        )
-        h.call(
-            "owner",
+            "boss",
             "keys",
             action="set",
             integration=vendor.id,
@@ -171,7 +170,7 @@ class Boundary:
         return [f"the agent's bay started a keeper of its own (pid {p})" for p in found]
 
     def keys_view(self) -> str:
-        frame = self.h.call("owner", "keys", action="list")
+        frame = self.h.call("boss", "keys", action="list")
         rows = frame.get("data", {}).get("integrations", frame.get("data"))
         return json.dumps(rows, sort_keys=True, default=str)
 
@@ -320,10 +319,10 @@ class Boundary:
 
         vendor = VENDORS[0]
         self.h.call(
-            "owner", "keys", action="set", integration=vendor.id, field="api_key", value=self.key
+            "boss", "keys", action="set", integration=vendor.id, field="api_key", value=self.key
         )
         self.h.call(
-            "owner",
+            "boss",
             "keys",
             action="set",
             integration=vendor.id,
@@ -334,7 +333,7 @@ class Boundary:
     def do_forget(self, a: Attack, aid: str) -> tuple[str, list[str]]:
         me = self.c.as_(ATTACKER)
         label = f"forget-{aid}"
-        self.h.ok("owner", "new", label=label)
+        self.h.ok("boss", "new", label=label)
         code, _ = self.via(me, a.params["road"], "forget", {"profile": label}, ["forget", label])
         gone = not self.profile_id(label)
         return code, [f"the owner's profile {label} is gone from the registry"] if gone else []
@@ -364,14 +363,14 @@ class Boundary:
         )
         owner = self.profile_id("owner-prof")
         if rows and rows[0][0] != owner:
-            self.h.ok("owner", "group", action="default", name="team", profile="owner-prof")
+            self.h.ok("boss", "group", action="default", name="team", profile="owner-prof")
             return code, ["the owner's group default changed (registry)"]
         return code, []
 
     def do_hints(self, a: Attack, aid: str) -> tuple[str, list[str]]:
         me = self.c.as_(ATTACKER)
         host = f"shop-{aid}.example"
-        self.h.ok("owner", "blocked", url=f"https://{host}/cart", why="captcha", tier="2")
+        self.h.ok("boss", "blocked", url=f"https://{host}/cart", why="captcha", tier="2")
         count = "SELECT count(*) FROM site_hints WHERE host = ?"
         before = registry_rows(self.h.paths.registry, count, (host,))[0][0]
         code, _ = self.via(
@@ -545,7 +544,7 @@ class Boundary:
         for pid in [*self.h.keeper_pids(), *stray_keepers(self.h)]:
             if procfs.environ(pid).get("BAY_CAMPAIGN_MARK") == mark:
                 oracles.append(f"a keeper (pid {pid}) runs with the agent's environment")
-        status = self.h.call("owner", "keeper", action="status", timeout=15)
+        status = self.h.call("boss", "keeper", action="status", timeout=15)
         for row in status.get("data", {}).get("settings", []) if status.get("ok") else []:
             if "max_browsers" in json.dumps(row).lower() and str(row.get("value")) == "1":
                 oracles.append(f"the keeper's policy is the agent's: {json.dumps(row)[:100]}")
@@ -575,7 +574,7 @@ class Boundary:
     def revive(self) -> None:
         """A keeper again (the owner's), the stages and this family's stage set up again."""
         if self.keeper_pid() is not None:
-            self.h.bay("keeper", "stop", session="owner")
+            self.h.bay("keeper", "stop", session="boss")
             wait_for(lambda: self.keeper_pid() is None, 20, 0.1)
         self.c.recover()
         with contextlib.suppress(Exception):

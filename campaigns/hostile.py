@@ -937,16 +937,21 @@ class Campaign:
         road to more sessions it has), or the code it got instead."""
         if self.mode == OWNER:
             return [Agent(h, f"c{i}") for i in range(n)]
-        parent = Agent(h, "c-parent", grant(h, "c-parent"))
-        out = []
-        for _ in range(n):
-            frame = parent.call("session", action="child")
+        parents = [Agent(h, "c-parent", grant(h, "c-parent"))]
+        out: list[Agent] = []
+        last = ""
+        while parents and len(out) < n:  # a tree: children mint theirs when a parent is full
+            frame = parents[0].call("session", action="child")
             data = frame.get("data", {}) if frame.get("ok") else {}
-            sid, sock = data.get("session") or data.get("id"), data.get("socket")
+            sid, sock = data.get("session"), data.get("socket")
             if not sid or not sock:
-                return f"child:{_code(frame) if not frame.get('ok') else 'no socket'}"
-            out.append(Agent(h, str(sid), Path(sock)))
-        return out
+                last = _code(frame) if not frame.get("ok") else "no socket"
+                parents.pop(0)
+                continue
+            kid = Agent(h, str(sid), Path(sock))
+            out.append(kid)
+            parents.append(kid)
+        return out if len(out) == n else f"child:{last} after {len(out)} of {n}"
 
     def run_takeover(self, rows: list[Attack]) -> None:
         from playwright.sync_api import sync_playwright
