@@ -238,8 +238,11 @@ def test_children_past_the_bounds_are_refused_and_nothing_changes(bay: Bay, sock
     assert sorted(p.name for p in sockets.iterdir()) == [name]
     bay.ok("session", "revoke", "long-p", session=None)
 
-    # The owner's channel must name the parent.
+    # The owner's channel must name the parent; a child's socket is not the caller's choice.
     assert_refused(bay("session", "child", session=None), "usage")
+    elsewhere = str(sockets / "mine.sock")
+    assert_refused(bay("session", "child", "x-p", "--socket", elsewhere, session=None), "usage")
+    assert not Path(elsewhere).exists()
 
 
 def test_a_child_never_takes_over_a_session_that_has_a_history(

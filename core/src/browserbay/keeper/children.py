@@ -114,6 +114,13 @@ class Children:
         the parent is the socket's session (naming another is ``session_fixed``); on the
         owner's channel it is ``<parent>``, which must be given."""
         parent = _parent(args.get("id"), channel)
+        if args.get("socket"):
+            raise Refusal(
+                "usage",
+                detail="bay session child takes no --socket: a child's socket is made beside "
+                "its parent's (<parent socket>.<n>)",
+                verb="session",
+            )
         async with self._minting:
             grant = await self._mint(parent, args, channel)
         socket = str(grant.socket)
