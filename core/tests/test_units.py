@@ -80,6 +80,11 @@ def test_every_code_renders_without_placeholders_given_its_fields() -> None:
         "endpoint": "127.0.0.1:9222",
         "pinned": "https://api.example.com",
         "secret": "api_key",
+        "fixed": "agent-1",
+        "asked": "agent-2",
+        "via": "the request's session",
+        "drop": "--session / BAY_SESSION",
+        "session": "agent-1",
     }
     for code in CODES:
         r = Refusal(code, **fields)
