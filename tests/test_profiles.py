@@ -369,8 +369,11 @@ def test_audit_lists_verbs_never_values(fresh_bay: Bay, demo: str) -> None:
     fresh_bay.ok("fill", "input[name=name]", "typed-secret", session="au")
     rows = fresh_bay.ok("audit", "--profile", "audited")["audit"]
     assert [r["verb"] for r in rows] == ["use", "open", "fill"]
-    assert all(set(r) == {"at", "session", "profile", "verb", "ok", "code", "road"} for r in rows)
+    assert all(
+        set(r) == {"at", "session", "profile", "verb", "ok", "code", "road", "actor"} for r in rows
+    )
     assert {r["road"] for r in rows} == {"cli"}
+    assert {r["actor"] for r in rows} == {"owner"}
     text = fresh_bay("audit", json_=False).stdout
     assert "typed-secret" not in text
     assert "secret-query" not in text
