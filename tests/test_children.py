@@ -285,6 +285,13 @@ def test_a_parent_reaped_for_idleness_takes_its_children_but_not_while_they_work
     assert not leases_of(bay, child)
     assert child not in {g["session"] for g in bay.ok("session", "list", session=None)["grants"]}
 
+    # A parent with no browser of its own: its idle children go when it is idle too.
+    bay.ok("status", session="idle-q")
+    lone = bay.ok("session", "child", "idle-q", session=None)
+    bay.ok("open", f"{demo}/", session=lone["session"])
+    wait_for(lambda: not Path(lone["socket"]).exists(), timeout=30, what="the idle child")
+    assert not leases_of(bay, lone["session"])
+
 
 def test_a_parent_whose_grant_expires_takes_its_children(
     bay: Bay, demo: str, sockets: Path

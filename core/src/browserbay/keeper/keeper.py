@@ -455,6 +455,8 @@ class Housekeeping:
             async with session.lock:
                 if not self._idle(session):  # a verb came in while we waited
                     continue
+                # Its child sessions are idle too (see _idle): they go, browser or not.
+                await self.children.reap(session.ref.id, "was idle")
                 running = session.running_leases
                 if not running:
                     if not session.targets:  # a window it holds keeps its lease object
@@ -467,7 +469,6 @@ class Housekeeping:
                 )
                 for lease in running:
                     await self.leases.end(session, lease, "idle")
-                await self.children.reap(session.ref.id, "was idle")
         await self.pool.stop_idle(self.settings.browser_grace)
 
     def _idle(self, session: Session) -> bool:
