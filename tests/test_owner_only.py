@@ -568,3 +568,33 @@ def test_on_a_session_socket_the_trace_of_a_shared_profile_is_its_own_actions(
         assert "theirs-5e1f" not in Path(shown["path"]).read_text(encoding="utf-8")
         everyone = b.ok("trace", "show", "--last", "10", session=OTHER)
         assert {a["session"] for a in everyone["actions"]} == {AGENT, OTHER}
+
+
+def test_on_a_session_socket_a_proposal_names_no_other_session_nor_its_page(
+    world: World, demo: str
+) -> None:
+    """A switch another session proposed for a profile the agent was granted: the agent sees
+    that one is proposed (and for which backend), not who proposed it, who else holds the
+    profile, nor the page the proposer was on."""
+    third = f"third-{os.getpid()}"
+    assert world.agent("use", world.profile).data
+    owner = {**as_(third), "profile": world.profile}
+    assert raw(world.owner_sock, "use", {"profile": world.profile}, **as_(third))["ok"]
+    assert raw(world.owner_sock, "open", {"url": f"{demo}/?third-page"}, **owner)["ok"]
+    proposed = raw(world.owner_sock, "backend", {"provider": "standin"}, **owner)
+    assert proposed["data"]["switched"] is False, proposed
+    try:
+        for answer in (
+            world.agent("status", "--profile", world.profile),
+            world.agent("profiles"),
+            world.agent("backend", "--profile", world.profile),
+        ):
+            text = json.dumps(answer.frame) + answer.stderr
+            assert "standin" in text  # the proposal is there
+            assert third not in text
+            assert "third-page" not in text
+        assert third in json.dumps(raw(world.owner_sock, "profiles", **as_(OTHER)))
+    finally:
+        raw(world.owner_sock, "backend", {"decline": True}, **owner)
+        raw(world.owner_sock, "close", **as_(third))
+        raw(world.owner_sock, "detach", **owner)

@@ -126,6 +126,8 @@ class AdminVerbs:
             if browser is not None:
                 pss = await anyio.to_thread.run_sync(procfs.tree_pss_kib, browser["pid"])
                 browser["pss_kib"] = pss
+                if channel.session is not None:  # a session socket: no other session's id
+                    browser["sessions"] = [s for s in browser["sessions"] if s == channel.session]
         return await self.profiles.listing(bool(args.get("orphans")), live.get, channel)
 
     async def triggers(self, args: dict[str, Any], handle: str | None, channel: Channel) -> Answer:

@@ -462,7 +462,7 @@ class ProfileBook:
                     disk_bytes=size,
                     sessions=sessions,
                     proposal=(
-                        proposal.as_row()
+                        proposal.as_row(channel.session)
                         if (proposal := await self.db(self.proposals.get, r.id))
                         else None
                     ),

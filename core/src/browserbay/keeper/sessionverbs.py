@@ -367,7 +367,7 @@ class SessionVerbs:
                         for t in list(lease.tabs.values())
                     ],
                     "proposal": (
-                        proposal.as_row()
+                        proposal.as_row(call.channel.session)
                         if not lease.profile.ephemeral
                         and (proposal := await self.db(self.proposals.get, lease.profile.id))
                         else None

@@ -192,7 +192,7 @@ class BackendSwitch:
         proposal = None
         if chosen is not None and not chosen.profile.ephemeral:
             proposal = await self.db(self.proposals.get, chosen.profile.id)
-        data["proposal"] = proposal.as_row() if proposal else None
+        data["proposal"] = proposal.as_row(channel.session) if proposal else None
         text = listing_text(data, chosen.profile.provider if chosen else None)
         if chosen is not None:
             text = (
@@ -201,7 +201,7 @@ class BackendSwitch:
                 f"<provider>\n{text}"
             )
         if proposal is not None:
-            text += "\n" + proposal_line(proposal.as_row())
+            text += "\n" + proposal_line(data["proposal"])
         return data, text, chosen.profile if chosen else None
 
     # -- the checks -----------------------------------------------------------------------

@@ -5,6 +5,7 @@ owner. The switch itself is :meth:`browserbay.registry.profiles.Profiles.set_bac
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
@@ -35,15 +36,20 @@ class Proposal:
     url: str | None
     """The proposer's current tab when it proposed (the page it wants another backend for)."""
 
-    def as_row(self) -> dict[str, Any]:
+    def as_row(self, seen_by: str | None = None) -> dict[str, Any]:
+        """The proposal as answers carry it. ``seen_by``: the session a session socket is
+        fixed to (None: the owner's channel, which sees it all). Such a session sees that a
+        switch is proposed, and for which backend, but no other session's id nor the page
+        its proposer was on."""
+        mine = seen_by is None or self.by == seen_by
         return {
             "profile": self.profile,
             "provider": self.provider,
-            "by": self.by,
+            "by": self.by if mine else "another session",
             "at": self.at,
-            "why": self.why,
-            "affects": list(self.affects),
-            "url": self.url,
+            "why": self.why if seen_by is None else re.sub(r" \([^)]*\)", "", self.why),
+            "affects": [s for s in self.affects if seen_by is None or s == seen_by],
+            "url": self.url if mine else None,
         }
 
 
