@@ -179,7 +179,7 @@ def bind_socket(path: Path, *, restore: bool = False) -> _Made:
             raise
         st = os.lstat(path)
         made = (st.st_dev, st.st_ino)
-        os.chmod(path, 0o600)
+        _chmod_ours(path, made)
         after = os.lstat(path)
         if (after.st_dev, after.st_ino) != made or stat.S_IMODE(after.st_mode) != 0o600:
             raise _Refused(f"{path} changed while it was made", "run the grant again")
@@ -190,6 +190,22 @@ def bind_socket(path: Path, *, restore: bool = False) -> _Made:
             _unlink_ours(path, made)
         raise
     return _Made(sock, made)
+
+
+def _chmod_ours(path: Path, inode: tuple[int, int]) -> None:
+    """Mode 0600 on the socket the book just bound, and on nothing else: whoever can write
+    the directory (the agent the socket is for, in its sandbox) could put a symlink to one of
+    the owner's files at the path between the bind and a ``chmod(path)``, which follows it.
+    The path is opened without following (``O_PATH | O_NOFOLLOW``), the inode checked to be
+    that socket, and the mode set through the descriptor."""
+    fd = os.open(path, os.O_PATH | os.O_NOFOLLOW)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISSOCK(st.st_mode) or (st.st_dev, st.st_ino) != inode:
+            raise _Refused(f"{path} changed while it was made", "run the grant again")
+        os.chmod(f"/proc/self/fd/{fd}", 0o600)
+    finally:
+        os.close(fd)
 
 
 def _unlink_ours(path: Path, inode: tuple[int, int]) -> None:
