@@ -97,6 +97,20 @@ def test_a_granted_socket_serves_its_session_and_drives_its_own_tab(
     bay.ok("close", session=sid)
 
 
+def test_the_owners_keeper_status_lists_the_session_sockets(
+    bay: Bay, granted: tuple[str, Path]
+) -> None:
+    sid, path = granted
+    status = bay.ok("keeper", "status", session=None)
+    rows = {g["session"]: g for g in status["grants"]}
+    assert rows[sid]["socket"] == str(path)
+    text = bay("keeper", "status", session=None, json_=False).stdout
+    assert f"session sockets {len(rows)}" in text
+    bay.ok("session", "revoke", sid, session=None)
+    after = bay.ok("keeper", "status", session=None)["grants"]
+    assert sid not in {g["session"] for g in after}
+
+
 def test_bay_with_bay_socket_is_the_grants_session(
     bay: Bay, demo: str, granted: tuple[str, Path]
 ) -> None:

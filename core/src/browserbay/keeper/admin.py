@@ -20,6 +20,7 @@ from browserbay.keeper.backends import provider_row
 from browserbay.keeper.base import Answer, Lifecycle
 from browserbay.keeper.browsers import BrowserPool
 from browserbay.keeper.channels import Channel
+from browserbay.keeper.grants import GrantBook, grant_row
 from browserbay.keeper.hints import listing as hints_listing
 from browserbay.keeper.profiles import ProfileBook
 from browserbay.keeper.sessions import Session
@@ -48,6 +49,7 @@ class AdminVerbs:
         life: Lifecycle,
         table: Mapping[str, verbs.Verb],
         configured: Configured,
+        grants: GrantBook,
     ) -> None:
         self.plugins = plugins
         self.groups = groups
@@ -63,6 +65,8 @@ class AdminVerbs:
         """The verbs the keeper serves (the core's and the plugins'), for ``bay verbs``."""
         self.configured = configured
         """The keeper's settings and where each came from, for ``bay keeper status``."""
+        self.grants = grants
+        """The session sockets, listed by ``bay keeper status``."""
 
     def keeper_status(self) -> dict[str, Any]:
         return {
@@ -80,6 +84,7 @@ class AdminVerbs:
             "config": str(self.configured.file) if self.configured.file else None,
             "config_found": self.configured.file_found,
             "settings": [s.as_row() for s in self.configured.rows()],
+            "grants": [grant_row(g) for g in self.grants.live],
         }
 
     def plugin_verb_rows(self) -> list[dict[str, Any]]:
@@ -168,7 +173,8 @@ class AdminVerbs:
         text = (
             f"keeper pid {status['pid']} · version {status['version']} · up {status['uptime_s']}s\n"
             f"socket {status['socket']}\nbrowsers {len(status['browsers'])} · "
-            f"sessions {len(status['sessions'])}\nlog {status['log']}\n" + self._settings_text()
+            f"sessions {len(status['sessions'])} · session sockets {len(status['grants'])}\n"
+            f"log {status['log']}\n" + self._settings_text()
         )
         if self.audit_trail.failures:
             text += (

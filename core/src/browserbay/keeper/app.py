@@ -235,6 +235,7 @@ class App:
             self.life,
             table,
             configured if configured is not None else Configured(settings, {}),
+            self.grants,
         )
         backend = BackendSwitch(
             plugins,
