@@ -420,7 +420,9 @@ class Boundary:
 
     def child(self, me: Agent) -> tuple[str, Agent | None]:
         """``bay session child`` on the agent's channel: the child's agent, or the code."""
-        frame = me.call("session", action="child")
+        # On the owner's channel the parent is named (there the caller could be anyone).
+        named = {"id": me.session} if me.socket is None else {}
+        frame = me.call("session", action="child", **named)
         if not frame.get("ok"):
             return _code(frame), None
         data = frame.get("data", {})
@@ -528,7 +530,7 @@ class Boundary:
         mark = "mk" + secrets.token_hex(8)
         stop = me.bay("keeper", "stop", "--json")
         time.sleep(1)
-        flags = ["--set", "BAY_MAX_BROWSERS=1"] if a.params["road"] == "cli-set" else []
+        flags = ["--set", "max_browsers=1"] if a.params["road"] == "cli-set" else []
         p = me.bay(
             "keeper",
             "start",
