@@ -208,14 +208,23 @@ def test_a_jailed_agent_cannot_start_a_keeper_through_a_gone_socket(world: World
 def test_a_jailed_agent_cannot_have_the_keeper_write_outside_the_jail(
     world: World, agent: dict[str, str], demo: str
 ) -> None:
-    # The keeper writes a screenshot where it is told, with the owner's rights: from a jail,
-    # a path outside it (here the owner's home, which the agent cannot even see) would be a
-    # write through the keeper's hands (the registry file replaced by a PNG).
+    # A screenshot's PNG comes back through the socket and the jail's own bay writes it
+    # (browserbay.transfer): a path outside the jail (here the owner's home, which the agent
+    # cannot even see) is one the jail cannot write, so nothing is asked of the keeper; and
+    # a path in the jail's share gets the PNG, written by the jailed client. (Before, the
+    # keeper wrote it with the owner's rights: such a path was refused owner_only.)
     jail = world.jail
     assert jail.bay("open", f"{demo}/index.html", env=agent).frame["ok"]
     planted = world.owner.home / "planted.png"
-    assert_refused(jail.bay("screenshot", str(planted), env=agent), "owner_only")
+    frame = assert_refused(jail.bay("screenshot", str(planted), env=agent), "file_unwritable")
+    assert "No such file or directory" in frame["data"]["reason"], frame
     assert not planted.exists()
+    mine = world.share / "shot.png"
+    shot = jail.bay("screenshot", str(mine), env=agent).data
+    assert shot["path"] == str(mine)
+    assert mine.read_bytes().startswith(b"\x89PNG")
+    assert mine.stat().st_mode & 0o777 == 0o600
+    mine.unlink()
     world.intact()
 
 

@@ -41,8 +41,8 @@ TABLE: dict[str, verbs.Verb] = load_plugins(strict=True).verb_table()
 #: What was decided for each verb: the calls of it only the owner's channel may make. A new
 #: verb (or a changed row) fails the census below until its decision is written here.
 DECIDED: dict[str, tuple[str, ...]] = {
-    # the keeper writes the file as its user wherever the caller says
-    "screenshot": ("path",),
+    # (screenshot PATH: none since its PNG comes back through the connection and the caller's
+    # client writes it, browserbay.transfer; upload, download, downloads: the same)
     # a cdp profile drives somebody else's running browser
     "new": ("provider=cdp", "cdp_url"),
     "profiles": ("orphans",),
@@ -176,20 +176,20 @@ def test_the_way_out_is_the_exact_command_and_never_holds_a_key() -> None:
     assert (
         r.way_out == f"ask the human to run it: bay keys set cloud:steel api_key --session {AGENT}"
     )
-    shot = TABLE["screenshot"]
+    new = TABLE["new"]
     with pytest.raises(Refusal) as refused:
         admit(
             Channel(GRANT),
-            shot,
-            {"path": "/home/u/.bashrc", "full": True},
+            new,
+            {"label": "mine", "cdp_url": "auto", "headed": True},
             session=AGENT,
             actor=None,
             group=None,
             handle="work",
         )
-    assert refused.value.fields["what"] == "screenshot <path>"
+    assert refused.value.fields["what"] == "new --cdp-url"
     assert refused.value.fields["command"] == (
-        f"bay screenshot /home/u/.bashrc --full --profile work --session {AGENT}"
+        "bay new mine --headed --cdp-url auto --profile work"
     )
     chrome = TABLE["chrome"]
     with pytest.raises(Refusal) as refused:

@@ -418,14 +418,16 @@ def run(argv: list[str]) -> int:
         return EXIT_USAGE
     # Who is asking is resolved after the hello: a session socket names its session.
     asking = {"named": options.get("session"), "profile": options.get("profile")}
-    frame = client.call(verb.name, args, **asking, timeout=timeout, extra={"road": "cli"})
+    frame = client.call(verb.name, args, **asking, timeout=timeout, extra={"road": "cli"}, row=verb)
     secret = _secret_wanted(verb, args, frame)
     if secret is not None:  # the keeper asked for a secret argument: read it, ask again
         try:
             args[secret] = _read_secret(secret, _command(verb, args))
         except Refusal as r:
             return _refuse(r, as_json, verb.name)
-        frame = client.call(verb.name, args, **asking, timeout=timeout, extra={"road": "cli"})
+        frame = client.call(
+            verb.name, args, **asking, timeout=timeout, extra={"road": "cli"}, row=verb
+        )
     if not frame.get("ok"):
         return _refuse(frame, as_json, verb.name)
     if as_json:

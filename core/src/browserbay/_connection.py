@@ -24,7 +24,7 @@ import anyio
 import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from browserbay import client, protocol, sockpath
+from browserbay import client, protocol, sockpath, transfer
 from browserbay._answers import refused
 from browserbay.errors import BayRefusal
 from browserbay.paths import BayPaths, bay_paths
@@ -68,7 +68,8 @@ def unavailable(reason: str) -> BayRefusal:
 
 def _deadline(frame: dict[str, Any]) -> BayRefusal:
     t = frame["timeout"]
-    return refused(Refusal("deadline", verb=frame["verb"], timeout=t, longer=t * 2))
+    verb = str(frame.get("verb") or frame.get("op"))
+    return refused(Refusal("deadline", verb=verb, timeout=t, longer=t * 2))
 
 
 class AsyncConnection:
@@ -123,9 +124,25 @@ class AsyncConnection:
             await stream.aclose()
 
     async def exchange(self, frame: dict[str, Any]) -> dict[str, Any]:
-        """Send ``frame`` (connecting first when needed) and read its answer."""
+        """Send ``frame`` (connecting first when needed) and read its answer; a verb whose
+        files move through the connection sends and receives them around it, on it
+        (:mod:`browserbay.transfer`: the caller's files are read and written here, in a
+        worker thread)."""
+        row = BY_NAME.get(str(frame.get("verb")))
         async with self._lock:
-            return await self._exchange(frame)
+            if row is None or not row.moves_files:
+                return await self._exchange(frame)
+            gen = transfer.carry(row, frame)
+            try:
+                step = await anyio.to_thread.run_sync(transfer.step, gen, None)
+                while not step.done:
+                    got = await self._exchange(step.frame)
+                    step = await anyio.to_thread.run_sync(transfer.step, gen, got)
+                return step.frame
+            except Refusal as r:
+                raise refused(r) from None
+            finally:
+                gen.close()
 
     async def _exchange(self, frame: dict[str, Any]) -> dict[str, Any]:
         data = protocol.encode(frame)
@@ -151,7 +168,7 @@ class AsyncConnection:
         except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, OSError):
             await self.disconnect()
             raise unavailable(
-                f"the keeper closed the connection during '{frame['verb']}' (it may or may not "
+                f"the keeper closed the connection during '{frame.get('verb')}' (it may or may not "
                 "have run)"
             ) from None
         except anyio.DelimiterNotFound:
@@ -200,9 +217,17 @@ class SyncConnection:
             conn.close()
 
     def exchange(self, frame: dict[str, Any]) -> dict[str, Any]:
-        """Send ``frame`` (connecting first when needed) and read its answer."""
+        """Send ``frame`` (connecting first when needed) and read its answer; a verb whose
+        files move through the connection sends and receives them around it, on it
+        (:mod:`browserbay.transfer`)."""
+        row = BY_NAME.get(str(frame.get("verb")))
         with self._lock:
-            return self._exchange(frame)
+            if row is None or not row.moves_files:
+                return self._exchange(frame)
+            try:
+                return transfer.drive(transfer.carry(row, frame), self._exchange)
+            except Refusal as r:
+                raise refused(r) from None
 
     def _exchange(self, frame: dict[str, Any]) -> dict[str, Any]:
         for attempt in (0, 1):
@@ -225,6 +250,6 @@ class SyncConnection:
         except (OSError, ValueError) as exc:
             self.disconnect()
             raise unavailable(
-                f"the keeper closed the connection during '{frame['verb']}' (it may or may not "
+                f"the keeper closed the connection during '{frame.get('verb')}' (it may or may not "
                 f"have run): {exc}"
             ) from None

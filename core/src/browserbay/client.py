@@ -19,7 +19,7 @@ import socket
 import sys
 import time
 
-from browserbay import identity, protocol, sockpath
+from browserbay import identity, protocol, sockpath, transfer
 from browserbay.refusals import Refusal, printable
 from browserbay.sockpath import distrust, socket_path
 
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from browserbay.paths import BayPaths
+    from browserbay.verbs import Verb
 
 SPAWN_WAIT = 20.0  # seconds a new keeper has to bind its socket
 
@@ -93,15 +94,26 @@ class Connection:
         session: dict[str, str],
         timeout: float,
         extra: dict[str, Any] | None = None,
+        row: Verb | None = None,
     ) -> dict[str, Any]:
         """One verb. ``extra`` adds frame fields: ``profile`` (a handle), ``group``, and
-        ``actor`` (who is asking, when it is not ``session`` itself)."""
+        ``actor`` (who is asking, when it is not ``session`` itself). ``row``: the verb's row,
+        when its files move through the connection (:mod:`browserbay.transfer`): the client
+        reads and writes them, never the keeper."""
         self._n += 1
         rid = str(self._n)
         frame = {"id": rid, "verb": verb, "args": args, "session": session, "timeout": timeout}
         frame["progress"] = True  # lines said while the verb runs (a link for a human)
         if extra:
             frame.update(extra)
+        if row is not None and row.moves_files:  # its files' bytes go with it, both ways
+            return transfer.drive(transfer.carry(row, frame), self.exchange)
+        return self.exchange(frame)
+
+    def exchange(self, frame: dict[str, Any]) -> dict[str, Any]:
+        """Send one frame (a verb's, or a file's ``put``/``get``) and read its answer; a
+        verb's progress lines go to stderr meanwhile."""
+        rid, timeout = frame.get("id"), float(frame.get("timeout") or 30.0)
         self.send(frame)
         # The keeper enforces the deadline itself; the margin covers the answer's trip.
         try:
@@ -111,8 +123,11 @@ class Connection:
                     sys.stderr.write(printable(f"{answer['progress']}") + "\n")
                     sys.stderr.flush()
                     continue
+                if answer.get("id") != rid and "id" in answer:
+                    raise ConnectionError("the keeper answered another frame than the one sent")
                 return answer
         except TimeoutError:
+            verb = str(frame.get("verb") or frame.get("op"))
             raise Refusal("deadline", verb=verb, timeout=timeout, longer=timeout * 2) from None
 
     def close(self) -> None:
@@ -412,6 +427,7 @@ def call(
     timeout: float = 30.0,
     paths: BayPaths | None = None,
     extra: dict[str, Any] | None = None,
+    row: Verb | None = None,
 ) -> dict[str, Any]:
     """One verb, one answer frame (``ok`` true or a refusal frame). Never raises a refusal:
     a keeper that cannot be reached is answered as a ``keeper_unavailable`` frame (on a
@@ -420,7 +436,8 @@ def call(
     ``session`` is sent as given; else the caller's identity is resolved once the hello says
     whether the socket fixes one: ``named`` (``--session``), else ``BAY_SESSION``, else the
     session socket's session, else the shell's. ``extra`` adds frame fields to
-    :func:`context`'s (``profile``: ``--profile``)."""
+    :func:`context`'s (``profile``: ``--profile``); ``row``: the verb's row, to carry its files
+    (:meth:`Connection.request`)."""
     target = sockpath.session_socket() if paths is None else None
     try:
         try:
@@ -434,7 +451,7 @@ def call(
         try:
             me = session or identity.resolve(named, fixed=conn.fixed)
             fields = {**context(profile, named, fixed=conn.fixed), **(extra or {})}
-            return conn.request(verb, args or {}, me, timeout, fields)
+            return conn.request(verb, args or {}, me, timeout, fields, row)
         finally:
             conn.close()
     except Refusal as r:

@@ -118,6 +118,12 @@ _ROWS = (
         "{fix}",
     ),
     Code(
+        "file_unwritable",
+        "{path} cannot be written: {reason}",
+        "name a file in a directory you can write (an existing file there is replaced), or a "
+        "directory to put it in",
+    ),
+    Code(
         "bad_frame",
         "The keeper could not read that frame: {reason}",
         "send one JSON object per line, UTF-8, under the frame limit (docs/protocol.md)",
@@ -465,7 +471,12 @@ def _jsonable(value: object) -> bool:
 AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "take a fresh `bay snapshot -i`, then act on a new @eN",
-        ("ref_stale", "target_not_found", "action_failed", "no_action"),
+        (
+            "ref_stale",
+            "target_not_found",
+            "action_failed",
+            "no_action",
+        ),
     ),
     (
         "a human holds the controls: wait, then run it again after the handback",
@@ -498,6 +509,7 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "usage",
             "too_large",
+            "file_unwritable",
             "bad_frame",
             "secret_on_argv",
             "secret_required",

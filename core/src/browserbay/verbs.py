@@ -25,6 +25,16 @@ PLUGIN = "plugin"  # contributed by a plugin (bay_verbs): its handler runs in th
 #: steps.py``): every client makes it absolute against its own working directory before
 #: sending, since the keeper has another one (:meth:`Verb.with_local_paths`).
 PATH = "path"
+#: The :attr:`Arg.type` of a file of the caller's that the verb's bytes come from (``bay
+#: upload @e3 cv.pdf``): the client reads it and sends its content through the connection
+#: (:mod:`browserbay.transfer`); the keeper gets a transfer handle, never the path.
+FILE_IN = "file_in"
+#: The :attr:`Arg.type` of a file of the caller's that the verb's answer is written to (``bay
+#: download @e5 report.csv``): the keeper answers the bytes, the client writes them there
+#: (:mod:`browserbay.transfer`); the keeper never opens the path.
+FILE_OUT = "file_out"
+#: The argument types that name a file on the caller's machine (made absolute by the client).
+LOCAL_FILES = (PATH, FILE_IN, FILE_OUT)
 
 
 class Arg:
@@ -32,7 +42,8 @@ class Arg:
     (one or more words), ``tail`` (optional: every word after ``--``, as a list), ``flag``
     (boolean option), ``value`` (option with a value), ``many`` (an option with a value that
     may be given again: its values, as a list). ``type``: ``str``, ``int``, ``float``,
-    ``secret`` (never from argv: ``-`` reads it from stdin) or :data:`PATH`."""
+    ``secret`` (never from argv: ``-`` reads it from stdin), :data:`PATH`, or a file whose
+    bytes move through the connection: :data:`FILE_IN`, :data:`FILE_OUT`."""
 
     __slots__ = ("choices", "default", "help", "kind", "long", "name", "short", "type")
 
@@ -228,13 +239,27 @@ class Verb:
         return " ".join(words + tail)
 
     def with_local_paths(self, args: dict[str, Any]) -> dict[str, Any]:
-        """``args`` with each given :data:`PATH` argument made absolute (the CLI, the Python
-        API and the MCP server all send it so)."""
-        local = {a.name for a in self.args if a.type == PATH}
+        """``args`` with each given :data:`PATH`, :data:`FILE_IN` or :data:`FILE_OUT` argument
+        (one word or a list of them) made absolute (the CLI, the Python API and the MCP server
+        all send it so)."""
+        local = {a.name for a in self.args if a.type in LOCAL_FILES}
+
+        def absolute(v: Any) -> Any:
+            return os.path.abspath(v) if isinstance(v, (str, os.PathLike)) and v else v
+
         return {
-            k: os.path.abspath(v) if k in local and isinstance(v, (str, os.PathLike)) and v else v
+            k: ([absolute(x) for x in v] if isinstance(v, list) else absolute(v))
+            if k in local
+            else v
             for k, v in args.items()
         }
+
+    @property
+    def moves_files(self) -> bool:
+        """An argument of it is a file whose bytes move through the connection
+        (:data:`FILE_IN`, :data:`FILE_OUT`): the client carries them
+        (:mod:`browserbay.transfer`)."""
+        return any(a.type in (FILE_IN, FILE_OUT) for a in self.args)
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Verb:
@@ -371,13 +396,17 @@ VERBS: tuple[Verb, ...] = (
         PAGE,
         "Save a PNG of the viewport (or --full page) and print its path.",
         (
-            Arg("path", "opt", "where to write it (default: the state dir)", type=PATH),
+            Arg(
+                "path",
+                "opt",
+                "where to write it, on your machine (default: the keeper's state dir)",
+                type=FILE_OUT,
+            ),
             Arg("full", "flag", "the whole page, not just the viewport"),
         ),
         needs=("has_cdp", "screenshots"),
-        # The keeper writes the file, as its user, wherever the path says (over any file):
-        # from a session socket that is a write outside the agent's sandbox.
-        owner_only=("path",),
+        # No owner_only: the PNG comes back through the connection and the caller's own
+        # client writes it at the path (browserbay.transfer); the keeper never opens it.
     ),
     Verb(
         "login-check",

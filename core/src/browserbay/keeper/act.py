@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from browserbay.keeper.downloads import Downloads
+from browserbay.keeper.files import Carried
 from browserbay.keeper.frames import Recorder
 from browserbay.keeper.sessions import Lease, Tab
 from browserbay.plugins import Plugins
@@ -29,6 +31,12 @@ class Act:
     deadline: float  # time.monotonic() by which the verb must be done
     plugins: Plugins
     shots_dir: Path
+    files: Carried
+    """The files its connection sent (``take``) and the ones its answer offers (``offer_*``):
+    a file of the caller's moves through the connection, never by its path
+    (:mod:`browserbay.keeper.files`)."""
+    downloads: Downloads | None = None
+    """The sessions' downloads (None: a keeper that keeps none)."""
     trace: Recorder | None = None
     """Takes the action's frames when a plugin traces actions (bay_action_traced)."""
 

@@ -42,6 +42,7 @@ from browserbay.keeper.children import Children
 from browserbay.keeper.choosing import LeaseChooser
 from browserbay.keeper.controls import Controls, make_transports
 from browserbay.keeper.downloads import Downloads
+from browserbay.keeper.files import Carrier
 from browserbay.keeper.grants import GrantBook, GrantVerbs
 from browserbay.keeper.keeper import Housekeeping, Keeper
 from browserbay.keeper.leases import Leases
@@ -162,6 +163,8 @@ class App:
         self.roster = roster = Roster(registry.sessions, db)
         self.audit = AuditTrail(registry.audit, db)
         self.driver = PlaywrightDriver()
+        #: The files connections send and are answered (browserbay.keeper.files).
+        self.carrier = Carrier(paths.runtime / "transfers")
         # Tab ids never repeat across this home's keepers (a stale one is tab_gone).
         tabs = TabBook(functools.partial(reserve_tab_ids, paths.state / "tab-ids"))
         self.pool = BrowserPool(
@@ -287,6 +290,7 @@ class App:
             self.controls,
             self.guards,
             self.audit,
+            self.carrier,
         )
         self.housekeeping = Housekeeping(
             roster, self.leases, self.pool, self.gate, settings, children

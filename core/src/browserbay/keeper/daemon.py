@@ -26,6 +26,7 @@ import anyio.abc
 from browserbay import progress, protocol, verbs
 from browserbay._version import __version__
 from browserbay.keeper.channels import OWNER, Channel
+from browserbay.keeper.files import Carried
 from browserbay.paths import BayPaths, NotYours, bay_paths
 from browserbay.refusals import Refusal
 from browserbay.scrub import scrub, scrub_frame
@@ -304,15 +305,18 @@ async def serve_connection(
     and the connection goes on with the next frame; a frame that does not end within
     ``frame_timeout`` seconds ends it."""
     reader = FrameReader(stream, budget if budget is not None else Budget(), frame_timeout)
+    files = app.carrier.connection()  # the files this connection sends and is answered
     async with stream:
         try:
-            await _serve_frames(stream, reader, app, channel)
+            await _serve_frames(stream, reader, app, channel, files)
         finally:
             reader.close()
+            with anyio.CancelScope(shield=True):
+                await files.close()
 
 
 async def _serve_frames(
-    stream: anyio.abc.ByteStream, reader: FrameReader, app: App, channel: Channel
+    stream: anyio.abc.ByteStream, reader: FrameReader, app: App, channel: Channel, files: Carried
 ) -> None:
     while True:
         try:
@@ -362,11 +366,17 @@ async def _serve_frames(
             app.life.begin_stop()
             await _send(stream, {"id": frame.get("id"), "ok": True, "data": {"stopping": True}})
             continue
+        if frame.get("op") in ("put", "get"):
+            # A file's bytes, in or out (browserbay.transfer): bound to this connection, on
+            # every channel. Sent as they are: a scrub of secrets would change a file's bytes.
+            await stream.send(protocol.encode(await files.frame(frame)))
+            continue
         app.life.inflight += 1
         # A client that asked for progress lines gets them before the answer.
         said = progress.SINK.set(_progress_sink(stream, frame) if frame.get("progress") else None)
         try:
-            answer = await app.keeper.handle(frame, channel)
+            answer = await app.keeper.handle(frame, channel, files)
+            await files.spent()  # the files sent for it go
         finally:
             progress.SINK.reset(said)
             app.life.inflight -= 1

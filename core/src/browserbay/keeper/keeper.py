@@ -25,6 +25,7 @@ from browserbay.keeper.children import Children
 from browserbay.keeper.choosing import LeaseChooser
 from browserbay.keeper.controls import Controls
 from browserbay.keeper.faults import disk_full, is_disk_full
+from browserbay.keeper.files import Carried, Carrier
 from browserbay.keeper.frames import ELEMENT_VERBS, PENDING, TRACED_VERBS, Recorder
 from browserbay.keeper.leases import Leases
 from browserbay.keeper.pageverbs import page_error
@@ -87,6 +88,7 @@ class Keeper:
         controls: Controls,
         guards: Guards,
         audit: AuditTrail,
+        carrier: Carrier,
     ) -> None:
         self.plugins = plugins
         self.kept_tabs = kept_tabs
@@ -100,11 +102,24 @@ class Keeper:
         self.controls = controls
         self.guards = guards
         self.audit = audit
+        #: Where the files requests send and answer are staged (browserbay.keeper.files).
+        self.carrier = carrier
 
     # -- requests ---------------------------------------------------------------------
 
-    async def handle(self, frame: dict[str, Any], channel: Channel = OWNER) -> dict[str, Any]:
-        """Answer one request frame that came in on ``channel``."""
+    async def handle(
+        self, frame: dict[str, Any], channel: Channel = OWNER, files: Carried | None = None
+    ) -> dict[str, Any]:
+        """Answer one request frame that came in on ``channel``; ``files``: its connection's
+        (the daemon's; None: a road without a connection, whose verbs get a book of their own
+        that goes with the answer)."""
+        if files is None:
+            files = self.carrier.connection()
+            try:
+                return await self.handle(frame, channel, files)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await files.close()
         rid = frame.get("id")
         started = time.monotonic()
         call: VerbCall | None = None
@@ -167,6 +182,7 @@ class Keeper:
                                     timeout,
                                     check,
                                     channel,
+                                    files,
                                 )
                             except (anyio.get_cancelled_exc_class(), Refusal) as cut:
                                 # Cut by the deadline, or a page call's own timeout (the
@@ -266,6 +282,7 @@ class Keeper:
         timeout: float,
         check: Check,
         channel: Channel,
+        files: Carried,
     ) -> SessionAnswer:
         """``check``: the guards (browserbay.keeper.roads), called once before anything of
         the verb runs, with the lease it acts on when there is one."""
@@ -275,7 +292,7 @@ class Keeper:
             if not handler.ends_leases:
                 check()  # on the session, not a lease: only the hooks judge it
             return await handler.run(
-                SessionCall(verb, args, session, handle, by_other, deadline, check, channel)
+                SessionCall(verb, args, session, handle, by_other, deadline, check, channel, files)
             )
         plugin_verb = handler.verb if isinstance(handler, OnPlugin) else None
         exempt = plugin_verb is not None and plugin_verb.while_paused
@@ -293,7 +310,7 @@ class Keeper:
                 check(None, held=target, exempt=exempt)
                 if target is None:
                     return await self._on_lease(
-                        verb, handler, args, session, lease, deadline, timeout, channel
+                        verb, handler, args, session, lease, deadline, timeout, channel, files
                     )
                 return await self.controls.run(
                     target,
@@ -301,7 +318,16 @@ class Keeper:
                     args,
                     exempt,
                     lambda: self._on_lease(
-                        verb, handler, args, session, lease, deadline, timeout, channel, target
+                        verb,
+                        handler,
+                        args,
+                        session,
+                        lease,
+                        deadline,
+                        timeout,
+                        channel,
+                        files,
+                        target,
                     ),
                 )
             finally:
@@ -318,7 +344,7 @@ class Keeper:
             args,
             exempt,
             lambda: self._on_lease(
-                verb, handler, args, session, lease, deadline, timeout, channel, target
+                verb, handler, args, session, lease, deadline, timeout, channel, files, target
             ),
         )
 
@@ -332,6 +358,7 @@ class Keeper:
         deadline: float,
         timeout: float,
         channel: Channel,
+        files: Carried,
         target: Lease | None = None,
     ) -> tuple[dict[str, Any], str, ProfileRef | None]:
         """Run a verb on its lease (cut by a takeover: see browserbay.keeper.controls)."""
@@ -380,7 +407,15 @@ class Keeper:
         else:
             tab = await self.leases.current_tab(session, lease)
             act = Act(
-                verb.name, args, lease, tab, deadline, self.plugins, self.paths.state / "shots"
+                verb.name,
+                args,
+                lease,
+                tab,
+                deadline,
+                self.plugins,
+                self.paths.state / "shots",
+                files,
+                self.leases.downloads,
             )
             act.trace = self._recorder(act, row)
             try:

@@ -12,7 +12,6 @@ import json
 import re
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -251,15 +250,18 @@ async def verb_eval(act: Act) -> Answer:
 
 @page_verb("screenshot")
 async def verb_screenshot(act: Act) -> Answer:
+    """With a path, the PNG goes back through the connection and the caller's client writes
+    it there (``FILE_OUT``: the keeper never opens the caller's path); without one, the
+    keeper keeps it in its own state directory."""
+    name = f"{act.tab.id}-{time.strftime('%Y%m%d-%H%M%S')}.png"
+    png = await act.page.screenshot(full_page=bool(act.args.get("full")), timeout=act.ms_left())
     given = act.args.get("path")
     if given:
-        path = Path(str(given))
-        if not path.is_absolute():
-            raise Refusal("usage", detail="screenshot path must be absolute", verb="screenshot")
-    else:
-        await anyio.to_thread.run_sync(ensure_private, act.shots_dir)
-        path = act.shots_dir / f"{act.tab.id}-{time.strftime('%Y%m%d-%H%M%S')}.png"
-    png = await act.page.screenshot(full_page=bool(act.args.get("full")), timeout=act.ms_left())
+        offer = await act.files.offer_bytes(png, name)
+        data = {"file": offer.row(), "path": str(given), "bytes": len(png), "url": act.page.url}
+        return data, str(given)
+    await anyio.to_thread.run_sync(ensure_private, act.shots_dir)
+    path = act.shots_dir / name
     await anyio.to_thread.run_sync(write_private, path, png)  # page content: 0600
     return {"path": str(path), "bytes": len(png), "url": act.page.url}, str(path)
 

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from browserbay import verbs
 from browserbay.keeper.base import Answer
 from browserbay.keeper.channels import Channel, refuse_owner_only
+from browserbay.keeper.files import Carried
 from browserbay.keeper.pageverbs import PageHandler
 from browserbay.keeper.sessions import Lease, Session
 from browserbay.model import PluginVerb, ProfileRef
@@ -65,6 +66,9 @@ class SessionCall:
     check: Check
     channel: Channel
     """The channel the request came in on (the owner's, or a session socket's)."""
+    files: Carried
+    """The files the request's connection sent and the ones its answer offers
+    (:mod:`browserbay.keeper.files`)."""
 
 
 @dataclass(frozen=True)

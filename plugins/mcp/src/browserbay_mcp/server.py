@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import os
+import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
@@ -242,12 +243,15 @@ def build(client: Client) -> MCPServer[Any]:
         full: Annotated[bool, Field(description=helps("screenshot", "full"))] = False,
     ) -> CallToolResult:
         """A PNG of the page, as an image."""
-        try:
-            shot = await client.screenshot(full=full)
-            png = shot.path.read_bytes()
-        except BayRefusal as r:
-            return refused(r)
-        answer = result(shot, f"screenshot {shot.path} ({len(png)} bytes)")
+        # The PNG comes through the connection into a private directory of this server's
+        # (browserbay.transfer): the keeper's own files may be out of reach (a sandbox).
+        with tempfile.TemporaryDirectory(prefix="bay-mcp-") as tmp:
+            try:
+                shot = await client.screenshot(os.path.join(tmp, "shot.png"), full=full)
+                png = shot.path.read_bytes()
+            except BayRefusal as r:
+                return refused(r)
+        answer = result(shot, f"screenshot ({len(png)} bytes)")
         image = ImageContent(data=base64.b64encode(png).decode(), mime_type="image/png")
         answer.content.insert(0, image)
         return answer
