@@ -85,6 +85,8 @@ def test_every_code_renders_without_placeholders_given_its_fields() -> None:
         "via": "the request's session",
         "drop": "--session / BAY_SESSION",
         "session": "agent-1",
+        "glob": "**/api/*",
+        "routes": "**/ads/**",
     }
     for code in CODES:
         r = Refusal(code, **fields)

@@ -107,6 +107,16 @@ _ROWS = (
     ),
     Code("action_failed", "'{verb}' failed on the page: {reason}", "bay snapshot -i"),
     Code(
+        "route_unknown",
+        "No route of this session matches {glob} (its routes: {routes}); nothing was removed",
+        "bay network route  (lists your routes), then bay network unroute <one of them>",
+    ),
+    Code(
+        "har_not_recording",
+        "No HAR is being recorded for this session: nothing to stop",
+        "bay network har start, do what you want recorded, then bay network har stop <file>",
+    ),
+    Code(
         "deadline",
         "'{verb}' did not finish within {timeout:g}s",
         "bay {verb} ... --timeout {longer:g}   (or bay wait --load first)",
@@ -515,6 +525,8 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "secret_required",
             "script_failed",
             "no_proposal",
+            "route_unknown",
+            "har_not_recording",
         ),
     ),
     (

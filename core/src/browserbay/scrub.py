@@ -84,6 +84,11 @@ def scrub_url(url: str) -> str:
     )
 
 
+def credential_name(name: str) -> bool:
+    """``name`` (a URL parameter's, a header's) says its value carries a credential."""
+    return _CREDENTIAL_NAME.search(name) is not None
+
+
 def _params(text: str) -> str:
     if "=" not in text:
         return text
@@ -91,7 +96,7 @@ def _params(text: str) -> str:
     for pair in text.split("&"):
         name, eq, value = pair.partition("=")
         plain = urllib.parse.unquote_plus(name)
-        out.append(f"{name}={HIDDEN}" if eq and value and _CREDENTIAL_NAME.search(plain) else pair)
+        out.append(f"{name}={HIDDEN}" if eq and value and credential_name(plain) else pair)
     return "&".join(out)
 
 

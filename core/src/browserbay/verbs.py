@@ -409,6 +409,50 @@ VERBS: tuple[Verb, ...] = (
         # client writes it at the path (browserbay.transfer); the keeper never opens it.
     ),
     Verb(
+        "console",
+        PAGE,
+        "The tab's console messages (the newest 500): type, text, location, time.",
+        (Arg("clear", "flag", "empty the tab's console log once shown"),),
+        needs=_CDP,
+        example="bay console --clear",
+    ),
+    Verb(
+        "errors",
+        PAGE,
+        "The tab's uncaught page errors (the newest 100): message, stack, time.",
+        (Arg("clear", "flag", "empty the tab's error log once shown"),),
+        needs=_CDP,
+        example="bay errors",
+    ),
+    Verb(
+        "network",
+        PAGE,
+        "The tab's requests; routes that fail or answer requests of your pages; a HAR of "
+        "your requests (headers that carry credentials masked, no bodies).",
+        (
+            Arg(
+                "action",
+                "pos",
+                "requests, route <glob>, unroute [glob], or har start|stop",
+                choices=("requests", "route", "unroute", "har"),
+            ),
+            Arg("arg", "opt", "route/unroute: the URL glob (**/api/*); har: start or stop"),
+            Arg("filter", "value", "requests: only URLs containing this, or matching this glob"),
+            Arg("clear", "flag", "requests: empty the tab's request log once shown"),
+            Arg("abort", "flag", "route: matching requests fail (the page sees a network error)"),
+            Arg("body", "value", "route: answer matching requests with this body (JSON or text)"),
+            Arg("status", "value", "route: the answer's HTTP status (default 200)", type="int"),
+            Arg(
+                "content_type",
+                "value",
+                "route: the answer's Content-Type (default: application/json for a JSON body, "
+                "else text/plain)",
+            ),
+        ),
+        needs=_CDP,
+        example="bay network route '**/api/users' --body '{\"users\": []}'",
+    ),
+    Verb(
         "login-check",
         PAGE,
         "Open a URL, let it settle, and say logged_in, logged_out or unknown from URL globs.",

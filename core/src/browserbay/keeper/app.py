@@ -46,6 +46,7 @@ from browserbay.keeper.files import Carrier
 from browserbay.keeper.grants import GrantBook, GrantVerbs
 from browserbay.keeper.keeper import Housekeeping, Keeper
 from browserbay.keeper.leases import Leases
+from browserbay.keeper.network import verb_network as _network  # noqa: F401 (registers its verbs)
 from browserbay.keeper.pageverbs import PAGE_VERBS
 from browserbay.keeper.profiles import ProfileBook
 from browserbay.keeper.roads import Guards

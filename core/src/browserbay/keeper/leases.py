@@ -267,6 +267,7 @@ class Leases:
                 self.plugins.hooks.bay_lease_changed(lease=lease.info(), change="tabs")
 
         page.on("close", on_close)
+        tab.log.watch(page, lease.net)  # its console, errors, requests; the lease's HAR
         if self.downloads is not None:  # kept in the session's own directory, bounded
             self.downloads.watch(page, lambda: self.sessions.get(tab.owner))
         return tab
@@ -403,6 +404,7 @@ class Leases:
             elif lease.tabs:
                 await self.db(self.kept_tabs.mark, session.ref.id, lease.profile.id, "auto")
         Controls.let_go(lease)
+        await lease.net.release()  # its routes and HAR end with its context
         self.plugins.hooks.bay_lease_changed(lease=lease.info(reason), change="detached")
         closed = len(lease.tabs)
         pages = [t.page for t in lease.tabs.values()]

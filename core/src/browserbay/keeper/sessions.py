@@ -31,6 +31,7 @@ import anyio
 
 from browserbay.keeper.frames import LeaseTrace
 from browserbay.keeper.guard import Blocked
+from browserbay.keeper.netlog import LeaseNet, TabLog
 from browserbay.keeper.pause import LeaseControl
 from browserbay.model import LeaseInfo, LiveWindow, PauseInfo, ProfileRef, SessionRef
 from browserbay.refusals import Refusal
@@ -54,6 +55,8 @@ class Tab:
     ref_prefix: str = ""
     """The main frame's ref prefix in the tab's last snapshot (see browserbay.snapshot)."""
     created_at: float = field(default_factory=time.time)
+    log: TabLog = field(default_factory=TabLog)
+    """Its console, errors and requests (bounded rings, fed by its page's events)."""
 
     async def row(self) -> dict[str, Any]:
         try:
@@ -216,6 +219,8 @@ class Lease:
         verb waits for it, briefly), where the agent last pointed."""
         self.blocked = Blocked()
         """Sub-resource requests refused by the allowed-domains list."""
+        self.net = LeaseNet()
+        """Its routes and HAR recording (browserbay.keeper.netlog), for its context's life."""
         self.window = window
         """A target lease's native window (set by browserbay.keeper.targets, which holds
         target leases); None for a browser."""
