@@ -104,6 +104,8 @@ def parse(
             if eq:
                 raise UsageError(f"{name} takes no value", verb.name if verb else None)
             value: object = True
+        elif spec.bare is not None and not eq and (i >= len(argv) or argv[i] not in spec.choices):
+            value = spec.bare  # given bare: the next word (if any) is not its value
         else:
             if eq:
                 raw = inline
@@ -169,6 +171,8 @@ def usage_line(verb: Verb) -> str:
             parts.append(f"[{a.short or a.long}]")
         elif a.kind == "many":
             parts.append(f"[{a.long} N]...")
+        elif a.bare is not None:
+            parts.append(f"[{a.long} [N]]")
         else:
             parts.append(f"[{a.long} N]")
     return " ".join(parts)

@@ -123,6 +123,12 @@ _ROWS = (
         EXIT_DEADLINE,
     ),
     Code(
+        "wait_timeout",
+        "'wait' gave up after {timeout:g}s, still waiting for {waiting}: {seen}",
+        "bay wait ... --timeout {longer:g}   (or bay snapshot -i: see what the page shows)",
+        EXIT_DEADLINE,
+    ),
+    Code(
         "too_large",
         "{what} is {size} bytes; the limit is {limit} bytes",
         "{fix}",
@@ -497,6 +503,7 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "profile_changed",
             "deadline",
+            "wait_timeout",
             "script_deadline",
             "keeper_unavailable",
             "browser_restarting",

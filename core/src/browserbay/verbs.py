@@ -43,9 +43,11 @@ class Arg:
     (boolean option), ``value`` (option with a value), ``many`` (an option with a value that
     may be given again: its values, as a list). ``type``: ``str``, ``int``, ``float``,
     ``secret`` (never from argv: ``-`` reads it from stdin), :data:`PATH`, or a file whose
-    bytes move through the connection: :data:`FILE_IN`, :data:`FILE_OUT`."""
+    bytes move through the connection: :data:`FILE_IN`, :data:`FILE_OUT`. ``bare``: the
+    value a ``value`` option with ``choices`` takes when given without one (``bay wait
+    --load`` is ``--load load``: a flag that became an option keeps its old spelling)."""
 
-    __slots__ = ("choices", "default", "help", "kind", "long", "name", "short", "type")
+    __slots__ = ("bare", "choices", "default", "help", "kind", "long", "name", "short", "type")
 
     def __init__(
         self,
@@ -57,6 +59,7 @@ class Arg:
         choices: tuple[str, ...] = (),
         default: object = None,
         short: str = "",
+        bare: str | None = None,
     ):
         self.name = name
         self.kind = kind
@@ -65,6 +68,7 @@ class Arg:
         self.choices = choices
         self.default = default
         self.short = short
+        self.bare = bare
         self.long = "--" + name.replace("_", "-")
 
     def to_row(self) -> dict[str, object]:
@@ -76,6 +80,7 @@ class Arg:
             "choices": list(self.choices),
             "default": self.default,
             "short": self.short,
+            "bare": self.bare,
         }
 
     @classmethod
@@ -88,6 +93,7 @@ class Arg:
             choices=tuple(row.get("choices") or ()),
             default=row.get("default"),
             short=str(row.get("short") or ""),
+            bare=None if row.get("bare") is None else str(row["bare"]),
         )
 
 
@@ -227,6 +233,8 @@ class Verb:
             if a.kind == "flag":
                 if value:
                     words.append(a.long)
+            elif a.bare is not None and value in (True, a.bare):
+                words.append(a.long)
             elif a.kind in ("pos", "opt", "rest"):
                 words.extend(many)
             elif a.kind == "tail":
@@ -314,6 +322,28 @@ VERBS: tuple[Verb, ...] = (
         example="bay dblclick @e4",
     ),
     Verb(
+        "drag",
+        PAGE,
+        "Drag an element onto another: HTML5 drag and drop and pointer-driven lists alike.",
+        (
+            Arg("target", "pos", "the element to drag (an @eN reference or a selector)"),
+            Arg("to", "pos", "the element to drop it on (an @eN reference or a selector)"),
+        ),
+        needs=_CDP,
+        mutates=True,
+        pointer=True,
+        example="bay drag @e3 @e7",
+    ),
+    Verb(
+        "focus",
+        PAGE,
+        "Focus an element (keys then go to it).",
+        (_T,),
+        needs=_CDP,
+        mutates=True,
+        example="bay focus @e5",
+    ),
+    Verb(
         "fill",
         PAGE,
         "Replace the value of a text field.",
@@ -335,18 +365,75 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         "press",
         PAGE,
-        "Press a key or chord on the focused element (Enter, Tab, Control+a).",
+        "Press a key or chord on the focused element (Enter, Tab, Control+a, Control+Shift+k).",
         (Arg("key", "pos", "a key name as Playwright spells it"),),
         needs=_CDP,
         mutates=True,
+        example="bay press Control+Shift+k",
+    ),
+    Verb(
+        "keydown",
+        PAGE,
+        "Hold a key down (Shift, Control, a letter…) until bay keyup releases it.",
+        (Arg("key", "pos", "a key name as Playwright spells it"),),
+        needs=_CDP,
+        mutates=True,
+        example="bay keydown Shift",
+    ),
+    Verb(
+        "keyup",
+        PAGE,
+        "Release a key held with bay keydown.",
+        (Arg("key", "pos", "a key name as Playwright spells it"),),
+        needs=_CDP,
+        mutates=True,
+        example="bay keyup Shift",
+    ),
+    Verb(
+        "keyboard",
+        PAGE,
+        "To the focused element: type text with key events, or insert it with none.",
+        (
+            Arg(
+                "action",
+                "pos",
+                "type: key by key; inserttext: at once, no key events",
+                choices=("type", "inserttext"),
+            ),
+            Arg("text", "pos", "the text"),
+        ),
+        needs=_CDP,
+        mutates=True,
+        secret_args=("text",),
+        example='bay keyboard inserttext "Hello"',
+    ),
+    Verb(
+        "mouse",
+        PAGE,
+        "The mouse at page coordinates (CSS pixels of the viewport): move, down, up, wheel.",
+        (
+            Arg("action", "pos", "what to do", choices=("move", "down", "up", "wheel")),
+            Arg(
+                "first",
+                "opt",
+                "move: x; wheel: dy (+ scrolls down); down/up: the button "
+                "(left, right, middle; default left)",
+            ),
+            Arg("second", "opt", "move: y; wheel: dx (+ scrolls right)"),
+        ),
+        needs=_CDP,
+        mutates=True,
+        pointer=True,
+        example="bay mouse move 120 240",
     ),
     Verb(
         "select",
         PAGE,
-        "Choose options of a <select> by value or label.",
+        "Choose options of a <select> by value or label (several on a multiple select).",
         (_T, Arg("values", "rest", "one or more option values or labels")),
         needs=_CDP,
         mutates=True,
+        example="bay select @e9 red blue",
     ),
     Verb("check", PAGE, "Tick a checkbox or radio.", (_T,), needs=_CDP, mutates=True, pointer=True),
     Verb("uncheck", PAGE, "Untick a checkbox.", (_T,), needs=_CDP, mutates=True, pointer=True),
@@ -362,14 +449,41 @@ VERBS: tuple[Verb, ...] = (
         needs=_CDP,
     ),
     Verb(
+        "scrollintoview",
+        PAGE,
+        "Scroll an element into view; prints its box (CSS pixels of the viewport).",
+        (_T,),
+        needs=_CDP,
+        example="bay scrollintoview @e40",
+    ),
+    Verb(
         "wait",
         PAGE,
-        "Wait for an element to be visible, a number of milliseconds, or the page to load.",
+        "Wait for an element (visible, or --state), milliseconds, text, a URL, a load state "
+        "or a JavaScript condition.",
         (
             Arg("what", "opt", "an @eN reference, a selector, or milliseconds"),
-            Arg("load", "flag", "wait for the load event"),
+            Arg("text", "value", "text that appears in the page (a substring)", short="-t"),
+            Arg("url", "value", "a glob the tab's URL matches (* is any characters)", short="-u"),
+            Arg(
+                "load",
+                "value",
+                "a load state (given bare: load)",
+                choices=("load", "domcontentloaded", "networkidle"),
+                short="-l",
+                bare="load",
+            ),
+            Arg("fn", "value", "a JavaScript expression that becomes truthy", short="-f"),
+            Arg(
+                "state",
+                "value",
+                "with a target: the state to wait for (default visible)",
+                choices=("visible", "hidden", "attached", "detached"),
+            ),
         ),
         needs=_CDP,
+        secret_args=("fn",),
+        example="bay wait --text 'Saved'",
     ),
     Verb(
         "get",

@@ -71,9 +71,12 @@ def test_tools_list_then_navigate_snapshot_click(env: dict[str, str], demo: str)
         assert tools["act"].input_schema["properties"]["action"]["enum"] == [
             "click",
             "dblclick",
+            "focus",
             "fill",
             "type",
             "press",
+            "keydown",
+            "keyup",
             "select",
             "check",
             "uncheck",

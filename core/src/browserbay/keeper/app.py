@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from browserbay._version import __version__
+from browserbay.keeper import inputs, pageverbs, waits
 from browserbay.keeper.admin import AdminVerbs
 from browserbay.keeper.audit import AuditTrail
 from browserbay.keeper.base import Lifecycle, RegistryRunner, RestartGate
@@ -74,6 +75,10 @@ if TYPE_CHECKING:
     from playwright.async_api import Playwright
 
 log = logging.getLogger("browserbay.keeper")
+
+#: The modules whose ``@page_verb`` handlers fill ``PAGE_VERBS`` as they are imported (the
+#: route refuses to start when a page verb of the table has no handler).
+PAGE_VERB_MODULES = (pageverbs, inputs, waits)
 
 
 class PlaywrightDriver:

@@ -78,7 +78,7 @@ async def locate(act: Act, target: str) -> Locator:
     return act.page.locator(target).first
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
 
@@ -100,7 +100,7 @@ async def act_on(act: Act, target: str, run: Callable[[Locator], Awaitable[Any]]
                 present = 0
             if not present:
                 raise Refusal("target_not_found", target=target) from None
-        raise Refusal("action_failed", verb=act.verb, reason=_first_line(exc)) from None
+        raise Refusal("action_failed", verb=act.verb, reason=first_line(exc)) from None
 
 
 def _acted(act: Act, what: str) -> Answer:
@@ -238,7 +238,7 @@ async def verb_eval(act: Act) -> Answer:
     try:
         value = await act.page.evaluate(str(act.args["js"]))
     except Exception as exc:
-        raise Refusal("action_failed", verb="eval", reason=_first_line(exc)) from None
+        raise Refusal("action_failed", verb="eval", reason=first_line(exc)) from None
     try:
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
@@ -307,7 +307,7 @@ async def verb_click(act: Act) -> Answer:
         try:
             return await fastclick.click_fast(act.page, point, act.ms_left() / 1000)
         except Exception as exc:
-            raise Refusal("action_failed", verb=act.verb, reason=_first_line(exc)) from None
+            raise Refusal("action_failed", verb=act.verb, reason=first_line(exc)) from None
 
     watched = act.trace is not None or act.plugins.hooks.gates_actions()
     if not watched and await fast():
@@ -354,7 +354,7 @@ async def verb_press(act: Act) -> Answer:
     try:
         await act.page.keyboard.press(str(act.args["key"]))
     except Exception as exc:
-        raise Refusal("action_failed", verb="press", reason=_first_line(exc)) from None
+        raise Refusal("action_failed", verb="press", reason=first_line(exc)) from None
     return {"key": act.args["key"], "url": act.page.url}, "pressed"
 
 
@@ -411,30 +411,6 @@ async def verb_scroll(act: Act) -> Answer:
     return {"direction": direction, "pixels": pixels, "scroll": pos}, f"scrolled to {pos}"
 
 
-@page_verb("wait")
-async def verb_wait(act: Act) -> Answer:
-    what = act.args.get("what")
-    if act.args.get("load"):
-        await act.page.wait_for_load_state("load", timeout=act.ms_left())
-        return {"waited": "load", "url": act.page.url}, "loaded"
-    if what is None:
-        raise Refusal(
-            "usage", detail="wait needs @eN, a selector, milliseconds or --load", verb="wait"
-        )
-    text = str(what)
-    if text.isdigit():
-        await act.page.wait_for_timeout(int(text))
-        return {"waited": int(text)}, f"waited {text} ms"
-    loc = await locate(act, text)
-    try:
-        await loc.wait_for(state="visible", timeout=act.ms_left())
-    except Exception as exc:
-        if type(exc).__name__ == "TimeoutError":
-            raise Refusal("target_not_found", target=text) from None
-        raise Refusal("action_failed", verb="wait", reason=_first_line(exc)) from None
-    return {"waited": text, "url": act.page.url}, "visible"
-
-
 def page_error(verb: str, timeout: float, exc: BaseException) -> Refusal | None:
     """A Playwright error that escaped a handler, as the refusal it means: its own timeout
     is our deadline; any other error of the page is ``action_failed``."""
@@ -442,7 +418,7 @@ def page_error(verb: str, timeout: float, exc: BaseException) -> Refusal | None:
         return None
     if type(exc).__name__ == "TimeoutError":
         return Refusal("deadline", verb=verb, timeout=timeout, longer=timeout * 2)
-    return Refusal("action_failed", verb=verb, reason=_first_line(exc))
+    return Refusal("action_failed", verb=verb, reason=first_line(exc))
 
 
 #: How long the URL must stay the same before login-check reads it, and the most it waits.

@@ -78,6 +78,8 @@ def _check_arg(verb: str, spec: verbs.Arg, value: Any) -> Any:
         if not isinstance(value, bool):
             raise Refusal("bad_frame", reason=f"{spec.name} must be true or false")
         return value
+    if spec.bare is not None and value is True:
+        return spec.bare  # a flag that became an option: an older client sends it as one
     listed = spec.kind in ("rest", "tail", "many")
     values = value if listed else [value]
     if listed and (not isinstance(value, list) or not value):
