@@ -157,7 +157,8 @@ def test_a_network_that_never_goes_quiet_is_refused_with_its_requests(bay: Bay, 
     r = bay("wait", "--load", "networkidle", "--timeout", "3", session=s)
     frame = assert_refused(r, "wait_timeout")
     assert "the networkidle state" in frame["message"], frame
-    assert "in flight" in frame["message"] and "/slow" in frame["message"], frame
+    assert "in flight" in frame["message"], frame
+    assert "/slow" in frame["message"], frame
     assert "n=" not in frame["message"], frame  # request URLs without their query
     bay.ok("close", session=s)
 

@@ -87,6 +87,8 @@ def test_every_code_renders_without_placeholders_given_its_fields() -> None:
         "session": "agent-1",
         "glob": "**/api/*",
         "routes": "**/ads/**",
+        "waiting": 'the text "Saved"',
+        "seen": "the tab is at https://example.org/login",
     }
     for code in CODES:
         r = Refusal(code, **fields)

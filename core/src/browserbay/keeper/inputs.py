@@ -24,7 +24,14 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 
 from browserbay.keeper.act import Act
-from browserbay.keeper.pageverbs import Answer, act_on, first_line, locate, page_verb
+from browserbay.keeper.pageverbs import (
+    Answer,
+    act_on,
+    first_line,
+    locate,
+    mark_point,
+    page_verb,
+)
 from browserbay.refusals import Refusal
 
 if TYPE_CHECKING:
@@ -91,7 +98,7 @@ def page_input(page: Page) -> PageInput:
 
 def _pointed(act: Act, x: float, y: float) -> None:
     """Mark where the pointer acted: the live view's agent cursor, and the action's trace."""
-    act.lease.trace.pointed(act.tab.id, x, y)
+    mark_point(act, x, y)
     page_input(act.page).point = (x, y)
     if act.trace is not None:
         act.trace.point = (x, y)

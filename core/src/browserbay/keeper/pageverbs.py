@@ -272,6 +272,13 @@ async def verb_screenshot(act: Act) -> Answer:
 READY_JS = fastclick.READY_JS
 
 
+def mark_point(act: Act, x: float, y: float) -> None:
+    """Where a pointer verb acted (CSS pixels of the tab's viewport): the live view's agent
+    cursor. The page verbs are the one writer of it (:mod:`browserbay.keeper.inputs` too
+    writes through here)."""
+    act.lease.trace.pointed(act.tab.id, x, y)
+
+
 async def pointer(act: Act, run: Callable[[Locator, bool], Awaitable[Any]]) -> None:
     """Act with the pointer. When one round trip shows the element ready, skip Playwright's
     actionability waits (its rAF-based stability check costs ~35 ms a click); otherwise

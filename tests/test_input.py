@@ -1,0 +1,292 @@
+"""The input verbs on real pages that report what they received, through the real CLI and
+keeper: an HTML5 drag-and-drop list and a pointer-driven sortable list (each reports its new
+order), focus, ``keyboard type`` (key events) against ``keyboard inserttext`` (none), chords
+and held keys, the mouse drawing on a canvas and scrolling by the wheel, ``scrollintoview``,
+and ``select`` of several options."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from browserbay_testing import Bay, assert_refused
+from browserbay_testing.pages import serve_pages
+
+#: Drop an item on another: it goes after it. The order comes from the drop's dataTransfer.
+DND = """<!doctype html><title>dnd</title>
+<style>li { height: 40px; margin: 4px; background: #ddd; list-style: none; }</style>
+<ul id=list>
+  <li draggable=true id=a>A</li><li draggable=true id=b>B</li><li draggable=true id=c>C</li>
+</ul>
+<p id=order></p>
+<script>
+const report = () => order.textContent =
+  [...document.querySelectorAll('#list li')].map(l => l.id).join('');
+for (const li of document.querySelectorAll('#list li')) {
+  li.addEventListener('dragstart', e => e.dataTransfer.setData('text/plain', li.id));
+  li.addEventListener('dragover', e => e.preventDefault());
+  li.addEventListener('drop', e => {
+    e.preventDefault();
+    li.after(document.getElementById(e.dataTransfer.getData('text/plain')));
+    report();
+  });
+}
+report();
+</script>"""
+
+#: A sortable list driven by pointer events, as the libraries do without HTML5 drag: an item
+#: moves only once the pointer has gone 8 px, and the drop counts only after 3 moves.
+SORTABLE = """<!doctype html><title>sortable</title>
+<style>
+  body { margin: 0; } ul { margin: 0; padding: 0; }
+  li { height: 40px; list-style: none; background: #eee; border-bottom: 1px solid #999; }
+</style>
+<ul id=list><li id=s1>one</li><li id=s2>two</li><li id=s3>three</li></ul>
+<p id=order></p>
+<script>
+const report = () => order.textContent = [...list.children].map(l => l.id.slice(1)).join('');
+let drag = null;
+list.addEventListener('pointerdown', e => {
+  drag = {li: e.target.closest('li'), y0: e.clientY, moves: 0, active: false};
+});
+document.addEventListener('pointermove', e => {
+  if (!drag) return;
+  drag.moves++;
+  if (Math.abs(e.clientY - drag.y0) < 8) return;
+  drag.active = true;
+  for (const it of [...list.children]) {
+    const r = it.getBoundingClientRect();
+    if (it !== drag.li && e.clientY > r.top && e.clientY < r.bottom) {
+      if (e.clientY > drag.li.getBoundingClientRect().top) it.after(drag.li);
+      else it.before(drag.li);
+    }
+  }
+});
+document.addEventListener('pointerup', () => {
+  if (drag && drag.active && drag.moves >= 3) report();
+  drag = null;
+});
+report();
+</script>"""
+
+#: Fields that count their key events, a log of every keydown with its modifiers, a div that
+#: cannot take the focus, a multiple select, a canvas that draws while a button is down,
+#: and a page tall enough to scroll.
+KEYS = """<!doctype html><title>keys</title>
+<style>body { margin: 0; } canvas { position: absolute; left: 0; top: 0; }</style>
+<canvas id=pad width=300 height=200></canvas>
+<div style="height: 220px"></div>
+<input id=k> <input id=other> <div id=plain>not focusable</div>
+<select id=colors multiple>
+  <option value=r>Red</option><option value=g>Green</option><option value=b>Blue</option>
+</select>
+<select id=size><option value=s>Small</option><option value=l>Large</option></select>
+<div style="height: 3000px"></div>
+<p id=far>far down</p>
+<script>
+window.keydowns = 0;
+window.log = [];
+k.addEventListener('keydown', () => keydowns++);
+document.addEventListener('keydown', e =>
+  log.push((e.ctrlKey ? 'C' : '') + (e.shiftKey ? 'S' : '') + ':' + e.key));
+window.mouse = [];
+const ctx = pad.getContext('2d');
+let down = false;
+pad.addEventListener('mousedown', e => {
+  down = true; mouse.push('down ' + e.clientX + ',' + e.clientY + (e.shiftKey ? ' shift' : ''));
+  ctx.beginPath(); ctx.moveTo(e.offsetX, e.offsetY);
+});
+pad.addEventListener('mousemove', e => {
+  if (!down) return;
+  mouse.push('move'); ctx.lineWidth = 4; ctx.lineTo(e.offsetX, e.offsetY); ctx.stroke();
+});
+pad.addEventListener('mouseup', e => {
+  down = false; mouse.push('up ' + e.clientX + ',' + e.clientY);
+});
+window.painted = () => {
+  const d = ctx.getImageData(0, 0, pad.width, pad.height).data;
+  let n = 0;
+  for (let i = 3; i < d.length; i += 4) if (d[i]) n++;
+  return n;
+};
+</script>"""
+
+
+@pytest.fixture(scope="module")
+def site() -> Iterator[str]:
+    with serve_pages({"/dnd": DND, "/sortable": SORTABLE, "/keys": KEYS}) as base:
+        yield base
+
+
+def _value(bay: Bay, js: str, s: str) -> object:
+    return bay.ok("eval", js, session=s)["value"]
+
+
+def test_drag_reorders_an_html5_drag_and_drop_list(bay: Bay, site: str) -> None:
+    s = "in-dnd"
+    bay.ok("open", f"{site}/dnd", session=s)
+    assert bay.ok("get", "text", "#order", session=s)["value"] == "abc"
+    answer = bay.ok("drag", "#a", "#c", session=s)
+    assert "point" in answer
+    assert bay.ok("get", "text", "#order", session=s)["value"] == "bca"
+    bay.ok("close", session=s)
+
+
+def test_drag_reorders_a_pointer_driven_sortable_list(bay: Bay, site: str) -> None:
+    s = "in-sortable"
+    bay.ok("open", f"{site}/sortable", session=s)
+    assert bay.ok("get", "text", "#order", session=s)["value"] == "123"
+    r = bay("drag", "#s1", "#s3", json_=False, session=s)
+    assert r.code == 0, r
+    assert "CSS px of the viewport" in r.stdout, r.stdout
+    assert bay.ok("get", "text", "#order", session=s)["value"] == "231"
+    bay.ok("close", session=s)
+
+
+def test_focus_sends_the_keys_to_the_element_and_refuses_what_cannot_take_it(
+    bay: Bay, site: str
+) -> None:
+    s = "in-focus"
+    bay.ok("open", f"{site}/keys", session=s)
+    assert _value(bay, "document.activeElement.id", s) == ""
+    bay.ok("focus", "#other", session=s)
+    assert _value(bay, "document.activeElement.id", s) == "other"
+    frame = assert_refused(bay("focus", "#plain", session=s), "action_failed")
+    assert "not focusable" in frame["message"], frame
+    assert _value(bay, "document.activeElement.id", s) == "other"  # nothing moved
+    bay.ok("close", session=s)
+
+
+def test_keyboard_type_sends_key_events_and_inserttext_none(bay: Bay, site: str) -> None:
+    s = "in-keyboard"
+    bay.ok("open", f"{site}/keys", session=s)
+    bay.ok("focus", "#k", session=s)
+    typed = bay.ok("keyboard", "type", "zqx", session=s)
+    assert typed["chars"] == 3
+    assert typed["focused"] == "input#k"
+    assert _value(bay, "[keydowns, k.value]", s) == [3, "zqx"]
+    inserted = bay.ok("keyboard", "inserttext", "jvw", session=s)
+    assert inserted["focused"] == "input#k"
+    assert _value(bay, "[keydowns, k.value]", s) == [3, "zqxjvw"]  # no key event, the text in
+    # Typed text is a secret argument: not in the answer, nor in what plugins saw.
+    shown = bay("keyboard", "type", "pw0rdzz", json_=False, session=s)
+    assert shown.code == 0, shown
+    assert "pw0rdzz" not in shown.stdout + shown.stderr
+    assert "7 characters into input#k" in shown.stdout, shown.stdout
+    assert "pw0rdzz" not in json.dumps(bay.recorded())
+    bay.ok("close", session=s)
+
+
+def test_keyboard_with_nothing_focused_says_where_the_keys_went(bay: Bay, site: str) -> None:
+    s = "in-nofocus"
+    bay.ok("open", f"{site}/keys", session=s)
+    r = bay("keyboard", "type", "ab", json_=False, session=s)
+    assert "to the page (nothing is focused)" in r.stdout, r
+    assert _value(bay, "log.slice(-2)", s) == [":a", ":b"]
+    bay.ok("close", session=s)
+
+
+def test_press_sends_a_chord_with_its_modifiers(bay: Bay, site: str) -> None:
+    s = "in-chord"
+    bay.ok("open", f"{site}/keys", session=s)
+    bay.ok("focus", "#k", session=s)
+    bay.ok("press", "Control+Shift+k", session=s)
+    # Each modifier goes down in order and is held for the key (Playwright keeps the key's
+    # own character: Shift+k is "k" with shiftKey, Shift+K the capital).
+    assert _value(bay, "log", s) == ["C:Control", "CS:Shift", "CS:k"]
+    assert_refused(bay("press", "Control+Nokey", session=s), "action_failed")
+    bay.ok("close", session=s)
+
+
+def test_keydown_holds_a_key_until_keyup(bay: Bay, site: str) -> None:
+    s = "in-hold"
+    bay.ok("open", f"{site}/keys", session=s)
+    bay.ok("focus", "#k", session=s)
+    held = bay.ok("keydown", "Shift", session=s)
+    assert held["held"] == ["Shift"]
+    bay.ok("press", "a", session=s)
+    # The held key reaches the mouse too: a press on the canvas is a shift-press.
+    bay.ok("mouse", "move", "50", "50", session=s)
+    bay.ok("mouse", "down", session=s)
+    bay.ok("mouse", "up", session=s)
+    assert _value(bay, "mouse[0]", s) == "down 50,50 shift"
+    released = bay.ok("keyup", "Shift", session=s)
+    assert released["was_held"] is True
+    assert released["held"] == []
+    bay.ok("press", "a", session=s)
+    assert _value(bay, "log", s) == ["S:Shift", "S:a", ":a"]  # shiftKey while held
+    assert bay.ok("keyup", "Shift", session=s)["was_held"] is False
+    bay.ok("close", session=s)
+
+
+def test_mouse_down_move_up_draws_on_a_canvas(bay: Bay, site: str) -> None:
+    s = "in-draw"
+    bay.ok("open", f"{site}/keys", session=s)
+    moved = bay("mouse", "move", "20", "20", json_=False, session=s)
+    assert "mouse at (20, 20) (CSS px of the viewport)" in moved.stdout, moved
+    bay.ok("mouse", "move", "100", "20", session=s)  # no button down: nothing drawn
+    assert _value(bay, "painted()", s) == 0
+    assert bay.ok("mouse", "down", session=s)["x"] == 100
+    bay.ok("mouse", "move", "200", "150", session=s)
+    bay.ok("mouse", "up", "left", session=s)
+    events = _value(bay, "mouse", s)
+    assert isinstance(events, list)
+    assert events[0] == "down 100,20"
+    assert events[-1] == "up 200,150"
+    assert events.count("move") >= 3, events  # the way, not only the end
+    assert isinstance(painted := _value(bay, "painted()", s), int)
+    assert painted > 100
+    bay.ok("close", session=s)
+
+
+def test_mouse_refuses_a_point_outside_the_viewport_and_a_press_before_a_move(
+    bay: Bay, site: str
+) -> None:
+    s = "in-mouse-bad"
+    bay.ok("open", f"{site}/keys", session=s)
+    frame = assert_refused(bay("mouse", "down", session=s), "usage")
+    assert "bay mouse move X Y" in frame["message"], frame
+    frame = assert_refused(bay("mouse", "move", "-5", "10", session=s), "usage")
+    assert "outside the viewport" in frame["message"], frame
+    assert_refused(bay("mouse", "move", "10", session=s), "usage")  # no y
+    assert_refused(bay("mouse", "down", "thumb", session=s), "usage")
+    assert _value(bay, "mouse", s) == []
+    bay.ok("close", session=s)
+
+
+def test_mouse_wheel_scrolls_the_page(bay: Bay, site: str) -> None:
+    s = "in-wheel"
+    bay.ok("open", f"{site}/keys", session=s)
+    assert _value(bay, "window.scrollY", s) == 0
+    bay.ok("mouse", "move", "400", "300", session=s)
+    answer = bay.ok("mouse", "wheel", "500", session=s)
+    assert answer["scroll"][1] > 0
+    assert _value(bay, "window.scrollY", s) == answer["scroll"][1]
+    bay.ok("close", session=s)
+
+
+def test_scrollintoview_brings_a_far_element_into_view(bay: Bay, site: str) -> None:
+    s = "in-siv"
+    bay.ok("open", f"{site}/keys", session=s)
+    assert _value(bay, "window.scrollY", s) == 0
+    answer = bay.ok("scrollintoview", "#far", session=s)
+    assert _value(bay, "window.scrollY", s) > 0
+    height = _value(bay, "window.innerHeight", s)
+    assert isinstance(height, int)
+    assert 0 <= answer["box"]["y"] < height
+    bay.ok("close", session=s)
+
+
+def test_select_chooses_several_options_of_a_multiple_select(bay: Bay, site: str) -> None:
+    s = "in-select"
+    bay.ok("open", f"{site}/keys", session=s)
+    chosen = "[...colors.selectedOptions].map(o => o.value)"
+    assert _value(bay, chosen, s) == []
+    assert bay.ok("select", "#colors", "r", "b", session=s)["selected"] == ["r", "b"]
+    assert _value(bay, chosen, s) == ["r", "b"]
+    # By label, and the others are unselected.
+    assert bay.ok("select", "#colors", "Green", "Blue", session=s)["selected"] == ["g", "b"]
+    assert _value(bay, chosen, s) == ["g", "b"]
+    bay.ok("close", session=s)
