@@ -89,6 +89,7 @@ def test_every_code_renders_without_placeholders_given_its_fields() -> None:
         "routes": "**/ads/**",
         "waiting": 'the text "Saved"',
         "seen": "the tab is at https://example.org/login",
+        "path": "/tmp/shot.png",
     }
     for code in CODES:
         r = Refusal(code, **fields)
