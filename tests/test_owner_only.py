@@ -62,6 +62,8 @@ DECIDED: dict[str, tuple[str, ...]] = {
     "run": ("*",),  # the script runs as the keeper's user, outside the caller's sandbox
     "window": ("action=open",),  # runs a program as the keeper's user
     "trace": ("out",),  # writes the report wherever the caller says
+    # get, is, find and frame: none — they read or act on the caller's own tab (its current
+    # frame) and touch no file
 }
 
 

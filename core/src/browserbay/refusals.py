@@ -105,6 +105,22 @@ _ROWS = (
         "Nothing on the page matches {target}",
         "bay snapshot -i  (and use an @eN reference)",
     ),
+    Code(
+        "target_ambiguous",
+        "{target} matches {count} elements ({matches}); acting on one of them would be a guess",
+        "narrow it: --name N, --exact, or bay snapshot -i and act on its @eN",
+    ),
+    Code(
+        "not_a_frame",
+        "{target} is not an iframe (it is <{tag}>): there is no frame to act inside",
+        "bay snapshot -i  (an iframe shows as: iframe [ref=eN]), then bay frame @eN",
+    ),
+    Code(
+        "frame_gone",
+        "The frame tab {tab} acts inside ({frame}) is gone: it was removed, or its page "
+        "navigated; nothing was done",
+        "bay frame main  (then bay snapshot -i; bay frame @eN again if the frame came back)",
+    ),
     Code("action_failed", "'{verb}' failed on the page: {reason}", "bay snapshot -i"),
     Code(
         "route_unknown",
@@ -490,9 +506,15 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "ref_stale",
             "target_not_found",
+            "target_ambiguous",
+            "not_a_frame",
             "action_failed",
             "no_action",
         ),
+    ),
+    (
+        "the frame you acted inside is gone: `bay frame main`, then a fresh `bay snapshot -i`",
+        ("frame_gone",),
     ),
     (
         "a human holds the controls: wait, then run it again after the handback",

@@ -488,13 +488,87 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         "get",
         PAGE,
-        "Read the page's title or url, or an element's text, value or html.",
+        "Read the page's title or url, or an element's text, value, html, attribute, box or "
+        "computed styles, or count a selector's matches.",
         (
-            Arg("what", "pos", "what to read", choices=("title", "url", "text", "value", "html")),
-            Arg("target", "opt", "the element (text/html default to the whole page)"),
+            Arg(
+                "what",
+                "pos",
+                "what to read",
+                choices=("title", "url", "text", "value", "html", "count", "box", "attr", "styles"),
+            ),
+            Arg(
+                "target",
+                "opt",
+                "the element (text/html default to the whole page); for count, a selector",
+            ),
+            Arg(
+                "name",
+                "opt",
+                "attr: the attribute's name; styles: CSS properties, comma-separated "
+                "(default: a short list of the common ones)",
+            ),
         ),
         needs=_CDP,
-        example="bay get title",
+        example="bay get attr @e4 href",
+    ),
+    Verb(
+        "is",
+        PAGE,
+        "Say true or false: is an element visible, enabled or checked (exit status 0 either way).",
+        (
+            Arg("what", "pos", "the state to ask about", choices=("visible", "enabled", "checked")),
+            _T,
+        ),
+        needs=_CDP,
+        example="bay is visible @e4",
+    ),
+    Verb(
+        "find",
+        PAGE,
+        "Find one element by role, text, label, placeholder, alt, title or test id, and act on "
+        "it (click, fill, …) or read its text.",
+        (
+            Arg(
+                "by",
+                "pos",
+                "how to find it",
+                choices=("role", "text", "label", "placeholder", "alt", "title", "testid"),
+            ),
+            Arg("value", "pos", "the role (button, link, …), or the text to match"),
+            Arg(
+                "action",
+                "pos",
+                "what to do with the one element found",
+                choices=(
+                    "click",
+                    "dblclick",
+                    "fill",
+                    "type",
+                    "check",
+                    "uncheck",
+                    "hover",
+                    "focus",
+                    "text",
+                ),
+            ),
+            Arg("text", "opt", "fill/type: the text"),
+            Arg("name", "value", "role: the accessible name it must have"),
+            Arg("exact", "flag", "match the text or name whole and case-sensitively"),
+        ),
+        needs=_CDP,
+        mutates=True,
+        pointer=True,
+        secret_args=("text",),
+        example='bay find role button click --name "Sign in"',
+    ),
+    Verb(
+        "frame",
+        PAGE,
+        "Act inside an iframe (later verbs: snapshot, click, get, …) until `bay frame main`.",
+        (Arg("target", "pos", "the iframe (@eN from a snapshot, or a selector), or main"),),
+        needs=_CDP,
+        example="bay frame @e4",
     ),
     Verb(
         "eval",

@@ -17,9 +17,10 @@ from browserbay.keeper.files import Carried
 from browserbay.keeper.frames import Recorder
 from browserbay.keeper.sessions import Lease, Tab
 from browserbay.plugins import Plugins
+from browserbay.refusals import Refusal
 
 if TYPE_CHECKING:
-    from playwright.async_api import Page
+    from playwright.async_api import Frame, Page
 
 
 @dataclass
@@ -43,6 +44,18 @@ class Act:
     @property
     def page(self) -> Page:
         return self.tab.page
+
+    @property
+    def scope(self) -> Page | Frame:
+        """Where targets resolve and the page is read: the iframe the tab acts inside
+        (``bay frame``), else the page. A frame that went away is ``frame_gone``, never a
+        silent fall back to the main frame."""
+        focus = self.tab.focus
+        if focus is None:
+            return self.tab.page
+        if focus.gone:
+            raise Refusal("frame_gone", tab=self.tab.id, frame=focus.target)
+        return focus.frame
 
     def ms_left(self, margin: float = 0.25) -> float:
         """Playwright's own timeout: a little under our deadline, so its precise error

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+import browserbay.keeper.reading  # noqa: F401  (its @page_verb handlers join PAGE_VERBS)
 from browserbay._version import __version__
 from browserbay.keeper import inputs, pageverbs, waits
 from browserbay.keeper.admin import AdminVerbs

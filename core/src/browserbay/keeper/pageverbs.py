@@ -68,14 +68,16 @@ def selector_of(act: Act, target: str) -> str | None:
 
 
 async def locate(act: Act, target: str) -> Locator:
-    """``@eN`` resolves through the page's last snapshot; anything else is a selector."""
+    """``@eN`` resolves through the last snapshot; anything else is a selector. Both resolve
+    in the frame the tab acts inside (``bay frame``), else in the page."""
+    scope = act.scope
     selector = selector_of(act, target)
     if selector is not None:
-        loc = act.page.locator(selector)
+        loc = scope.locator(selector)
         if await loc.count() == 0:
             raise Refusal("ref_stale", ref="@" + target.removeprefix("@"))
         return loc
-    return act.page.locator(target).first
+    return scope.locator(target).first
 
 
 def first_line(exc: BaseException) -> str:
@@ -84,7 +86,14 @@ def first_line(exc: BaseException) -> str:
 
 
 async def act_on(act: Act, target: str, run: Callable[[Locator], Awaitable[Any]]) -> Any:
-    loc = await locate(act, target)
+    return await act_on_located(act, target, await locate(act, target), run)
+
+
+async def act_on_located(
+    act: Act, target: str, loc: Locator, run: Callable[[Locator], Awaitable[Any]]
+) -> Any:
+    """Run ``run`` on the element ``loc`` (``target`` as the agent named it): the policy's
+    last word first, then its refusals in the table's words."""
     await before_action(act, target, loc)
     if act.trace is not None:
         await act.trace.take_before(loc)
@@ -194,7 +203,13 @@ def mask_passwords(raw: str, values: list[str]) -> str:
 
 @page_verb("snapshot")
 async def verb_snapshot(act: Act) -> Answer:
-    raw = await act.page.aria_snapshot(mode="ai", timeout=act.ms_left())
+    """The page's tree; inside a frame (``bay frame``), that frame's, whose refs resolve
+    there (its prefix is the one shown as plain ``eN``)."""
+    scope = act.scope
+    if scope is act.page:
+        raw = await act.page.aria_snapshot(mode="ai", timeout=act.ms_left())
+    else:
+        raw = await scope.locator("body").aria_snapshot(mode="ai", timeout=act.ms_left())
     raw = mask_passwords(raw, await _password_values(act.page))
     act.tab.ref_prefix = main_frame_prefix(raw)
     raw = strip_prefix(raw, act.tab.ref_prefix)
@@ -204,39 +219,10 @@ async def verb_snapshot(act: Act) -> Answer:
     return data, text
 
 
-@page_verb("get")
-async def verb_get(act: Act) -> Answer:
-    what = act.args["what"]
-    target = act.args.get("target")
-    value: Any
-    if what == "title":
-        value = await act.page.title()
-    elif what == "url":
-        value = act.page.url
-    elif target is None:
-        if what == "text":
-            value = await act.page.locator("body").inner_text(timeout=act.ms_left())
-        elif what == "html":
-            value = await act.page.content()
-        else:
-            raise Refusal(
-                "usage", detail="get value needs a target (an @eN or a selector)", verb="get"
-            )
-    else:
-        t = str(target)
-        if what == "text":
-            value = await act_on(act, t, lambda loc: loc.inner_text(timeout=act.ms_left()))
-        elif what == "html":
-            value = await act_on(act, t, lambda loc: loc.evaluate("e => e.outerHTML"))
-        else:
-            value = await act_on(act, t, lambda loc: loc.input_value(timeout=act.ms_left()))
-    return {"what": what, "value": value, "url": act.page.url}, str(value)
-
-
 @page_verb("eval")
 async def verb_eval(act: Act) -> Answer:
     try:
-        value = await act.page.evaluate(str(act.args["js"]))
+        value = await act.scope.evaluate(str(act.args["js"]))
     except Exception as exc:
         raise Refusal("action_failed", verb="eval", reason=first_line(exc)) from None
     try:
@@ -316,12 +302,15 @@ async def verb_click(act: Act) -> Answer:
         except Exception as exc:
             raise Refusal("action_failed", verb=act.verb, reason=first_line(exc)) from None
 
+    # Inside a frame (bay frame) the fast path's point would be the frame's, not the
+    # page's: Playwright's click, which resolves the element there, does it.
+    fastable = act.tab.focus is None
     watched = act.trace is not None or act.plugins.hooks.gates_actions()
-    if not watched and await fast():
+    if fastable and not watched and await fast():
         return _acted(act, "clicked")
 
     async def go(loc: Locator) -> None:
-        if watched and await fast():
+        if fastable and watched and await fast():
             return
         await pointer_on(act, loc, lambda loc, ready: loc.click(force=ready, timeout=act.ms_left()))
 

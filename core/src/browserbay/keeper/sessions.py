@@ -38,9 +38,24 @@ from browserbay.refusals import Refusal
 from browserbay.registry import Kept
 
 if TYPE_CHECKING:
-    from playwright.async_api import BrowserContext, Page
+    from playwright.async_api import BrowserContext, Frame, Page
 
     from browserbay.keeper.browsers import Running
+
+
+@dataclass(frozen=True)
+class FrameFocus:
+    """The iframe a tab's verbs act inside (``bay frame``): the target the agent named, and
+    the Playwright frame of the document it held then. A frame that is later removed, or
+    whose page navigates, is detached: the verbs refuse ``frame_gone`` rather than act in
+    the main frame by surprise."""
+
+    target: str
+    frame: Frame
+
+    @property
+    def gone(self) -> bool:
+        return self.frame.is_detached()
 
 
 @dataclass
@@ -53,17 +68,35 @@ class Tab:
     """The profile (lease) it belongs to."""
     opener: str | None
     ref_prefix: str = ""
-    """The main frame's ref prefix in the tab's last snapshot (see browserbay.snapshot)."""
+    """The snapshotted frame's ref prefix in the tab's last snapshot (see browserbay.snapshot)."""
     created_at: float = field(default_factory=time.time)
     log: TabLog = field(default_factory=TabLog)
     """Its console, errors and requests (bounded rings, fed by its page's events)."""
+    _focus: FrameFocus | None = field(default=None, init=False, repr=False)
+
+    @property
+    def focus(self) -> FrameFocus | None:
+        """The iframe its verbs act inside (None: the main frame). Written only by the
+        ``frame`` verb (browserbay.keeper.reading), through :meth:`enter_frame`."""
+        return self._focus
+
+    def enter_frame(self, focus: FrameFocus | None) -> None:
+        self._focus = focus
 
     async def row(self) -> dict[str, Any]:
         try:
             title = await self.page.title()
         except Exception:
             title = ""
-        return {"id": self.id, "url": self.page.url, "title": title, "opener": self.opener}
+        focus = self._focus
+        frame = None if focus is None else {"target": focus.target, "gone": focus.gone}
+        return {
+            "id": self.id,
+            "url": self.page.url,
+            "title": title,
+            "opener": self.opener,
+            "frame": frame,
+        }
 
 
 class LeaseTabs(Mapping[str, Tab]):

@@ -402,6 +402,10 @@ class SessionVerbs:
                 f"\n  {item['handle']}: browser {item['browser'] or 'not running'}"
                 f" · {len(item['tabs'])} tab(s)"
             )
+            for t in item["tabs"]:
+                if t["frame"]:
+                    gone = " (gone: bay frame main)" if t["frame"]["gone"] else ""
+                    text += f"\n    tab {t['id']} acts inside frame {t['frame']['target']}{gone}"
             if item["proposal"]:
                 text += f"\n    {proposal_line(item['proposal'])}"
         return data, text, chosen.profile if chosen else None
