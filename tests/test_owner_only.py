@@ -43,6 +43,10 @@ TABLE: dict[str, verbs.Verb] = load_plugins(strict=True).verb_table()
 DECIDED: dict[str, tuple[str, ...]] = {
     # (screenshot PATH: none since its PNG comes back through the connection and the caller's
     # client writes it, browserbay.transfer; upload, download, downloads: the same)
+    # (cookies, storage, state: none — they act on the lease's own context only, the fence
+    # holds, and a state file moves through the connection, never by a path the keeper opens;
+    # new --from-session: none — it reads the asking session's own ephemeral browser, which on
+    # a session socket the gate holds to the socket's session)
     # a cdp profile drives somebody else's running browser
     "new": ("provider=cdp", "cdp_url"),
     "profiles": ("orphans",),

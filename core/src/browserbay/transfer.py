@@ -163,7 +163,7 @@ def _opened(verb: Verb, args: dict[str, Any]) -> list[tuple[str, int, Reading]]:
     try:
         for spec in verb.args:
             value = args.get(spec.name)
-            if spec.type != FILE_IN or value in (None, "", []):
+            if spec.type_for(args) != FILE_IN or value in (None, "", []):
                 continue
             listed = isinstance(value, list)
             for n, path in enumerate(value if listed else [value]):
@@ -257,7 +257,8 @@ def carry(verb: Verb, frame: dict[str, Any]) -> Carry:
     args: dict[str, Any] = dict(frame.get("args") or {})
     rid, timeout = str(frame.get("id")), float(frame.get("timeout") or 30.0)
     dest = next(
-        (str(args[a.name]) for a in verb.args if a.type == FILE_OUT and args.get(a.name)), None
+        (str(args[a.name]) for a in verb.args if a.type_for(args) == FILE_OUT and args.get(a.name)),
+        None,
     )
     opened = _opened(verb, args)
     try:

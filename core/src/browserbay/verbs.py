@@ -45,9 +45,21 @@ class Arg:
     ``secret`` (never from argv: ``-`` reads it from stdin), :data:`PATH`, or a file whose
     bytes move through the connection: :data:`FILE_IN`, :data:`FILE_OUT`. ``bare``: the
     value a ``value`` option with ``choices`` takes when given without one (``bay wait
-    --load`` is ``--load load``: a flag that became an option keeps its old spelling)."""
+    --load`` is ``--load load``: a flag that became an option keeps its old spelling).
+    ``when``: another type for some calls, ``{"action=load": FILE_IN}`` (:meth:`type_for`)."""
 
-    __slots__ = ("bare", "choices", "default", "help", "kind", "long", "name", "short", "type")
+    __slots__ = (
+        "bare",
+        "choices",
+        "default",
+        "help",
+        "kind",
+        "long",
+        "name",
+        "short",
+        "type",
+        "when",
+    )
 
     def __init__(
         self,
@@ -60,11 +72,16 @@ class Arg:
         default: object = None,
         short: str = "",
         bare: str | None = None,
+        when: Mapping[str, str] | None = None,
     ):
         self.name = name
         self.kind = kind
         self.help = help
         self.type = type
+        self.when = dict(when or {})
+        """``name=value`` -> the argument's type when argument ``name`` is ``value``: one
+        word that is a file written in one action and read in another (``bay state save F``,
+        ``bay state load F``)."""
         self.choices = choices
         self.default = default
         self.short = short
@@ -81,7 +98,22 @@ class Arg:
             "default": self.default,
             "short": self.short,
             "bare": self.bare,
+            "when": dict(self.when),
         }
+
+    def type_for(self, args: Mapping[str, Any]) -> str:
+        """The argument's type in a call with ``args``: the one :attr:`when` gives for it, else
+        :attr:`type`."""
+        for cond, typ in self.when.items():
+            name, _, value = cond.partition("=")
+            if args.get(name) == value:
+                return typ
+        return self.type
+
+    @property
+    def types(self) -> tuple[str, ...]:
+        """Every type the argument may have."""
+        return (self.type, *self.when.values())
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Arg:
@@ -94,6 +126,7 @@ class Arg:
             default=row.get("default"),
             short=str(row.get("short") or ""),
             bare=None if row.get("bare") is None else str(row["bare"]),
+            when={str(k): str(v) for k, v in (row.get("when") or {}).items()},
         )
 
 
@@ -250,7 +283,7 @@ class Verb:
         """``args`` with each given :data:`PATH`, :data:`FILE_IN` or :data:`FILE_OUT` argument
         (one word or a list of them) made absolute (the CLI, the Python API and the MCP server
         all send it so)."""
-        local = {a.name for a in self.args if a.type in LOCAL_FILES}
+        local = {a.name for a in self.args if any(t in LOCAL_FILES for t in a.types)}
 
         def absolute(v: Any) -> Any:
             return os.path.abspath(v) if isinstance(v, (str, os.PathLike)) and v else v
@@ -267,7 +300,7 @@ class Verb:
         """An argument of it is a file whose bytes move through the connection
         (:data:`FILE_IN`, :data:`FILE_OUT`): the client carries them
         (:mod:`browserbay.transfer`)."""
-        return any(a.type in (FILE_IN, FILE_OUT) for a in self.args)
+        return any(t in (FILE_IN, FILE_OUT) for a in self.args for t in a.types)
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Verb:
@@ -625,17 +658,10 @@ VERBS: tuple[Verb, ...] = (
                 choices=("requests", "route", "unroute", "har"),
             ),
             Arg("arg", "opt", "route/unroute: the URL glob (**/api/*); har: start or stop"),
-            Arg("file", "opt", "har stop: the file your client writes the HAR to", type=FILE_OUT),
             Arg("filter", "value", "requests: only URLs containing this, or matching this glob"),
             Arg("clear", "flag", "requests: empty the tab's request log once shown"),
             Arg("abort", "flag", "route: matching requests fail (the page sees a network error)"),
             Arg("body", "value", "route: answer matching requests with this body (JSON or text)"),
-            Arg(
-                "body_file",
-                "value",
-                "route: answer with this file's content instead (your client reads it)",
-                type=FILE_IN,
-            ),
             Arg("status", "value", "route: the answer's HTTP status (default 200)", type="int"),
             Arg(
                 "content_type",
@@ -661,6 +687,79 @@ VERBS: tuple[Verb, ...] = (
         example="bay login-check --url https://app.example/home --logged-in '*/home*' "
         "--logged-out '*/login*'",
     ),
+    Verb(
+        "cookies",
+        PAGE,
+        "Your browser's cookies: get (the default: name, domain, path, expires, flags, the "
+        "value clipped), set <name> <value>, clear (all, or --name / --domain).",
+        (
+            Arg("action", "opt", "get (default), set or clear", choices=("get", "set", "clear")),
+            Arg("cookie", "opt", "set: the cookie's name"),
+            Arg("value", "opt", "set: its value"),
+            Arg("url", "value", "set: the URL it is for (default: the current page's)"),
+            Arg(
+                "domain",
+                "value",
+                "set: its domain instead of --url (.example.org: subdomains "
+                "too); clear/get: only this domain's",
+            ),
+            Arg("path", "value", "set: its path (with --domain; default /)"),
+            Arg("http_only", "flag", "set: hidden from the page's scripts, sent to the server"),
+            Arg("secure", "flag", "set: sent over https only"),
+            Arg(
+                "same_site",
+                "value",
+                "set: Strict, Lax or None (None needs --secure)",
+                choices=("Strict", "Lax", "None"),
+            ),
+            Arg(
+                "expires",
+                "value",
+                "set: when it expires, in epoch seconds (default: with the browser)",
+                type="float",
+            ),
+            Arg("name", "value", "clear/get: only the cookies of this name"),
+        ),
+        needs=_CDP,
+        mutates=True,
+        secret_args=("value",),
+        example="bay cookies set sid abc123 --url https://app.example --http-only --secure",
+    ),
+    Verb(
+        "storage",
+        PAGE,
+        "The current page's localStorage or sessionStorage: get [key] (the default), "
+        "set <key> <value>, clear.",
+        (
+            Arg("area", "pos", "local or session", choices=("local", "session")),
+            Arg("action", "opt", "get (default), set or clear", choices=("get", "set", "clear")),
+            Arg("key", "opt", "get: one key (default: every key); set: the key"),
+            Arg("value", "opt", "set: its value"),
+        ),
+        needs=_CDP,
+        mutates=True,
+        secret_args=("value",),
+        example="bay storage local set theme dark",
+    ),
+    Verb(
+        "state",
+        PAGE,
+        "Save your browser's storage state (cookies and localStorage, Playwright's format) to a "
+        "file of yours (0600, never printed), or load one into your own browser.",
+        (
+            Arg("action", "pos", "save or load", choices=("save", "load")),
+            Arg(
+                "file",
+                "pos",
+                "the state file on your machine (save writes it, load reads it)",
+                type=FILE_OUT,
+                when={"action=load": FILE_IN},
+            ),
+        ),
+        needs=_CDP,
+        mutates=True,
+        example="bay state save login.json",
+    ),
     Verb("back", PAGE, "Go back in the tab's history.", needs=_CDP, mutates=True),
     Verb("forward", PAGE, "Go forward in the tab's history.", needs=_CDP, mutates=True),
     Verb("reload", PAGE, "Reload the page.", needs=_CDP, mutates=True),
@@ -674,20 +773,6 @@ VERBS: tuple[Verb, ...] = (
         ),
         needs=_CDP,
         example="bay tab new https://example.org",
-    ),
-    Verb(
-        "dialog",
-        SESSION,
-        "A dialog a page opened (alert, confirm, prompt, beforeunload) waits for you: accept "
-        "[text], dismiss, or status (what is open on your tabs).",
-        (
-            Arg("action", "pos", "what to do", choices=("accept", "dismiss", "status")),
-            Arg("text", "opt", "accept: your answer to a prompt (default: its default value)"),
-        ),
-        needs=_CDP,
-        mutates=True,
-        secret_args=("text",),
-        example="bay dialog accept",
     ),
     Verb(
         "close",
@@ -745,6 +830,12 @@ VERBS: tuple[Verb, ...] = (
                 "owner: only its owner uses it; granted: the owner may grant it to a session "
                 "socket (default: granted on the owner's channel, owner on a session socket)",
                 choices=("owner", "granted"),
+            ),
+            Arg(
+                "from_session",
+                "flag",
+                "keep the login your ephemeral browser has now: its cookies and localStorage "
+                "are copied into the new profile",
             ),
         ),
         # A cdp profile drives somebody else's running browser (the human's own, at a

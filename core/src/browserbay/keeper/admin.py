@@ -22,9 +22,17 @@ from browserbay.keeper.browsers import BrowserPool
 from browserbay.keeper.channels import Channel
 from browserbay.keeper.grants import GrantBook, grant_row
 from browserbay.keeper.hints import listing as hints_listing
-from browserbay.keeper.profiles import ProfileBook
+from browserbay.keeper.profiles import ProfileBook, parse_domains
 from browserbay.keeper.sessions import Session
+from browserbay.keeper.state import (
+    KEEP_SESSION_COOKIES,
+    check_host,
+    kept,
+    seed_profile,
+    session_login,
+)
 from browserbay.keeper.triggers import triggers_dir
+from browserbay.model import SessionRef
 from browserbay.paths import BayPaths, ensure_private
 from browserbay.plugins import Plugins
 from browserbay.refusals import Refusal
@@ -110,10 +118,54 @@ class AdminVerbs:
             args, self.site_hints, self.db, self.plugins.providers, channel.session
         )
 
-    async def new(self, args: dict[str, Any], handle: str | None, channel: Channel) -> Answer:
-        made = await self.profiles.new(args, channel)
+    async def new(
+        self,
+        args: dict[str, Any],
+        handle: str | None,
+        channel: Channel,
+        asking: SessionRef | None,
+    ) -> Answer:
+        """``--from-session``: the asking session's ephemeral browser's login, read before
+        the profile is made (none running: refused, nothing made) and copied into the new
+        profile's browser (see :func:`browserbay.keeper.state.seed_profile`)."""
+        login = None
+        if args.get("from_session"):
+            if asking is None:
+                raise Refusal("usage", detail="new --from-session needs a session", verb="new")
+            if not self.profiles.owns_dirs(args.get("provider")):
+                raise Refusal(
+                    "usage",
+                    detail="new --from-session makes a profile of a provider with its own "
+                    "directory (chromium, cloak): no --provider cdp",
+                    verb="new",
+                )
+            login, lasting = kept(
+                await session_login(self.sessions.get(asking.id), asking.id), time.time()
+            )
+            for host in login.hosts():
+                check_host(host, parse_domains(args.get("allowed_domains")))
+        data, text = await self.profiles.new(args, channel)
+        if login is not None:
+            row = self.profiles.rows[data["id"]]
+            try:
+                await seed_profile(self.pool, row, login)
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    await self.profiles.discard(row.id)
+                raise
+            data["seeded"] = {
+                "cookies": len(login.cookies),
+                "origins": len(login.origins),
+                "session_cookies_kept_days": lasting and KEEP_SESSION_COOKIES // 86400,
+            }
+            text += f"\nkept the login of session {asking.id if asking else ''}: {login.summary()}"
+            if lasting:
+                text += (
+                    f" ({lasting} session cookie(s) kept for {KEEP_SESSION_COOKIES // 86400} "
+                    "days: a browser drops them when it stops)"
+                )
         await self.pool.spread_devtools_ports()  # a cdp profile's port, kept off every tab
-        return made
+        return data, text
 
     async def adopt(self, args: dict[str, Any], handle: str | None, channel: Channel) -> Answer:
         return await self.profiles.adopt(args)

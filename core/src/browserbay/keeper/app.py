@@ -35,7 +35,7 @@ import anyio
 
 import browserbay.keeper.reading  # noqa: F401  (its @page_verb handlers join PAGE_VERBS)
 from browserbay._version import __version__
-from browserbay.keeper import inputs, network, pageverbs, waits
+from browserbay.keeper import inputs, pageverbs, state, waits
 from browserbay.keeper.admin import AdminVerbs
 from browserbay.keeper.audit import AuditTrail
 from browserbay.keeper.base import Lifecycle, RegistryRunner, RestartGate
@@ -43,13 +43,12 @@ from browserbay.keeper.browsers import BrowserPool
 from browserbay.keeper.children import Children
 from browserbay.keeper.choosing import LeaseChooser
 from browserbay.keeper.controls import Controls, make_transports
-from browserbay.keeper.dialogs import Dialogs
-from browserbay.keeper.dialogverbs import DialogVerbs
 from browserbay.keeper.downloads import Downloads
 from browserbay.keeper.files import Carrier
 from browserbay.keeper.grants import GrantBook, GrantVerbs
 from browserbay.keeper.keeper import Housekeeping, Keeper
 from browserbay.keeper.leases import Leases
+from browserbay.keeper.network import verb_network as _network  # noqa: F401 (registers its verbs)
 from browserbay.keeper.pageverbs import PAGE_VERBS
 from browserbay.keeper.profiles import ProfileBook
 from browserbay.keeper.roads import Guards
@@ -57,6 +56,7 @@ from browserbay.keeper.roster import Roster
 from browserbay.keeper.route import (
     Handler,
     OnKeeper,
+    OnKeeperAsked,
     OnLease,
     OnPage,
     OnPlugin,
@@ -80,7 +80,7 @@ log = logging.getLogger("browserbay.keeper")
 
 #: The modules whose ``@page_verb`` handlers fill ``PAGE_VERBS`` as they are imported (the
 #: route refuses to start when a page verb of the table has no handler).
-PAGE_VERB_MODULES = (pageverbs, inputs, waits, network)
+PAGE_VERB_MODULES = (pageverbs, inputs, waits, state)
 
 
 class PlaywrightDriver:
@@ -119,13 +119,11 @@ def core_handlers(
     tabs: TabVerbs,
     backend: BackendSwitch,
     grants: GrantVerbs,
-    dialogs: DialogVerbs,
 ) -> dict[str, Handler]:
     """The core's verbs and their handlers (the page verbs register themselves with
     :func:`browserbay.keeper.pageverbs.page_verb`)."""
     return {
         "tab": OnLease(tabs.tab),
-        "dialog": OnLease(dialogs.dialog),
         "resume": OnLease(tabs.resume),
         "close": OnSession(sessions.close, ends_leases=True),
         "detach": OnSession(sessions.detach, ends_leases=True),
@@ -134,7 +132,7 @@ def core_handlers(
         "status": OnSession(sessions.status),
         "blocked": OnSession(sessions.blocked),
         "backend": OnSession(backend.backend),
-        "new": OnKeeper(admin.new),
+        "new": OnKeeperAsked(admin.new),
         "profiles": OnKeeper(admin.profiles_listing),
         "forget": OnKeeper(admin.forget),
         "adopt": OnKeeper(admin.adopt),
@@ -191,8 +189,6 @@ class App:
         self.profiles = ProfileBook(
             registry.profiles, registry.attachments, registry.proposals, paths, plugins, db
         )
-        #: Every dialog a page opens, held until it is answered (bay dialog, the live view).
-        self.dialogs = Dialogs(roster.by_id, settings.dialog_timeout)
         self.leases = Leases(
             self.pool,
             tabs,
@@ -204,11 +200,10 @@ class App:
             roster.by_id,
             idle_timeout=settings.idle_timeout,
             downloads=Downloads(paths.runtime / "downloads", settings.download_max_bytes),
-            dialogs=self.dialogs,
         )
         self.pool.on_crash = self.leases.crashed
         #: Who holds each lease's controls; the live-view transports' host.
-        self.controls = Controls(plugins, roster.by_id, settings.handback_idle, self.dialogs)
+        self.controls = Controls(plugins, roster.by_id, settings.handback_idle)
         self.live = make_transports(plugins, self.controls)
         #: The one guard path every road's actions pass (see browserbay.keeper.roads).
         self.guards = Guards(plugins, self.controls, self.gate.check, self.audit.write)
@@ -287,7 +282,6 @@ class App:
             TabVerbs(plugins, tabs, self.leases, self.profiles),
             backend,
             GrantVerbs(self.grants, children.child),
-            DialogVerbs(self.dialogs),
         )
         handlers.update({name: OnPlugin(pv) for name, pv in plugins.verbs.items()})
         self.route = VerbRoute(table, handlers)  # RouteError: the keeper does not start
@@ -305,7 +299,6 @@ class App:
             self.guards,
             self.audit,
             self.carrier,
-            self.dialogs,
         )
         self.housekeeping = Housekeeping(
             roster, self.leases, self.pool, self.gate, settings, children

@@ -349,6 +349,21 @@ class ProfileBook:
         whose = _whose(row.owner, row.sharing)
         return self.describe(row), f"{label} ({pid}) · {provider} · {whose}\nuse it: bay use {pid}"
 
+    def owns_dirs(self, provider: object) -> bool:
+        """The provider ``new`` would use (default chromium) gives each profile a directory of
+        its own (a browser we start), not somebody else's running browser."""
+        row = self.plugins.providers.get(str(provider or "chromium"))
+        return row is not None and row.capabilities.owns_dir
+
+    async def discard(self, profile_id: str) -> None:
+        """Undo a ``new`` that failed after its row was made: row and directory gone, no
+        archive (nothing of anybody's was in it yet)."""
+        row = self.rows.pop(profile_id, None)
+        self.attached.pop(profile_id, None)
+        await self.db(self.profiles.delete, profile_id)
+        if row is not None and row.dir:
+            await anyio.to_thread.run_sync(lambda: shutil.rmtree(row.dir, ignore_errors=True))
+
     async def _options(self, prow: ProviderRow, args: dict[str, Any]) -> dict[str, str]:
         """The provider options given to ``new`` (``--cdp-url``), checked by the provider."""
         given = {name: str(args[name]) for name in PROVIDER_OPTIONS if args.get(name)}

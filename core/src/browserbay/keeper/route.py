@@ -10,6 +10,8 @@ keeper serves with no handler, or a handler for no such verb, stops the keeper a
 A handler's kind says what the keeper prepares before calling it:
 
 - :class:`OnKeeper`: a keeper verb (scope ``keeper``); no session is made.
+- :class:`OnKeeperAsked`: a keeper verb that also reads who asks (the request's session:
+  ``new --from-session`` keeps that session's login); no session is made either.
 - :class:`OnSession`: a verb on the session's state (scope ``session``), no lease chosen.
 - :class:`OnLease`: a session verb on the lease it chooses (``tab``, ``resume``).
 - :class:`OnPage`: a page verb (scope ``page``) on the lease's current tab; page handlers
@@ -29,7 +31,7 @@ from browserbay.keeper.channels import Channel, refuse_owner_only
 from browserbay.keeper.files import Carried
 from browserbay.keeper.pageverbs import PageHandler
 from browserbay.keeper.sessions import Lease, Session
-from browserbay.model import PluginVerb, ProfileRef
+from browserbay.model import PluginVerb, ProfileRef, SessionRef
 from browserbay.refusals import Refusal
 
 #: A session verb's answer: ``(data, text)`` and the profile it acted on (None: none).
@@ -86,6 +88,7 @@ class LeaseCall:
 
 
 KeeperHandler = Callable[[dict[str, Any], str | None, Channel], Awaitable[Answer]]
+AskedHandler = Callable[[dict[str, Any], str | None, Channel, SessionRef | None], Awaitable[Answer]]
 SessionHandler = Callable[[SessionCall], Awaitable[SessionAnswer]]
 LeaseHandler = Callable[[LeaseCall], Awaitable[Answer]]
 
@@ -94,6 +97,14 @@ LeaseHandler = Callable[[LeaseCall], Awaitable[Answer]]
 class OnKeeper:
     run: KeeperHandler
     """``run(args, handle, channel)``."""
+
+
+@dataclass(frozen=True)
+class OnKeeperAsked:
+    run: AskedHandler
+    """``run(args, handle, channel, asking)``: ``asking`` is the request's session (on a
+    session socket the socket's own, which the gate holds it to); None when a plugin's verb
+    calls it (``ctx.keeper_verb``)."""
 
 
 @dataclass(frozen=True)
@@ -119,11 +130,11 @@ class OnPlugin:
     verb: PluginVerb
 
 
-Handler = OnKeeper | OnSession | OnLease | OnPage | OnPlugin
+Handler = OnKeeper | OnKeeperAsked | OnSession | OnLease | OnPage | OnPlugin
 
 #: The handler kinds a verb of each scope may have (``local`` verbs run in the client).
 KINDS: dict[str, tuple[type, ...]] = {
-    verbs.KEEPER: (OnKeeper,),
+    verbs.KEEPER: (OnKeeper, OnKeeperAsked),
     verbs.SESSION: (OnSession, OnLease),
     verbs.PAGE: (OnPage,),
     verbs.PLUGIN: (OnPlugin,),
@@ -169,7 +180,9 @@ class VerbRoute:
         """Run a keeper verb by name (a plugin's ``ctx.host.keeper_verb``) on the channel of
         the plugin verb's own request; any other name is refused as an unknown verb."""
         handler = self._handlers.get(name)
-        if not isinstance(handler, OnKeeper):
+        if not isinstance(handler, (OnKeeper, OnKeeperAsked)):
             raise Refusal("bad_frame", reason=f"unknown verb {name!r}")
         refuse_owner_only(channel, self.table[name], args, handle)
+        if isinstance(handler, OnKeeperAsked):
+            return await handler.run(args, handle, channel, None)
         return await handler.run(args, handle, channel)

@@ -33,7 +33,7 @@ from browserbay.keeper.frames import LeaseTrace
 from browserbay.keeper.guard import Blocked
 from browserbay.keeper.netlog import LeaseNet, TabLog
 from browserbay.keeper.pause import LeaseControl
-from browserbay.model import LeaseInfo, LiveWindow, PageDialog, PauseInfo, ProfileRef, SessionRef
+from browserbay.model import LeaseInfo, LiveWindow, PauseInfo, ProfileRef, SessionRef
 from browserbay.refusals import Refusal
 from browserbay.registry import Kept
 
@@ -73,9 +73,6 @@ class Tab:
     log: TabLog = field(default_factory=TabLog)
     """Its console, errors and requests (bounded rings, fed by its page's events)."""
     _focus: FrameFocus | None = field(default=None, init=False, repr=False)
-    dialog: PageDialog | None = None
-    """The dialog open on it now (written only by browserbay.keeper.dialogs): the page's
-    script waits for its answer, so nothing reads the page through script meanwhile."""
 
     @property
     def focus(self) -> FrameFocus | None:
@@ -86,29 +83,20 @@ class Tab:
     def enter_frame(self, focus: FrameFocus | None) -> None:
         self._focus = focus
 
-    async def title(self) -> str:
-        """The page's title; empty while a dialog is open (reading it would wait for the
-        answer) or when the page cannot say."""
-        if self.dialog is not None:
-            return ""
-        try:
-            return await self.page.title()
-        except Exception:
-            return ""
-
     async def row(self) -> dict[str, Any]:
+        try:
+            title = await self.page.title()
+        except Exception:
+            title = ""
         focus = self._focus
         frame = None if focus is None else {"target": focus.target, "gone": focus.gone}
-        row: dict[str, Any] = {
+        return {
             "id": self.id,
             "url": self.page.url,
-            "title": await self.title(),
+            "title": title,
             "opener": self.opener,
             "frame": frame,
         }
-        if self.dialog is not None:
-            row["dialog"] = self.dialog.as_row()
-        return row
 
 
 class LeaseTabs(Mapping[str, Tab]):

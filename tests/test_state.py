@@ -1,0 +1,302 @@
+"""``cookies``, ``storage``, ``state save|load`` and ``new --from-session`` on real pages of a
+server of the tests' own, which tells logged in from logged out by a cookie it set itself
+(httpOnly), in real Chromium through the real keeper and CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from browserbay_testing import Bay, assert_refused
+
+#: The login cookie the server sets (httpOnly): a value no answer may print whole.
+TOKEN = "tok-" + "s3cr3t" * 12
+
+
+class _Site(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        cookie = self.headers.get("Cookie") or ""
+        headers = [("Content-Type", "text/html")]
+        if self.path.startswith("/login"):
+            headers.append(("Set-Cookie", f"sid={TOKEN}; Path=/; HttpOnly"))
+            body = "<title>login</title><p id=s>welcome</p>"
+        elif self.path.startswith("/private"):
+            state = "logged in" if f"sid={TOKEN}" in cookie else "logged out"
+            body = f"<title>private</title><p id=s>{state}</p>"
+        elif self.path.startswith("/whoami"):
+            body = f"<title>whoami</title><pre id=s>{cookie}</pre>"
+        else:
+            body = "<title>page</title><p id=s>a page</p>"
+        data = body.encode()
+        self.send_response(200)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def site() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Site)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def _seen_by_server(bay: Bay, site: str, s: str) -> str:
+    bay.ok("open", f"{site}/whoami", session=s)
+    return str(bay.ok("get", "text", "#s", session=s)["value"])
+
+
+def test_a_cookie_set_is_seen_by_the_page_and_the_server(bay: Bay, site: str) -> None:
+    s = "ck-set"
+    bay.ok("open", f"{site}/page", session=s)
+    assert "flavour" not in _seen_by_server(bay, site, s)  # negative control
+    got = bay.ok("cookies", "set", "flavour", "oat", "--url", f"{site}/", session=s)
+    assert got["cookie"]["name"] == "flavour"
+    assert got["cookie"]["domain"] == "127.0.0.1"
+    assert "flavour=oat" in bay.ok("eval", "document.cookie", session=s)["value"]
+    assert "flavour=oat" in _seen_by_server(bay, site, s)
+    # Without --url: the current page's.
+    bay.ok("cookies", "set", "second", "two", session=s)
+    listed = {c["name"]: c for c in bay.ok("cookies", session=s)["cookies"]}
+    assert listed["second"]["value"] == "two"
+    assert listed["flavour"]["http_only"] is False
+    bay.ok("close", session=s)
+
+
+def test_an_http_only_cookie_is_sent_but_hidden_from_scripts(bay: Bay, site: str) -> None:
+    s = "ck-httponly"
+    bay.ok("open", f"{site}/page", session=s)
+    bay.ok("cookies", "set", "hidden", "h1", "--url", f"{site}/", "--http-only", session=s)
+    assert "hidden" not in bay.ok("eval", "document.cookie", session=s)["value"]
+    assert "hidden=h1" in _seen_by_server(bay, site, s)
+    row = next(c for c in bay.ok("cookies", session=s)["cookies"] if c["name"] == "hidden")
+    assert row["http_only"] is True
+    bay.ok("close", session=s)
+
+
+def test_values_are_clipped_and_never_in_the_audit(bay: Bay, site: str) -> None:
+    s = "ck-clip"
+    bay.ok("open", f"{site}/login", session=s)  # the server's own httpOnly login cookie
+    r = bay("cookies", session=s, json_=False)
+    assert r.code == 0, r
+    assert "sid=" in r.stdout
+    assert TOKEN not in r.stdout
+    row = next(c for c in bay.ok("cookies", session=s)["cookies"] if c["name"] == "sid")
+    assert row["value_chars"] == len(TOKEN)
+    assert row["value"] != TOKEN
+    bay.ok("cookies", "set", "typed", TOKEN, "--url", f"{site}/", session=s)
+    assert TOKEN not in json.dumps(bay.recorded())  # the hooks saw its length only
+    bay.ok("close", session=s)
+
+
+def test_clear_by_name_then_all(bay: Bay, site: str) -> None:
+    s = "ck-clear"
+    bay.ok("open", f"{site}/page", session=s)
+    for name in ("a1", "a2"):
+        bay.ok("cookies", "set", name, "v", session=s)
+    assert bay.ok("cookies", "clear", "--name", "a1", session=s)["cleared"] == 1
+    names = {c["name"] for c in bay.ok("cookies", session=s)["cookies"]}
+    assert names == {"a2"}
+    assert "a2=v" in _seen_by_server(bay, site, s)
+    assert bay.ok("cookies", "clear", session=s)["cleared"] == 1
+    assert bay.ok("cookies", session=s)["cookies"] == []
+    assert "a2" not in _seen_by_server(bay, site, s)
+    bay.ok("close", session=s)
+
+
+def test_bad_cookie_input_is_refused_and_sets_nothing(bay: Bay, site: str) -> None:
+    s = "ck-bad"
+    bay.ok("open", "about:blank", session=s)
+    assert_refused(bay("cookies", "set", "x", "1", session=s), "usage")  # no url, no host
+    bay.ok("open", f"{site}/page", session=s)
+    assert_refused(bay("cookies", "set", "x", "1", "--same-site", "Loose", session=s), "usage")
+    none = bay("cookies", "set", "x", "1", "--same-site", "None", session=s)
+    assert "--secure" in assert_refused(none, "usage")["message"]
+    both = bay("cookies", "set", "x", "1", "--url", site, "--domain", "127.0.0.1", session=s)
+    assert_refused(both, "usage")
+    past = bay("cookies", "set", "x", "1", "--expires", "1000", session=s)
+    assert_refused(past, "usage")
+    assert_refused(bay("cookies", "set", "x", session=s), "usage")  # no value
+    assert bay.ok("cookies", session=s)["cookies"] == []
+    bay.ok("close", session=s)
+
+
+def test_a_cookie_outside_the_fence_is_refused(bay: Bay, site: str) -> None:
+    s = "ck-fence"
+    bay.ok("use", "--ephemeral", "--allowed-domains", "127.0.0.1", session=s)
+    bay.ok("open", f"{site}/page", session=s)
+    outside = site.replace("127.0.0.1", "localhost")
+    assert_refused(bay("cookies", "set", "x", "1", "--url", outside, session=s), "domain_refused")
+    by_domain = bay("cookies", "set", "x", "1", "--domain", "evil.example", session=s)
+    assert_refused(by_domain, "domain_refused")
+    bay.ok("cookies", "set", "x", "1", "--domain", "127.0.0.1", session=s)  # inside: kept
+    assert [c["name"] for c in bay.ok("cookies", session=s)["cookies"]] == ["x"]
+    bay.ok("close", session=s)
+
+
+def test_storage_set_get_clear_is_the_pages(bay: Bay, site: str) -> None:
+    s = "st-local"
+    bay.ok("open", f"{site}/page", session=s)
+    bay.ok("storage", "local", "set", "theme", "dark", session=s)
+    assert bay.ok("eval", "localStorage.getItem('theme')", session=s)["value"] == "dark"
+    bay.ok("eval", "localStorage.setItem('page', 'wrote'); 1", session=s)
+    assert bay.ok("storage", "local", "get", "page", session=s)["value"] == "wrote"
+    items = {i["key"]: i["value"] for i in bay.ok("storage", "local", session=s)["items"]}
+    assert items == {"theme": "dark", "page": "wrote"}
+    assert bay.ok("storage", "local", "get", "nope", session=s)["found"] is False
+    bay.ok("storage", "session", "set", "tab", "1", session=s)
+    assert bay.ok("eval", "sessionStorage.getItem('tab')", session=s)["value"] == "1"
+    assert bay.ok("storage", "session", session=s)["items"][0]["key"] == "tab"
+    assert bay.ok("storage", "local", "clear", session=s)["cleared"] == 2
+    assert bay.ok("eval", "localStorage.length", session=s)["value"] == 0
+    assert bay.ok("eval", "sessionStorage.length", session=s)["value"] == 1  # untouched
+    bay.ok("open", "about:blank", session=s)
+    assert_refused(bay("storage", "local", session=s), "usage")  # no origin
+    bay.ok("close", session=s)
+
+
+def test_state_saved_logs_a_fresh_session_in(bay: Bay, site: str, tmp_path: Path) -> None:
+    a, b = "state-a", "state-b"
+    bay.ok("open", f"{site}/login", session=a)
+    bay.ok("storage", "local", "set", "user", "ada", session=a)
+    path = tmp_path / "login.json"
+    r = bay("state", "save", str(path), session=a, json_=False)
+    assert r.code == 0, r
+    assert TOKEN not in r.stdout + r.stderr
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    saved = json.loads(path.read_text())
+    assert any(c["name"] == "sid" and c["value"] == TOKEN for c in saved["cookies"])
+    data = bay.ok("state", "save", str(path), session=a)
+    assert TOKEN not in json.dumps(data)
+    assert data["cookies"] >= 1
+    # b starts logged out, loads the file, and the server lets it in.
+    bay.ok("open", f"{site}/private", session=b)
+    assert bay.ok("get", "text", "#s", session=b)["value"] == "logged out"
+    loaded = bay("state", "load", str(path), session=b, json_=False)
+    assert loaded.code == 0, loaded
+    assert TOKEN not in loaded.stdout + loaded.stderr
+    bay.ok("open", f"{site}/private", session=b)
+    assert bay.ok("get", "text", "#s", session=b)["value"] == "logged in"
+    assert bay.ok("storage", "local", "get", "user", session=b)["value"] == "ada"
+    for s in (a, b):
+        bay.ok("close", session=s)
+
+
+def test_a_state_that_is_not_valid_applies_nothing(bay: Bay, site: str, tmp_path: Path) -> None:
+    s = "state-bad"
+    bay.ok("open", f"{site}/page", session=s)
+    bay.ok("cookies", "set", "kept", "1", session=s)
+    for content in ("not json", '{"cookies": [{"name": "x"}]}', '{"origins": [{"origin": 1}]}'):
+        bad = tmp_path / "bad.json"
+        bad.write_text(content)
+        assert_refused(bay("state", "load", str(bad), session=s), "usage")
+        assert [c["name"] for c in bay.ok("cookies", session=s)["cookies"]] == ["kept"]
+    bay.ok("close", session=s)
+
+
+def test_a_state_outside_the_fence_is_refused_whole(bay: Bay, site: str, tmp_path: Path) -> None:
+    s = "state-fence"
+    state = {
+        "cookies": [
+            {
+                "name": "in",
+                "value": "1",
+                "domain": "127.0.0.1",
+                "path": "/",
+                "expires": -1,
+                "httpOnly": False,
+                "secure": False,
+                "sameSite": "Lax",
+            },
+            {
+                "name": "out",
+                "value": "1",
+                "domain": "evil.example",
+                "path": "/",
+                "expires": -1,
+                "httpOnly": False,
+                "secure": False,
+                "sameSite": "Lax",
+            },
+        ],
+        "origins": [],
+    }
+    path = tmp_path / "fenced.json"
+    path.write_text(json.dumps(state))
+    bay.ok("use", "--ephemeral", "--allowed-domains", "127.0.0.1", session=s)
+    bay.ok("open", f"{site}/page", session=s)
+    assert_refused(bay("state", "load", str(path), session=s), "domain_refused")
+    assert bay.ok("cookies", session=s)["cookies"] == []
+    bay.ok("close", session=s)
+
+
+def _logged_in(bay: Bay, site: str, s: str | None, env: dict[str, str] | None = None) -> str:
+    bay.ok("open", f"{site}/private", session=s, env=env)
+    return str(bay.ok("get", "text", "#s", session=s, env=env)["value"])
+
+
+def test_new_from_session_keeps_the_login_in_a_profile(bay: Bay, site: str) -> None:
+    s = "from-s"
+    bay.ok("open", f"{site}/login", session=s)
+    bay.ok("storage", "local", "set", "user", "ada", session=s)
+    made = bay.ok("new", "kept-login", "--from-session", session=s)
+    assert made["seeded"]["cookies"] >= 1
+    assert made["owner"] == "owner"  # made on the owner's channel
+    pid = made["id"]
+    other = "from-other"
+    assert _logged_in(bay, site, other) == "logged out"  # its own ephemeral browser: not
+    bay.ok("use", pid, session=other)
+    assert _logged_in(bay, site, other) == "logged in"
+    assert bay.ok("storage", "local", "get", "user", session=other)["value"] == "ada"
+    for x in (s, other):
+        bay.ok("close", session=x)
+
+
+def test_new_from_session_without_a_browser_makes_nothing(bay: Bay) -> None:
+    s = "from-none"
+    before = {p["id"] for p in bay.ok("profiles", session=None)["profiles"]}
+    assert_refused(bay("new", "nothing", "--from-session", session=s), "usage")
+    after = {p["id"] for p in bay.ok("profiles", session=None)["profiles"]}
+    assert after == before
+
+
+def test_new_from_session_outside_its_fence_makes_nothing(bay: Bay, site: str) -> None:
+    s = "from-fence"
+    bay.ok("open", f"{site}/login", session=s)
+    before = {p["id"] for p in bay.ok("profiles", session=None)["profiles"]}
+    fenced = bay("new", "f", "--from-session", "--allowed-domains", "shop.example", session=s)
+    assert_refused(fenced, "domain_refused")
+    assert {p["id"] for p in bay.ok("profiles", session=None)["profiles"]} == before
+    bay.ok("close", session=s)
+
+
+def test_on_a_session_socket_from_session_is_the_sockets_own_and_its_groups(
+    bay: Bay, site: str, place: Path
+) -> None:
+    sock = place / "st" / "bay.sock"
+    sock.parent.mkdir(mode=0o700)
+    bay.ok("session", "grant", "st-agent", "--socket", str(sock), session=None)
+    on = {"BAY_SOCKET": str(sock)}
+    bay.ok("open", f"{site}/login", session=None, env=on)
+    made = bay.ok("new", "agent-login", "--from-session", session=None, env=on)
+    assert made["owner"] == "group:st-agent"
+    assert made["sharing"] == "owner"
+    # Naming another session on the socket is refused before anything is read.
+    other = bay("new", "x", "--from-session", session="someone-else", env=on)
+    assert_refused(other, "session_fixed")
+    bay.ok("use", made["id"], session=None, env=on)
+    assert _logged_in(bay, site, None, env=on) == "logged in"
+    bay.ok("session", "revoke", "st-agent", session=None)
