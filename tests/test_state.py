@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from browserbay import errors
+from browserbay.api import SyncClient
 from browserbay_testing import Bay, assert_refused
 
 #: The login cookie the server sets (httpOnly): a value no answer may print whole.
@@ -300,3 +302,35 @@ def test_on_a_session_socket_from_session_is_the_sockets_own_and_its_groups(
     bay.ok("use", made["id"], session=None, env=on)
     assert _logged_in(bay, site, None, env=on) == "logged in"
     bay.ok("session", "revoke", "st-agent", session=None)
+
+
+def test_the_python_api_sets_reads_saves_loads_and_keeps_a_login(
+    bay: Bay, site: str, tmp_path: Path
+) -> None:
+    bay.ok("keeper", "start", session=None)
+    path = tmp_path / "api-state.json"
+    with SyncClient("api-state-a", home=bay.home) as a:
+        a.open(f"{site}/login")
+        a.set_cookie("api", "1", http_only=True)
+        names = {c["name"]: c for c in a.cookies().data["cookies"]}
+        assert names["api"]["http_only"] is True
+        assert names["sid"]["value_chars"] == len(TOKEN)
+        a.set_storage("local", "who", "api")
+        assert a.storage("local", "who").data["value"] == "api"
+        saved = a.save_state(path)
+        assert saved.data["path"] == str(path)
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+        with pytest.raises(errors.Usage):
+            a.set_cookie("x", "1", same_site="None")  # no secure
+        assert a.clear_storage("local").data["cleared"] == 1
+        kept = a.new_profile("api-kept", from_session=True)
+        assert kept.data["seeded"]["cookies"] >= 2
+        assert a.clear_cookies(name="api").data["cleared"] == 1
+        a.close()
+    with SyncClient("api-state-b", home=bay.home) as b:
+        b.open(f"{site}/private")
+        assert b.get("text", "#s").value == "logged out"
+        b.load_state(path)
+        b.open(f"{site}/private")
+        assert b.get("text", "#s").value == "logged in"
+        b.close()

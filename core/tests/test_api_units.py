@@ -194,6 +194,12 @@ CALLS: dict[str, tuple[object, ...]] = {
     "new_tab": ("https://example.org",),
     "close_tab": ("t2",),
     "switch_tab": ("t2",),
+    **dict.fromkeys(("cookies", "clear_cookies"), ()),
+    "set_cookie": ("sid", "v"),
+    **dict.fromkeys(("storage", "clear_storage"), ("local",)),
+    "set_storage": ("local", "k", "v"),
+    **dict.fromkeys(("save_state", "load_state"), ("state.json",)),
+    "new_profile": ("work",),
 }
 
 

@@ -247,6 +247,78 @@ class SyncClient:
         state dir); ``Shot.path`` says where."""
         return self._request("screenshot", {"path": path, "full": full}, timeout, Shot)
 
+    def cookies(
+        self, *, name: str | None = None, domain: str | None = None, timeout: float | None = None
+    ) -> Answer:
+        """``data["cookies"]``: your browser's cookies (name, domain, path, expires, flags; the
+        value clipped, ``value_chars`` its length); ``name``/``domain``: only those."""
+        args = {"action": "get", "name": name, "domain": domain}
+        return self._request("cookies", args, timeout, Answer)
+
+    def set_cookie(
+        self,
+        name: str,
+        value: str,
+        *,
+        url: str | None = None,
+        domain: str | None = None,
+        path: str | None = None,
+        http_only: bool = False,
+        secure: bool = False,
+        same_site: str | None = None,
+        expires: float | None = None,
+        timeout: float | None = None,
+    ) -> Answer:
+        """Set a cookie for ``url`` (default: the current page's) or ``domain``/``path``;
+        ``same_site``: ``Strict``, ``Lax`` or ``None``; ``expires``: epoch seconds."""
+        args = {
+            "action": "set",
+            "cookie": name,
+            "value": value,
+            "url": url,
+            "domain": domain,
+            "path": path,
+            "http_only": http_only,
+            "secure": secure,
+            "same_site": same_site,
+            "expires": expires,
+        }
+        return self._request("cookies", args, timeout, Answer)
+
+    def clear_cookies(
+        self, *, name: str | None = None, domain: str | None = None, timeout: float | None = None
+    ) -> Answer:
+        """Clear every cookie, or those of ``name``/``domain``; ``data["cleared"]`` counts."""
+        args = {"action": "clear", "name": name, "domain": domain}
+        return self._request("cookies", args, timeout, Answer)
+
+    def storage(self, area: str, key: str | None = None, *, timeout: float | None = None) -> Answer:
+        """The current page's ``local`` or ``session`` storage: ``data["items"]``, or with
+        ``key`` its ``data["value"]`` (values clipped; ``data["found"]``)."""
+        args = {"area": area, "action": "get", "key": key}
+        return self._request("storage", args, timeout, Answer)
+
+    def set_storage(
+        self, area: str, key: str, value: str, *, timeout: float | None = None
+    ) -> Answer:
+        """Set ``key`` in the current page's ``local`` or ``session`` storage."""
+        args = {"area": area, "action": "set", "key": key, "value": value}
+        return self._request("storage", args, timeout, Answer)
+
+    def clear_storage(self, area: str, *, timeout: float | None = None) -> Answer:
+        """Clear the current page's ``local`` or ``session`` storage."""
+        return self._request("storage", {"area": area, "action": "clear"}, timeout, Answer)
+
+    def save_state(self, path: str | os.PathLike[str], *, timeout: float | None = None) -> Answer:
+        """Write your browser's storage state (Playwright's: cookies and localStorage) to
+        ``path`` on this machine, mode 0600 (a secret: the answer carries counts only)."""
+        return self._request("state", {"action": "save", "file": path}, timeout, Answer)
+
+    def load_state(self, path: str | os.PathLike[str], *, timeout: float | None = None) -> Answer:
+        """Replace your ephemeral browser's cookies and storage with the state file at
+        ``path`` (read here and sent; checked whole before anything is applied)."""
+        return self._request("state", {"action": "load", "file": path}, timeout, Answer)
+
     def back(self, *, timeout: float | None = None) -> Page:
         """Go back in the tab's history."""
         return self._request("back", {}, timeout, Page)
@@ -294,6 +366,25 @@ class SyncClient:
     def verbs(self, *, timeout: float | None = None) -> Answer:
         """``data["verbs"]``: the verb table as the keeper knows it, plugins' verbs included."""
         return self._request("verbs", {}, timeout, Answer)
+
+    def new_profile(
+        self,
+        label: str,
+        *,
+        from_session: bool = False,
+        sharing: str | None = None,
+        allowed_domains: str | None = None,
+        timeout: float | None = None,
+    ) -> Answer:
+        """Register a persistent profile (``data["id"]``); ``from_session``: with the login
+        this session's ephemeral browser has now (``data["seeded"]``)."""
+        args = {
+            "label": label,
+            "from_session": from_session,
+            "sharing": sharing,
+            "allowed_domains": allowed_domains,
+        }
+        return self._request("new", args, timeout, Answer)
 
     def keeper_status(self, *, timeout: float | None = None) -> Answer:
         """The keeper's own status: version, pid, its browsers."""
