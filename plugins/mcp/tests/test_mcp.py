@@ -64,6 +64,9 @@ def test_tools_list_then_navigate_snapshot_click(env: dict[str, str], demo: str)
             "read",
             "tabs",
             "screenshot",
+            "cookies",
+            "storage",
+            "state",
             "status",
             "close",
         }
@@ -225,3 +228,44 @@ def test_the_tools_run_verbs_of_the_table_with_the_arguments_it_names() -> None:
         assert verb in BY_NAME, verb
     for action in server.ACTIONS:
         assert {a.name for a in BY_NAME[action].args} <= set(server.ACT_PARAMS), action
+
+
+def test_cookies_storage_and_a_state_file_that_is_never_shown(
+    env: dict[str, str], demo: str, tmp_path: Path
+) -> None:
+    secret = "v" * 64
+    path = tmp_path / "state.json"
+
+    async def body(session: ClientSession) -> None:
+        await session.call_tool("navigate", {"url": f"{demo}/"})
+        made = await session.call_tool(
+            "cookies", {"action": "set", "name": "sid", "value": secret, "http_only": True}
+        )
+        assert not made.is_error, text(made)
+        assert secret not in text(made)
+        got = await session.call_tool("cookies", {})
+        row = next(c for c in got.structured_content["data"]["cookies"] if c["name"] == "sid")
+        assert row["http_only"] is True
+        assert row["value_chars"] == 64
+        assert secret not in text(got)
+        bad = await session.call_tool("cookies", {"action": "set", "name": "x"})
+        assert bad.is_error
+        put = await session.call_tool(
+            "storage", {"area": "local", "action": "set", "key": "k", "value": "1"}
+        )
+        assert not put.is_error, text(put)
+        one = await session.call_tool("storage", {"area": "local", "key": "k"})
+        assert one.structured_content["data"]["value"] == "1"
+        saved = await session.call_tool("state", {"action": "save", "path": str(path)})
+        assert not saved.is_error, text(saved)
+        assert secret not in text(saved)
+        assert (path.stat().st_mode & 0o777) == 0o600
+        assert secret in path.read_text()
+        cleared = await session.call_tool("cookies", {"action": "clear"})
+        assert cleared.structured_content["data"]["cleared"] == 1
+        loaded = await session.call_tool("state", {"action": "load", "path": str(path)})
+        assert not loaded.is_error, text(loaded)
+        again = await session.call_tool("cookies", {"name": "sid"})
+        assert again.structured_content["data"]["cookies"][0]["value_chars"] == 64
+
+    anyio.run(_session_run, env, body)

@@ -1,7 +1,8 @@
 """``bay mcp``: a stdio MCP server over the keeper.
 
 A compact tool set rather than one tool per flag — ``navigate``, ``snapshot``, ``act`` (by
-``@eN`` reference), ``read``, ``tabs``, ``screenshot``, ``status`` and ``close`` — each a thin
+``@eN`` reference), ``read``, ``tabs``, ``screenshot``, ``cookies``, ``storage``, ``state``,
+``status`` and ``close`` — each a thin
 layer over :class:`browserbay.Client`, so the keeper does the work exactly as for ``bay``.
 Every result names the session and the profile it acted on; a refusal is a tool error whose
 text carries the code and the way out (and whose structured content is the refusal frame).
@@ -255,6 +256,84 @@ def build(client: Client) -> MCPServer[Any]:
         image = ImageContent(data=base64.b64encode(png).decode(), mime_type="image/png")
         answer.content.insert(0, image)
         return answer
+
+    @server.tool()
+    async def cookies(
+        action: Annotated[
+            str, Field(description=helps("cookies", "action")), *one_of("cookies", "action")
+        ] = "get",
+        name: Annotated[
+            str | None, Field(description="set: the cookie's name; get/clear: only this name")
+        ] = None,
+        value: Annotated[str | None, Field(description=helps("cookies", "value"))] = None,
+        url: Annotated[str | None, Field(description=helps("cookies", "url"))] = None,
+        domain: Annotated[str | None, Field(description=helps("cookies", "domain"))] = None,
+        path: Annotated[str | None, Field(description=helps("cookies", "path"))] = None,
+        http_only: Annotated[bool, Field(description=helps("cookies", "http_only"))] = False,
+        secure: Annotated[bool, Field(description=helps("cookies", "secure"))] = False,
+        same_site: Annotated[
+            str | None,
+            Field(description=helps("cookies", "same_site")),
+            *one_of("cookies", "same_site"),
+        ] = None,
+        expires: Annotated[float | None, Field(description=helps("cookies", "expires"))] = None,
+    ) -> CallToolResult:
+        """Your browser's cookies: get (values clipped), set one (for the current page's URL
+        unless url or domain is given), or clear (all, or by name/domain)."""
+        if action == "set":
+            if name is None or value is None:
+                return usage("cookies", "set needs name and value", "give name= and value=")
+            return await answered(
+                lambda: client.set_cookie(
+                    name,
+                    value,
+                    url=url,
+                    domain=domain,
+                    path=path,
+                    http_only=http_only,
+                    secure=secure,
+                    same_site=same_site,
+                    expires=expires,
+                )
+            )
+        if action == "clear":
+            return await answered(lambda: client.clear_cookies(name=name, domain=domain))
+        return await answered(lambda: client.cookies(name=name, domain=domain))
+
+    @server.tool()
+    async def storage(
+        area: Annotated[
+            str, Field(description=helps("storage", "area")), *one_of("storage", "area")
+        ],
+        action: Annotated[
+            str, Field(description=helps("storage", "action")), *one_of("storage", "action")
+        ] = "get",
+        key: Annotated[str | None, Field(description=helps("storage", "key"))] = None,
+        value: Annotated[str | None, Field(description=helps("storage", "value"))] = None,
+    ) -> CallToolResult:
+        """The current page's localStorage or sessionStorage: get (every item, or one key),
+        set a key, or clear the area."""
+        if action == "set":
+            if key is None or value is None:
+                return usage("storage", "set needs key and value", "give key= and value=")
+            return await answered(lambda: client.set_storage(area, key, value))
+        if action == "clear":
+            return await answered(lambda: client.clear_storage(area))
+        return await answered(lambda: client.storage(area, key))
+
+    @server.tool()
+    async def state(
+        action: Annotated[
+            str, Field(description=helps("state", "action")), *one_of("state", "action")
+        ],
+        path: Annotated[str, Field(description=helps("state", "file"))],
+    ) -> CallToolResult:
+        """Save your browser's storage state (cookies and localStorage: a login, a secret)
+        to a file on this machine (0600, never shown), or load one into your own browser
+        (it replaces its cookies and storage)."""
+        if action == "save":
+            return await answered(lambda: client.save_state(path))
+        return await answered(lambda: client.load_state(path))
 
     @server.tool()
     async def status() -> CallToolResult:
