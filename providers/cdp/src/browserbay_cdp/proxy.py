@@ -58,6 +58,7 @@ from browserbay_cdp.policy import (
     remove_upload_dir,
     upload_dir_for,
 )
+from browserbay_cdp.tabs import TabPages
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page
@@ -205,6 +206,8 @@ class Grant:
         self.conns: set[Conn] = set()
         self.kick = asyncio.Event()
         self._ids: dict[int, tuple[Page, str, str]] = {}
+        self.tabs = TabPages(context.browser)
+        """Which page each ``tab`` target holds: a tab is the lease's when its page is."""
         self.revoked = False
         self.upload: Path = upload_dir_for(self.session_id, self.profile_id)
         """The lease's upload directory: the only files a page may be handed."""
@@ -289,13 +292,23 @@ class Conn:
     # -- scope ------------------------------------------------------------------------
 
     async def ours(self, target_id: str | None, refresh: bool = True) -> bool:
+        """Whether a target is the lease's: one of its tabs' pages, what they opened or
+        contain, one made through the grant, or the ``tab`` target holding one of those."""
         if not target_id:
             return False
-        if target_id in self.known or target_id in self.grown or target_id in self.grant.own:
+        if self._mine(target_id):
             return True
         if refresh:
             self.known = await self.grant.targets()
-        return target_id in self.known
+            if self._mine(target_id):
+                return True
+            page = await self.grant.tabs.page_of(target_id)
+        else:
+            page = self.grant.tabs.known(target_id)
+        return page is not None and self._mine(page)
+
+    def _mine(self, target_id: str) -> bool:
+        return target_id in self.known or target_id in self.grown or target_id in self.grant.own
 
     async def contexts(self) -> set[str]:
         self.known = await self.grant.targets()
@@ -677,6 +690,7 @@ class ScopedServer:
         self.grants.pop(grant.token, None)
         for conn in list(grant.conns):
             self._spawn(conn.close("the lease ended"))
+        self._spawn(grant.tabs.close())
         if not keep_uploads:
             self._spawn(asyncio.to_thread(remove_upload_dir, grant.upload))
 
