@@ -141,3 +141,30 @@ def test_puppeteer_and_playwright_drive_their_own_tabs_on_a_cdp_profile(
     finally:
         cbay.ok("close", session=mine)
         cbay.ok("close", session=other)
+
+
+def test_puppeteer_and_playwright_drive_their_own_tabs_on_the_ephemeral_default(
+    bay: Bay, demo: str, puppeteer: Path
+) -> None:
+    """Two sessions on the isolated default: one ephemeral Chromium the keeper drives over a
+    pipe (no debugging port), a context each."""
+    mine, other = "eph-a", "eph-b"
+    for s, path in ((mine, "/"), (other, "/form.html")):
+        bay.ok("open", demo + path, session=s)
+    try:
+        check_endpoint(bay, puppeteer, demo, mine, other)
+    finally:
+        bay.ok("close", session=mine)
+        bay.ok("close", session=other)
+
+
+def test_puppeteer_and_playwright_drive_their_own_tabs_on_a_persistent_chromium_profile(
+    bay: Bay, demo: str, puppeteer: Path
+) -> None:
+    bay.ok("new", "shared")
+    mine, other = two_sessions(bay, "shared", demo, "per")
+    try:
+        check_endpoint(bay, puppeteer, demo, mine, other)
+    finally:
+        bay.ok("close", session=mine)
+        bay.ok("close", session=other)

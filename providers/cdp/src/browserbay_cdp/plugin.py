@@ -24,21 +24,19 @@ from browserbay_cdp.endpoint import check_options
 from browserbay_cdp.proxy import Grant, ScopedServer
 from browserbay_cdp.run import run_script
 
-_NEEDS = ("has_cdp", "cdp_endpoint")
+#: Every provider whose pages are driven over CDP: one with the ``cdp_endpoint`` cell is
+#: reached at its browser's own endpoint, the others (driven over a pipe) through a relay.
+_NEEDS = ("has_cdp",)
 
 
 async def _grant(server: ScopedServer, ctx: VerbContext) -> tuple[Grant, str]:
     """The lease's grant and the target id of its current tab (the browser starts lazily)."""
     page = await ctx.page()
-    upstream = ctx.cdp_url()
-    if ctx.lease is None or upstream is None:
+    if ctx.lease is None:
         raise Refusal(
-            "capability_missing",
-            provider=ctx.profile.provider,
-            verb=ctx.verb,
-            capability="cdp_endpoint",
+            "capability_missing", provider=ctx.profile.provider, verb=ctx.verb, capability="has_cdp"
         )
-    grant = await server.grant(ctx.lease, upstream, page.context, ctx.adopt, ctx.guard)
+    grant = await server.grant(ctx.lease, ctx.cdp_url(), page.context, ctx.adopt, ctx.guard)
     target, _context = await grant.target_of(page)
     return grant, target
 

@@ -41,7 +41,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
@@ -58,6 +57,7 @@ from browserbay_cdp.policy import (
     remove_upload_dir,
     upload_dir_for,
 )
+from browserbay_cdp.relay import PipeRelay, Upstream, WsUpstream
 from browserbay_cdp.tabs import TabPages
 
 if TYPE_CHECKING:
@@ -184,7 +184,7 @@ class Grant:
         self,
         token: str,
         lease: LiveLease,
-        upstream: str,
+        upstream: str | None,
         context: BrowserContext,
         adopt: Callable[[Page], str],
         census: Census,
@@ -211,13 +211,24 @@ class Grant:
         self.revoked = False
         self.upload: Path = upload_dir_for(self.session_id, self.profile_id)
         """The lease's upload directory: the only files a page may be handed."""
-        port = urlsplit(upstream).port
+        port = urlsplit(upstream).port if upstream else None
         self.devtools_ports: frozenset[int] = frozenset({port} if port else ())
         """The browser's own DevTools port(s) as the keeper reaches it: no URL may load it."""
 
     @property
     def handle(self) -> str:
         return self.lease.profile.label
+
+    async def connect(self) -> Upstream:
+        """A client connection's own way to the browser: a WebSocket to its endpoint, or,
+        for a browser driven over a pipe (no endpoint: ``upstream`` is None), a relay over a
+        browser-level CDP session of the keeper's Playwright."""
+        if self.upstream is not None:
+            return await WsUpstream.open(self.upstream)
+        browser = self.context.browser
+        if browser is None:
+            raise RuntimeError("the lease's context has no browser to relay to")
+        return await PipeRelay.open(browser)
 
     async def target_of(self, page: Page) -> tuple[str, str]:
         """``(targetId, browserContextId)`` of one of the keeper's pages (cached)."""
@@ -266,9 +277,7 @@ class Grant:
 class Conn:
     """One client connection and its own upstream connection."""
 
-    def __init__(
-        self, grant: Grant, client: ServerConnection, up: ClientConnection, road: str = "cdp"
-    ):
+    def __init__(self, grant: Grant, client: ServerConnection, up: Upstream, road: str = "cdp"):
         self.grant = grant
         self.road = road
         """``cdp``, or ``run`` for a ``bay run`` script's connection (what the audit names)."""
@@ -343,6 +352,11 @@ class Conn:
         """Raise the refusal when the method's rule refuses its parameters; answers the
         parameters to send (a ``context`` call on the browser session gets the lease's own
         ``browserContextId`` when it named none: the default one may be somebody else's)."""
+        if method == "Target.createTarget" and not params.get("browserContextId"):
+            # The browser's default context may be nobody's or everybody's (an ephemeral
+            # browser's, which every session's client would share): a new tab goes in the
+            # lease's own context.
+            params = dict(params, browserContextId=await self.lease_context(method))
         if rule == "url" and method in ("Fetch.fulfillRequest", "Fetch.continueResponse"):
             check_redirects(method, params, self.grant.devtools_ports)
         elif rule == "url" and (method != "Fetch.continueRequest" or "url" in params):
@@ -351,17 +365,21 @@ class Conn:
             files = files_of(method, params)
             await asyncio.to_thread(check_files, method, files, self.grant.upload)
         elif rule == "context" and sid is None and "browserContextId" not in params:
-            mine = sorted(await self.contexts())
-            if len(mine) != 1:
-                raise Refusal(
-                    "method_refused",
-                    method=method,
-                    why="on the browser session without a browserContextId: the lease has "
-                    f"{len(mine)} browser contexts",
-                    fix="name one of yours (Target.getBrowserContexts lists them)",
-                )
-            params = dict(params, browserContextId=mine[0])
+            params = dict(params, browserContextId=await self.lease_context(method))
         return params
+
+    async def lease_context(self, method: str) -> str:
+        """The lease's one browser context (what a call that names none acts in)."""
+        mine = sorted(await self.contexts())
+        if len(mine) != 1:
+            raise Refusal(
+                "method_refused",
+                method=method,
+                why="on the browser session without a browserContextId: the lease has "
+                f"{len(mine)} browser contexts",
+                fix="name one of yours (Target.getBrowserContexts lists them)",
+            )
+        return mine[0]
 
     # -- client -> browser ------------------------------------------------------------
 
@@ -408,8 +426,7 @@ class Conn:
                 self.creating += 1
             uid = next(self.ids)
             self.pending[uid] = Pending(cid, method, sid, klass, params)
-            out = dict(msg, id=uid, params=params)
-            await self.up.send(json.dumps(out))
+            await self.up.send(dict(msg, id=uid, params=params))
 
     async def internal(self, method: str, params: dict[str, Any], sid: str | None) -> None:
         """A call of our own (resume or detach somebody else's target); its answer is dropped."""
@@ -419,15 +436,14 @@ class Conn:
         msg: dict[str, Any] = {"id": uid, "method": method, "params": params}
         if sid is not None:
             msg["sessionId"] = sid
-        with contextlib.suppress(ConnectionClosed):
-            await self.up.send(json.dumps(msg))
+        await self.up.send(msg)
 
     # -- browser -> client ------------------------------------------------------------
 
     async def from_browser(self) -> None:
-        async for raw in self.up:
-            log.debug("browser> %.300s", raw)
-            await self.feed(json.loads(raw))
+        async for msg in self.up.messages():
+            log.debug("browser> %.300s", msg)
+            await self.feed(msg)
 
     async def feed(self, msg: dict[str, Any]) -> None:
         """Events about a target nobody knows yet wait (in order, with everything after
@@ -664,7 +680,7 @@ class ScopedServer:
     async def grant(
         self,
         lease: LiveLease,
-        upstream: str,
+        upstream: str | None,
         context: BrowserContext,
         adopt: Callable[[Page], str],
         guard: Guard | None = None,
@@ -739,7 +755,7 @@ class ScopedServer:
             await client.close(1008, "unknown or revoked credential")
             return
         try:
-            up = await connect(grant.upstream, max_size=None, ping_interval=None, compression=None)
+            up = await grant.connect()
         except Exception as exc:
             log.warning("the scoped endpoint could not reach its browser: %r", exc)
             await client.close(1011, "the browser does not answer")

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("browserbay.cdp")
 
-#: How long a tab is given to name its page (it has one from its creation on).
+#: How long a tab is given to answer (it names its page, if any, before it answers).
 PROBE_WAIT = 2.0
 
 
@@ -36,7 +36,7 @@ class TabPages:
         self._lock = asyncio.Lock()
         self._pages: dict[str, str | None] = {}
         """A tab's page, or None for an id that is a target but no tab."""
-        self._waiting: dict[str, asyncio.Future[str]] = {}
+        self._waiting: dict[str, asyncio.Future[str | None]] = {}
 
     def known(self, target_id: str) -> str | None:
         """The page of a tab already probed (no call to the browser)."""
@@ -76,7 +76,7 @@ class TabPages:
             "Target.attachToTarget", {"targetId": target_id, "flatten": False}
         )
         sid = str(attached["sessionId"])
-        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         self._waiting[sid] = future
         try:
             inner = {
@@ -107,6 +107,8 @@ class TabPages:
             info = (msg.get("params") or {}).get("targetInfo") or {}
             if msg.get("method") == "Target.attachedToTarget" and info.get("type") == "page":
                 future.set_result(str(info["targetId"]))
+            elif msg.get("id") == 1:  # auto-attach announces the children before it answers
+                future.set_result(None)
 
     async def close(self) -> None:
         if self._session is not None:
