@@ -168,3 +168,55 @@ def test_puppeteer_and_playwright_drive_their_own_tabs_on_a_persistent_chromium_
     finally:
         bay.ok("close", session=mine)
         bay.ok("close", session=other)
+
+
+def test_bay_run_on_the_ephemeral_default(bay: Bay, demo: str, tmp_path: Path) -> None:
+    """A Playwright script through the session's endpoint on the isolated default browser
+    (before: capability_missing, the verb needed a cdp profile)."""
+    bay.ok("open", f"{demo}/", session="runner")
+    bay.ok("open", f"{demo}/form.html", session="runner-other")
+    script = tmp_path / "steps.py"
+    script.write_text(
+        f"await page.goto({demo + '/shop.html'!r})\n"
+        "await page.click('#buy')\n"
+        "print('status:', await page.text_content('#status'))\n"
+        "print('pages:', sorted(p.url for p in context.pages))\n"
+    )
+    try:
+        ran = bay("run", str(script), session="runner", timeout=60)
+        assert ran.code == 0, ran
+        assert ran.frame["data"]["url"] == f"{demo}/shop.html"
+        assert "status: Order placed: 1 kettle" in ran.stderr
+        assert f"pages: ['{demo}/shop.html']" in ran.stderr, ran.stderr
+        assert bay.ok("get", "url", session="runner-other")["value"] == f"{demo}/form.html"
+    finally:
+        bay.ok("close", session="runner")
+        bay.ok("close", session="runner-other")
+
+
+def test_cdp_url_on_a_session_socket_is_its_own_sessions_and_no_other(
+    bay: Bay, demo: str, puppeteer: Path
+) -> None:
+    """An agent with only its session socket (issue 17) gets its own session's endpoint and
+    drives its tabs with Puppeteer; naming another session is ``session_fixed``."""
+    sock = bay.home / "ag.sock"
+    bay.ok("session", "grant", "sock-agent", "--socket", str(sock), session=None)
+    on_socket = {"BAY_SOCKET": str(sock)}
+    bay.ok("open", f"{demo}/form.html", session="sock-other")
+    try:
+        bay.ok("open", f"{demo}/", session=None, env=on_socket)
+        answer = bay("cdp-url", session=None, env=on_socket)
+        assert answer.frame["session"]["id"] == "sock-agent", answer
+        got = answer.frame["data"]
+        seen = drive(puppeteer, got["url"], f"{demo}/shop.html", f"{demo}/form.html")
+        assert seen["before"] == [f"{demo}/"]
+        assert not seen["sawTheirs"]
+        assert seen["status"] == "Order placed: 1 kettle"
+        refused = assert_refused(
+            bay("cdp-url", "--session", "sock-other", session=None, env=on_socket),
+            "session_fixed",
+        )
+        assert refused["data"]["fixed"] == "sock-agent"
+    finally:
+        bay.ok("session", "revoke", "sock-agent", session=None)
+        bay.ok("close", session="sock-other")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -114,6 +115,12 @@ class PipeRelay:
         """While the client asked for discovery: its filter."""
         self._attaching: set[str] = set()
         self._announced: dict[str, asyncio.Event] = {}
+        self._virtual: set[str] = set()
+        """The client's own browser sessions (``Target.attachToBrowserTarget``)."""
+        self._via: dict[str, str] = {}
+        """A target being attached from one of those -> it (its event is announced there)."""
+        self._root_via: dict[str, str] = {}
+        self._names = itertools.count(1)
         self._tasks: set[asyncio.Task[None]] = set()
         for name in BROWSER_EVENTS:
             cdp.on(name, self._event_handler(name))
@@ -129,8 +136,8 @@ class PipeRelay:
         cid = msg.get("id")
         method = str(msg.get("method", ""))
         params: dict[str, Any] = msg.get("params") or {}
-        if sid is None:
-            self._spawn(self._browser_call(cid, method, params))
+        if sid is None or sid in self._virtual:
+            self._spawn(self._browser_call(cid, method, params, sid))
         elif sid in self._roots:
             inner = {"id": cid, "method": method, "params": params}
             self._spawn(self._wrapped(cid, str(sid), str(sid), inner))
@@ -139,25 +146,46 @@ class PipeRelay:
         else:
             self._answer_error(cid, sid, -32001, "Session with given id not found.")
 
-    async def _browser_call(self, cid: Any, method: str, params: dict[str, Any]) -> None:
+    async def _browser_call(
+        self, cid: Any, method: str, params: dict[str, Any], via: str | None
+    ) -> None:
+        """A call on the browser session, or on a browser session of the client's own
+        (``via``: made by ``Target.attachToBrowserTarget``, answered and announced on it)."""
         try:
             if method == "Target.attachToTarget":
-                result = await self._attach(str(params.get("targetId")))
-            elif method == "Target.setAutoAttach":
+                result = await self._attach(str(params.get("targetId")), via)
+            elif method == "Target.setAutoAttach" and via is None:
                 result = await self._set_auto_attach(params)
-            elif method == "Target.setDiscoverTargets":
+            elif method == "Target.setDiscoverTargets" and via is None:
                 result = await self._set_discover(params)
             elif method == "Target.attachToBrowserTarget":
-                raise RuntimeError(
-                    "Target.attachToBrowserTarget: not on the pipe relay (use the browser "
-                    "session itself)"
-                )
+                result = self._browser_session(via)
+            elif method in ("Target.setAutoAttach", "Target.setDiscoverTargets"):
+                result = {}  # a client browser session's own: not emulated (see the module)
             else:
                 result = await self._cdp.send(method, params)
         except Exception as exc:
-            self._answer_error(cid, None, -32000, _message(exc))
+            self._answer_error(cid, via, -32000, _message(exc))
             return
-        self._in.put_nowait({"id": cid, "result": result})
+        answer: dict[str, Any] = {"id": cid, "result": result}
+        if via is not None:
+            answer["sessionId"] = via
+        self._in.put_nowait(answer)
+
+    def _browser_session(self, via: str | None) -> dict[str, Any]:
+        """A browser session of the client's own (Playwright's ``new_cdp_session`` makes one
+        to attach from): a name of ours, its calls made on the relay's own session."""
+        sid = f"bay-relay-browser-{next(self._names)}"
+        self._virtual.add(sid)
+        info = {"targetId": sid, "type": "browser", "title": "", "url": "", "attached": True}
+        event: dict[str, Any] = {
+            "method": "Target.attachedToTarget",
+            "params": {"sessionId": sid, "targetInfo": info, "waitingForDebugger": False},
+        }
+        if via is not None:
+            event["sessionId"] = via
+        self._in.put_nowait(event)
+        return {"sessionId": sid}
 
     async def _wrapped(self, cid: Any, sid: str, root: str, inner: dict[str, Any]) -> None:
         try:
@@ -167,21 +195,26 @@ class PipeRelay:
         except Exception as exc:
             self._answer_error(cid, sid, -32001, _message(exc))
 
-    async def _attach(self, target_id: str) -> dict[str, Any]:
+    async def _attach(self, target_id: str, via: str | None = None) -> dict[str, Any]:
         """Attach (wrapped), answering once its ``Target.attachedToTarget`` is queued: Chromium
         sends that event before the answer, and clients count on it (Playwright lists the
         pages attached by the time its auto-attach is answered)."""
         announced = asyncio.Event()
         self._announced[target_id] = announced
+        if via is not None:
+            self._via[target_id] = via
         try:
             got = await self._cdp.send(
                 "Target.attachToTarget", {"targetId": target_id, "flatten": False}
             )
             self._roots.add(str(got["sessionId"]))
+            if via is not None:
+                self._root_via[str(got["sessionId"])] = via
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(announced.wait(), ANNOUNCE_WAIT)
         finally:
             self._announced.pop(target_id, None)
+            self._via.pop(target_id, None)
         return got
 
     async def _set_auto_attach(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -245,7 +278,16 @@ class PipeRelay:
                 info and not kept(self._discover[0], str(info.get("type")))
             ):
                 return
-        self._in.put_nowait({"method": method, "params": params})
+        event: dict[str, Any] = {"method": method, "params": params}
+        if method == "Target.attachedToTarget":
+            via = self._via.get(str((params.get("targetInfo") or {}).get("targetId")))
+        else:
+            via = self._root_via.get(str(params.get("sessionId")))
+        if via is not None:
+            event["sessionId"] = via
+        if method == "Target.detachedFromTarget":
+            self._root_via.pop(str(params.get("sessionId")), None)
+        self._in.put_nowait(event)
         if method == "Target.attachedToTarget":
             target = str((params.get("targetInfo") or {}).get("targetId"))
             announced = self._announced.get(target)
