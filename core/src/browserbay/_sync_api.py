@@ -319,6 +319,38 @@ class SyncClient:
         ``path`` (read here and sent; checked whole before anything is applied)."""
         return self._request("state", {"action": "load", "file": path}, timeout, Answer)
 
+    def upload(
+        self, target: str, *files: str | os.PathLike[str], timeout: float | None = None
+    ) -> Answer:
+        """Set ``files`` (yours: this client reads them and sends their bytes, 50 MiB
+        together) on the file input ``target``; ``data["files"]`` names each as the page got
+        it (name, size)."""
+        args = {"target": target, "files": [os.fspath(f) for f in files]}
+        return self._request("upload", args, timeout, Answer)
+
+    def download(
+        self, target: str, path: str | os.PathLike[str], *, timeout: float | None = None
+    ) -> Answer:
+        """Click ``target`` and save the download it starts at ``path`` (yours: the bytes come
+        through the connection and this client writes them, 0600; a directory gets the file
+        under its own name); ``data["path"]`` says where."""
+        args = {"target": target, "path": os.fspath(path)}
+        return self._request("download", args, timeout, Answer)
+
+    def downloads(
+        self,
+        action: str = "list",
+        name: str | None = None,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> Answer:
+        """The downloads pages started by themselves, kept for this session: ``list``
+        (``data["downloads"]``: name, size, at), ``get`` ``name`` to ``path`` (written by this
+        client), ``clear`` (one ``name``, or all)."""
+        args = {"action": action, "name": name, "path": None if path is None else os.fspath(path)}
+        return self._request("downloads", args, timeout, Answer)
+
     def back(self, *, timeout: float | None = None) -> Page:
         """Go back in the tab's history."""
         return self._request("back", {}, timeout, Page)

@@ -150,10 +150,41 @@ _ROWS = (
         "{fix}",
     ),
     Code(
+        "file_unreadable",
+        "{path} cannot be sent: {reason}; nothing was sent",
+        "name a regular file you can read (ls -l {path}); a path is read by your own bay, "
+        "on your machine",
+    ),
+    Code(
         "file_unwritable",
         "{path} cannot be written: {reason}",
         "name a file in a directory you can write (an existing file there is replaced), or a "
         "directory to put it in",
+    ),
+    Code(
+        "not_file_input",
+        "{target} is not a file input (it is {found}): bay upload sets files on an "
+        "<input type=file>",
+        "bay snapshot -i, then bay upload on the file input (often hidden behind the "
+        "'Upload' button: bay upload 'input[type=file]' FILE)",
+    ),
+    Code(
+        "download_not_started",
+        "'{verb}' on {target} started no download within {waited:g}s; nothing was kept",
+        "bay snapshot -i (is it the link or button that downloads?); a download the page "
+        "starts later is kept for you: bay downloads",
+    ),
+    Code(
+        "download_quota",
+        "The download {name} would pass this session's download bound ({limit}, "
+        "BAY_DOWNLOAD_MAX_MB; {kept} kept); it was cancelled and nothing of it was kept",
+        "bay downloads clear (or bay downloads get each, then clear), or ask the user to raise "
+        "BAY_DOWNLOAD_MAX_MB",
+    ),
+    Code(
+        "download_unknown",
+        "No download of this session is called {name}",
+        "bay downloads  (the ones kept for you, by name)",
     ),
     Code(
         "bad_frame",
@@ -510,6 +541,8 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "not_a_frame",
             "action_failed",
             "no_action",
+            "not_file_input",
+            "download_not_started",
         ),
     ),
     (
@@ -532,6 +565,10 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     (
+        "your downloads: bay downloads lists them; get one, or clear them",
+        ("download_quota", "download_unknown"),
+    ),
+    (
         "name the profile: --profile H or bay pin H (bay status, bay profiles list them)",
         ("profile_required", "profile_unknown"),
     ),
@@ -548,6 +585,7 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "usage",
             "too_large",
+            "file_unreadable",
             "file_unwritable",
             "bad_frame",
             "secret_on_argv",

@@ -468,6 +468,15 @@ VERBS: tuple[Verb, ...] = (
         mutates=True,
         example="bay select @e9 red blue",
     ),
+    Verb(
+        "upload",
+        PAGE,
+        "Set files of yours on a file input: your bay reads and sends them (50 MiB together).",
+        (_T, Arg("files", "rest", "one or more files, on your machine", type=FILE_IN)),
+        needs=_CDP,
+        mutates=True,
+        example="bay upload @e4 ./cv.pdf",
+    ),
     Verb("check", PAGE, "Tick a checkbox or radio.", (_T,), needs=_CDP, mutates=True, pointer=True),
     Verb("uncheck", PAGE, "Untick a checkbox.", (_T,), needs=_CDP, mutates=True, pointer=True),
     Verb("hover", PAGE, "Move the pointer over an element.", (_T,), needs=_CDP, pointer=True),
@@ -628,6 +637,36 @@ VERBS: tuple[Verb, ...] = (
         needs=("has_cdp", "screenshots"),
         # No owner_only: the PNG comes back through the connection and the caller's own
         # client writes it at the path (browserbay.transfer); the keeper never opens it.
+    ),
+    Verb(
+        "download",
+        PAGE,
+        "Click an element and save the download it starts at a path of yours.",
+        (
+            _T,
+            Arg(
+                "path",
+                "pos",
+                "where to write it, on your machine (a directory: under the file's own name)",
+                type=FILE_OUT,
+            ),
+        ),
+        needs=_CDP,
+        mutates=True,
+        pointer=True,
+        example="bay download @e5 ./report.csv",
+    ),
+    Verb(
+        "downloads",
+        SESSION,
+        "Downloads pages started by themselves, kept for you: list, get <name> <path>, "
+        "clear [name].",
+        (
+            Arg("action", "opt", "list (default), get, clear", choices=("list", "get", "clear")),
+            Arg("name", "opt", "get, clear: a download's name, as listed"),
+            Arg("path", "opt", "get: where to write it, on your machine", type=FILE_OUT),
+        ),
+        example="bay downloads get report.csv ./report.csv",
     ),
     Verb(
         "console",

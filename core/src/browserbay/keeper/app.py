@@ -35,7 +35,7 @@ import anyio
 
 import browserbay.keeper.reading  # noqa: F401  (its @page_verb handlers join PAGE_VERBS)
 from browserbay._version import __version__
-from browserbay.keeper import inputs, pageverbs, state, waits
+from browserbay.keeper import fileverbs, inputs, pageverbs, state, waits
 from browserbay.keeper.admin import AdminVerbs
 from browserbay.keeper.audit import AuditTrail
 from browserbay.keeper.base import Lifecycle, RegistryRunner, RestartGate
@@ -80,7 +80,7 @@ log = logging.getLogger("browserbay.keeper")
 
 #: The modules whose ``@page_verb`` handlers fill ``PAGE_VERBS`` as they are imported (the
 #: route refuses to start when a page verb of the table has no handler).
-PAGE_VERB_MODULES = (pageverbs, inputs, waits, state)
+PAGE_VERB_MODULES = (pageverbs, inputs, waits, state, fileverbs)
 
 
 class PlaywrightDriver:
@@ -119,9 +119,10 @@ def core_handlers(
     tabs: TabVerbs,
     backend: BackendSwitch,
     grants: GrantVerbs,
+    downloads: fileverbs.DownloadVerbs,
 ) -> dict[str, Handler]:
     """The core's verbs and their handlers (the page verbs register themselves with
-    :func:`browserbay.keeper.pageverbs.page_verb`)."""
+    :func:`browserbay.keeper.pageverbs.page_verb`, in :data:`PAGE_VERB_MODULES`)."""
     return {
         "tab": OnLease(tabs.tab),
         "resume": OnLease(tabs.resume),
@@ -130,6 +131,7 @@ def core_handlers(
         "use": OnSession(sessions.use),
         "pin": OnSession(sessions.pin),
         "status": OnSession(sessions.status),
+        "downloads": OnSession(downloads.downloads_verb),
         "blocked": OnSession(sessions.blocked),
         "backend": OnSession(backend.backend),
         "new": OnKeeperAsked(admin.new),
@@ -282,6 +284,7 @@ class App:
             TabVerbs(plugins, tabs, self.leases, self.profiles),
             backend,
             GrantVerbs(self.grants, children.child),
+            fileverbs.DownloadVerbs(self.leases.downloads),
         )
         handlers.update({name: OnPlugin(pv) for name, pv in plugins.verbs.items()})
         self.route = VerbRoute(table, handlers)  # RouteError: the keeper does not start

@@ -1,25 +1,33 @@
 """Downloads a page starts: kept in the session's own directory, bounded per session.
 
-Until the downloads verbs exist (issue 18), this is the whole policy: Playwright saves a
-download into its artifacts directory (under the keeper's private ``run/tmp``); the keeper
-watches its size while it arrives and, once finished, moves it to
+Playwright saves a download into its artifacts directory (under the keeper's private
+``run/tmp``); the keeper watches its size while it arrives and, once finished, moves it to
 ``<runtime>/downloads/<session>/`` (0700; the file 0600) under a name of its own making (the
 page's suggested name, reduced to one safe path component: a name never leaves the
 directory). A session's downloads together stay under ``max_bytes``
 (``BAY_DOWNLOAD_MAX_MB``, default 100 MiB): a download that would pass it is cancelled as it
 arrives, its partial file removed, and the session's next answer carries a notice saying so
-with the way out. A finished download also leaves a notice (where it is).
+with the way out. A finished download also leaves a notice: its name, its size and the
+command that fetches it (``bay downloads get <name> <path>``: the bytes go through the
+connection, browserbay.keeper.fileverbs).
+
+A verb that clicks for a download (``bay download``) claims the session's next one instead
+(:meth:`Downloads.claiming`): it is saved where the verb says (a staged file it then answers),
+under the same bound, refused ``download_quota`` past it; nothing of it is kept here.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
 import re
+import shlex
 import unicodedata
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +35,7 @@ import anyio
 
 from browserbay.keeper.outputs import regular_files
 from browserbay.paths import ensure_private
+from browserbay.refusals import Refusal
 
 if TYPE_CHECKING:
     from playwright.async_api import Download
@@ -116,6 +125,36 @@ async def _discard(download: Download, artifact: str) -> None:
         await anyio.to_thread.run_sync(functools.partial(partial.unlink, missing_ok=True))
 
 
+def size_text(n: int) -> str:
+    """``532 bytes``, ``12.3 KiB``, ``1.2 MiB``: a size as an answer says it."""
+    if n < 10 * 1024:
+        return f"{n} bytes"
+    if n < 1 << 20:
+        return f"{n / 1024:.1f} KiB"
+    return _mib(n)
+
+
+@dataclass
+class Claim:
+    """A verb waiting for the next download its session's pages start (``bay download``)."""
+
+    arrived: anyio.Event = field(default_factory=anyio.Event)
+    download: Download | None = None
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """How a download ended: ``size`` when it finished within the bound; ``over`` (the total
+    it would have made) when it was cancelled at the bound; ``failure`` when it failed."""
+
+    name: str
+    artifact: str
+    kept: int
+    size: int = 0
+    over: int | None = None
+    failure: str | None = None
+
+
 class Downloads:
     """The downloads of this keeper's sessions (``root``: ``<runtime>/downloads``)."""
 
@@ -125,13 +164,26 @@ class Downloads:
         self.max_bytes = max_bytes
         #: session id -> {download key: bytes arrived so far} of downloads still arriving.
         self.arriving: dict[str, dict[int, int]] = {}
+        #: session id -> the verb waiting for its next download (``bay download``).
+        self.claims: dict[str, Claim] = {}
+
+    def directory(self, session_id: str) -> Path:
+        """The session's own downloads directory (it may not exist yet)."""
+        return session_dir(self.root, session_id)
 
     def watch(self, page: Any, session_of: Callable[[], Session | None]) -> None:
-        """Take every download of ``page`` for the session ``session_of()`` answers."""
+        """Take every download of ``page`` for the session ``session_of()`` answers (or
+        hand it to the verb of that session waiting for one: :meth:`claiming`)."""
 
         async def on_download(download: Download) -> None:
+            session = session_of()
+            claim = self.claims.pop(session.ref.id, None) if session is not None else None
+            if claim is not None:
+                claim.download = download
+                claim.arrived.set()
+                return
             try:
-                await self.take(download, session_of())
+                await self.take(download, session)
             except Exception:
                 log.exception("a download could not be handled")
                 try:
@@ -141,14 +193,23 @@ class Downloads:
 
         page.on("download", on_download)
 
-    async def take(self, download: Download, session: Session | None) -> None:
-        if session is None:  # a page of no session: nobody to keep it for
-            await download.cancel()
-            return
-        sid = session.ref.id
-        directory = session_dir(self.root, sid)
-        await anyio.to_thread.run_sync(ensure_private, self.root)
-        await anyio.to_thread.run_sync(ensure_private, directory)
+    @contextlib.contextmanager
+    def claiming(self, session_id: str) -> Iterator[Claim]:
+        """While inside, the next download a page of the session starts is the caller's
+        (``claim.download`` once ``claim.arrived``), not kept in its directory; one that
+        starts after is kept as usual."""
+        claim = Claim()
+        self.claims[session_id] = claim
+        try:
+            yield claim
+        finally:
+            if self.claims.get(session_id) is claim:
+                del self.claims[session_id]
+
+    async def _arrive(self, download: Download, sid: str) -> Arrival:
+        """Wait until ``download`` has finished, failed, or been cancelled at the session's
+        bound (counting what its directory keeps and what else arrives meanwhile)."""
+        directory = self.directory(sid)
         name = safe_name(download.suggested_filename)
         # The file Chromium writes as it arrives: Playwright offers no public name for it
         # before the download finished (its artifact's absolutePath, plus .crdownload).
@@ -185,23 +246,73 @@ class Downloads:
                 total = kept + size + sum(v for k, v in arriving.items() if k != key)
                 if total > self.max_bytes:
                     over = total
-            if over is not None:
-                await _discard(download, artifact)
-                session.notices.append(
-                    f"download {name!r} cancelled: it would pass this session's download "
-                    f"bound ({_mib(self.max_bytes)}, BAY_DOWNLOAD_MAX_MB; {_mib(kept)} kept in "
-                    f"{directory}); remove files there, or ask the user to raise the bound"
-                )
-                log.info("a download of session %s was cancelled at the bound", sid)
-                return
-            if failure is not None:
-                await _discard(download, artifact)
-                session.notices.append(f"download {name!r} failed: {failure[:200]}")
-                return
-            target = await anyio.to_thread.run_sync(_reserve, directory, name)
-            await download.save_as(target)
-            await download.delete()
-            await anyio.to_thread.run_sync(os.chmod, target, 0o600)
-            session.notices.append(f"downloaded {target.name!r} ({_mib(size)}) to {target}")
+            return Arrival(name, artifact, kept, size, over, failure if over is None else None)
         finally:
             arriving.pop(key, None)
+
+    def _over(self, arrival: Arrival) -> str:
+        return (
+            f"download {arrival.name!r} cancelled: it would pass this session's download "
+            f"bound ({_mib(self.max_bytes)}, BAY_DOWNLOAD_MAX_MB; {_mib(arrival.kept)} kept); "
+            "bay downloads clear makes room, or ask the user to raise the bound"
+        )
+
+    async def take(self, download: Download, session: Session | None) -> None:
+        """Keep a download a page started by itself in its session's directory, and tell
+        the session at its next answer (name, size, the command that fetches it)."""
+        if session is None:  # a page of no session: nobody to keep it for
+            await download.cancel()
+            return
+        sid = session.ref.id
+        directory = self.directory(sid)
+        await anyio.to_thread.run_sync(ensure_private, self.root)
+        await anyio.to_thread.run_sync(ensure_private, directory)
+        arrival = await self._arrive(download, sid)
+        if arrival.over is not None:
+            await _discard(download, arrival.artifact)
+            session.notices.append(self._over(arrival))
+            log.info("a download of session %s was cancelled at the bound", sid)
+            return
+        if arrival.failure is not None:
+            await _discard(download, arrival.artifact)
+            session.notices.append(f"download {arrival.name!r} failed: {arrival.failure[:200]}")
+            return
+        target = await anyio.to_thread.run_sync(_reserve, directory, arrival.name)
+        await download.save_as(target)
+        await download.delete()
+        await anyio.to_thread.run_sync(os.chmod, target, 0o600)
+        session.notices.append(
+            f"the page downloaded {target.name!r} ({size_text(arrival.size)}), kept for you: "
+            f"bay downloads get {shlex.quote(target.name)} <path>"
+        )
+
+    async def receive(self, download: Download, session_id: str, dest: Path) -> Arrival:
+        """Save a download a verb claimed (``bay download``) at ``dest`` (a staged file of
+        the keeper's), within the session's bound: past it the download is cancelled and
+        refused ``download_quota``, a failed one ``action_failed``; nothing of it is kept
+        either way (a verb cut meanwhile cancels it too)."""
+        try:
+            arrival = await self._arrive(download, session_id)
+            if arrival.over is not None:
+                raise Refusal(
+                    "download_quota",
+                    name=arrival.name,
+                    limit=_mib(self.max_bytes),
+                    kept=_mib(arrival.kept),
+                )
+            if arrival.failure is not None:
+                reason = f"the download failed: {arrival.failure[:200]}"
+                raise Refusal("action_failed", verb="download", reason=reason)
+            await download.save_as(dest)
+            await anyio.to_thread.run_sync(os.chmod, dest, 0o600)
+            return arrival
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                with contextlib.suppress(Exception):
+                    await download.cancel()
+                await _discard(download, "")
+                await anyio.to_thread.run_sync(functools.partial(dest.unlink, missing_ok=True))
+            raise
+        finally:
+            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                await download.delete()
