@@ -90,6 +90,9 @@ def test_every_code_renders_without_placeholders_given_its_fields() -> None:
         "waiting": 'the text "Saved"',
         "seen": "the tab is at https://example.org/login",
         "path": "/tmp/shot.png",
+        "found": "<button>",
+        "waited": 3.0,
+        "kept": "1.0 MiB",
     }
     for code in CODES:
         r = Refusal(code, **fields)
