@@ -132,3 +132,12 @@ def test_the_keepers_argv_is_set_pairs() -> None:
     ]
     with pytest.raises(SettingsError, match="--set NAME=VALUE"):
         flags_from_argv(["tick=1"])
+
+
+def test_a_set_pair_may_name_the_settings_variable() -> None:
+    """``--set BAY_MAX_BROWSERS=1``, as the owner knows the setting from the environment, is
+    ``max_browsers`` (it used to stop the keeper at start: 'no keeper setting')."""
+    assert flags_from_argv(["--set", "BAY_MAX_BROWSERS=1"]) == [("max_browsers", "1")]
+    configured = load_settings({}, flags=flags_from_argv(["--set", "BAY_MAX_BROWSERS=1"]))
+    assert configured.settings.max_browsers == 1
+    assert flags_from_argv(["--set", "BAY_NOPE=1"]) == [("BAY_NOPE", "1")]  # refused later

@@ -298,8 +298,13 @@ def _untrusted(path: Path, st: os.stat_result) -> str | None:
 
 
 def _pair(word: str) -> tuple[str, str]:
+    """``NAME=VALUE`` as ``(field, value)``: the field's own name (``max_browsers``) or its
+    variable's (``BAY_MAX_BROWSERS``), as the owner knows it from the environment."""
     name, _, value = word.partition("=")
-    return name.strip(), value
+    name = name.strip()
+    if name.startswith(PREFIX) and name[len(PREFIX) :].lower() in _FIELDS:
+        name = name[len(PREFIX) :].lower()
+    return name, value
 
 
 def flags_from_argv(argv: Sequence[str]) -> list[tuple[str, str]]:
