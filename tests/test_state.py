@@ -286,8 +286,9 @@ def test_new_from_session_outside_its_fence_makes_nothing(bay: Bay, site: str) -
 
 
 def test_on_a_session_socket_from_session_is_the_sockets_own_and_its_groups(
-    bay: Bay, site: str, place: Path
+    bay: Bay, site: str, place: Path, tmp_path: Path
 ) -> None:
+    tmp = tmp_path
     sock = place / "st" / "bay.sock"
     sock.parent.mkdir(mode=0o700)
     bay.ok("session", "grant", "st-agent", "--socket", str(sock), session=None)
@@ -299,6 +300,11 @@ def test_on_a_session_socket_from_session_is_the_sockets_own_and_its_groups(
     # Naming another session on the socket is refused before anything is read.
     other = bay("new", "x", "--from-session", session="someone-else", env=on)
     assert_refused(other, "session_fixed")
+    # The state file moves through the socket's connection: the agent's client writes it.
+    saved = tmp / "agent.json"
+    bay.ok("state", "save", str(saved), session=None, env=on)
+    assert stat.S_IMODE(os.stat(saved).st_mode) == 0o600
+    assert TOKEN in saved.read_text()
     bay.ok("use", made["id"], session=None, env=on)
     assert _logged_in(bay, site, None, env=on) == "logged in"
     bay.ok("session", "revoke", "st-agent", session=None)
@@ -334,3 +340,28 @@ def test_the_python_api_sets_reads_saves_loads_and_keeps_a_login(
         b.open(f"{site}/private")
         assert b.get("text", "#s").value == "logged in"
         b.close()
+
+
+def test_a_session_never_reads_or_clears_another_sessions_login(
+    bay: Bay, site: str, tmp_path: Path
+) -> None:
+    """Two isolated sessions share one Chromium process (contexts_per_browser), each in its
+    own context: cookies, storage and state see and touch their own context's only."""
+    a, b = "iso-a", "iso-b"
+    bay.ok("open", f"{site}/login", session=a)
+    bay.ok("storage", "local", "set", "who", "a", session=a)
+    bay.ok("open", f"{site}/page", session=b)
+    assert bay.ok("cookies", session=b)["cookies"] == []
+    assert bay.ok("storage", "local", "get", "who", session=b)["found"] is False
+    path = tmp_path / "b.json"
+    bay.ok("state", "save", str(path), session=b)
+    assert TOKEN not in path.read_text()
+    assert bay.ok("cookies", "clear", session=b)["cleared"] == 0
+    assert bay.ok("storage", "local", "clear", session=b)["cleared"] == 0
+    assert _logged_in(bay, site, a) == "logged in"  # a's login is untouched
+    assert bay.ok("storage", "local", "get", "who", session=a)["value"] == "a"
+    # Loading b's (empty) state replaces b's own context only.
+    bay.ok("state", "load", str(path), session=b)
+    assert _logged_in(bay, site, a) == "logged in"
+    for s in (a, b):
+        bay.ok("close", session=s)
