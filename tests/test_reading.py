@@ -5,15 +5,20 @@ origins (127.0.0.1 and localhost, on different ports), a removed frame and a nav
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
-from browserbay_testing import Bay, assert_refused
+from browserbay_testing import KEEPER_PLUGINS, Bay, assert_refused
+
+GATE_SRC = Path(__file__).resolve().parents[1] / "examples" / "approval-gate" / "src"
 
 FORM = """<!doctype html><html><head><title>Reading</title>
 <style>#big { position: absolute; left: 20px; top: 30px; width: 200px; height: 50px;
@@ -233,6 +238,56 @@ def test_find_refuses_no_match_and_bad_usage(bay: Bay, site: Site) -> None:
     assert_refused(bay("find", "role", "buton", "click", session=s), "usage")  # no such role
     assert bay.ok("get", "text", "#out", session=s)["value"] == "nothing yet"
     bay.ok("close", session=s)
+
+
+@pytest.fixture(scope="module")
+def gated() -> Iterator[Bay]:
+    """A keeper with the recorder and the example approval gate: it refuses a click or
+    double-click on an element named "Buy…"."""
+    home = Path(tempfile.mkdtemp(prefix="bay-rg-", dir="/tmp"))
+    b = Bay(
+        home,
+        PYTHONPATH=f"{KEEPER_PLUGINS}:{GATE_SRC}",
+        BAY_PLUGIN_MODULES="recorder,browserbay_approval_gate.plugin",
+        BAY_GATE_APPROVALS=str(home / "approvals.txt"),
+        BAY_GATE_VERBS="click,dblclick",
+    )
+    yield b
+    b.stop()
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def test_find_cannot_click_past_the_approval_gate(gated: Bay, demo: str) -> None:
+    """The attack: the gate (bay_before_action) refuses a click on "Buy now"; find names the
+    button another way and clicks it. Its action runs through the same gate, as ``click``."""
+    s = "read-find-gated"
+    gated.ok("open", f"{demo}/shop.html", session=s)
+    r = gated("find", "role", "button", "click", "--name", "Buy now", session=s)
+    frame = assert_refused(r, "verb_refused")
+    assert frame["data"]["name"] == "Buy now"
+    assert_refused(gated("find", "text", "Buy now", "dblclick", session=s), "verb_refused")
+    assert gated.ok("get", "text", "#status", session=s)["value"] != "Order placed: 1 kettle"
+    gated.ok("find", "role", "button", "click", "--name", "Add to wishlist", session=s)
+    assert gated.ok("get", "text", "#status", session=s)["value"] == "Added to your wishlist"
+    gated.ok("close", session=s)
+
+
+def test_a_policy_sees_finds_action_and_never_its_text(gated: Bay, demo: str) -> None:
+    s = "read-find-seen"
+    gated.ok("open", f"{demo}/form.html", session=s)
+    gated.ok("find", "label", "Name", "fill", "hunter2-by-find", session=s)
+    gated.ok("find", "label", "Name", "text", session=s)  # reading: no action to gate
+    seen = [
+        r
+        for r in gated.recorded()
+        if r["hook"] == "bay_before_action" and r["call"]["session"]["id"] == s
+    ]
+    assert [r["call"]["verb"] for r in seen] == ["fill"]
+    assert seen[0]["target"]["target"] == 'find label "Name"'
+    assert seen[0]["target"]["role"] == "textbox"
+    assert seen[0]["call"]["args"]["text"] == {"chars": len("hunter2-by-find")}
+    assert "hunter2" not in (gated.home / "recorder.jsonl").read_text()
+    gated.ok("close", session=s)
 
 
 # -- frame ------------------------------------------------------------------------------
