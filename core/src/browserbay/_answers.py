@@ -142,8 +142,9 @@ class Snapshot(Answer):
 
 
 class Value(Answer):
-    """After ``get`` and ``eval``: ``value`` is the title, url, text, value, html or the
-    script's JSON value."""
+    """After ``get``, ``is``, ``find`` and ``eval``: ``value`` is what ``get`` read (a
+    title, text, count, box, attribute, styles…), ``is``'s True or False, the text ``find
+    … text`` read, or the script's JSON value."""
 
     @property
     def value(self) -> Any:

@@ -228,9 +228,55 @@ class SyncClient:
         args = {"what": None if what is None else str(what), "load": load}
         return self._request("wait", args, timeout, Answer)
 
-    def get(self, what: str, target: str | None = None, *, timeout: float | None = None) -> Value:
-        """``title``, ``url``, or an element's (the page's) ``text``, ``value``, ``html``."""
-        return self._request("get", {"what": what, "target": target}, timeout, Value)
+    def get(
+        self,
+        what: str,
+        target: str | None = None,
+        name: str | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> Value:
+        """``title``, ``url``, or an element's (the page's) ``text``, ``value``, ``html``; a
+        selector's ``count``; an element's ``box`` (x, y, width, height in CSS pixels),
+        ``attr`` (``name``: the attribute) or ``styles`` (``name``: properties,
+        comma-separated)."""
+        args = {"what": what, "target": target, "name": name}
+        return self._request("get", args, timeout, Value)
+
+    def is_(self, what: str, target: str, *, timeout: float | None = None) -> Value:
+        """Whether the element is ``visible``, ``enabled`` or ``checked``: ``value`` is
+        True or False (``bay is``)."""
+        return self._request("is", {"what": what, "target": target}, timeout, Value)
+
+    def find(
+        self,
+        by: str,
+        value: str,
+        action: str,
+        text: str | None = None,
+        *,
+        name: str | None = None,
+        exact: bool = False,
+        timeout: float | None = None,
+    ) -> Value:
+        """Find exactly one element ``by`` role, text, label, placeholder, alt, title or
+        testid, and do ``action`` (click, dblclick, fill/type ``text``, check, uncheck,
+        hover, focus, or ``text``: ``value`` is its text). ``name``: the accessible name of
+        a role; ``exact``: whole, case-sensitive matches."""
+        args = {
+            "by": by,
+            "value": value,
+            "action": action,
+            "text": text,
+            "name": name,
+            "exact": exact,
+        }
+        return self._request("find", args, timeout, Value)
+
+    def frame(self, target: str, *, timeout: float | None = None) -> Answer:
+        """Act inside the iframe ``target`` (later calls resolve targets and read there),
+        or ``"main"``: the page again."""
+        return self._request("frame", {"target": target}, timeout, Answer)
 
     def eval(self, js: str, *, timeout: float | None = None) -> Value:
         """Evaluate a JavaScript expression in the page; ``value`` is its JSON value."""

@@ -272,10 +272,54 @@ class Client:
         return await self._request("wait", args, timeout, Answer)
 
     async def get(
-        self, what: str, target: str | None = None, *, timeout: float | None = None
+        self,
+        what: str,
+        target: str | None = None,
+        name: str | None = None,
+        *,
+        timeout: float | None = None,
     ) -> Value:
-        """``title``, ``url``, or an element's (the page's) ``text``, ``value``, ``html``."""
-        return await self._request("get", {"what": what, "target": target}, timeout, Value)
+        """``title``, ``url``, or an element's (the page's) ``text``, ``value``, ``html``; a
+        selector's ``count``; an element's ``box`` (x, y, width, height in CSS pixels),
+        ``attr`` (``name``: the attribute) or ``styles`` (``name``: properties,
+        comma-separated)."""
+        args = {"what": what, "target": target, "name": name}
+        return await self._request("get", args, timeout, Value)
+
+    async def is_(self, what: str, target: str, *, timeout: float | None = None) -> Value:
+        """Whether the element is ``visible``, ``enabled`` or ``checked``: ``value`` is
+        True or False (``bay is``)."""
+        return await self._request("is", {"what": what, "target": target}, timeout, Value)
+
+    async def find(
+        self,
+        by: str,
+        value: str,
+        action: str,
+        text: str | None = None,
+        *,
+        name: str | None = None,
+        exact: bool = False,
+        timeout: float | None = None,
+    ) -> Value:
+        """Find exactly one element ``by`` role, text, label, placeholder, alt, title or
+        testid, and do ``action`` (click, dblclick, fill/type ``text``, check, uncheck,
+        hover, focus, or ``text``: ``value`` is its text). ``name``: the accessible name of
+        a role; ``exact``: whole, case-sensitive matches."""
+        args = {
+            "by": by,
+            "value": value,
+            "action": action,
+            "text": text,
+            "name": name,
+            "exact": exact,
+        }
+        return await self._request("find", args, timeout, Value)
+
+    async def frame(self, target: str, *, timeout: float | None = None) -> Answer:
+        """Act inside the iframe ``target`` (later calls resolve targets and read there),
+        or ``"main"``: the page again."""
+        return await self._request("frame", {"target": target}, timeout, Answer)
 
     async def eval(self, js: str, *, timeout: float | None = None) -> Value:
         """Evaluate a JavaScript expression in the page; ``value`` is its JSON value."""
