@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from browserbay.api import SyncClient
+from browserbay.errors import BayRefusal
 from browserbay_testing import KEEPER_PLUGINS, Bay, assert_refused
 
 GATE_SRC = Path(__file__).resolve().parents[1] / "examples" / "approval-gate" / "src"
@@ -381,3 +383,31 @@ def test_frame_of_an_element_that_is_no_iframe_is_refused(bay: Bay, site: Site) 
     assert bay.ok("status", session=s)["leases"][0]["tabs"][0]["frame"] is None
     assert_refused(bay("frame", "#nope", "--timeout", "2", session=s), "target_not_found")
     bay.ok("close", session=s)
+
+
+# -- the Python API ---------------------------------------------------------------------
+
+
+def test_the_python_api_reads_finds_and_enters_frames(bay: Bay, site: Site) -> None:
+    with SyncClient("read-api", home=bay.home) as c:
+        c.open(f"{site.base}/form")
+        assert c.get("count", "li").value == 3
+        assert c.get("attr", "#big", "data-kind").value == "box"
+        assert c.get("styles", "#big", "display").value == {"display": "block"}
+        assert c.get("box", "#big").value == {"x": 20, "y": 30, "width": 200, "height": 50}
+        assert c.is_("checked", "#agree").value is True
+        assert c.is_("enabled", "#off").value is False
+        assert c.find("testid", "total", "text").value == "42 EUR"
+        c.find("role", "button", "click", name="Save", exact=True)
+        assert c.get("text", "#out").value == "saved"
+        with pytest.raises(BayRefusal) as ambiguous:
+            c.find("role", "button", "click", name="Save")
+        assert ambiguous.value.code == "target_ambiguous"
+        c.open(f"{site.base}/outer")
+        entered = c.frame("#cross")
+        assert entered.data["frame"]["url"] == f"{site.cross}/inner"
+        c.find("role", "button", "click", name="Press")
+        assert c.get("text", "#said").value == "pressed inside"
+        c.frame("main")
+        assert c.get("text", "#said").value == "not pressed"
+        c.close()

@@ -62,6 +62,9 @@ def test_tools_list_then_navigate_snapshot_click(env: dict[str, str], demo: str)
             "snapshot",
             "act",
             "read",
+            "is_state",
+            "find",
+            "frame",
             "tabs",
             "screenshot",
             "cookies",
@@ -138,6 +141,45 @@ def test_tools_list_then_navigate_snapshot_click(env: dict[str, str], demo: str)
         assert missing.structured_content["code"] == "usage"
         assert "give ref=@eN" in text(missing)
         assert missing.structured_content["code"] in CODES
+
+    anyio.run(_session_run, env, body)
+
+
+def test_read_state_find_and_frame(env: dict[str, str], demo: str) -> None:
+    async def body(session: ClientSession) -> None:
+        opened = await session.call_tool("navigate", {"url": f"{demo}/form.html"})
+        assert not opened.is_error, text(opened)
+        count = await session.call_tool("read", {"what": "count", "ref": "option"})
+        assert count.structured_content["data"]["value"] == 3
+        attr = await session.call_tool("read", {"what": "attr", "ref": "select", "name": "name"})
+        assert text(attr).startswith("plan")
+        box = await session.call_tool("read", {"what": "box", "ref": "h1"})
+        assert set(box.structured_content["data"]["value"]) == {"x", "y", "width", "height"}
+        unticked = await session.call_tool("is_state", {"what": "checked", "ref": "[name=terms]"})
+        assert not unticked.is_error, text(unticked)
+        assert text(unticked).startswith("false")
+        found = await session.call_tool(
+            "find", {"by": "label", "value": "I accept", "action": "check"}
+        )
+        assert not found.is_error, text(found)
+        ticked = await session.call_tool("is_state", {"what": "checked", "ref": "[name=terms]"})
+        assert text(ticked).startswith("true")
+        filled = await session.call_tool(
+            "find",
+            {"by": "role", "value": "textbox", "name": "Name", "action": "fill", "text": "Ada"},
+        )
+        assert not filled.is_error, text(filled)
+        read = await session.call_tool("read", {"what": "value", "ref": "[name=name]"})
+        assert text(read).startswith("Ada")
+        several = await session.call_tool(
+            "find", {"by": "role", "value": "textbox", "action": "click"}
+        )
+        assert several.is_error
+        assert several.structured_content["code"] == "target_ambiguous"
+        no_frame = await session.call_tool("frame", {"ref": "h1"})
+        assert no_frame.structured_content["code"] == "not_a_frame"
+        main = await session.call_tool("frame", {"ref": "main"})
+        assert not main.is_error, text(main)
 
     anyio.run(_session_run, env, body)
 
