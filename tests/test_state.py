@@ -206,6 +206,9 @@ def test_a_state_that_is_not_valid_applies_nothing(bay: Bay, site: str, tmp_path
         bad.write_text(content)
         assert_refused(bay("state", "load", str(bad), session=s), "usage")
         assert [c["name"] for c in bay.ok("cookies", session=s)["cookies"]] == ["kept"]
+    missing = bay("state", "load", str(tmp_path / "none.json"), session=s)
+    assert_refused(missing, "file_unreadable")
+    assert [c["name"] for c in bay.ok("cookies", session=s)["cookies"]] == ["kept"]
     bay.ok("close", session=s)
 
 
