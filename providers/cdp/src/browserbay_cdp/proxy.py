@@ -1,12 +1,15 @@
 """The session-scoped CDP endpoint: a loopback WebSocket (one credential per lease in its path)
 that speaks CDP to the lease's browser but exposes only the lease's own targets.
 
-Each client connection gets its own upstream connection to the browser's real endpoint (so its
-auto-attach and discovery settings are its own), and every message is judged on the way:
+Each client connection gets its own upstream connection to the browser (so its auto-attach
+and discovery settings are its own): a WebSocket to the browser's real endpoint, or, for a
+browser the keeper drives over a pipe, a relay over the keeper's Playwright
+(:mod:`browserbay_cdp.relay`). Every message is judged on the way:
 
 - **scope** (always): ``Target.*`` answers, events and auto-attach are filtered to the lease's
   tabs (plus what they open: popups, their frames and workers, and tabs this grant created,
-  which join the lease); a ``targetId``/``sessionId``/``browserContextId`` that is not the
+  which join the lease; a ``tab`` target is the lease's when its page is,
+  :mod:`browserbay_cdp.tabs`); a ``targetId``/``sessionId``/``browserContextId`` that is not the
   lease's is refused ``not_your_tab``; a method on the browser session itself reaches every
   session's tabs and is refused ``method_refused`` unless its rule says it reaches nothing
   but the lease's own (:data:`~browserbay_cdp.census.ON_BROWSER`); a target auto-attached
