@@ -11,6 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from browserbay import errors
+from browserbay.api import SyncClient
 from browserbay_testing import Bay, assert_refused
 from browserbay_testing.pages import serve_pages
 
@@ -290,3 +292,28 @@ def test_select_chooses_several_options_of_a_multiple_select(bay: Bay, site: str
     assert bay.ok("select", "#colors", "Green", "Blue", session=s)["selected"] == ["g", "b"]
     assert _value(bay, chosen, s) == ["g", "b"]
     bay.ok("close", session=s)
+
+
+def test_the_python_api_drives_the_input_verbs(bay: Bay, site: str) -> None:
+    bay.ok("keeper", "start", session=None)
+    with SyncClient("in-api", home=bay.home) as c:
+        c.open(f"{site}/dnd")
+        assert c.drag("#a", "#c")["point"]
+        assert c.get("text", "#order").value == "bca"
+        c.open(f"{site}/keys")
+        assert c.focus("#k").verb == "focus"
+        assert c.keyboard_type("ab")["chars"] == 2
+        assert c.insert_text("cd")["focused"] == "input#k"
+        assert c.eval("[keydowns, k.value]").value == [2, "abcd"]
+        assert c.keydown("Shift")["held"] == ["Shift"]
+        assert c.keyup("Shift")["was_held"] is True
+        assert c.mouse_move(10, 10)["x"] == 10
+        c.mouse_down()
+        c.mouse_move(120, 90)
+        assert c.mouse_up("left")["y"] == 90
+        assert c.eval("painted()").value > 0
+        assert c.scroll_into_view("#far")["box"]["height"] > 0
+        assert c.mouse_wheel(-100)["scroll"][1] >= 0
+        with pytest.raises(errors.Usage):
+            c.mouse_move(-1, 5)
+        c.close()

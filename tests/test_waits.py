@@ -9,6 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from browserbay import errors
+from browserbay.api import SyncClient
 from browserbay_testing import Bay, assert_refused
 from browserbay_testing.pages import serve_pages
 
@@ -184,3 +186,22 @@ def test_a_wait_with_no_or_two_conditions_is_a_usage_refusal(bay: Bay, site: str
         frame = assert_refused(bay("wait", *args, session=s), "usage")
         assert "wait" in frame["message"], (args, frame)
     bay.ok("close", session=s)
+
+
+def test_the_python_api_waits_and_raises_wait_timeout(bay: Bay, site: str) -> None:
+    bay.ok("keeper", "start", session=None)
+    with SyncClient("w-api", home=bay.home) as c:
+        c.open(f"{site}/later")
+        assert c.wait(text="Saved at last")["waited"] == "text"
+        assert c.wait(url="*/later/done")["url"].endswith("/later/done")
+        assert c.wait(fn="window.ready === 42")["waited"] == "fn"
+        assert c.wait("#spinner", state="hidden")["state"] == "hidden"
+        assert c.wait(load=True)["waited"] == "load"  # as the flag it was
+        assert c.wait(load="networkidle")["waited"] == "networkidle"
+        with pytest.raises(errors.WaitTimeout) as refused:
+            c.wait(text="never there", timeout=2)
+        assert isinstance(refused.value, TimeoutError)
+        assert 'the text "never there"' in refused.value.message
+        # An older client sent --load as a flag (true): the keeper takes it as the load.
+        assert c.call("wait", load=True)["waited"] == "load"
+        c.close()

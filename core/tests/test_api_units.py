@@ -181,7 +181,15 @@ def test_a_file_of_the_caller_is_sent_absolute_for_every_verb_the_table_marks() 
 
 #: One call of each typed verb method.
 CALLS: dict[str, tuple[object, ...]] = {
-    **dict.fromkeys(("click", "dblclick", "check", "uncheck", "hover"), ("@e1",)),
+    **dict.fromkeys(
+        ("click", "dblclick", "check", "uncheck", "hover", "focus", "scroll_into_view"), ("@e1",)
+    ),
+    **dict.fromkeys(("keyboard_type", "insert_text"), ("hi",)),
+    **dict.fromkeys(("keydown", "keyup"), ("Shift",)),
+    **dict.fromkeys(("mouse_down", "mouse_up"), ("right",)),
+    "mouse_move": (10, 20.5),
+    "mouse_wheel": (300,),
+    "drag": ("@e1", "@e2"),
     **dict.fromkeys(("fill", "type"), ("@e1", "Ada")),
     **dict.fromkeys(("snapshot", "scroll", "wait", "back", "forward", "reload"), ()),
     **dict.fromkeys(("tabs", "close", "status", "plugins", "verbs", "keeper_status"), ()),

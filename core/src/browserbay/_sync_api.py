@@ -179,6 +179,15 @@ class SyncClient:
         never pressed then)."""
         return self._request("dblclick", {"target": target}, timeout, Answer)
 
+    def drag(self, target: str, to: str, *, timeout: float | None = None) -> Answer:
+        """Drag ``target`` onto ``to`` (HTML5 drag and drop and pointer-driven lists alike);
+        ``data["point"]`` is the drop point in CSS pixels of the viewport."""
+        return self._request("drag", {"target": target, "to": to}, timeout, Answer)
+
+    def focus(self, target: str, *, timeout: float | None = None) -> Answer:
+        """Focus an element (refused ``action_failed`` when it cannot take the focus)."""
+        return self._request("focus", {"target": target}, timeout, Answer)
+
     def fill(self, target: str, text: str, *, timeout: float | None = None) -> Answer:
         """Replace a field's value (never logged, audited or shown to plugins)."""
         return self._request("fill", {"target": target, "text": text}, timeout, Answer)
@@ -190,6 +199,45 @@ class SyncClient:
     def press(self, key: str, *, timeout: float | None = None) -> Answer:
         """Press a key or chord on the focused element (``Enter``, ``Tab``, ``Control+a``)."""
         return self._request("press", {"key": key}, timeout, Answer)
+
+    def keydown(self, key: str, *, timeout: float | None = None) -> Answer:
+        """Hold a key down until :meth:`keyup`; ``data["held"]`` lists the keys held."""
+        return self._request("keydown", {"key": key}, timeout, Answer)
+
+    def keyup(self, key: str, *, timeout: float | None = None) -> Answer:
+        """Release a key held with :meth:`keydown` (``data["was_held"]`` says if it was)."""
+        return self._request("keyup", {"key": key}, timeout, Answer)
+
+    def keyboard_type(self, text: str, *, timeout: float | None = None) -> Answer:
+        """Type to the focused element key by key (key events for each character; never
+        logged); ``data["focused"]`` names where the keys went."""
+        args = {"action": "type", "text": text}
+        return self._request("keyboard", args, timeout, Answer)
+
+    def insert_text(self, text: str, *, timeout: float | None = None) -> Answer:
+        """Insert text into the focused element at once, with no key events (never
+        logged)."""
+        args = {"action": "inserttext", "text": text}
+        return self._request("keyboard", args, timeout, Answer)
+
+    def mouse_move(self, x: float, y: float, *, timeout: float | None = None) -> Answer:
+        """Move the pointer to (``x``, ``y``), CSS pixels of the viewport."""
+        args = {"action": "move", "first": f"{x:g}", "second": f"{y:g}"}
+        return self._request("mouse", args, timeout, Answer)
+
+    def mouse_down(self, button: str = "left", *, timeout: float | None = None) -> Answer:
+        """Press a mouse button (``left``, ``right``, ``middle``) where the pointer is."""
+        return self._request("mouse", {"action": "down", "first": button}, timeout, Answer)
+
+    def mouse_up(self, button: str = "left", *, timeout: float | None = None) -> Answer:
+        """Release a mouse button where the pointer is."""
+        return self._request("mouse", {"action": "up", "first": button}, timeout, Answer)
+
+    def mouse_wheel(self, dy: float, dx: float = 0, *, timeout: float | None = None) -> Answer:
+        """Scroll by the wheel at the pointer (positive ``dy``: down); ``data["scroll"]`` is
+        the page's scroll position once it settled."""
+        args = {"action": "wheel", "first": f"{dy:g}", "second": f"{dx:g}"}
+        return self._request("mouse", args, timeout, Answer)
 
     def select(self, target: str, *values: str, timeout: float | None = None) -> Answer:
         """Choose options by value or label; ``data["selected"]`` lists the chosen values."""
@@ -220,12 +268,34 @@ class SyncClient:
         args = {"direction": direction, "pixels": pixels}
         return self._request("scroll", args, timeout, Answer)
 
+    def scroll_into_view(self, target: str, *, timeout: float | None = None) -> Answer:
+        """Scroll an element into view; ``data["box"]`` is its box (CSS pixels)."""
+        return self._request("scrollintoview", {"target": target}, timeout, Answer)
+
     def wait(
-        self, what: str | int | None = None, *, load: bool = False, timeout: float | None = None
+        self,
+        what: str | int | None = None,
+        *,
+        text: str | None = None,
+        url: str | None = None,
+        load: str | bool | None = None,
+        fn: str | None = None,
+        state: str | None = None,
+        timeout: float | None = None,
     ) -> Answer:
-        """Until a target is visible, ``what`` milliseconds pass, or (``load``) the load
-        event."""
-        args = {"what": None if what is None else str(what), "load": load}
+        """Until exactly one condition holds: a target is visible (or in ``state``: hidden,
+        attached, detached), ``what`` milliseconds pass, ``text`` appears, the URL matches
+        the glob ``url``, the page reaches the ``load`` state (``True``: the load event), or
+        the JavaScript expression ``fn`` is truthy. Raises ``WaitTimeout`` (code
+        ``wait_timeout``) saying what it still waited for."""
+        args = {
+            "what": None if what is None else str(what),
+            "text": text,
+            "url": url,
+            "load": "load" if load is True else load or None,
+            "fn": fn,
+            "state": state,
+        }
         return self._request("wait", args, timeout, Answer)
 
     def get(

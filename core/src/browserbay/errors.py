@@ -81,7 +81,11 @@ def class_name(code: str) -> str:
 
 
 #: Extra built-in bases, so ``except TimeoutError`` and ``except ConnectionError`` work too.
-_ALSO = {"deadline": (TimeoutError,), "keeper_unavailable": (ConnectionError,)}
+_ALSO = {
+    "deadline": (TimeoutError,),
+    "wait_timeout": (TimeoutError,),
+    "keeper_unavailable": (ConnectionError,),
+}
 
 #: code -> its exception class.
 BY_CODE: dict[str, type[BayRefusal]] = {}
