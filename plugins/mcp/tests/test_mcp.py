@@ -19,6 +19,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, ImageContent, TextContent
 
+from browserbay.api import Client
 from browserbay.demo.server import serve
 from browserbay.refusals import CODES
 
@@ -61,6 +62,9 @@ def test_tools_list_then_navigate_snapshot_click(env: dict[str, str], demo: str)
             "navigate",
             "snapshot",
             "act",
+            "wait",
+            "mouse",
+            "keyboard",
             "read",
             "is_state",
             "find",
@@ -77,6 +81,7 @@ def test_tools_list_then_navigate_snapshot_click(env: dict[str, str], demo: str)
         assert tools["act"].input_schema["properties"]["action"]["enum"] == [
             "click",
             "dblclick",
+            "drag",
             "focus",
             "fill",
             "type",
@@ -255,6 +260,44 @@ def test_page_escapes_are_escaped_and_refusals_clipped(env: dict[str, str], demo
         assert len(text(big)) < 4_000, len(text(big))
         assert len(str(big.structured_content)) < 4_000
         assert "…(+" in big.structured_content["message"]
+
+    anyio.run(_session_run, env, body)
+
+
+def test_wait_mouse_and_keyboard_tools(env: dict[str, str], demo: str) -> None:
+    async def body(session: ClientSession) -> None:
+        await session.call_tool("navigate", {"url": f"{demo}/form.html"})
+        later = "setTimeout(() => document.title = 'Ready now', 800); 1"
+        await session.call_tool("act", {"action": "focus", "ref": "input[name=name]"})
+        typed = await session.call_tool("keyboard", {"action": "type", "text": "Ada"})
+        assert not typed.is_error, text(typed)
+        assert text(typed).startswith("typed 3 characters into input[name=name]")
+        inserted = await session.call_tool("keyboard", {"action": "inserttext", "text": " L"})
+        assert not inserted.is_error, text(inserted)
+        value = await session.call_tool("read", {"what": "value", "ref": "input[name=name]"})
+        assert value.structured_content["data"]["value"] == "Ada L"
+        moved = await session.call_tool("mouse", {"action": "move", "x": 30, "y": 40})
+        assert "(CSS px of the viewport)" in text(moved), text(moved)
+        down = await session.call_tool("mouse", {"action": "down"})
+        assert down.structured_content["data"]["x"] == 30
+        up = await session.call_tool("mouse", {"action": "up", "button": "left"})
+        assert not up.is_error, text(up)
+        wheel = await session.call_tool("mouse", {"action": "wheel", "dy": 50})
+        assert "scroll" in wheel.structured_content["data"]
+        no_xy = await session.call_tool("mouse", {"action": "move", "x": 3})
+        assert no_xy.structured_content["code"] == "usage"
+        # A condition met a moment later (the same session's page, set up through the API);
+        # none given is a usage refusal.
+        async with Client("mcp-test", home=env["BAY_HOME"]) as c:
+            assert (await c.eval(later)).value == 1
+        waited = await session.call_tool("wait", {"text": "Sign up"})
+        assert not waited.is_error, text(waited)
+        titled = await session.call_tool("wait", {"fn": "document.title === 'Ready now'"})
+        assert not titled.is_error, text(titled)
+        idle = await session.call_tool("wait", {"load": "networkidle"})
+        assert idle.structured_content["data"]["waited"] == "networkidle"
+        none = await session.call_tool("wait", {})
+        assert none.structured_content["code"] == "usage"
 
     anyio.run(_session_run, env, body)
 

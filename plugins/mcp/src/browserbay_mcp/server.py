@@ -1,11 +1,12 @@
 """``bay mcp``: a stdio MCP server over the keeper.
 
 A compact tool set rather than one tool per flag — ``navigate``, ``snapshot``, ``act`` (by
-``@eN`` reference), ``read``, ``is_state``, ``find``, ``frame``, ``tabs``, ``screenshot``,
-``cookies``, ``storage``, ``state``, ``status`` and ``close`` — each a thin layer over
-:class:`browserbay.Client`, so the keeper does the work exactly as for ``bay``. Every result
-names the session and the profile it acted on; a refusal is a tool error whose
-text carries the code and the way out (and whose structured content is the refusal frame).
+``@eN`` reference), ``wait``, ``mouse``, ``keyboard``, ``read``, ``is_state``, ``find``,
+``frame``, ``tabs``, ``screenshot``, ``cookies``, ``storage``, ``state``, ``status`` and
+``close`` — each a thin layer over :class:`browserbay.Client`, so the keeper does the work
+exactly as for ``bay``. Every result names the session and the profile it acted on; a refusal
+is a tool error whose text carries the code and the way out (and whose structured content is
+the refusal frame).
 
 The session is ``bay mcp --session ID``, else ``BAY_SESSION``, else — on a session socket
 (``BAY_SOCKET``) — the socket's session, else ``mcp-<pid>``: one MCP server (one agent
@@ -130,6 +131,7 @@ ACT_PARAMS = {
     "text": Param("text", "give text=", empty_ok=True),
     "values": Param("values", "give values=[...]"),
     "key": Param("key", "give key=, e.g. Enter"),
+    "to": Param("to", "give to=@eN: the element to drop on"),
 }
 
 #: The verbs the ``act`` tool runs, read from the table: the page verbs that act (``mutates``
@@ -192,16 +194,21 @@ def build(client: Client) -> MCPServer[Any]:
         values: Annotated[
             list[str] | None, Field(description=f"select: {helps('select', 'values')}")
         ] = None,
-        key: Annotated[str | None, Field(description=f"press: {helps('press', 'key')}")] = None,
+        key: Annotated[
+            str | None, Field(description=f"press, keydown, keyup: {helps('press', 'key')}")
+        ] = None,
+        to: Annotated[str | None, Field(description=f"drag: {helps('drag', 'to')}")] = None,
     ) -> CallToolResult:
-        """Act on an element by its @eN reference: click, dblclick, fill (replace the value), type
-        (add keys), select options, check/uncheck, hover; or press a key on the focused
-        element. Take a new snapshot after the page changes."""
+        """Act on an element by its @eN reference: click, dblclick, drag (onto to=), focus, fill
+        (replace the value), type (add keys), select options, check/uncheck, hover; or press a
+        key or chord (Control+a) on the focused element, keydown/keyup to hold one. Take a new
+        snapshot after the page changes."""
         given: dict[str, str | list[str] | None] = {
             "target": ref,
             "text": text,
             "values": values,
             "key": key,
+            "to": to,
         }
         args: dict[str, Any] = {}
         for arg in BY_NAME[action].args:  # the verb's own arguments, in the table's order
@@ -210,6 +217,64 @@ def build(client: Client) -> MCPServer[Any]:
                 return usage(action, f"{action} needs {param.name}", param.way_out)
             args[arg.name] = value
         return await answered(lambda: client.call(action, args))
+
+    @server.tool()
+    async def wait(
+        what: Annotated[str | None, Field(description=helps("wait", "what"))] = None,
+        text: Annotated[str | None, Field(description=helps("wait", "text"))] = None,
+        url: Annotated[str | None, Field(description=helps("wait", "url"))] = None,
+        load: Annotated[
+            str | None, Field(description=helps("wait", "load")), *one_of("wait", "load")
+        ] = None,
+        fn: Annotated[str | None, Field(description=helps("wait", "fn"))] = None,
+        state: Annotated[
+            str | None, Field(description=helps("wait", "state")), *one_of("wait", "state")
+        ] = None,
+    ) -> CallToolResult:
+        """Wait for exactly one condition: an element (what=@eN, visible or in state=), what=
+        milliseconds, text= to appear, the URL to match url= (a glob), the load= state, or the
+        JavaScript expression fn= to become truthy. A wait that never holds is refused
+        wait_timeout, saying what it still waited for and what the page showed."""
+        return await answered(
+            lambda: client.wait(what, text=text, url=url, load=load, fn=fn, state=state)
+        )
+
+    @server.tool()
+    async def mouse(
+        action: Annotated[str, Field(description="what to do"), *one_of("mouse", "action")],
+        x: Annotated[float | None, Field(description="move: x, CSS px of the viewport")] = None,
+        y: Annotated[float | None, Field(description="move: y, CSS px of the viewport")] = None,
+        button: Annotated[
+            str, Field(description="down/up: the button"), *choice(("left", "right", "middle"))
+        ] = "left",
+        dy: Annotated[float, Field(description="wheel: pixels down (negative: up)")] = 0,
+        dx: Annotated[float, Field(description="wheel: pixels right (negative: left)")] = 0,
+    ) -> CallToolResult:
+        """The mouse at page coordinates (CSS pixels of the viewport, as a screenshot shows
+        them): move to x, y; press (down) or release (up) a button where it is; wheel by dy,
+        dx. For canvases, sliders and maps; act on elements by ref where you can."""
+        if action == "move":
+            if x is None or y is None:
+                return usage("mouse", "mouse move needs x and y", "give x= and y=")
+            return await answered(lambda: client.mouse_move(x, y))
+        if action == "down":
+            return await answered(lambda: client.mouse_down(button))
+        if action == "up":
+            return await answered(lambda: client.mouse_up(button))
+        return await answered(lambda: client.mouse_wheel(dy, dx))
+
+    @server.tool()
+    async def keyboard(
+        action: Annotated[
+            str, Field(description=helps("keyboard", "action")), *one_of("keyboard", "action")
+        ],
+        text: Annotated[str, Field(description="the text (never logged)")],
+    ) -> CallToolResult:
+        """Send text to the focused element (act action=focus first): type key by key, or
+        inserttext at once with no key events (for editors that drop synthetic keys)."""
+        if action == "type":
+            return await answered(lambda: client.keyboard_type(text))
+        return await answered(lambda: client.insert_text(text))
 
     @server.tool()
     async def read(
