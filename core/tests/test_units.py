@@ -93,6 +93,9 @@ def test_every_code_renders_without_placeholders_given_its_fields() -> None:
         "found": "<button>",
         "waited": 3.0,
         "kept": "1.0 MiB",
+        "matches": "#a, #b",
+        "frame": "#f",
+        "tag": "div",
     }
     for code in CODES:
         r = Refusal(code, **fields)

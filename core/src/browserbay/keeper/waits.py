@@ -1,5 +1,7 @@
 """``bay wait``: until an element is in a state, some milliseconds pass, text appears, the
-URL matches a glob, the page reaches a load state, or a JavaScript condition holds.
+URL matches a glob, the page reaches a load state, or a JavaScript condition holds. Elements,
+text and conditions are looked for where the tab acts (``bay frame``: inside that frame); the
+URL and the load state are the tab's.
 
 Each condition is waited for with the browser's own primitive, bounded by the verb's deadline
 less a moment kept back (:func:`_spare`) to look at the page once more when the condition never
@@ -84,10 +86,11 @@ def _quote(text: str) -> str:
 
 
 async def _look(act: Act, js: str, arg: Any = None) -> Any:
-    """One evaluation of the page within the spare time; None when it did not answer."""
+    """One evaluation in the page (the frame the tab acts in) within the spare time; None
+    when it did not answer."""
     with anyio.move_on_after(max(0.05, act.deadline - time.monotonic() - 0.1)):
         try:
-            return await act.page.evaluate(js, arg)
+            return await act.scope.evaluate(js, arg)
         except Exception:
             return None
     return None
@@ -113,7 +116,7 @@ async def _element(act: Act, target: str, state: ElementState, started: float) -
     gone = state in ("hidden", "detached")
     if gone:  # an element already gone is what was asked: no lookup that refuses it
         selector = selector_of(act, target)
-        loc: Locator = act.page.locator(selector or target).first
+        loc: Locator = act.scope.locator(selector or target).first
     else:
         loc = await locate(act, target)
     try:
@@ -146,7 +149,9 @@ async def _element_state(act: Act, loc: Locator) -> str:
 
 async def _text(act: Act, text: str, started: float) -> Answer:
     try:
-        await act.page.wait_for_function(_TEXT_JS, arg=text, polling=POLL_MS, timeout=_wait_ms(act))
+        await act.scope.wait_for_function(
+            _TEXT_JS, arg=text, polling=POLL_MS, timeout=_wait_ms(act)
+        )
     except Exception as exc:
         if not _timed_out(exc):
             raise Refusal("action_failed", verb="wait", reason=first_line(exc)) from None
@@ -220,7 +225,7 @@ async def _fn(act: Act, js: str, started: float) -> Answer:
     """The expression is never echoed (it is a secret argument, like ``eval``'s): the
     refusal names it by its length and quotes its last value."""
     try:
-        await act.page.wait_for_function(js, polling=POLL_MS, timeout=_wait_ms(act))
+        await act.scope.wait_for_function(js, polling=POLL_MS, timeout=_wait_ms(act))
     except Exception as exc:
         if not _timed_out(exc):
             raise Refusal("action_failed", verb="wait", reason=first_line(exc)) from None
