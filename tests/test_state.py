@@ -253,7 +253,7 @@ def _logged_in(bay: Bay, site: str, s: str | None, env: dict[str, str] | None = 
     return str(bay.ok("get", "text", "#s", session=s, env=env)["value"])
 
 
-def test_new_from_session_keeps_the_login_in_a_profile(bay: Bay, site: str) -> None:
+def test_new_from_session_keeps_the_login_in_a_profile(bay: Bay, site: str, tmp_path: Path) -> None:
     s = "from-s"
     bay.ok("open", f"{site}/login", session=s)
     bay.ok("storage", "local", "set", "user", "ada", session=s)
@@ -266,6 +266,11 @@ def test_new_from_session_keeps_the_login_in_a_profile(bay: Bay, site: str) -> N
     bay.ok("use", pid, session=other)
     assert _logged_in(bay, site, other) == "logged in"
     assert bay.ok("storage", "local", "get", "user", session=other)["value"] == "ada"
+    # Its browser is every session's that uses it: state load (a replace) is refused there.
+    path = tmp_path / "empty.json"
+    path.write_text('{"cookies": [], "origins": []}')
+    assert_refused(bay("state", "load", str(path), session=other), "usage")
+    assert _logged_in(bay, site, other) == "logged in"
     for x in (s, other):
         bay.ok("close", session=x)
 

@@ -99,3 +99,16 @@ def test_a_plugin_asking_for_a_verb_that_is_no_keeper_verb_is_refused(app: App) 
         assert f"unknown verb {name!r}" in refused.value.message
     data, _text = anyio.run(app.route.run_keeper_verb, "verbs", {}, None, OWNER)
     assert {row["name"] for row in data["verbs"]} >= {"open", "keeper", "verbs"}
+
+
+def test_a_plugin_cannot_keep_a_sessions_login_through_keeper_verb(app: App) -> None:
+    """``new`` reads who asks (OnKeeperAsked); a plugin's ``ctx.keeper_verb("new", …)`` names
+    nobody, so ``--from-session`` there is ``usage`` and nothing is made."""
+    before = set(app.profiles.rows)
+    with pytest.raises(Refusal) as refused:
+        anyio.run(
+            app.route.run_keeper_verb, "new", {"label": "x", "from_session": True}, None, OWNER
+        )
+    assert refused.value.code == "usage"
+    assert "needs a session" in refused.value.message
+    assert set(app.profiles.rows) == before
