@@ -74,6 +74,14 @@ def _usage(verb: str, detail: str) -> Refusal:
     return Refusal("usage", detail=detail, verb=verb)
 
 
+def _failed(verb: str, exc: BaseException) -> Refusal:
+    """``action_failed`` with the first line of what the browser said."""
+    text = str(exc).strip()
+    return Refusal(
+        "action_failed", verb=verb, reason=text.splitlines()[0] if text else type(exc).__name__
+    )
+
+
 # -- cookies ----------------------------------------------------------------------------
 
 
@@ -192,8 +200,7 @@ async def _set_cookie(act: Act, context: BrowserContext) -> Answer:
     try:
         await context.add_cookies([cast("SetCookieParam", cookie)])
     except Exception as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise Refusal("action_failed", verb="cookies", reason=reason) from None
+        raise _failed("cookies", exc) from None
     urls = [str(url)] if url is not None else []
     kept = [
         c
@@ -250,8 +257,7 @@ async def verb_storage(act: Act) -> Answer:
     try:
         got = await act.page.evaluate(_STORAGE_JS, [area, action, key, value])
     except Exception as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise Refusal("action_failed", verb="storage", reason=reason) from None
+        raise _failed("storage", exc) from None
     if "error" in got:
         raise Refusal("action_failed", verb="storage", reason=str(got["error"]))
     base = {"area": area, "origin": origin, "url": act.page.url}
@@ -393,8 +399,7 @@ async def load_state(context: BrowserContext, state: StorageState, fence: tuple[
     try:
         await context.set_storage_state(cast("PlaywrightState", state.as_playwright()))
     except Exception as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise Refusal("action_failed", verb="state", reason=reason) from None
+        raise _failed("state", exc) from None
 
 
 @page_verb("state")
