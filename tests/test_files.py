@@ -537,7 +537,7 @@ def test_the_python_api_uploads_and_downloads(bay: Bay, site: str, tmp_path: Pat
             await a.open(f"{site}/upload.html")
             await a.upload("#many", cv, tmp_path / "async.csv")
             text = "nothing yet"
-            with anyio.fail_after(10):
+            with anyio.fail_after(30):
                 while text == "nothing yet":
                     text = (await a.get("text", "#out")).value
                     await anyio.sleep(0.05)

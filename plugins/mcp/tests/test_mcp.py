@@ -10,7 +10,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +76,8 @@ def test_tools_list_then_navigate_snapshot_click(env: dict[str, str], demo: str)
             "cookies",
             "storage",
             "state",
+            "upload",
+            "download",
             "status",
             "close",
         }
@@ -354,3 +358,65 @@ def test_cookies_storage_and_a_state_file_that_is_never_shown(
         assert again.structured_content["data"]["cookies"][0]["value_chars"] == 64
 
     anyio.run(_session_run, env, body)
+
+
+FILES_HTML = b"""<!doctype html><title>Files</title><input id=f type=file multiple>
+<pre id=out>nothing yet</pre><a id=dl href="/report.csv">Report</a>
+<script>document.getElementById('f').onchange = async e => {
+  const names = [];
+  for (const f of e.target.files) names.push(f.name + ':' + (await f.text()));
+  document.getElementById('out').textContent = names.join(',');
+};</script>"""
+
+
+class FilesPage(BaseHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        body, headers = FILES_HTML, {"Content-Type": "text/html"}
+        if self.path == "/report.csv":
+            body = b"a,b\n1,2\n"
+            headers = {"Content-Disposition": "attachment; filename=report.csv"}
+        self.send_response(200)
+        for k, v in {**headers, "Content-Length": str(len(body))}.items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_upload_and_download_tools_move_files_of_this_machine(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FilesPage)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    site = f"http://127.0.0.1:{server.server_address[1]}"
+    cv = tmp_path / "cv.txt"
+    cv.write_text("Ada")
+
+    async def body(session: ClientSession) -> None:
+        await session.call_tool("navigate", {"url": f"{site}/files.html"})
+        up = await session.call_tool("upload", {"ref": "#f", "paths": [str(cv)]})
+        assert not up.is_error, text(up)
+        assert up.structured_content["data"]["files"] == [{"name": "cv.txt", "size": 3}]
+        shown = "nothing yet"
+        with anyio.fail_after(10):
+            while shown == "nothing yet":
+                read = await session.call_tool("read", {"what": "text", "ref": "#out"})
+                shown = read.structured_content["data"]["value"]
+        assert shown == "cv.txt:Ada"
+        missing = await session.call_tool("upload", {"ref": "#f", "paths": [str(tmp_path / "no")]})
+        assert missing.structured_content["code"] == "file_unreadable"
+        dest = tmp_path / "r.csv"
+        got = await session.call_tool("download", {"ref": "#dl", "path": str(dest)})
+        assert not got.is_error, text(got)
+        assert dest.read_text() == "a,b\n1,2\n"
+        listed = await session.call_tool("download", {})
+        assert listed.structured_content["data"]["downloads"] == []
+        need = await session.call_tool("download", {"ref": "#dl"})
+        assert need.structured_content["code"] == "usage"
+
+    try:
+        anyio.run(_session_run, env, body)
+    finally:
+        server.shutdown()

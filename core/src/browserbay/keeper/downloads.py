@@ -23,6 +23,7 @@ import functools
 import logging
 import os
 import re
+import secrets
 import shlex
 import unicodedata
 import zlib
@@ -76,9 +77,11 @@ def safe_name(suggested: str) -> str:
     return name or "download"
 
 
-def _reserve(directory: Path, name: str) -> Path:
-    """A new empty 0600 file ``directory/name`` (or ``name (2)``, ``name (3)``… if taken),
-    made with O_EXCL so that nothing there is ever written through or over."""
+def _place(directory: Path, name: str, arrived: Path) -> Path:
+    """Give the complete file ``arrived`` (a temporary name in ``directory``) its name there:
+    ``name``, or ``name (2)``, ``name (3)``… if taken. A hard link never replaces what is
+    there, and a file appears under its name only whole (a listing never shows it half
+    arrived)."""
     stem, dot, ext = name.rpartition(".")
     if not dot or not stem:
         stem, ext = name, ""
@@ -87,11 +90,13 @@ def _reserve(directory: Path, name: str) -> Path:
     while True:
         assert path.parent == directory
         try:
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-            return path
+            os.link(arrived, path)
+            break
         except FileExistsError:
             n += 1
             path = directory / (f"{stem} ({n}).{ext}" if ext else f"{stem} ({n})")
+    arrived.unlink()
+    return path
 
 
 def _used(directory: Path) -> int:
@@ -277,10 +282,19 @@ class Downloads:
             await _discard(download, arrival.artifact)
             session.notices.append(f"download {arrival.name!r} failed: {arrival.failure[:200]}")
             return
-        target = await anyio.to_thread.run_sync(_reserve, directory, arrival.name)
-        await download.save_as(target)
-        await download.delete()
-        await anyio.to_thread.run_sync(os.chmod, target, 0o600)
+        # Saved under a name no listing shows (no kept name starts with a dot), then named.
+        arrived = directory / f".{secrets.token_hex(8)}.part"
+        try:
+            await download.save_as(arrived)
+            await anyio.to_thread.run_sync(os.chmod, arrived, 0o600)
+            target = await anyio.to_thread.run_sync(_place, directory, arrival.name, arrived)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(functools.partial(arrived.unlink, missing_ok=True))
+            raise
+        finally:
+            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                await download.delete()
         session.notices.append(
             f"the page downloaded {target.name!r} ({size_text(arrival.size)}), kept for you: "
             f"bay downloads get {shlex.quote(target.name)} <path>"

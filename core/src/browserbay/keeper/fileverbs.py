@@ -142,6 +142,7 @@ def _listing(directory: Path) -> list[dict[str, Any]]:
     return [
         {"name": os.path.basename(p), "size": size, "at": round(mtime, 3)}
         for mtime, size, p in sorted(regular_files(directory))
+        if not os.path.basename(p).startswith(".")  # one still arriving
     ]
 
 
@@ -168,6 +169,8 @@ def _clear(directory: Path, name: object) -> list[str]:
         return [path.name]
     gone = []
     for _, _, p in regular_files(directory):
+        if os.path.basename(p).startswith("."):  # one still arriving: its own code removes it
+            continue
         try:
             os.unlink(p)
         except FileNotFoundError:

@@ -2,8 +2,8 @@
 
 A compact tool set rather than one tool per flag — ``navigate``, ``snapshot``, ``act`` (by
 ``@eN`` reference), ``wait``, ``mouse``, ``keyboard``, ``read``, ``is_state``, ``find``,
-``frame``, ``tabs``, ``screenshot``, ``cookies``, ``storage``, ``state``, ``status`` and
-``close`` — each a thin layer over :class:`browserbay.Client`, so the keeper does the work
+``frame``, ``tabs``, ``screenshot``, ``cookies``, ``storage``, ``state``, ``upload``,
+``download``, ``status`` and ``close`` — each a thin layer over :class:`browserbay.Client`, so the keeper does the work
 exactly as for ``bay``. Every result names the session and the profile it acted on; a refusal
 is a tool error whose text carries the code and the way out (and whose structured content is
 the refusal frame).
@@ -436,6 +436,49 @@ def build(client: Client) -> MCPServer[Any]:
         if action == "save":
             return await answered(lambda: client.save_state(path))
         return await answered(lambda: client.load_state(path))
+
+    @server.tool()
+    async def upload(
+        ref: Annotated[str, Field(description=helps("upload", "target"))],
+        paths: Annotated[
+            list[str], Field(description=helps("upload", "files") + " (this machine's)")
+        ],
+    ) -> CallToolResult:
+        """Set files of this machine on a file input (<input type=file>): this server reads
+        them and sends their bytes (50 MiB together), so the browser need not see this disk."""
+        if not paths:
+            return usage("upload", "upload needs paths=[...]", 'give paths=["cv.pdf"]')
+        return await answered(lambda: client.upload(ref, *paths))
+
+    @server.tool()
+    async def download(
+        ref: Annotated[
+            str | None, Field(description="click this element and save the download it starts")
+        ] = None,
+        path: Annotated[
+            str | None,
+            Field(description="where to write it on this machine (a directory: its name)"),
+        ] = None,
+        kept: Annotated[
+            str | None,
+            Field(description="instead of ref: a download a page started by itself, by name"),
+        ] = None,
+        clear: Annotated[
+            bool, Field(description="remove the kept download named kept (or all of them)")
+        ] = False,
+    ) -> CallToolResult:
+        """Downloads: with ref and path, click and save the download at path; with kept and
+        path, write a download a page started by itself (kept for you; a notice names it);
+        with neither, list the kept ones; clear removes kept ones."""
+        if clear:
+            return await answered(lambda: client.downloads("clear", kept))
+        if ref is not None or kept is not None:
+            if not path:
+                return usage("download", "download needs path=", "give path= on this machine")
+            if ref is not None:
+                return await answered(lambda: client.download(ref, path))
+            return await answered(lambda: client.downloads("get", kept, path))
+        return await answered(lambda: client.downloads())
 
     @server.tool()
     async def status() -> CallToolResult:
