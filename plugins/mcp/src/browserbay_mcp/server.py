@@ -3,10 +3,10 @@
 A compact tool set rather than one tool per flag — ``navigate``, ``snapshot``, ``act`` (by
 ``@eN`` reference), ``wait``, ``mouse``, ``keyboard``, ``read``, ``is_state``, ``find``,
 ``frame``, ``tabs``, ``screenshot``, ``cookies``, ``storage``, ``state``, ``upload``,
-``download``, ``status`` and ``close`` — each a thin layer over :class:`browserbay.Client`, so the keeper does the work
-exactly as for ``bay``. Every result names the session and the profile it acted on; a refusal
-is a tool error whose text carries the code and the way out (and whose structured content is
-the refusal frame).
+``download``, ``status`` and ``close`` — each a thin layer over :class:`browserbay.Client`,
+so the keeper does the work exactly as for ``bay``. Every result names the session and the
+profile it acted on; a refusal is a tool error whose text carries the code and the way out
+(and whose structured content is the refusal frame).
 
 The session is ``bay mcp --session ID``, else ``BAY_SESSION``, else — on a session socket
 (``BAY_SOCKET``) — the socket's session, else ``mcp-<pid>``: one MCP server (one agent
