@@ -304,3 +304,38 @@ def test_a_parent_hands_its_child_only_a_profile_it_may_use_and_may_share(
     not_granted(child("use", "parents-own"), "parents-own")
     not_granted(child("use", "work"), "work")
     assert child.ok("profiles")["profiles"] == []
+
+
+def test_a_session_socket_cannot_drop_or_widen_the_fence_the_owner_set_on_its_browser(
+    owner: tuple[Bay, dict[str, Any]], demo: str
+) -> None:
+    """The owner fences session A's own browser to 127.0.0.1; the agent on A's socket tries
+    to lift it (`use --ephemeral` with no domains) or widen it (`--allowed-domains
+    127.0.0.1,localhost`) and then reach localhost. On the code before, both went through
+    and `open http://localhost:…` loaded."""
+    b, _work = owner
+    elsewhere = demo.replace("127.0.0.1", "localhost")
+    agent = grant(b, "fenced-1")
+    b.ok("use", "--ephemeral", "--allowed-domains", "127.0.0.1", session="fenced-1")
+    assert_refused(agent("open", f"{elsewhere}/"), "domain_refused")
+    for widen in (
+        [],
+        ["--allowed-domains", "127.0.0.1,localhost"],
+        ["--allowed-domains", "localhost"],
+    ):
+        refused = assert_refused(agent("use", "--ephemeral", *widen), "owner_only")
+        assert "bay use --ephemeral" in refused["data"]["command"], refused
+        assert "--session fenced-1" in refused["data"]["command"], refused
+    assert_refused(agent("open", f"{elsewhere}/"), "domain_refused")
+    # Narrowing (or restating) its own fence is the agent's to do.
+    agent.ok("use", "--ephemeral", "--allowed-domains", "127.0.0.1")
+    assert agent("open", f"{demo}/").code == 0
+    # An agent whose browser nobody fenced may fence it itself, and then not lift it.
+    free = grant(b, "fenced-2")
+    free.ok("use", "--ephemeral", "--allowed-domains", "127.0.0.1")
+    assert_refused(free("use", "--ephemeral"), "owner_only")
+    # The owner may lift it.
+    b.ok("use", "--ephemeral", session="fenced-1")
+    assert agent("open", f"{elsewhere}/").code == 0
+    agent.ok("close")
+    free.ok("close")

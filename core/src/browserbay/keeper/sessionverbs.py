@@ -12,9 +12,10 @@ import anyio
 
 from browserbay import procfs
 from browserbay.keeper.base import Answer
-from browserbay.keeper.channels import Channel
+from browserbay.keeper.channels import Channel, owner_only
 from browserbay.keeper.children import Children
 from browserbay.keeper.choosing import LeaseChooser
+from browserbay.keeper.guard import host_allowed
 from browserbay.keeper.hints import blocked
 from browserbay.keeper.leases import Leases, blocked_requests, goto_guarded
 from browserbay.keeper.pageverbs import page_error
@@ -191,6 +192,9 @@ class SessionVerbs:
         sid = session.ref.id
         if args.get("ephemeral"):
             domains = list(parse_domains(args.get("allowed_domains")))
+            if call.channel.grant is not None:
+                state = await self.db(self.sessions.state, sid)
+                _only_narrows(state.ephemeral_domains, domains, call.channel)
             await self.db(self.sessions.set_ephemeral_domains, sid, domains)
             lease = self.chooser.ephemeral(session, "explicit", domains)
             if lease.context is not None and tuple(domains) != lease.allowed_domains:
@@ -409,3 +413,17 @@ class SessionVerbs:
             if item["proposal"]:
                 text += f"\n    {proposal_line(item['proposal'])}"
         return data, text, chosen.profile if chosen else None
+
+
+def _only_narrows(fence: tuple[str, ...], asked: list[str], channel: Channel) -> None:
+    """On a session socket a session may fence its own browser, or narrow its fence, never
+    lift or widen it: the fence may be the owner's (``bay use --ephemeral --allowed-domains
+    … --session <id>`` on the owner's channel), and the registry does not say who set it.
+    ``owner_only`` with the owner's command otherwise."""
+    if not fence or (asked and all(host_allowed(d, fence) for d in asked)):
+        return
+    wanted = f" --allowed-domains {','.join(asked)}" if asked else ""
+    raise owner_only(
+        "lifting or widening your browser's domain fence" + f" (now {', '.join(fence)})",
+        f"bay use --ephemeral{wanted} --session {channel.session}",
+    )
