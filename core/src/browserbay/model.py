@@ -717,6 +717,33 @@ class PauseInfo:
     """The viewer driving now (None: nobody yet, or the driver left)."""
 
 
+DialogKind = Literal["alert", "confirm", "prompt", "beforeunload"]
+
+
+@dataclass(frozen=True)
+class PageDialog:
+    """A dialog a page opened and nobody has answered yet: the page's script is stopped
+    until it is (see ``bay dialog``). ``message`` and ``default`` are the page's text, clipped
+    where they are shown."""
+
+    tab: str
+    kind: DialogKind
+    message: str
+    default: str
+    """A prompt's default value (empty for the other kinds)."""
+    opened: float
+    """``time.time()`` when it opened."""
+
+    def as_row(self) -> dict[str, Any]:
+        return {
+            "tab": self.tab,
+            "type": self.kind,
+            "message": self.message,
+            "default": self.default,
+            "opened": self.opened,
+        }
+
+
 class LiveLease(Protocol):
     """A lease as a live-view transport reads it (the keeper's own object: read it, never
     change it; change it through :class:`LiveHost`)."""
@@ -824,6 +851,21 @@ class LiveHost(Protocol):
 
     async def wait_handback(self, session_id: str, profile_id: str, timeout: float) -> bool:
         """Wait until the lease is not paused (True) or ``timeout`` passes (False)."""
+
+    def dialogs_of(self, session_id: str, profile_id: str) -> dict[str, PageDialog]:
+        """The dialogs open on the lease's tabs, by tab id (empty: none)."""
+
+    async def answer_dialog(
+        self,
+        session_id: str,
+        profile_id: str,
+        tab_id: str,
+        accept: bool,
+        text: str | None,
+        viewer: str,
+    ) -> bool:
+        """A human in the live view answers the dialog open on the tab (``text``: a prompt's
+        answer, never logged); the agent's next answer says so. False when none is open."""
 
 
 class LiveTransport(Protocol):

@@ -133,6 +133,17 @@ _ROWS = (
         "bay network har start, do what you want recorded, then bay network har stop <file>",
     ),
     Code(
+        "dialog_open",
+        "Tab {tab} has a {kind} dialog open ({what}): the page's script waits for its answer, "
+        "so '{verb}' did not run",
+        "bay dialog accept [text]  or  bay dialog dismiss   (then run it again)",
+    ),
+    Code(
+        "no_dialog",
+        "No dialog is open on {where}",
+        "{fix}",
+    ),
+    Code(
         "deadline",
         "'{verb}' did not finish within {timeout:g}s",
         "bay {verb} ... --timeout {longer:g}   (or bay wait --load first)",
@@ -548,6 +559,10 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "the frame you acted inside is gone: `bay frame main`, then a fresh `bay snapshot -i`",
         ("frame_gone",),
+    ),
+    (
+        "a page dialog waits: bay dialog accept [text] or dismiss first (bay dialog status)",
+        ("dialog_open", "no_dialog"),
     ),
     (
         "a human holds the controls: wait, then run it again after the handback",

@@ -80,6 +80,11 @@ class BaySettings:
         300.0,
         "Seconds without input after which a human's takeover hands the controls back by itself.",
     )
+    dialog_timeout: float = _setting(
+        120.0,
+        "Seconds a dialog a page opened (alert, confirm, prompt, beforeunload) waits for an "
+        "answer before the keeper dismisses it; the session's next answer says so.",
+    )
     browser_grace: float = _setting(
         30.0, "Seconds a browser with no user left runs before it is stopped."
     )

@@ -814,6 +814,20 @@ VERBS: tuple[Verb, ...] = (
         example="bay tab new https://example.org",
     ),
     Verb(
+        "dialog",
+        SESSION,
+        "A dialog a page opened (alert, confirm, prompt, beforeunload) waits for you: accept "
+        "[text], dismiss, or status (what is open on your tabs).",
+        (
+            Arg("action", "pos", "what to do", choices=("accept", "dismiss", "status")),
+            Arg("text", "opt", "accept: your answer to a prompt (default: its default value)"),
+        ),
+        needs=_CDP,
+        mutates=True,
+        secret_args=("text",),
+        example="bay dialog accept",
+    ),
+    Verb(
         "close",
         SESSION,
         "Close your tabs and leases (kept for `bay resume`); other sessions are untouched.",

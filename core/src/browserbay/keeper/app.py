@@ -43,6 +43,8 @@ from browserbay.keeper.browsers import BrowserPool
 from browserbay.keeper.children import Children
 from browserbay.keeper.choosing import LeaseChooser
 from browserbay.keeper.controls import Controls, make_transports
+from browserbay.keeper.dialogs import Dialogs
+from browserbay.keeper.dialogverbs import DialogVerbs
 from browserbay.keeper.downloads import Downloads
 from browserbay.keeper.files import Carrier
 from browserbay.keeper.grants import GrantBook, GrantVerbs
@@ -120,11 +122,13 @@ def core_handlers(
     backend: BackendSwitch,
     grants: GrantVerbs,
     downloads: fileverbs.DownloadVerbs,
+    dialogs: DialogVerbs,
 ) -> dict[str, Handler]:
     """The core's verbs and their handlers (the page verbs register themselves with
     :func:`browserbay.keeper.pageverbs.page_verb`, in :data:`PAGE_VERB_MODULES`)."""
     return {
         "tab": OnLease(tabs.tab),
+        "dialog": OnLease(dialogs.dialog),
         "resume": OnLease(tabs.resume),
         "close": OnSession(sessions.close, ends_leases=True),
         "detach": OnSession(sessions.detach, ends_leases=True),
@@ -191,6 +195,8 @@ class App:
         self.profiles = ProfileBook(
             registry.profiles, registry.attachments, registry.proposals, paths, plugins, db
         )
+        #: Every dialog a page opens, held until it is answered (bay dialog, the live view).
+        self.dialogs = Dialogs(roster.by_id, settings.dialog_timeout)
         self.leases = Leases(
             self.pool,
             tabs,
@@ -202,10 +208,11 @@ class App:
             roster.by_id,
             idle_timeout=settings.idle_timeout,
             downloads=Downloads(paths.runtime / "downloads", settings.download_max_bytes),
+            dialogs=self.dialogs,
         )
         self.pool.on_crash = self.leases.crashed
         #: Who holds each lease's controls; the live-view transports' host.
-        self.controls = Controls(plugins, roster.by_id, settings.handback_idle)
+        self.controls = Controls(plugins, roster.by_id, settings.handback_idle, self.dialogs)
         self.live = make_transports(plugins, self.controls)
         #: The one guard path every road's actions pass (see browserbay.keeper.roads).
         self.guards = Guards(plugins, self.controls, self.gate.check, self.audit.write)
@@ -285,6 +292,7 @@ class App:
             backend,
             GrantVerbs(self.grants, children.child),
             fileverbs.DownloadVerbs(self.leases.downloads),
+            DialogVerbs(self.dialogs),
         )
         handlers.update({name: OnPlugin(pv) for name, pv in plugins.verbs.items()})
         self.route = VerbRoute(table, handlers)  # RouteError: the keeper does not start
@@ -302,6 +310,7 @@ class App:
             self.guards,
             self.audit,
             self.carrier,
+            self.dialogs,
         )
         self.housekeeping = Housekeeping(
             roster, self.leases, self.pool, self.gate, settings, children

@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 
 from browserbay import verbs
+from browserbay.keeper.dialogs import Dialogs
 from browserbay.keeper.pause import Inflight, Pause
 from browserbay.keeper.sessions import Lease, Session
-from browserbay.model import LiveTransport, PauseInfo
+from browserbay.model import LiveTransport, PageDialog, PauseInfo
 from browserbay.refusals import Refusal, clip
 
 if TYPE_CHECKING:
@@ -55,12 +56,18 @@ def make_transports(plugins: Plugins, host: Controls) -> list[LiveTransport]:
 
 class Controls:
     def __init__(
-        self, plugins: Plugins, sessions: dict[str, Session], handback_idle: float = 300.0
+        self,
+        plugins: Plugins,
+        sessions: dict[str, Session],
+        handback_idle: float = 300.0,
+        dialogs: Dialogs | None = None,
     ):
         self.plugins = plugins
         self.sessions = sessions
         #: Seconds without the driving human's input after which the controls go back.
         self.handback_idle = handback_idle
+        #: The dialogs open on the tabs a viewer sees (None: a keeper without dialogs).
+        self.dialogs = dialogs
 
     # -- the keeper's side --------------------------------------------------------------
 
@@ -263,6 +270,29 @@ class Controls:
                         "handing %s back to %s: the human went idle", lease.handle, session.ref.id
                     )
                     self.hand_back(session.ref.id, lease.profile.id, pause.holder or "-", "idle")
+
+    def dialogs_of(self, session_id: str, profile_id: str) -> dict[str, PageDialog]:
+        lease = self.lease(session_id, profile_id)
+        if lease is None or self.dialogs is None:
+            return {}
+        return self.dialogs.open_on(lease.tabs)
+
+    async def answer_dialog(
+        self,
+        session_id: str,
+        profile_id: str,
+        tab_id: str,
+        accept: bool,
+        text: str | None,
+        viewer: str,
+    ) -> bool:
+        """Answered by a human with a control link; they need not hold the controls: the
+        dialog stops the agent's page as much as theirs."""
+        lease = self.lease(session_id, profile_id)
+        if lease is None or self.dialogs is None:
+            return False
+        who = f"a human in the live view ({viewer})"
+        return await self.dialogs.answer_by(lease.tabs, tab_id, accept, text, who)
 
     async def wait_handback(self, session_id: str, profile_id: str, timeout: float) -> bool:
         lease = self.lease(session_id, profile_id)

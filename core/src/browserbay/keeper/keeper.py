@@ -24,6 +24,7 @@ from browserbay.keeper.channels import OWNER, Channel, admit
 from browserbay.keeper.children import Children
 from browserbay.keeper.choosing import LeaseChooser
 from browserbay.keeper.controls import Controls
+from browserbay.keeper.dialogs import Dialogs
 from browserbay.keeper.faults import disk_full, is_disk_full
 from browserbay.keeper.files import Carried, Carrier
 from browserbay.keeper.frames import ELEMENT_VERBS, PENDING, TRACED_VERBS, Recorder
@@ -90,6 +91,7 @@ class Keeper:
         guards: Guards,
         audit: AuditTrail,
         carrier: Carrier,
+        dialogs: Dialogs,
     ) -> None:
         self.plugins = plugins
         self.kept_tabs = kept_tabs
@@ -105,6 +107,7 @@ class Keeper:
         self.audit = audit
         #: Where the files requests send and answer are staged (browserbay.keeper.files).
         self.carrier = carrier
+        self.dialogs = dialogs
 
     # -- requests ---------------------------------------------------------------------
 
@@ -215,8 +218,10 @@ class Keeper:
                 "data": data,
                 "text": text,
             }
-            if session is not None and session.notices:
-                answer["notice"] = " · ".join(session.notices)
+            # Said once (a restore, a handback…), then every dialog still open on its tabs.
+            notices = [*session.notices, *self.dialogs.notices(session.ref.id)] if session else []
+            if session is not None and notices:
+                answer["notice"] = " · ".join(notices)
                 session.notices.clear()
         except Refusal as r:
             answer = r.frame()
@@ -425,7 +430,8 @@ class Keeper:
             try:
                 if act.trace is not None and verb.name not in ELEMENT_VERBS:
                     await act.trace.take_before()  # an element's verb: once it is found
-                data, text = await handler.run(act)
+                # A dialog open on the tab refuses it; one it opens answers it at once.
+                data, text = await self.dialogs.during(tab, verb.name, lambda: handler.run(act))
             except Refusal:
                 raise
             except Exception as exc:

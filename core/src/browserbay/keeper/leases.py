@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page
     from playwright.async_api import Response as PlaywrightResponse
 
+    from browserbay.keeper.dialogs import Dialogs
     from browserbay.keeper.downloads import Downloads
 
 __all__ = ["blocked_requests", "check_url_allowed", "goto_guarded", "host_allowed"]
@@ -91,6 +92,7 @@ class Leases:
         sessions: dict[str, Session],
         idle_timeout: float = 900.0,
         downloads: Downloads | None = None,
+        dialogs: Dialogs | None = None,
     ):
         self.pool = pool
         self.tabs = tabs
@@ -108,6 +110,9 @@ class Leases:
         self._waiters: dict[str, deque[tuple[str, anyio.Event]]] = {}
         #: Where the pages' downloads go (None: nowhere, a keeper without downloads).
         self.downloads = downloads
+        #: Holds every dialog a page opens until it is answered (None: Playwright's silent
+        #: dismissal, a keeper without dialogs).
+        self.dialogs = dialogs
 
     # -- what a lease is bound to -------------------------------------------------------
 
@@ -270,6 +275,8 @@ class Leases:
         tab.log.watch(page, lease.net)  # its console, errors, requests; the lease's HAR
         if self.downloads is not None:  # kept in the session's own directory, bounded
             self.downloads.watch(page, lambda: self.sessions.get(tab.owner))
+        if self.dialogs is not None:
+            self.dialogs.watch(page, tab)
         return tab
 
     async def new_tab(self, lease: Lease) -> Tab:
@@ -310,11 +317,7 @@ class Leases:
         for t, url in zip(tabs, urls, strict=True):
             if url in ("about:blank", ""):
                 continue
-            try:
-                title = await t.page.title()
-            except Exception:
-                title = ""
-            kept.append(KeptTab(url, title, t.id == current))
+            kept.append(KeptTab(url, await t.title(), t.id == current))
         await self.db(self.kept_tabs.keep, session.ref.id, lease.profile.id, kept, "live")
         lease.binding.kept(signature)
 
@@ -405,6 +408,8 @@ class Leases:
                 await self.db(self.kept_tabs.mark, session.ref.id, lease.profile.id, "auto")
         Controls.let_go(lease)
         await lease.net.release()  # its routes and HAR end with its context
+        if self.dialogs is not None:  # their dialogs go with them (a beforeunload accepted)
+            await self.dialogs.leave(list(lease.tabs.values()))
         self.plugins.hooks.bay_lease_changed(lease=lease.info(reason), change="detached")
         closed = len(lease.tabs)
         pages = [t.page for t in lease.tabs.values()]

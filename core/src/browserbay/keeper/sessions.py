@@ -33,7 +33,7 @@ from browserbay.keeper.frames import LeaseTrace
 from browserbay.keeper.guard import Blocked
 from browserbay.keeper.netlog import LeaseNet, TabLog
 from browserbay.keeper.pause import LeaseControl
-from browserbay.model import LeaseInfo, LiveWindow, PauseInfo, ProfileRef, SessionRef
+from browserbay.model import LeaseInfo, LiveWindow, PageDialog, PauseInfo, ProfileRef, SessionRef
 from browserbay.refusals import Refusal
 from browserbay.registry import Kept
 
@@ -73,6 +73,9 @@ class Tab:
     log: TabLog = field(default_factory=TabLog)
     """Its console, errors and requests (bounded rings, fed by its page's events)."""
     _focus: FrameFocus | None = field(default=None, init=False, repr=False)
+    dialog: PageDialog | None = None
+    """The dialog open on it now (written only by browserbay.keeper.dialogs): the page's
+    script waits for its answer, so nothing reads the page through script meanwhile."""
 
     @property
     def focus(self) -> FrameFocus | None:
@@ -83,20 +86,29 @@ class Tab:
     def enter_frame(self, focus: FrameFocus | None) -> None:
         self._focus = focus
 
-    async def row(self) -> dict[str, Any]:
+    async def title(self) -> str:
+        """The page's title; empty while a dialog is open (reading it would wait for the
+        answer) or when the page cannot say."""
+        if self.dialog is not None:
+            return ""
         try:
-            title = await self.page.title()
+            return await self.page.title()
         except Exception:
-            title = ""
+            return ""
+
+    async def row(self) -> dict[str, Any]:
         focus = self._focus
         frame = None if focus is None else {"target": focus.target, "gone": focus.gone}
-        return {
+        row: dict[str, Any] = {
             "id": self.id,
             "url": self.page.url,
-            "title": title,
+            "title": await self.title(),
             "opener": self.opener,
             "frame": frame,
         }
+        if self.dialog is not None:
+            row["dialog"] = self.dialog.as_row()
+        return row
 
 
 class LeaseTabs(Mapping[str, Tab]):

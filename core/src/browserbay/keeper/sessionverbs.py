@@ -121,6 +121,8 @@ class TabVerbs:
             owner = self.leases.lease_of(tab) or lease
             self.profiles.check_ref(owner.profile, channel)  # a tab of an ungranted profile
             self.tabs.drop(tab, owner, "closed by bay tab close")
+            if self.leases.dialogs is not None:  # a beforeunload open on it is accepted
+                await self.leases.dialogs.leave([tab])
             await tab.page.close()
             self.plugins.hooks.bay_lease_changed(lease=owner.info(), change="tabs")
             return {"closed": tab.id, "current": owner.current}, f"closed {tab.id}"
