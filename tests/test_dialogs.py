@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from browserbay import errors
+from browserbay.api import SyncClient
 from browserbay.settings import BaySettings
 from browserbay_testing import Bay, assert_refused, wait_for
 from browserbay_testing.plugin import keeper
@@ -239,3 +241,23 @@ def test_an_unanswered_dialog_is_dismissed_by_the_bound_with_a_notice(
 def test_the_bound_is_a_keeper_setting() -> None:
     assert BaySettings().dialog_timeout == 120.0
     assert "BAY_DIALOG_TIMEOUT" in BaySettings.variables()
+
+
+def test_the_python_api_answers_a_prompt_and_reads_the_status(bay: Bay, demo: str) -> None:
+    s = "dlg-api"
+    _page(bay, demo, s)
+    with SyncClient(s, home=bay.home) as api:
+        clicked = api.click("#prompt")
+        assert clicked.notice is not None
+        assert 'prompt "Your name?" (default "Bob")' in clicked.notice
+        assert clicked["dialog"]["type"] == "prompt"
+        assert [d["type"] for d in api.dialog_status()["dialogs"]] == ["prompt"]
+        with pytest.raises(errors.DialogOpen):
+            api.get("title")
+        assert api.dialog_accept("Grace")["action"] == "accepted"
+        assert api.get("text", "#out").value == "prompt Grace"
+        api.click("#confirm")
+        assert api.dialog_dismiss()["action"] == "dismissed"
+        assert api.get("text", "#out").value == "confirm false"
+        with pytest.raises(errors.NoDialog):
+            api.dialog_dismiss()

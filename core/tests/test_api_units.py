@@ -214,6 +214,8 @@ CALLS: dict[str, tuple[object, ...]] = {
     "set_storage": ("local", "k", "v"),
     **dict.fromkeys(("save_state", "load_state"), ("state.json",)),
     "new_profile": ("work",),
+    "dialog_accept": ("Ada",),
+    **dict.fromkeys(("dialog_dismiss", "dialog_status"), ()),
 }
 
 

@@ -497,6 +497,21 @@ class SyncClient:
         """Make one of your tabs (an id from :meth:`tabs`) the current one."""
         return self._request("tab", {"action": tab}, timeout, Page)
 
+    def dialog_accept(self, text: str | None = None, *, timeout: float | None = None) -> Answer:
+        """Accept the dialog a page opened on the current tab (``text``: a prompt's answer;
+        without it, its default value). While one is open, every answer's ``notice`` names
+        it and page verbs on its tab raise ``dialog_open``."""
+        return self._request("dialog", {"action": "accept", "text": text}, timeout, Answer)
+
+    def dialog_dismiss(self, *, timeout: float | None = None) -> Answer:
+        """Dismiss (Cancel) the dialog a page opened on the current tab."""
+        return self._request("dialog", {"action": "dismiss"}, timeout, Answer)
+
+    def dialog_status(self, *, timeout: float | None = None) -> Answer:
+        """``data["dialogs"]``: the dialogs open on your tabs (tab, type, message, default,
+        url); empty when none is."""
+        return self._request("dialog", {"action": "status"}, timeout, Answer)
+
     def close(self, *, timeout: float | None = None) -> Answer:
         """End the session: its tabs and browser context (other sessions are untouched)."""
         return self._request("close", {}, timeout, Answer)

@@ -548,6 +548,23 @@ class Client:
         """Make one of your tabs (an id from :meth:`tabs`) the current one."""
         return await self._request("tab", {"action": tab}, timeout, Page)
 
+    async def dialog_accept(
+        self, text: str | None = None, *, timeout: float | None = None
+    ) -> Answer:
+        """Accept the dialog a page opened on the current tab (``text``: a prompt's answer;
+        without it, its default value). While one is open, every answer's ``notice`` names
+        it and page verbs on its tab raise ``dialog_open``."""
+        return await self._request("dialog", {"action": "accept", "text": text}, timeout, Answer)
+
+    async def dialog_dismiss(self, *, timeout: float | None = None) -> Answer:
+        """Dismiss (Cancel) the dialog a page opened on the current tab."""
+        return await self._request("dialog", {"action": "dismiss"}, timeout, Answer)
+
+    async def dialog_status(self, *, timeout: float | None = None) -> Answer:
+        """``data["dialogs"]``: the dialogs open on your tabs (tab, type, message, default,
+        url); empty when none is."""
+        return await self._request("dialog", {"action": "status"}, timeout, Answer)
+
     async def close(self, *, timeout: float | None = None) -> Answer:
         """End the session: its tabs and browser context (other sessions are untouched)."""
         return await self._request("close", {}, timeout, Answer)

@@ -4,6 +4,7 @@ tool errors carrying code and way out. A real keeper and Chromium."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -72,6 +73,7 @@ def test_tools_list_then_navigate_snapshot_click(env: dict[str, str], demo: str)
             "find",
             "frame",
             "tabs",
+            "dialog",
             "screenshot",
             "cookies",
             "storage",
@@ -420,3 +422,41 @@ def test_upload_and_download_tools_move_files_of_this_machine(
         anyio.run(_session_run, env, body)
     finally:
         server.shutdown()
+
+
+def test_a_confirm_is_named_by_the_tool_that_opened_it_and_answered_by_dialog(
+    env: dict[str, str], demo: str
+) -> None:
+    js = (
+        "document.body.insertAdjacentHTML('beforeend', '<button id=c>Delete</button>');"
+        " document.getElementById('c').onclick ="
+        " () => { document.title = String(confirm('Delete everything?')); }; 'ok'"
+    )
+
+    async def body(session: ClientSession) -> None:
+        await session.call_tool("navigate", {"url": f"{demo}/form.html"})
+        proc = subprocess.run(
+            [BAY, "eval", js, "--json"], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert json.loads(proc.stdout)["ok"], proc
+        clicked = await session.call_tool("act", {"action": "click", "ref": "#c"})
+        assert not clicked.is_error, text(clicked)
+        assert 'notice: dialog: confirm "Delete everything?"' in text(clicked)
+        refused = await session.call_tool("read", {"what": "title"})
+        assert refused.is_error
+        assert refused.structured_content is not None
+        assert refused.structured_content["code"] == "dialog_open"
+        status = await session.call_tool("dialog", {})
+        assert status.structured_content is not None
+        assert status.structured_content["data"]["dialogs"][0]["type"] == "confirm"
+        accepted = await session.call_tool("dialog", {"action": "accept"})
+        assert not accepted.is_error, text(accepted)
+        title = await session.call_tool("read", {"what": "title"})
+        assert title.structured_content is not None
+        assert title.structured_content["data"]["value"] == "true"
+        none = await session.call_tool("dialog", {"action": "dismiss"})
+        assert none.is_error
+        assert none.structured_content is not None
+        assert none.structured_content["code"] == "no_dialog"
+
+    anyio.run(_session_run, env, body)

@@ -342,6 +342,22 @@ def build(client: Client) -> MCPServer[Any]:
         return await answered(lambda: client.switch_tab(tab))
 
     @server.tool()
+    async def dialog(
+        action: Annotated[
+            str, Field(description=helps("dialog", "action")), *one_of("dialog", "action")
+        ] = "status",
+        text: Annotated[str | None, Field(description=helps("dialog", "text"))] = None,
+    ) -> CallToolResult:
+        """A dialog a page opened (alert, confirm, prompt, beforeunload) waits for you: every
+        answer's notice names it and page tools are refused dialog_open until you answer it.
+        accept (text: a prompt's answer), dismiss, or status (what is open on your tabs)."""
+        if action == "accept":
+            return await answered(lambda: client.dialog_accept(text))
+        if action == "dismiss":
+            return await answered(client.dialog_dismiss)
+        return await answered(client.dialog_status)
+
+    @server.tool()
     async def screenshot(
         full: Annotated[bool, Field(description=helps("screenshot", "full"))] = False,
     ) -> CallToolResult:
