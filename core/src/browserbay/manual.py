@@ -62,8 +62,6 @@ OUTPUT
   stdout: the value. stderr: the footer, notice: and hint: lines. --json: one JSON object.
   Exit 0 ok, 1 refused, 2 usage, 124 deadline (--timeout S, default 30).
   A refusal prints "refused [code]: message" and "way out: <what to run next>".
-  A page's alert/confirm/prompt waits for you: a notice names it until bay dialog accept
-  [text] or bay dialog dismiss answers it.
   You are --session ID, else $BAY_SESSION, else your shell's session. On a session socket
   ($BAY_SOCKET) you are its session and no other (session_fixed). Without one you are on the
   owner's channel, where sessions stay apart only between honest agents; bay status says which.
