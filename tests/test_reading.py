@@ -92,7 +92,12 @@ def _server(pages: dict[str, str]) -> tuple[ThreadingHTTPServer, int]:
 def site() -> Iterator[Site]:
     other, other_port = _server({"/inner": INNER})
     cross = f"http://localhost:{other_port}"
-    pages = {"/form": FORM, "/inner": INNER, "/outer": OUTER.format(cross=cross)}
+    pages = {
+        "/form": FORM,
+        "/inner": INNER,
+        "/outer": OUTER.format(cross=cross),
+        "/nested": '<!doctype html><title>Nested</title><iframe id=n src="/outer"></iframe>',
+    }
     main, port = _server(pages)
     yield Site(f"http://127.0.0.1:{port}", cross)
     main.shutdown()
@@ -334,8 +339,25 @@ def test_frame_by_ref_from_a_page_snapshot(bay: Bay, site: Site) -> None:
     bay.ok("open", f"{site.base}/outer", session=s)
     snap = bay.ok("snapshot", session=s)["snapshot"]
     iframe = _ref(snap, "iframe")
+    inner_press = [x for x in snap.splitlines() if 'button "Press"' in x][1]
+    press = "@" + inner_press.split("[ref=")[1].split("]")[0]
+    assert press.startswith("@f")  # the page's snapshot shows the frame's refs prefixed
     bay.ok("frame", iframe, session=s)
     assert bay.ok("get", "text", "h1", session=s)["value"] == "Inside"
+    bay.ok("click", press, session=s)  # that ref still names the same element
+    assert bay.ok("get", "text", "#said", session=s)["value"] == "pressed inside"
+    bay.ok("close", session=s)
+
+
+def test_frame_steps_into_a_frame_of_the_frame(bay: Bay, site: Site) -> None:
+    s = "read-frame-nested"
+    bay.ok("open", f"{site.base}/nested", session=s)
+    bay.ok("frame", "#n", session=s)
+    assert bay.ok("get", "text", "h1", session=s)["value"] == "Outside"
+    bay.ok("frame", "#cross", session=s)  # looked for inside #n
+    assert bay.ok("get", "text", "h1", session=s)["value"] == "Inside"
+    bay.ok("frame", "main", session=s)
+    assert bay.ok("get", "count", "h1", session=s)["value"] == 0  # the page has none of its own
     bay.ok("close", session=s)
 
 
