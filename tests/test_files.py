@@ -182,10 +182,11 @@ def test_the_transfers_directory_is_empty_after_each_command(
 # -- the pages: a form with file inputs, download links, a page that downloads by itself ----
 
 UPLOAD_HTML = """<!doctype html><title>Upload</title>
-<input id=one type=file><input id=many type=file multiple>
+<input id=one type=file><input id=many type=file multiple><input id=quiet type=file data-quiet>
 <button id=btn>Not a file input</button><pre id=out>nothing yet</pre>
 <script>
-for (const input of document.querySelectorAll('input')) input.onchange = async () => {
+for (const input of document.querySelectorAll('input:not([data-quiet])'))
+ input.onchange = async () => {
   const files = [];
   for (const f of input.files) files.push({name: f.name, size: f.size, text: await f.text()});
   document.getElementById('out').textContent = JSON.stringify({input: input.id, files});
@@ -348,6 +349,38 @@ def test_upload_over_the_limit_is_refused_by_the_client_and_by_the_keeper(
     finally:
         conn.close()
     assert bay.ok("get", "text", "#out", session=s)["value"] == "nothing yet"
+
+
+def peak_kib(pid: int) -> int:
+    """The process's resident high-water mark (VmHWM), KiB."""
+    with open(f"/proc/{pid}/status") as f:
+        line = next(x for x in f if x.startswith("VmHWM:"))
+    return int(line.split()[1])
+
+
+def test_an_upload_near_the_limit_goes_through_in_bounded_keeper_memory(
+    fresh_bay: Bay, site: str, tmp_path: Path
+) -> None:
+    """45 MiB in 768 KiB frames: the keeper holds one frame of it at a time (staged to disk
+    as it comes), so its resident peak grows by far less than the file; a keeper that held
+    the file (or its base64) whole would grow by 45-60 MiB or more."""
+    s = "up-memory"
+    size = 45 * 1024 * 1024
+    big = tmp_path / "big.bin"
+    with open(big, "wb") as f:
+        f.write(os.urandom(1024) * (size // 1024))
+    fresh_bay.ok("open", f"{site}/upload.html", session=s)
+    pid = fresh_bay.keeper_pid()
+    fresh_bay.ok("upload", "#quiet", str(big), session=s)  # a first one: warm every path
+    before = peak_kib(pid)
+    up = fresh_bay.ok("upload", "#quiet", str(big), session=s, timeout=180)
+    grown = peak_kib(pid) - before
+    assert up["files"] == [{"name": "big.bin", "size": size}]
+    assert (
+        fresh_bay.ok("eval", "document.getElementById('quiet').files[0].size", session=s)["value"]
+        == size
+    )
+    assert grown < 16 * 1024, f"the keeper's resident peak grew by {grown} KiB"
 
 
 # -- download -------------------------------------------------------------------------------

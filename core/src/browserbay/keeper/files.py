@@ -32,7 +32,7 @@ from typing import Any
 import anyio
 
 from browserbay import transfer
-from browserbay.keeper.downloads import safe_name
+from browserbay.keeper.downloads import safe_name, session_dir
 from browserbay.paths import ensure_private
 from browserbay.refusals import Refusal
 
@@ -222,6 +222,28 @@ class Carried:
                 "bytes in put frames first and names their handle (docs/protocol.md, Files)"
             )
         return up
+
+    def uploads_of(self, session_id: str) -> Path:
+        """The session's kept uploads (``<runtime>/uploads/<session>``): see :meth:`settle`."""
+        return session_dir(self.carrier.root.parent / "uploads", session_id)
+
+    async def settle(self, up: Received, directory: Path) -> Path:
+        """Move a complete upload out of the connection's staging into ``directory`` (the
+        session's own uploads, 0700), where it outlives the connection: a browser reads a
+        file set on an input from its path when the page reads or submits it, later.
+        Answers its path there; the upload is no longer the connection's."""
+        home = up.path.parent
+
+        def move() -> Path:
+            ensure_private(directory.parent)
+            ensure_private(directory)
+            os.rename(home, directory / home.name)
+            return directory / home.name / up.path.name
+
+        path = await anyio.to_thread.run_sync(move)
+        if self.uploads.pop(up.handle, None) is not None:
+            self.carrier.staged -= up.size
+        return path
 
     async def _drop(self, up: Received) -> None:
         if self.uploads.pop(up.handle, None) is not None:

@@ -17,6 +17,7 @@ keeper never opens a path the caller names, so each works from a sandbox on a se
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import time
 from pathlib import Path
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from browserbay import transfer
 from browserbay.keeper.act import Act
 from browserbay.keeper.downloads import Downloads, safe_name, size_text
 from browserbay.keeper.outputs import regular_files
@@ -44,6 +46,11 @@ FILE_INPUT_JS = """e => {
 }"""
 
 
+#: The most bytes of the files a session set on its pages that are kept for the browser to
+#: read (the oldest go first past it: the page read or sent them long since).
+UPLOADS_KEPT = 2 * transfer.MAX_IN
+
+
 @page_verb("upload")
 async def verb_upload(act: Act) -> Answer:
     target = str(act.args["target"])
@@ -56,7 +63,18 @@ async def verb_upload(act: Act) -> Answer:
         if len(sent) > 1 and not kind["multiple"]:
             found = f"an <input type=file> without multiple, which takes one file, not {len(sent)}"
             raise Refusal("not_file_input", target=target, found=found)
-        await loc.set_input_files([str(f.path) for f in sent], timeout=act.ms_left())
+        # The browser reads a file from its path when the page reads or submits it: kept in
+        # the session's uploads, beyond this connection.
+        directory = act.files.uploads_of(act.lease.session.id)
+        await anyio.to_thread.run_sync(_evict, directory, sum(f.size for f in sent))
+        paths = [await act.files.settle(f, directory) for f in sent]
+        try:
+            await loc.set_input_files([str(p) for p in paths], timeout=act.ms_left())
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                for p in paths:
+                    await anyio.to_thread.run_sync(shutil.rmtree, p.parent, True)
+            raise
 
     await act_on(act, target, run)
     files = [{"name": f.name, "size": f.size} for f in sent]
@@ -134,6 +152,27 @@ class DownloadVerbs:
         bound = f"{size_text(used)} of {size_text(downloads.max_bytes)} (BAY_DOWNLOAD_MAX_MB)"
         text = "\n".join([*lines, bound]) if lines else f"no downloads kept; {bound}"
         return data, text, None
+
+
+def _evict(directory: Path, coming: int) -> None:
+    """Make room for ``coming`` bytes among the session's kept uploads (:data:`UPLOADS_KEPT`):
+    the oldest go first. Blocking."""
+    try:
+        with os.scandir(directory) as it:
+            entries = sorted(it, key=lambda e: e.stat(follow_symlinks=False).st_mtime)
+    except FileNotFoundError:
+        return
+    sizes = [
+        (e.path, sum(s for _, s, _ in regular_files(Path(e.path))))
+        for e in entries
+        if e.is_dir(follow_symlinks=False)
+    ]
+    total = sum(s for _, s in sizes) + coming
+    for path, size in sizes:
+        if total <= UPLOADS_KEPT:
+            return
+        shutil.rmtree(path, ignore_errors=True)
+        total -= size
 
 
 def _listing(directory: Path) -> list[dict[str, Any]]:
