@@ -65,9 +65,13 @@ class PagePointer:
         if params.get("frameId") == self.main_frame_id:
             self.stopped.set()
 
-    async def click(self, page: Page, x: float, y: float, timeout: float) -> None:
-        """Press and release the left button at (x, y); wait (at most ``timeout`` seconds)
-        for a main-frame navigation the click requested to commit, as Playwright does."""
+    async def click(
+        self, page: Page, x: float, y: float, timeout: float, modifiers: int = 0
+    ) -> None:
+        """Press and release the left button at (x, y) with the held ``modifiers`` (CDP's
+        bits: a ``bay keydown Shift`` makes it a shift-click); wait (at most ``timeout``
+        seconds) for a main-frame navigation the click requested to commit, as Playwright
+        does."""
         committed = asyncio.Event()
 
         def on_navigated(frame: Frame) -> None:
@@ -82,7 +86,14 @@ class PagePointer:
         page.on("framenavigated", on_navigated)
         page.on("close", on_close)
         try:
-            event = {"x": x, "y": y, "button": "left", "clickCount": 1, "pointerType": "mouse"}
+            event = {
+                "x": x,
+                "y": y,
+                "button": "left",
+                "clickCount": 1,
+                "pointerType": "mouse",
+                "modifiers": modifiers,
+            }
             # Sent together (the session keeps their order): one wait instead of two.
             await asyncio.gather(
                 self.cdp.send("Input.dispatchMouseEvent", {**event, "type": "mousePressed"}),
@@ -148,10 +159,12 @@ async def ready_point(page: Page, selector: str) -> tuple[float, float] | None:
     return None
 
 
-async def click_fast(page: Page, point: tuple[float, float], timeout: float) -> bool:
+async def click_fast(
+    page: Page, point: tuple[float, float], timeout: float, modifiers: int = 0
+) -> bool:
     """Click at ``point`` through the page's CDP session; False when there is none."""
     pointer = await pointer_of(page)
     if pointer is None:
         return False
-    await pointer.click(page, point[0], point[1], timeout)
+    await pointer.click(page, point[0], point[1], timeout, modifiers)
     return True

@@ -9,21 +9,21 @@ secret argument (``secret_args``): it is never in an answer, the audit or a log,
 length.
 
 What a page's mouse and keyboard hold between verbs (the pointer's point, the keys held down)
-is the keeper's to remember per page (:class:`PageInput`): ``mouse down`` presses where the
-last ``mouse move`` left the pointer, ``keyup`` says whether the key was held.
+is the keeper's to remember per page (:class:`~browserbay.keeper.pageinput.PageInput`): ``mouse
+down`` presses where the last ``mouse move`` left the pointer, ``keyup`` says whether the key
+was held, ``click`` presses with the held modifiers.
 """
 
 from __future__ import annotations
 
 import math
 import time
-import weakref
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
 from browserbay.keeper.act import Act
+from browserbay.keeper.pageinput import page_input
 from browserbay.keeper.pageverbs import (
     Answer,
     act_on,
@@ -73,27 +73,6 @@ _HAS_FOCUS_JS = """(el) => {
 }"""
 _VIEW_JS = "() => [window.innerWidth, window.innerHeight, window.scrollX, window.scrollY]"
 _SCROLL_JS = "() => [window.scrollX, window.scrollY]"
-
-
-@dataclass
-class PageInput:
-    """What a page's pointer and keyboard hold between verbs."""
-
-    point: tuple[float, float] | None = None
-    """Where the last ``mouse move`` (or ``drag``) left the pointer, in CSS pixels."""
-    held: list[str] = field(default_factory=list)
-    """The keys ``keydown`` holds, in the order they went down."""
-
-
-_INPUTS: weakref.WeakKeyDictionary[Page, PageInput] = weakref.WeakKeyDictionary()
-
-
-def page_input(page: Page) -> PageInput:
-    """The page's :class:`PageInput` (made on first use, gone with the page)."""
-    state = _INPUTS.get(page)
-    if state is None:
-        state = _INPUTS[page] = PageInput()
-    return state
 
 
 def _pointed(act: Act, x: float, y: float) -> None:

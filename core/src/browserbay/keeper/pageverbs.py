@@ -19,6 +19,7 @@ import anyio
 from browserbay.keeper import fastclick
 from browserbay.keeper.act import Act
 from browserbay.keeper.actions import before_action
+from browserbay.keeper.pageinput import page_input
 from browserbay.model import Failure
 from browserbay.paths import ensure_private, write_private
 from browserbay.refusals import Refusal
@@ -298,7 +299,8 @@ async def verb_click(act: Act) -> Answer:
             return False
         act.lease.trace.pointed(act.tab.id, point[0], point[1])
         try:
-            return await fastclick.click_fast(act.page, point, act.ms_left() / 1000)
+            held = page_input(act.page).modifiers()  # bay keydown Shift: a shift-click
+            return await fastclick.click_fast(act.page, point, act.ms_left() / 1000, held)
         except Exception as exc:
             raise Refusal("action_failed", verb=act.verb, reason=first_line(exc)) from None
 
