@@ -10,8 +10,11 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import anyio
 import pytest
 
+from browserbay import Client, SyncClient
+from browserbay.errors import BayRefusal
 from browserbay.keeper import netlog
 from browserbay_testing import Bay, assert_refused
 from browserbay_testing.bay import wait_for
@@ -337,6 +340,39 @@ def test_a_har_masks_authorization_and_cookies_and_keeps_no_body(bay: Bay, app: 
     bay.ok("close", session=s)
 
 
+def test_a_har_is_written_by_the_client_and_a_body_file_is_read_by_it(
+    bay: Bay, app: App, tmp_path: Any
+) -> None:
+    s = "net-har-file"
+    _open(bay, app, s)
+    body = tmp_path / "users.json"
+    body.write_text(json.dumps({"users": ["from-file"]}))
+    bay.ok("network", "route", "**/api/users", "--body-file", str(body), session=s)
+    bay.ok("network", "har", "start", session=s)
+    assert _call(bay, s, "call('/api/users')") == '200 {"users": ["from-file"]}'
+    wait_for(
+        lambda: any(
+            r["routed"] == "mocked" and r["status"]
+            for r in bay.ok("network", "requests", session=s)["requests"]
+        ),
+        what="the mocked request answered",
+    )
+    out = tmp_path / "s.har"
+    answer = bay.ok("network", "har", "stop", str(out), session=s)
+    assert answer["path"] == str(out)
+    assert "file" not in answer
+    assert out.stat().st_mode & 0o777 == 0o600
+    entries = json.loads(out.read_text())["log"]["entries"]
+    assert [e["_routed"] for e in entries if "/api/users" in e["request"]["url"]] == ["mocked"]
+    # A body file over the bound is refused, and leaves no route.
+    big = tmp_path / "big.json"
+    big.write_bytes(b"x" * (netlog.BODY_MAX + 1))
+    r = bay("network", "route", "**/big", "--body-file", str(big), session=s)
+    assert_refused(r, "too_large")
+    assert [x["glob"] for x in bay.ok("network", "route", session=s)["routes"]] == ["**/api/users"]
+    bay.ok("close", session=s)
+
+
 def test_a_route_never_opens_the_fence(bay: Bay, app: App) -> None:
     """Attack: mock a host outside the fence so a page of it opens, or its answer reaches
     the page. The route answers only inside the fence: outside, the fence refuses as before."""
@@ -368,3 +404,51 @@ def test_network_options_of_another_action_are_refused(bay: Bay, app: App) -> No
     assert_refused(bay("network", "har", "begin", session=s), "usage")
     assert_refused(bay("network", "unroute", "--body", "x", session=s), "usage")
     bay.ok("close", session=s)
+
+
+def test_the_python_api_reads_logs_routes_and_records_a_har(
+    bay: Bay, app: App, tmp_path: Any
+) -> None:
+    with SyncClient("net-api", home=bay.home) as client:
+        client.open(f"{app.url}/app.html")
+        client.eval("console.info('from api'); 1")
+        got = wait_for(lambda: client.console().data["messages"], what="the message")
+        assert (got[0]["type"], got[0]["text"]) == ("info", "from api")
+        assert client.errors().data["errors"] == []
+        routed = client.route("**/api/users", body={"users": ["api"]}, status=202)
+        assert routed.data["route"]["content_type"] == "application/json"
+        client.har_start()
+        assert client.eval("call('/api/users')").value == '202 {"users": ["api"]}'
+        rows = wait_for(
+            lambda: [r for r in client.requests(filter="/api/").data["requests"] if r["status"]],
+            what="the answered request",
+        )
+        assert rows[0]["routed"] == "mocked"
+        with pytest.raises(BayRefusal) as refused:
+            client.unroute("**/nothing")
+        assert refused.value.code == "route_unknown"
+        assert len(client.unroute().data["removed"]) == 1
+        out = tmp_path / "api.har"
+        stopped = client.har_stop(out)
+        assert stopped.data["path"] == str(out)
+        assert json.loads(out.read_text())["log"]["entries"]
+        assert client.requests(clear=True).data["cleared"] is True
+        client.close()
+
+
+def test_the_async_api_reads_the_console(bay: Bay, app: App) -> None:
+    async def main() -> list[str]:
+        async with Client("net-async", home=bay.home) as client:
+            await client.open(f"{app.url}/app.html")
+            await client.eval("console.warn('async'); 1")
+            messages: list[dict[str, Any]] = []
+            for _ in range(100):
+                messages = (await client.console(clear=True)).data["messages"]
+                if messages:
+                    break
+                await anyio.sleep(0.05)
+            assert (await client.console()).data["messages"] == []
+            await client.close()
+            return [m["text"] for m in messages]
+
+    assert anyio.run(main) == ["async"]

@@ -193,6 +193,8 @@ CALLS: dict[str, tuple[object, ...]] = {
     **dict.fromkeys(("fill", "type"), ("@e1", "Ada")),
     **dict.fromkeys(("snapshot", "scroll", "wait", "back", "forward", "reload"), ()),
     **dict.fromkeys(("tabs", "close", "status", "plugins", "verbs", "keeper_status"), ()),
+    **dict.fromkeys(("console", "errors", "requests", "unroute", "har_start", "har_stop"), ()),
+    "route": ("**/api/*",),
     "open": ("https://example.org",),
     "press": ("Enter",),
     "select": ("@e1", "a", "b"),

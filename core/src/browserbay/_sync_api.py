@@ -8,6 +8,7 @@ loop, no thread). Imported as :class:`browserbay.api.SyncClient`.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from types import TracebackType
@@ -466,6 +467,70 @@ class SyncClient:
         client), ``clear`` (one ``name``, or all)."""
         args = {"action": action, "name": name, "path": None if path is None else os.fspath(path)}
         return self._request("downloads", args, timeout, Answer)
+
+    # -- console, errors, network --------------------------------------------------------
+
+    def console(self, *, clear: bool = False, timeout: float | None = None) -> Answer:
+        """The current tab's console messages (``data["messages"]``: type, text, location,
+        at; the newest 500); ``clear`` empties the log once answered."""
+        return self._request("console", {"clear": clear}, timeout, Answer)
+
+    def errors(self, *, clear: bool = False, timeout: float | None = None) -> Answer:
+        """The current tab's uncaught page errors (``data["errors"]``: name, message, stack,
+        url, at; the newest 100)."""
+        return self._request("errors", {"clear": clear}, timeout, Answer)
+
+    def requests(
+        self, *, filter: str | None = None, clear: bool = False, timeout: float | None = None
+    ) -> Answer:
+        """The current tab's requests (``data["requests"]``: method, url, status, type, ms,
+        failure, routed; the newest 500), only URLs containing ``filter`` (a glob when it
+        has ``*``, ``?`` or ``[``)."""
+        args = {"action": "requests", "filter": filter, "clear": clear}
+        return self._request("network", args, timeout, Answer)
+
+    def route(
+        self,
+        glob: str,
+        *,
+        abort: bool = False,
+        body: Any = None,
+        body_file: str | os.PathLike[str] | None = None,
+        status: int | None = None,
+        content_type: str | None = None,
+        timeout: float | None = None,
+    ) -> Answer:
+        """Requests of your pages matching ``glob`` fail (``abort``) or get ``body`` (a
+        string as is, any other value as JSON; or the content of ``body_file``, read by this
+        client) with ``status`` (200) and ``content_type``. Routes end with :meth:`close`."""
+        text = body if body is None or isinstance(body, str) else json.dumps(body)
+        args = {
+            "action": "route",
+            "arg": glob,
+            "abort": abort,
+            "body": text,
+            "body_file": body_file,
+            "status": status,
+            "content_type": content_type,
+        }
+        return self._request("network", args, timeout, Answer)
+
+    def unroute(self, glob: str | None = None, *, timeout: float | None = None) -> Answer:
+        """Remove the route of ``glob`` (refused ``route_unknown`` when there is none), or
+        every route."""
+        return self._request("network", {"action": "unroute", "arg": glob}, timeout, Answer)
+
+    def har_start(self, *, timeout: float | None = None) -> Answer:
+        """Record a HAR of your session's requests from now on."""
+        return self._request("network", {"action": "har", "arg": "start"}, timeout, Answer)
+
+    def har_stop(
+        self, path: str | os.PathLike[str] | None = None, *, timeout: float | None = None
+    ) -> Answer:
+        """Stop recording: the HAR (credentials masked, no bodies) written at ``path`` by this
+        client (``data["path"]``), or in ``data["har"]`` without one."""
+        args = {"action": "har", "arg": "stop", "file": path}
+        return self._request("network", args, timeout, Answer)
 
     def back(self, *, timeout: float | None = None) -> Page:
         """Go back in the tab's history."""

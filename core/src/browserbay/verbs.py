@@ -697,10 +697,17 @@ VERBS: tuple[Verb, ...] = (
                 choices=("requests", "route", "unroute", "har"),
             ),
             Arg("arg", "opt", "route/unroute: the URL glob (**/api/*); har: start or stop"),
+            Arg("file", "opt", "har stop: the file your client writes the HAR to", type=FILE_OUT),
             Arg("filter", "value", "requests: only URLs containing this, or matching this glob"),
             Arg("clear", "flag", "requests: empty the tab's request log once shown"),
             Arg("abort", "flag", "route: matching requests fail (the page sees a network error)"),
             Arg("body", "value", "route: answer matching requests with this body (JSON or text)"),
+            Arg(
+                "body_file",
+                "value",
+                "route: answer with this file's content instead (your client reads it)",
+                type=FILE_IN,
+            ),
             Arg("status", "value", "route: the answer's HTTP status (default 200)", type="int"),
             Arg(
                 "content_type",

@@ -74,6 +74,8 @@ def test_tools_list_then_navigate_snapshot_click(env: dict[str, str], demo: str)
             "frame",
             "tabs",
             "dialog",
+            "logs",
+            "network",
             "screenshot",
             "cookies",
             "storage",
@@ -220,6 +222,47 @@ def test_tabs_history_screenshot_status_close(env: dict[str, str], demo: str) ->
         assert "session mcp-test" in text(status)
         ended = await session.call_tool("close", {})
         assert not ended.is_error
+
+    anyio.run(_session_run, env, body)
+
+
+def test_logs_and_network_read_the_tab_and_route_its_requests(
+    env: dict[str, str], demo: str
+) -> None:
+    async def body(session: ClientSession) -> None:
+        await session.call_tool("navigate", {"url": f"{demo}/form.html"})
+        routed = await session.call_tool(
+            "network", {"action": "route", "glob": "**/mocked", "body": {"n": 1}, "status": 201}
+        )
+        assert not routed.is_error, text(routed)
+        await session.call_tool("network", {"action": "har_start"})
+        js = (
+            "fetch('/mocked', {headers: {Authorization: 'Bearer MCPSECRET'}})"
+            ".then(async r => { console.log('got', r.status, await r.text()); return 1 })"
+        )
+        # No tool evaluates script: the page's fetch runs through the Python API, same session.
+        async with Client("mcp-test", home=env["BAY_HOME"]) as api:
+            await api.eval(js)
+        for _ in range(100):
+            logged = await session.call_tool("logs", {})
+            if logged.structured_content["data"]["messages"]:
+                break
+            await anyio.sleep(0.05)
+        assert 'got 201 {"n": 1}' in text(logged)
+        requests = await session.call_tool("logs", {"what": "requests", "filter": "/mocked"})
+        rows = requests.structured_content["data"]["requests"]
+        assert [r["routed"] for r in rows] == ["mocked"]
+        har = await session.call_tool("network", {"action": "har_stop"})
+        assert "MCPSECRET" not in str(har.structured_content)
+        entries = har.structured_content["data"]["har"]["log"]["entries"]
+        assert any(e["request"]["url"].endswith("/mocked") for e in entries)
+        none = await session.call_tool("network", {"action": "unroute", "glob": "**/other"})
+        assert none.is_error
+        assert none.structured_content["code"] == "route_unknown"
+        gone = await session.call_tool("network", {"action": "unroute"})
+        assert not gone.is_error
+        errors = await session.call_tool("logs", {"what": "errors"})
+        assert errors.structured_content["data"]["errors"] == []
 
     anyio.run(_session_run, env, body)
 

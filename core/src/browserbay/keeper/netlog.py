@@ -294,7 +294,7 @@ class Rule:
     glob: str
     abort: bool
     status: int = 200
-    body: str = ""
+    body: bytes = b""
     content_type: str = ""
 
     def row(self) -> dict[str, Any]:
@@ -305,13 +305,13 @@ class Rule:
             "abort": False,
             "status": self.status,
             "content_type": self.content_type,
-            "bytes": len(self.body.encode()),
+            "bytes": len(self.body),
         }
 
     def line(self) -> str:
         if self.abort:
             return f"{self.glob}  abort"
-        return f"{self.glob}  {self.status} {self.content_type} ({len(self.body.encode())} bytes)"
+        return f"{self.glob}  {self.status} {self.content_type} ({len(self.body)} bytes)"
 
 
 @dataclass

@@ -5,7 +5,10 @@ requested (its :class:`~browserbay.keeper.netlog.TabLog`), and the lease's route
 from __future__ import annotations
 
 import json
+import mimetypes
 from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from browserbay.keeper import netlog
 from browserbay.keeper.act import Act
@@ -21,9 +24,9 @@ if TYPE_CHECKING:
 #: The options each ``network`` action takes (any other given is a usage refusal).
 _OPTIONS = {
     "requests": {"filter", "clear"},
-    "route": {"arg", "abort", "body", "status", "content_type"},
+    "route": {"arg", "abort", "body", "body_file", "status", "content_type"},
     "unroute": {"arg"},
-    "har": {"arg"},
+    "har": {"arg", "file"},
 }
 
 
@@ -70,7 +73,10 @@ async def verb_network(act: Act) -> Answer:
         if act.args.get(k) not in (None, False, "") and k not in _OPTIONS[action]
     )
     if extra:
-        named = ", ".join("the glob" if k == "arg" else "--" + k.replace("_", "-") for k in extra)
+        named = ", ".join(
+            "the glob" if k == "arg" else "file" if k == "file" else "--" + k.replace("_", "-")
+            for k in extra
+        )
         raise Refusal("usage", detail=f"network {action} takes no {named}", verb="network")
     if action == "requests":
         return _requests(act)
@@ -78,7 +84,7 @@ async def verb_network(act: Act) -> Answer:
         return await _route(act)
     if action == "unroute":
         return await _unroute(act)
-    return _har(act)
+    return await _har(act)
 
 
 def _requests(act: Act) -> Answer:
@@ -109,22 +115,25 @@ def _marker(lease: Lease) -> Any:
     return mark
 
 
-def _rule(act: Act, glob: str) -> Rule:
-    """The route the arguments ask for, or the usage refusal that says what is wrong."""
-    abort, body = bool(act.args.get("abort")), act.args.get("body")
-    status, content_type = act.args.get("status"), act.args.get("content_type")
-
-    def usage(detail: str) -> Refusal:
-        return Refusal("usage", detail=detail, verb="network")
-
-    if abort == (body is not None):
-        raise usage("network route needs exactly one of --abort or --body")
-    if abort:
-        if status is not None or content_type:
-            raise usage("network route --abort takes no --status or --content-type")
-        return Rule(glob, True)
-    text = str(body)
-    size = len(text.encode())
+async def _body(act: Act) -> tuple[bytes, str] | None:
+    """The route's body and the name it came under (``--body``, or the file the client sent
+    for ``--body-file``), or None for neither; too_large past :data:`netlog.BODY_MAX`."""
+    given, handle = act.args.get("body"), act.args.get("body_file")
+    if given is not None and handle:
+        raise Refusal(
+            "usage", detail="network route takes --body or --body-file, not both", verb="network"
+        )
+    if handle:
+        got = act.files.take(handle, "body_file")
+        size, name = got.size, got.name
+        body = (
+            b"" if size > netlog.BODY_MAX else await anyio.to_thread.run_sync(got.path.read_bytes)
+        )
+    elif given is not None:
+        body, name = str(given).encode(), ""
+        size = len(body)
+    else:
+        return None
     if size > netlog.BODY_MAX:
         raise Refusal(
             "too_large",
@@ -133,16 +142,40 @@ def _rule(act: Act, glob: str) -> Rule:
             limit=netlog.BODY_MAX,
             fix="answer with a smaller body (a route is for a mock, not a download)",
         )
+    return body, name
+
+
+def _content_type(body: bytes, name: str) -> str:
+    """What a body is, when the route does not say: JSON when it parses as JSON, else what
+    its file name says, else text."""
+    try:
+        json.loads(body)
+        return "application/json"
+    except ValueError:
+        pass
+    guessed = mimetypes.guess_type(name)[0] if name else None
+    return guessed or "text/plain; charset=utf-8"
+
+
+async def _rule(act: Act, glob: str) -> Rule:
+    """The route the arguments ask for, or the refusal that says what is wrong."""
+    abort, body = bool(act.args.get("abort")), await _body(act)
+    status, content_type = act.args.get("status"), act.args.get("content_type")
+
+    def usage(detail: str) -> Refusal:
+        return Refusal("usage", detail=detail, verb="network")
+
+    if abort == (body is not None):
+        raise usage("network route needs exactly one of --abort or --body (or --body-file)")
+    if body is None:
+        if status is not None or content_type:
+            raise usage("network route --abort takes no --status or --content-type")
+        return Rule(glob, True)
     code = 200 if status is None else int(status)
     if not 200 <= code <= 599:
         raise usage(f"network route --status must be from 200 to 599, not {code}")
-    if not content_type:
-        try:
-            json.loads(text)
-            content_type = "application/json"
-        except ValueError:
-            content_type = "text/plain; charset=utf-8"
-    return Rule(glob, False, code, text, str(content_type))
+    data, name = body
+    return Rule(glob, False, code, data, str(content_type or _content_type(data, name)))
 
 
 async def _route(act: Act) -> Answer:
@@ -155,7 +188,7 @@ async def _route(act: Act) -> Answer:
         rules = lease.net.routes(context)
         text = "\n".join(r.line() for r in rules) or "no routes (bay network route <glob> ...)"
         return {"routes": [r.row() for r in rules]}, text
-    rule = _rule(act, str(glob))
+    rule = await _rule(act, str(glob))
     try:
         replaced = await lease.net.route(
             context, rule, _owns(lease), lease.allowed_domains, _marker(lease)
@@ -187,12 +220,14 @@ async def _unroute(act: Act) -> Answer:
     return data, "removed " + ", ".join(r.glob for r in removed)
 
 
-def _har(act: Act) -> Answer:
+async def _har(act: Act) -> Answer:
     net = act.lease.net
     what = act.args.get("arg")
     if what not in ("start", "stop"):
         raise Refusal("usage", detail="network har needs start or stop", verb="network")
     if what == "start":
+        if act.args.get("file"):
+            raise Refusal("usage", detail="network har start takes no file", verb="network")
         running = net.har_start()
         if running is not None:
             n = len(running.entries)
@@ -210,6 +245,12 @@ def _har(act: Act) -> Answer:
         raise Refusal("har_not_recording")
     doc = har.document()
     n = len(har.entries)
-    return {"har": doc, "entries": n, "left_out": har.left_out}, json.dumps(
-        doc, ensure_ascii=False, indent=1
+    data: dict[str, Any] = {"entries": n, "left_out": har.left_out}
+    given = act.args.get("file")
+    if not given:
+        return {"har": doc, **data}, json.dumps(doc, ensure_ascii=False, indent=1)
+    raw = json.dumps(doc, ensure_ascii=False, indent=1).encode()
+    offer = await act.files.offer_bytes(raw, "session.har")
+    return {"file": offer.row(), "path": str(given), "bytes": len(raw), **data}, (
+        f"HAR of {n} request(s): {given}"
     )
