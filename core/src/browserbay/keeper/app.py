@@ -35,7 +35,7 @@ import anyio
 
 import browserbay.keeper.reading  # noqa: F401  (its @page_verb handlers join PAGE_VERBS)
 from browserbay._version import __version__
-from browserbay.keeper import fileverbs, inputs, pageverbs, state, waits
+from browserbay.keeper import fileverbs, inputs, network, pageverbs, state, waits
 from browserbay.keeper.admin import AdminVerbs
 from browserbay.keeper.audit import AuditTrail
 from browserbay.keeper.base import Lifecycle, RegistryRunner, RestartGate
@@ -50,7 +50,6 @@ from browserbay.keeper.files import Carrier
 from browserbay.keeper.grants import GrantBook, GrantVerbs
 from browserbay.keeper.keeper import Housekeeping, Keeper
 from browserbay.keeper.leases import Leases
-from browserbay.keeper.network import verb_network as _network  # noqa: F401 (registers its verbs)
 from browserbay.keeper.pageverbs import PAGE_VERBS
 from browserbay.keeper.profiles import ProfileBook
 from browserbay.keeper.roads import Guards
@@ -82,7 +81,7 @@ log = logging.getLogger("browserbay.keeper")
 
 #: The modules whose ``@page_verb`` handlers fill ``PAGE_VERBS`` as they are imported (the
 #: route refuses to start when a page verb of the table has no handler).
-PAGE_VERB_MODULES = (pageverbs, inputs, waits, state, fileverbs)
+PAGE_VERB_MODULES = (pageverbs, inputs, waits, network, state, fileverbs)
 
 
 class PlaywrightDriver:
