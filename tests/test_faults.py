@@ -258,6 +258,14 @@ def test_tab_ids_never_repeat_across_keepers_even_after_a_kill(fresh_bay: Bay, d
     assert len(fresh_bay.ok("tab", "list")["tabs"]) == 2
 
 
+class _OwnersProfiles:
+    """The profile book as the owner's channel sees it: every profile may be reached."""
+
+    @staticmethod
+    def check_ref(ref: Any, channel: Any) -> None:
+        return None
+
+
 class _DyingPage:
     """A page whose browser dies as it is brought to front (Playwright raises then)."""
 
@@ -302,7 +310,7 @@ def test_a_switch_whose_browser_dies_leaves_the_current_tab_as_it_was() -> None:
             def lease_of(tab: Any) -> Lease:
                 return lease
 
-        tab_verbs = TabVerbs(None, book, Leases())  # type: ignore[arg-type]
+        tab_verbs = TabVerbs(None, book, Leases(), _OwnersProfiles())  # type: ignore[arg-type]
         call = LeaseCall(
             verbs.BY_NAME["tab"], {"action": second.id}, session, lease, 1e12, 30, OWNER
         )
@@ -373,7 +381,7 @@ def test_a_tab_new_whose_browser_dies_as_it_loads_is_not_answered_ok() -> None:
                 book.select(lease, tab.id)
                 return tab
 
-        tab_verbs = TabVerbs(None, book, Leases())  # type: ignore[arg-type]
+        tab_verbs = TabVerbs(None, book, Leases(), _OwnersProfiles())  # type: ignore[arg-type]
         args = {"action": "new", "arg": "http://b/"}
         try:
             await tab_verbs.tab(
