@@ -475,3 +475,69 @@ def _rss_kib(pid: int) -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     raise AssertionError("no VmRSS")
+
+
+# -- a dialog the page opened -----------------------------------------------------------------
+
+DIALOG_JS = """(() => {
+  const out = (v) => { document.getElementById('out').textContent = v; };
+  document.body.insertAdjacentHTML('beforeend',
+    '<button id=ask>Ask</button><button id=sure>Sure?</button><p id=out>nothing yet</p>');
+  document.getElementById('ask').onclick = () => out('prompt ' + prompt('Your name?', 'Bob'));
+  document.getElementById('sure').onclick = () => out('confirm ' + confirm('Delete it?'));
+  return 'ok';
+})()"""
+
+
+def answered(bay: Bay, session: str) -> dict[str, Any] | None:
+    """The first answer after the dialog was answered (it carries the one-time notice)."""
+    frame = bay("dialog", "status", session=session).frame
+    return None if frame["data"]["dialogs"] else frame
+
+
+def test_the_human_sees_an_open_dialog_and_answers_it_and_the_agent_is_told(
+    lbay: Bay, session: str, demo: str, viewer: Any
+) -> None:
+    lbay.ok("open", f"{demo}/form.html", session=session)
+    assert lbay.ok("eval", DIALOG_JS, session=session)["value"] == "ok"
+    open_live(lbay, session, viewer)
+    assert viewer.locator("#dialog").is_hidden()  # none open: none shown
+    lbay.ok("click", "#ask", session=session)
+    wait_for(lambda: viewer.locator("#dialog").is_visible(), what="the dialog shown")
+    assert viewer.locator("#dialog-message").inner_text() == "Your name?"
+    assert viewer.locator("#dialog-text").input_value() == "Bob"
+    viewer.fill("#dialog-text", "Grace Hopper")
+    viewer.click("#dialog-accept")
+    answer = wait_for(lambda: answered(lbay, session), what="the human's answer")
+    assert lbay.ok("get", "text", "#out", session=session)["value"] == "prompt Grace Hopper"
+    assert "a human in the live view (viewer" in answer["notice"]
+    assert "accepted with text they typed" in answer["notice"]
+    assert "Grace" not in answer["notice"]  # what they typed is never said
+    wait_for(lambda: viewer.locator("#dialog").is_hidden(), what="the dialog gone")
+    # A confirm, dismissed by the human.
+    lbay.ok("click", "#sure", session=session)
+    wait_for(lambda: viewer.locator("#dialog").is_visible(), what="the confirm shown")
+    assert viewer.locator("#dialog-text").is_hidden()
+    viewer.click("#dialog-dismiss")
+    answer = wait_for(lambda: answered(lbay, session), what="the human's answer")
+    assert lbay.ok("get", "text", "#out", session=session)["value"] == "confirm false"
+    assert "dismissed the confirm" in answer["notice"]
+
+
+def test_a_watch_link_shows_the_dialog_but_cannot_answer_it(
+    lbay: Bay, session: str, demo: str, viewer: Any
+) -> None:
+    lbay.ok("open", f"{demo}/form.html", session=session)
+    lbay.ok("eval", DIALOG_JS, session=session)
+    open_live(lbay, session, viewer, "--watch")
+    lbay.ok("click", "#sure", session=session)
+    wait_for(lambda: viewer.locator("#dialog").is_visible(), what="the confirm shown")
+    assert viewer.locator("#dialog-buttons").is_hidden()
+    # Sent by hand anyway: refused, the dialog stays open.
+    viewer.evaluate(
+        "() => { const ws = new WebSocket('ws://' + location.host + location.pathname + 'ws');"
+        " ws.onopen = () => ws.send(JSON.stringify({t: 'dialog', accept: true})); }"
+    )
+    viewer.wait_for_timeout(1000)
+    assert lbay.ok("dialog", "status", session=session)["dialogs"][0]["type"] == "confirm"
+    lbay.ok("dialog", "dismiss", session=session)

@@ -22,6 +22,7 @@ import logging
 import secrets
 import time
 import weakref
+from collections.abc import Mapping
 from http import HTTPStatus
 from http.cookies import CookieError, SimpleCookie
 from importlib import resources
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from browserbay import wsguard
+from browserbay.refusals import clip
 from browserbay_liveview_web.stream import TabStream
 from browserbay_liveview_web.tickets import CREDENTIAL_TTL, Credential, Mode, Vault
 from browserbay_liveview_web.viewer import Stream, Viewer
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
     from websockets.asyncio.server import Server, ServerConnection
     from websockets.http11 import Request, Response
 
-    from browserbay.model import LiveHost, LiveLease, LiveWindow
+    from browserbay.model import LiveHost, LiveLease, LiveWindow, PageDialog
 
 log = logging.getLogger("browserbay.liveview")
 COOKIE = "bay_live"
@@ -98,7 +100,12 @@ class Target:
             await self._sync_window(lease, window)
             return
         pages = lease.pages() if lease is not None else {}
+        # A tab with a dialog open runs no script until it is answered: its title and
+        # viewport are not asked for (they would wait); the page shows the dialog instead.
+        dialogs = self.host.dialogs_of(self.session_id, self.profile_id) if lease else {}
         for tab_id, page in pages.items():
+            if tab_id in dialogs:
+                continue
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(1.0):
                     self.titles[tab_id] = await page.title()
@@ -114,8 +121,9 @@ class Target:
             if want is not None and viewer.stream is None:
                 await self.transport.attach(viewer, want, pages[want])
         for stream in {v.stream for v in self.viewers if v.stream is not None}:
-            await stream.read_viewport()
-        self.push(lease, pages)
+            if stream.tab_id not in dialogs:
+                await stream.read_viewport()
+        self.push(lease, pages, dialogs=dialogs)
 
     async def _sync_window(self, lease: LiveLease, window: LiveWindow) -> None:
         for viewer in list(self.viewers):
@@ -138,7 +146,11 @@ class Target:
         return "you" if pause.holder == viewer.id else "other"
 
     def push(
-        self, lease: LiveLease | None, pages: dict[str, Any], window: LiveWindow | None = None
+        self,
+        lease: LiveLease | None,
+        pages: dict[str, Any],
+        window: LiveWindow | None = None,
+        dialogs: Mapping[str, PageDialog] | None = None,
     ) -> None:
         pause = lease.pause_info() if lease is not None else None
         if window is not None:
@@ -166,6 +178,7 @@ class Target:
                     }
                 )
             return
+        dialogs = dialogs or {}  # the dialog open on each tab: shown, a control link answers it
         tabs = [
             {"id": t, "title": self.titles.get(t, ""), "url": p.url, "agent": t == lease.current}
             for t, p in pages.items()
@@ -186,6 +199,7 @@ class Target:
             ):
                 cursor = [point[1] / stream.viewport[0], point[2] / stream.viewport[1]]
             page = pages.get(shown) if shown else None
+            dialog = dialogs.get(shown) if shown else None
             viewer.offer_state(
                 {
                     "t": "state",
@@ -205,6 +219,13 @@ class Target:
                     "cursor": cursor,
                     "profile": lease.profile.label if lease is not None else "",
                     "session": self.session_id,
+                    "dialog": None
+                    if dialog is None
+                    else {
+                        "type": dialog.kind,
+                        "message": clip(dialog.message, 500),
+                        "default": clip(dialog.default, 500),
+                    },
                 }
             )
 
@@ -400,6 +421,8 @@ class WebTransport:
         elif kind == "fps":
             with contextlib.suppress(TypeError, ValueError):
                 viewer.fps = min(60.0, max(1.0, float(event.get("n", 30))))
+        elif kind == "dialog":
+            await self._answer_dialog(target, viewer, event)
         elif kind == "tab":
             tab = event.get("id")
             viewer.chosen_tab = str(tab) if tab else None
@@ -423,6 +446,24 @@ class WebTransport:
             await _say(viewer, "this session holds no browser on that profile right now")
         except Exception as exc:  # a Refusal: somebody else drives
             await _say(viewer, str(getattr(exc, "message", "refused")))
+        target.poke.set()
+
+    async def _answer_dialog(self, target: Target, viewer: Viewer, event: dict[str, Any]) -> None:
+        """Accept or dismiss the dialog open on the tab the viewer shows (a control link
+        only; its text, a prompt's answer, is never logged)."""
+        if viewer.mode != "control":
+            await _say(viewer, "this link can only watch: ask for a control link (bay live)")
+            return
+        stream = viewer.stream
+        tab = stream.tab_id if stream is not None else None
+        text = event.get("text")
+        if tab is None or (text is not None and not isinstance(text, str)):
+            return
+        answered = await self.host.answer_dialog(
+            target.session_id, target.profile_id, tab, bool(event.get("accept")), text, viewer.id
+        )
+        if not answered:
+            await _say(viewer, "that dialog is no longer open")
         target.poke.set()
 
     @staticmethod
