@@ -68,6 +68,9 @@ DECIDED: dict[str, tuple[str, ...]] = {
     "trace": ("out",),  # writes the report wherever the caller says
     # get, is, find and frame: none — they read or act on the caller's own tab (its current
     # frame) and touch no file
+    # set: none — DevTools overrides on the lease's own tabs only (the geolocation permission
+    # on its own context), undone by close, no file; pdf PATH: none — its bytes come back
+    # through the connection and the caller's client writes them (browserbay.transfer)
 }
 
 

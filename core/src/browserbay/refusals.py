@@ -144,6 +144,11 @@ _ROWS = (
         "{fix}",
     ),
     Code(
+        "device_unknown",
+        "No device is called {device!r} (close: {close}); nothing was changed",
+        "bay set device '<one of the close names>'  (bay help set: Playwright's device names)",
+    ),
+    Code(
         "deadline",
         "'{verb}' did not finish within {timeout:g}s",
         "bay {verb} ... --timeout {longer:g}   (or bay wait --load first)",
@@ -609,6 +614,7 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "no_proposal",
             "route_unknown",
             "har_not_recording",
+            "device_unknown",
         ),
     ),
     (

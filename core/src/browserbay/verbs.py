@@ -669,6 +669,52 @@ VERBS: tuple[Verb, ...] = (
         example="bay downloads get report.csv ./report.csv",
     ),
     Verb(
+        "pdf",
+        PAGE,
+        "Save the current page as PDF to a file of yours (headless browsers only).",
+        (Arg("path", "pos", "where to write it, on your machine", type=FILE_OUT),),
+        needs=_CDP,
+        example="bay pdf page.pdf",
+        # No owner_only: the PDF's bytes come back through the connection and the caller's
+        # client writes them (browserbay.transfer); the keeper never opens the path.
+    ),
+    Verb(
+        "set",
+        PAGE,
+        "Emulate for your tabs until close: viewport W H, device <name>, geo LAT LNG, "
+        "offline on|off, media dark|light [reduced-motion], timezone <IANA>, locale <tag>, "
+        "headers <json>.",
+        (
+            Arg(
+                "setting",
+                "pos",
+                "what to emulate",
+                choices=(
+                    "viewport",
+                    "device",
+                    "geo",
+                    "offline",
+                    "media",
+                    "timezone",
+                    "locale",
+                    "headers",
+                ),
+            ),
+            Arg(
+                "value",
+                "opt",
+                "viewport: width; device: its name (Playwright's: 'iPhone 12'); geo: latitude; "
+                "offline: on (default) or off; media: dark, light or reduced-motion; timezone: "
+                "Europe/Berlin; locale: de-DE; headers: a JSON object",
+            ),
+            Arg("second", "opt", "viewport: height; geo: longitude; media: reduced-motion"),
+        ),
+        needs=_CDP,
+        mutates=True,
+        secret_args=("value",),
+        example="bay set viewport 375 812",
+    ),
+    Verb(
         "console",
         PAGE,
         "The tab's console messages (the newest 500): type, text, location, time.",

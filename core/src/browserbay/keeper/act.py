@@ -8,11 +8,13 @@ touching an element (browserbay.keeper.actions), which both read it.
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from browserbay.keeper.downloads import Downloads
+from browserbay.keeper.emulated import Device
 from browserbay.keeper.files import Carried
 from browserbay.keeper.frames import Recorder
 from browserbay.keeper.sessions import Lease, Tab
@@ -38,6 +40,8 @@ class Act:
     (:mod:`browserbay.keeper.files`)."""
     downloads: Downloads | None = None
     """The sessions' downloads (None: a keeper that keeps none)."""
+    devices: Callable[[], Awaitable[Mapping[str, Device]]] | None = None
+    """Playwright's device descriptors by name (``bay set device``; None: none known)."""
     trace: Recorder | None = None
     """Takes the action's frames when a plugin traces actions (bay_action_traced)."""
 

@@ -35,7 +35,7 @@ import anyio
 
 import browserbay.keeper.reading  # noqa: F401  (its @page_verb handlers join PAGE_VERBS)
 from browserbay._version import __version__
-from browserbay.keeper import fileverbs, inputs, network, pageverbs, state, waits
+from browserbay.keeper import emulation, fileverbs, inputs, network, pageverbs, state, waits
 from browserbay.keeper.admin import AdminVerbs
 from browserbay.keeper.audit import AuditTrail
 from browserbay.keeper.base import Lifecycle, RegistryRunner, RestartGate
@@ -81,7 +81,7 @@ log = logging.getLogger("browserbay.keeper")
 
 #: The modules whose ``@page_verb`` handlers fill ``PAGE_VERBS`` as they are imported (the
 #: route refuses to start when a page verb of the table has no handler).
-PAGE_VERB_MODULES = (pageverbs, inputs, waits, network, state, fileverbs)
+PAGE_VERB_MODULES = (pageverbs, inputs, waits, network, state, fileverbs, emulation)
 
 
 class PlaywrightDriver:

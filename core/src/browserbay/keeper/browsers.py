@@ -19,6 +19,7 @@ import anyio
 import anyio.lowlevel
 
 from browserbay import procfs
+from browserbay.keeper.emulated import Device
 from browserbay.keeper.guard import Blocked, Guard, devtools_ports, url_port
 from browserbay.ladder import parse_major, read_dir_version
 from browserbay.model import BrowserHandle, BrowserInfo, LaunchSpec, ProviderRow, context_options
@@ -127,6 +128,11 @@ class BrowserPool:
         #: What a browser's crash does to the leases on it (set by the keeper: the leases
         #: need the pool first, so the pool is told afterwards).
         self.on_crash: Callable[[Running], Awaitable[None]] | None = None
+
+    async def devices(self) -> dict[str, Device]:
+        """Playwright's device descriptors by name (``bay set device``)."""
+        playwright: Playwright = await self._playwright()
+        return {n: Device.from_playwright(n, d) for n, d in playwright.devices.items()}
 
     def provider(self, provider_id: str) -> ProviderRow:
         row = self.plugins.providers.get(provider_id)

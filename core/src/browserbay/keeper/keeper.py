@@ -425,7 +425,9 @@ class Keeper:
                 self.paths.state / "shots",
                 files,
                 self.leases.downloads,
+                self.leases.pool.devices,
             )
+            await lease.emulation.apply(tab.page)  # a tab that opened by itself (a popup)
             act.trace = self._recorder(act, row)
             try:
                 if act.trace is not None and verb.name not in ELEMENT_VERBS:

@@ -249,6 +249,8 @@ class Leases:
                 return  # a page we are creating ourselves, or one a human opened by hand
             tab = self.adopt(page, lease)
             tab.opener = opener_tab.id if opener_tab is not None else None
+            with contextlib.suppress(Exception):  # a page closed meanwhile
+                await lease.emulation.apply(page)
 
         context.on("page", on_page)
 
@@ -285,6 +287,7 @@ class Leases:
         guard = lease.browser.guard if lease.browser is not None else None
         if guard is not None and lease.profile.ephemeral and lease.allowed_domains:
             await guard.target_of(page, lease.blocked)  # its context's refused hops count here
+        await lease.emulation.apply(page)  # bay set holds for tabs opened later
         tab = self.adopt(page, lease)
         self.tabs.select(lease, tab.id)
         return tab
@@ -410,6 +413,7 @@ class Leases:
         await lease.net.release()  # its routes and HAR end with its context
         if self.dialogs is not None:  # their dialogs go with them (a beforeunload accepted)
             await self.dialogs.leave(list(lease.tabs.values()))
+        await lease.emulation.release()  # close undoes bay set
         self.plugins.hooks.bay_lease_changed(lease=lease.info(reason), change="detached")
         closed = len(lease.tabs)
         pages = [t.page for t in lease.tabs.values()]

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from browserbay.keeper.emulated import LeaseEmulation
 from browserbay.keeper.frames import LeaseTrace
 from browserbay.keeper.guard import Blocked
 from browserbay.keeper.netlog import LeaseNet, TabLog
@@ -266,6 +267,8 @@ class Lease:
         """Sub-resource requests refused by the allowed-domains list."""
         self.net = LeaseNet()
         """Its routes and HAR recording (browserbay.keeper.netlog), for its context's life."""
+        self.emulation = LeaseEmulation()
+        """What ``bay set`` asked for, on each of its tabs (browserbay.keeper.emulated)."""
         self.window = window
         """A target lease's native window (set by browserbay.keeper.targets, which holds
         target leases); None for a browser."""
