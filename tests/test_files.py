@@ -421,7 +421,10 @@ def test_a_page_that_downloads_by_itself_keeps_the_file_with_a_notice(
     notices: list[str] = []
     listed = wait_for(lambda: kept(bay, s, notices), what="the download kept")
     assert [(d["name"], d["size"]) for d in listed] == [("auto.txt", 24)]
-    notice = " ".join(notices) + str(bay("status", session=s).frame.get("notice") or "")
+    notice = wait_for(
+        lambda: " ".join(notices) if any(notices) else kept(bay, s, notices) and "",
+        what="the notice",
+    )
     # The notice rides the first answer after the download finished: name, size, command.
     assert "'auto.txt' (24 bytes)" in notice, notice
     assert "bay downloads get auto.txt <path>" in notice, notice

@@ -288,6 +288,11 @@ class Downloads:
             await download.save_as(arrived)
             await anyio.to_thread.run_sync(os.chmod, arrived, 0o600)
             target = await anyio.to_thread.run_sync(_place, directory, arrival.name, arrived)
+            # Said at once: the answer that lists it may be the next (no await in between).
+            session.notices.append(
+                f"the page downloaded {target.name!r} ({size_text(arrival.size)}), kept for "
+                f"you: bay downloads get {shlex.quote(target.name)} <path>"
+            )
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(functools.partial(arrived.unlink, missing_ok=True))
@@ -295,10 +300,6 @@ class Downloads:
         finally:
             with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
                 await download.delete()
-        session.notices.append(
-            f"the page downloaded {target.name!r} ({size_text(arrival.size)}), kept for you: "
-            f"bay downloads get {shlex.quote(target.name)} <path>"
-        )
 
     async def receive(self, download: Download, session_id: str, dest: Path) -> Arrival:
         """Save a download a verb claimed (``bay download``) at ``dest`` (a staged file of
