@@ -359,6 +359,7 @@ def build(client: Client) -> MCPServer[Any]:
             return await answered(client.dialog_dismiss)
         return await answered(client.dialog_status)
 
+    @server.tool()
     async def logs(
         what: Annotated[
             Literal["console", "errors", "requests"],
