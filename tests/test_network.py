@@ -452,3 +452,26 @@ def test_the_async_api_reads_the_console(bay: Bay, app: App) -> None:
             return [m["text"] for m in messages]
 
     assert anyio.run(main) == ["async"]
+
+
+def test_a_route_on_a_shared_profile_never_reaches_another_sessions_pages(
+    bay: Bay, app: App
+) -> None:
+    """Attack: two sessions share a persistent profile's browser context; one routes a glob
+    so the other's pages fail or see its mock. A route answers only its own session's tabs."""
+    bay.ok("new", "net-shared")
+    a, b = "net-shared-a", "net-shared-b"
+    for s in (a, b):
+        bay.ok("use", "net-shared", session=s)
+        _open(bay, app, s)
+    bay.ok("network", "route", "**/api/users", "--abort", session=a)
+    assert _call(bay, a, "call('/api/users')") == "failed TypeError"  # its own: routed
+    assert _call(bay, b, "call('/api/users')") == '200 {"users": ["ada"]}'
+    bay.ok("network", "route", "**/api/users", "--body", "A'S MOCK", session=a)
+    assert _call(bay, b, "call('/api/users')") == '200 {"users": ["ada"]}'
+    assert bay.ok("network", "route", session=b)["routes"] == []
+    assert_refused(bay("network", "unroute", "**/api/users", session=b), "route_unknown")
+    # A's close takes its route off the shared context; B is as it was.
+    bay.ok("close", session=a)
+    assert _call(bay, b, "call('/api/users')") == '200 {"users": ["ada"]}'
+    bay.ok("close", session=b)
