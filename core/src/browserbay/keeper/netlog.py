@@ -272,13 +272,14 @@ class TabLog:
             return
         entry.ms = round((time.monotonic() - entry.started) * 1000, 1)
         entry.failure = failure
+        item = net.begin(entry)  # in the HAR now, before any await: a stop keeps it
         try:
             response = await request.response()
             if response is not None:
                 entry.status, entry.status_text = response.status, text(response.status_text, 100)
                 entry.mime = text(response.headers.get("content-type", ""), 200)
-            if net.recording:
-                await net.record(entry, request)
+            if item is not None:
+                await net.fill(item, entry, request)
         except Exception as exc:  # the page went away meanwhile: what we have stays
             log.debug("netlog: request %s: %s", entry.n, exc)
 
@@ -348,10 +349,6 @@ class LeaseNet:
         self._context: BrowserContext | None = None
         self._routes: dict[str, tuple[Rule, Callable[[Route], Any]]] = {}
         self.har: Har | None = None
-
-    @property
-    def recording(self) -> bool:
-        return self.har is not None
 
     def routes(self, context: BrowserContext | None) -> list[Rule]:
         """The routes on ``context`` (routes made on another context — one a crash or a
@@ -438,52 +435,59 @@ class LeaseNet:
         har, self.har = self.har, None
         return har
 
-    async def record(self, entry: RequestEntry, request: Request) -> None:
-        """One finished request into the HAR (headers masked, no body)."""
+    def begin(self, entry: RequestEntry) -> dict[str, Any] | None:
+        """One finished request into the HAR, at once (its answer and headers are filled in
+        by :meth:`fill`); None when no HAR records, or past :data:`HAR_MAX`."""
         har = self.har
         if har is None:
-            return
+            return None
         if len(har.entries) >= HAR_MAX:
             har.left_out += 1
-            return
-        sent = mask_headers(await request.all_headers())
-        response = await request.response()
-        got = mask_headers(await response.all_headers()) if response is not None else []
+            return None
         query = [
             {"name": k, "value": v}
             for k, v in parse_qsl(urlsplit(entry.url).query, keep_blank_values=True)
         ]
-        if self.har is not har:  # stopped meanwhile
-            return
-        har.entries.append(
-            {
-                "startedDateTime": now_iso(entry.at),
-                "time": entry.ms or 0,
-                "request": {
-                    "method": entry.method,
-                    "url": entry.url,
-                    "httpVersion": "HTTP/1.1",
-                    "cookies": [],
-                    "headers": sent,
-                    "queryString": query,
-                    "headersSize": -1,
-                    "bodySize": -1,
-                },
-                "response": {
-                    "status": entry.status or 0,
-                    "statusText": entry.status_text,
-                    "httpVersion": "HTTP/1.1",
-                    "cookies": [],
-                    "headers": got,
-                    "content": {"size": -1, "mimeType": entry.mime},
-                    "redirectURL": "",
-                    "headersSize": -1,
-                    "bodySize": -1,
-                },
-                "cache": {},
-                "timings": {"send": 0, "wait": entry.ms or 0, "receive": 0},
-                "_resourceType": entry.type,
-                "_failure": entry.failure,
-                "_routed": entry.routed,
-            }
-        )
+        item: dict[str, Any] = {
+            "startedDateTime": now_iso(entry.at),
+            "time": entry.ms or 0,
+            "request": {
+                "method": entry.method,
+                "url": entry.url,
+                "httpVersion": "HTTP/1.1",
+                "cookies": [],
+                "headers": [],
+                "queryString": query,
+                "headersSize": -1,
+                "bodySize": -1,
+            },
+            "response": {
+                "status": 0,
+                "statusText": "",
+                "httpVersion": "HTTP/1.1",
+                "cookies": [],
+                "headers": [],
+                "content": {"size": -1, "mimeType": ""},
+                "redirectURL": "",
+                "headersSize": -1,
+                "bodySize": -1,
+            },
+            "cache": {},
+            "timings": {"send": 0, "wait": entry.ms or 0, "receive": 0},
+            "_resourceType": entry.type,
+            "_failure": entry.failure,
+            "_routed": entry.routed,
+        }
+        har.entries.append(item)
+        return item
+
+    async def fill(self, item: dict[str, Any], entry: RequestEntry, request: Request) -> None:
+        """The request's answer and headers into its HAR entry (masked; no body)."""
+        answer = item["response"]
+        answer["status"], answer["statusText"] = entry.status or 0, entry.status_text
+        answer["content"]["mimeType"] = entry.mime
+        item["_routed"] = entry.routed
+        item["request"]["headers"] = mask_headers(await request.all_headers())
+        response = await request.response()
+        if response is not None:
+            answer["headers"] = mask_headers(await response.all_headers())
