@@ -8,10 +8,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from browserbay.api import SyncClient
+from browserbay.errors import BayRefusal
 from browserbay_testing import Bay, assert_refused
 
 PAGE = """<!doctype html><title>emu</title><p id=out>emulation page</p>
@@ -191,3 +194,26 @@ def test_headers_reach_the_server_and_their_values_are_never_shown(bay: Bay, sit
     bay.ok("open", site.url, session=s)
     assert "X-Bay-Test" not in site.seen[-1]
     bay.ok("close", session=s)
+
+
+def test_the_python_api_emulates_and_prints_pdf(bay: Bay, site: Site, tmp_path: Path) -> None:
+    bay.ok("keeper", "start", session=None)
+    with SyncClient("emu-api", home=bay.home) as c:
+        c.open(site.url)
+        got = c.emulate("viewport", 411, 731)
+        assert got.data["emulation"]["viewport"] == {"width": 411, "height": 731}
+        c.emulate("headers", {"X-Api": "APISECRET"})
+        c.emulate("media", "dark")
+        assert c.eval("[innerWidth, matchMedia('(prefers-color-scheme: dark)').matches]").value == [
+            411,
+            True,
+        ]
+        c.reload()
+        assert site.seen[-1].get("X-Api") == "APISECRET"
+        out = tmp_path / "api.pdf"
+        assert c.pdf(out).data["bytes"] == len(out.read_bytes())
+        assert out.read_bytes().startswith(b"%PDF-")
+        with pytest.raises(BayRefusal) as caught:
+            c.emulate("device", "Nokia 9000 Communicatorr")
+        assert caught.value.code == "device_unknown"
+        c.close()

@@ -470,6 +470,32 @@ class SyncClient:
 
     # -- console, errors, network --------------------------------------------------------
 
+    def pdf(self, path: str | os.PathLike[str], *, timeout: float | None = None) -> Answer:
+        """The current page as PDF, written at ``path`` by this client (``data["path"]``,
+        ``data["bytes"]``); headless browsers only."""
+        return self._request("pdf", {"path": path}, timeout, Answer)
+
+    def emulate(
+        self,
+        setting: str,
+        value: str | float | dict[str, str] | None = None,
+        second: str | float | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> Answer:
+        """``bay set``: emulate for your tabs until close. ``emulate("viewport", 375, 812)``,
+        ``("device", "iPhone 12")``, ``("geo", 52.52, 13.4)``, ``("offline", "on")``,
+        ``("media", "dark", "reduced-motion")``, ``("timezone", "Asia/Tokyo")``, ``("locale",
+        "de-DE")``, ``("headers", {"X-A": "1"})`` (a dict is sent as JSON). ``data
+        ["emulation"]``: every setting now (header names only)."""
+        first = json.dumps(value) if isinstance(value, dict) else value
+        args: dict[str, Any] = {"setting": setting}
+        if first is not None:
+            args["value"] = str(first)
+        if second is not None:
+            args["second"] = str(second)
+        return self._request("set", args, timeout, Answer)
+
     def console(self, *, clear: bool = False, timeout: float | None = None) -> Answer:
         """The current tab's console messages (``data["messages"]``: type, text, location,
         at; the newest 500); ``clear`` empties the log once answered."""

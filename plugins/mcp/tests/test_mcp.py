@@ -76,6 +76,7 @@ def test_tools_list_then_navigate_snapshot_click(env: dict[str, str], demo: str)
             "dialog",
             "logs",
             "network",
+            "emulate",
             "screenshot",
             "cookies",
             "storage",
@@ -222,6 +223,31 @@ def test_tabs_history_screenshot_status_close(env: dict[str, str], demo: str) ->
         assert "session mcp-test" in text(status)
         ended = await session.call_tool("close", {})
         assert not ended.is_error
+
+    anyio.run(_session_run, env, body)
+
+
+def test_emulate_sets_what_the_page_sees_and_refuses_an_unknown_device(
+    env: dict[str, str], demo: str
+) -> None:
+    async def body(session: ClientSession) -> None:
+        await session.call_tool("navigate", {"url": f"{demo}/form.html"})
+        set_ = await session.call_tool(
+            "emulate", {"setting": "viewport", "value": 333, "second": 444}
+        )
+        assert not set_.is_error, text(set_)
+        hidden = await session.call_tool(
+            "emulate", {"setting": "headers", "value": {"X-Mcp": "MCPHEADERSECRET"}}
+        )
+        assert not hidden.is_error, text(hidden)
+        assert "MCPHEADERSECRET" not in str(hidden.structured_content) + text(hidden)
+        async with Client("mcp-test", home=env["BAY_HOME"]) as api:
+            assert (await api.eval("[innerWidth, innerHeight]")).value == [333, 444]
+        bad = await session.call_tool("emulate", {"setting": "device", "value": "Pixel 55"})
+        assert bad.is_error
+        assert bad.structured_content["code"] == "device_unknown"
+        assert "Pixel" in text(bad)
+        await session.call_tool("close", {})
 
     anyio.run(_session_run, env, body)
 

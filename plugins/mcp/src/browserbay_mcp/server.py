@@ -415,6 +415,22 @@ def build(client: Client) -> MCPServer[Any]:
         return await answered(client.har_stop)
 
     @server.tool()
+    async def emulate(
+        setting: Annotated[
+            str, Field(description=helps("set", "setting")), *one_of("set", "setting")
+        ],
+        value: Annotated[
+            str | float | dict[str, str] | None,
+            Field(description=helps("set", "value") + " (headers: an object)"),
+        ] = None,
+        second: Annotated[str | float | None, Field(description=helps("set", "second"))] = None,
+    ) -> CallToolResult:
+        """Emulate for your tabs until close (bay set): viewport, device, geolocation,
+        offline, color scheme and reduced motion, timezone, locale, extra HTTP headers (their
+        values never shown)."""
+        return await answered(lambda: client.emulate(setting, value, second))
+
+    @server.tool()
     async def screenshot(
         full: Annotated[bool, Field(description=helps("screenshot", "full"))] = False,
     ) -> CallToolResult:
