@@ -217,3 +217,29 @@ def test_the_python_api_emulates_and_prints_pdf(bay: Bay, site: Site, tmp_path: 
             c.emulate("device", "Nokia 9000 Communicatorr")
         assert caught.value.code == "device_unknown"
         c.close()
+
+
+def test_settings_on_a_shared_profile_never_reach_another_sessions_tabs(
+    bay: Bay, site: Site
+) -> None:
+    """Attack: two sessions share a persistent profile's browser context; one sets the
+    viewport, offline, a timezone and headers so the other's pages change. The settings are
+    overrides on the setter's own tabs: the other's stay as they were."""
+    bay.ok("new", "emu-shared")
+    a, b = "emu-shared-a", "emu-shared-b"
+    for s in (a, b):
+        bay.ok("use", "emu-shared", session=s)
+        bay.ok("open", site.url, session=s)
+    before = _js(bay, b, "[innerWidth, Intl.DateTimeFormat().resolvedOptions().timeZone]")
+    bay.ok("set", "viewport", "320", "480", session=a)
+    bay.ok("set", "timezone", "Pacific/Auckland", session=a)
+    bay.ok("set", "offline", "on", session=a)
+    bay.ok("set", "headers", '{"X-Only-A": "1"}', session=a)
+    assert _js(bay, a, "[innerWidth, navigator.onLine]") == [320, False]
+    assert _js(bay, b, "[innerWidth, Intl.DateTimeFormat().resolvedOptions().timeZone]") == before
+    assert _js(bay, b, "fetched()") == "ok 200"
+    assert "X-Only-A" not in site.seen[-1]
+    bay.ok("tab", "new", site.url, session=b)  # a tab B opens later: B's own, default
+    assert _js(bay, b, "[innerWidth, navigator.onLine]") == [before[0], True]
+    bay.ok("close", session=a)
+    bay.ok("close", session=b)
