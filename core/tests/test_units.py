@@ -85,6 +85,8 @@ def test_every_code_renders_without_placeholders_given_its_fields() -> None:
         "via": "the request's session",
         "drop": "--session / BAY_SESSION",
         "session": "agent-1",
+        "device": "Pixel 9",
+        "close": "Pixel 7, Pixel 5",
         "glob": "**/api/*",
         "routes": "**/ads/**",
         "waiting": 'the text "Saved"',
