@@ -106,6 +106,7 @@ def test_the_hot_path_imports_only_cheap_standard_library_modules() -> None:
         "browserbay.refusals",
         "browserbay.render",
         "browserbay.sockpath",
+        "browserbay.transfer",  # files through the connection: base64, os, stat only
         "browserbay.verbs",
         "browserbay_cli",
         "browserbay_cli.main",
