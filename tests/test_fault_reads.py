@@ -258,7 +258,7 @@ def test_downloads_land_in_the_sessions_own_directory_under_a_bound(
         assert directory.name.startswith("a-")  # the session's own ("a")
         (kept,) = directory.iterdir()
         assert kept.read_bytes() == b"hello\n"
-        assert str(kept) in said, said
+        assert f"bay downloads get {kept.name} " in said, said  # named, with the fetch command
         assert "/" not in kept.name
         assert not escaped.exists()
         assert stat.S_IMODE(kept.stat().st_mode) == 0o600
