@@ -218,6 +218,8 @@ CALLS: dict[str, tuple[object, ...]] = {
     "new_profile": ("work",),
     "dialog_accept": ("Ada",),
     **dict.fromkeys(("dialog_dismiss", "dialog_status"), ()),
+    "pdf": ("page.pdf",),
+    "emulate": ("viewport", 800, 600),
 }
 
 

@@ -562,7 +562,7 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     (
-        "the frame you acted inside is gone: `bay frame main`, then a fresh `bay snapshot -i`",
+        "the frame is gone: `bay frame main`, then a fresh `bay snapshot -i`",
         ("frame_gone",),
     ),
     (
@@ -585,7 +585,7 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     (
-        "your downloads: bay downloads lists them; get one, or clear them",
+        "your downloads: bay downloads (list, get, clear)",
         ("download_quota", "download_unknown"),
     ),
     (
