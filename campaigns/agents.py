@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from browserbay import procfs, protocol
+from browserbay.client import Connection
 from campaigns.common import BAY, Home
 
 OWNER, SESSION = "owner", "session"
@@ -35,49 +36,37 @@ MODES = (OWNER, SESSION)
 class RawConnection:
     """One connection to a keeper socket, the hello exchanged, frames as given: what an agent
     that writes its own frames sends (another session's id, an ``actor`` of its choosing,
-    an ``op``)."""
+    an ``op``). Frames are read by the client's own :class:`browserbay.client.Connection`
+    (the answer bound, partial lines), not by a reader of the campaign's."""
 
     def __init__(self, path: Path, timeout: float = 10.0):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(timeout)
-        self.buf = b""
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(timeout)
+        self.conn = Connection(sock)
+        self.sock = sock
         self.n = 0
         try:
-            self.sock.connect(str(path))
-            self.sock.sendall(protocol.encode(protocol.hello("client")))
-            self.hello: dict[str, Any] = self._read(time.monotonic() + timeout).get("hello", {})
+            sock.connect(str(path))
+            self.conn.send(protocol.hello("client"))
+            self.hello: dict[str, Any] = self.conn.read(time.monotonic() + timeout).get("hello", {})
         except BaseException:
-            self.sock.close()
+            self.conn.close()
             raise
-
-    def _read(self, deadline: float) -> dict[str, Any]:
-        while b"\n" not in self.buf:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError
-            self.sock.settimeout(left)
-            chunk = self.sock.recv(1 << 20)
-            if not chunk:
-                raise ConnectionError("the keeper closed the connection")
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\n", 1)
-        return protocol.decode(line)
 
     def send(self, frame: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:
         """One frame (its ``id`` set when it has none), its answer (progress lines skipped)."""
         self.n += 1
-        frame = {"id": f"r{self.n}", **frame}
-        self.sock.sendall(protocol.encode(frame))
+        self.conn.send({"id": f"r{self.n}", **frame})
         deadline = time.monotonic() + timeout + 5
         while True:
-            answer = self._read(deadline)
+            answer = self.conn.read(deadline)
             if "progress" in answer and "ok" not in answer:
                 continue
             return answer
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
-            self.sock.close()
+            self.conn.close()
 
 
 def _failed(exc: BaseException) -> dict[str, Any]:
