@@ -170,6 +170,26 @@ def test_storage_set_get_clear_is_the_pages(bay: Bay, site: str) -> None:
     bay.ok("close", session=s)
 
 
+def test_a_pages_storage_listing_is_bounded_in_keys_and_items(bay: Bay, site: str) -> None:
+    """A page picks its storage keys and how many: a 5,000-character key and 300 items come
+    back clipped and bounded (the listing used to give every key whole, every item)."""
+    s = "st-many"
+    bay.ok("open", f"{site}/page", session=s)
+    bay.ok(
+        "eval",
+        "localStorage.setItem('k'.repeat(5000), 'v');"
+        " for (let i = 0; i < 300; i++) localStorage.setItem('n' + i, 'x'); 1",
+        session=s,
+    )
+    listed = bay.ok("storage", "local", session=s)
+    assert listed["count"] == 301
+    assert len(listed["items"]) == 200
+    assert max(len(i["key"]) for i in listed["items"]) < 5000
+    text = bay("storage", "local", session=s, json_=False).stdout
+    assert "101 more" in text
+    bay.ok("close", session=s)
+
+
 def test_state_saved_logs_a_fresh_session_in(bay: Bay, site: str, tmp_path: Path) -> None:
     a, b = "state-a", "state-b"
     bay.ok("open", f"{site}/login", session=a)

@@ -44,6 +44,8 @@ CLIP = 40
 #: The most bytes a state may weigh (what one argument of a frame carries).
 MAX_STATE = 1024 * 1024
 SAME_SITE = ("Strict", "Lax", "None")
+#: The most storage items one listing shows.
+MAX_ITEMS = 200
 
 
 def clip(value: str) -> str:
@@ -275,9 +277,16 @@ async def verb_storage(act: Act) -> Answer:
         if v is not None:
             data["value_chars"] = len(v)
         return data, "(not set)" if v is None else clip(v)
-    items = [{"key": k, "value": clip(v), "value_chars": len(v)} for k, v in got["items"]]
+    # A page chooses its keys and how many: each key clipped like a value, at most
+    # MAX_ITEMS listed (the count says how many there are).
+    every = got["items"]
+    items = [
+        {"key": clip(k), "value": clip(v), "value_chars": len(v)} for k, v in every[:MAX_ITEMS]
+    ]
     text = "\n".join(f"{i['key']}={i['value']}" for i in items) or f"(no {area}Storage items)"
-    return dict(base, items=items), text
+    if len(every) > MAX_ITEMS:
+        text += f"\n… {len(every) - MAX_ITEMS} more (bay storage {area} get <key>)"
+    return dict(base, items=items, count=len(every)), text
 
 
 def _origin(url: str) -> str | None:
