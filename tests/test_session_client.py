@@ -36,6 +36,7 @@ from browserbay_testing import BAY as BAY_CLI
 from browserbay_testing import Bay, Result, assert_refused
 from browserbay_testing.bay import wait_for
 from browserbay_testing.bwrap import Jail, missing
+from browserbay_testing.planted import fake_answer
 from browserbay_testing.plugin import short_home
 
 
@@ -76,19 +77,7 @@ class FakeKeeper:
                 line, buf = buf.split(b"\n", 1)
                 frame = json.loads(line)
                 self.frames.append(frame)
-                if "hello" in frame:
-                    reply = protocol.hello("keeper")
-                    reply["hello"].update(pid=os.getpid(), **self.hello)
-                else:
-                    reply = {
-                        "id": frame.get("id"),
-                        "ok": True,
-                        "verb": frame.get("verb"),
-                        "session": frame.get("session"),
-                        "profile": None,
-                        "data": {},
-                        "text": "done",
-                    }
+                reply = fake_answer(frame, text="done", pid=os.getpid(), **self.hello)
                 conn.sendall(protocol.encode(reply))
 
     def requests(self) -> list[dict[str, Any]]:

@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -63,6 +64,24 @@ def become(uid: int, gid: int) -> None:
     os.setuid(uid)
 
 
+def fake_answer(frame: dict[str, Any], *, text: str, **hello: Any) -> dict[str, Any]:
+    """What a fake keeper answers ``frame``: a compatible hello (updated with ``hello``) to a
+    hello, and ``ok`` with ``text`` to any verb. Shared by every fake keeper of the tests."""
+    if "hello" in frame:
+        reply = protocol.hello("keeper")
+        reply["hello"].update(hello)
+        return reply
+    return {
+        "id": frame.get("id"),
+        "ok": True,
+        "verb": frame.get("verb"),
+        "session": frame.get("session"),
+        "profile": None,
+        "data": {},
+        "text": text,
+    }
+
+
 def serve_fake(sock_path: str, record: str) -> None:
     """The fake keeper: answers a compatible hello and ``ok`` to every verb, and writes down
     every byte it receives."""
@@ -85,19 +104,7 @@ def serve_fake(sock_path: str, record: str) -> None:
                     buf += chunk
                     while b"\n" in buf:
                         line, buf = buf.split(b"\n", 1)
-                        frame = json.loads(line)
-                        if "hello" in frame:
-                            reply = protocol.hello("keeper")
-                        else:
-                            reply = {
-                                "id": frame.get("id"),
-                                "ok": True,
-                                "verb": frame.get("verb"),
-                                "session": frame.get("session"),
-                                "profile": None,
-                                "data": {},
-                                "text": "filled",
-                            }
+                        reply = fake_answer(json.loads(line), text="filled")
                         conn.sendall(protocol.encode(reply))
             except OSError:
                 pass
