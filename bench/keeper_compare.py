@@ -21,10 +21,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
-import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -32,6 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from wire import Line  # bench/wire.py
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -73,9 +73,7 @@ class Side:
             "BAY_SESSION": "bench",
             "BAY_CHROMIUM_PATH": CHROMIUM,
         }
-        self.sock: socket.socket | None = None
-        self.reader: Any = None
-        self.n = 0
+        self.line: Line | None = None
 
     def cold_open(self, url: str, home: Path) -> float:
         """Seconds for ``bay open`` on a fresh home: the keeper's spawn and start, its
@@ -113,35 +111,15 @@ class Side:
             capture_output=True,
             text=True,
         ).stdout.strip()
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(path)
-        self.reader = self.sock.makefile("rb")
-        self.sock.sendall(b'{"hello": {"role": "client", "protocol": 1}}\n')
-        json.loads(self.reader.readline())
+        self.line = Line(path, "bench", name=self.name)
 
     def request(self, verb: str, args: dict[str, Any]) -> dict[str, Any]:
-        assert self.sock is not None
-        self.n += 1
-        frame = {
-            "id": self.n,
-            "verb": verb,
-            "args": args,
-            "session": {"id": "bench", "origin": "env"},
-            "timeout": 30,
-        }
-        self.sock.sendall(json.dumps(frame).encode() + b"\n")
-        while True:
-            answer: dict[str, Any] = json.loads(self.reader.readline())
-            if answer.get("id") == self.n:  # progress lines carry no id of ours
-                break
-        if not answer.get("ok"):
-            raise RuntimeError(f"{self.name}: {verb}: {answer.get('code')} {answer.get('message')}")
-        return answer
+        assert self.line is not None
+        return self.line.request(verb, args)
 
     def stop(self) -> None:
-        if self.sock is not None:
-            with contextlib.suppress(OSError):
-                self.sock.close()
+        if self.line is not None:
+            self.line.close()
         with contextlib.suppress(Exception):
             self.bay("keeper", "stop")
 

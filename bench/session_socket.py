@@ -22,10 +22,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -34,6 +32,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from wire import Line  # bench/wire.py
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -45,53 +45,18 @@ WARMUP = 10
 SESSION = "bench"
 
 
-class Line:
-    """One connection to a keeper socket, the hello exchanged."""
-
-    def __init__(self, path: str):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(path)
-        self.reader = self.sock.makefile("rb")
-        self.sock.sendall(b'{"hello": {"role": "client", "protocol": 1}}\n')
-        json.loads(self.reader.readline())
-        self.n = 0
-
-    def request(self, verb: str, args: dict[str, Any]) -> dict[str, Any]:
-        self.n += 1
-        frame = {
-            "id": self.n,
-            "verb": verb,
-            "args": args,
-            "session": {"id": SESSION, "origin": "env"},
-            "timeout": 30,
-        }
-        self.sock.sendall(json.dumps(frame).encode() + b"\n")
-        while True:
-            answer: dict[str, Any] = json.loads(self.reader.readline())
-            if answer.get("id") == self.n:  # progress lines carry no id of ours
-                break
-        if not answer.get("ok"):
-            raise RuntimeError(f"{verb}: {answer.get('code')} {answer.get('message')}")
-        return answer
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.reader.close()
-            self.sock.close()
-
-
 class Channel:
     """A channel's socket: a reused line, or a new one per sample."""
 
     def __init__(self, name: str, path: str):
         self.name, self.path = name, path
-        self.line = Line(path)
+        self.line = Line(path, SESSION)
 
     def reused(self, verb: str, args: dict[str, Any]) -> None:
         self.line.request(verb, args)
 
     def fresh(self, verb: str, args: dict[str, Any]) -> None:
-        line = Line(self.path)
+        line = Line(self.path, SESSION)
         try:
             line.request(verb, args)
         finally:
