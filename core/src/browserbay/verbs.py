@@ -1128,6 +1128,96 @@ VERBS: tuple[Verb, ...] = (
 
 BY_NAME: dict[str, Verb] = {v.name: v for v in VERBS}
 
+
+class ToolProfile:
+    """A named set of verbs an MCP server offers as tools (``bay mcp --tools core,io``): a
+    capability row. A verb an agent may call (:func:`agent_verb`) that no profile names is a
+    tool of ``all`` only, so a new row is exposed with no edit here."""
+
+    __slots__ = ("name", "summary", "verbs")
+
+    def __init__(self, name: str, summary: str, verbs: tuple[str, ...] = ()):
+        self.name = name
+        self.summary = summary
+        self.verbs = verbs
+
+
+#: The MCP server's tool profiles, in the order its tools are listed. ``all``: every agent
+#: verb, those of no other profile included.
+TOOL_PROFILES: tuple[ToolProfile, ...] = (
+    ToolProfile(
+        "core",
+        "navigate, read the page and act on it by reference (the default)",
+        (
+            "open",
+            "back",
+            "forward",
+            "reload",
+            "snapshot",
+            "click",
+            "dblclick",
+            "fill",
+            "type",
+            "press",
+            "select",
+            "check",
+            "uncheck",
+            "hover",
+            "focus",
+            "scroll",
+            "scrollintoview",
+            "wait",
+            "get",
+            "is",
+            "find",
+            "frame",
+            "eval",
+            "screenshot",
+            "dialog",
+            "status",
+            "close",
+        ),
+    ),
+    ToolProfile(
+        "io",
+        "the keyboard and mouse by hand, drag, files in and out",
+        ("drag", "keyboard", "keydown", "keyup", "mouse", "upload", "download", "downloads", "pdf"),
+    ),
+    ToolProfile(
+        "network", "console, page errors, requests, routes, a HAR", ("console", "errors", "network")
+    ),
+    ToolProfile(
+        "state",
+        "cookies, storage, a state file, a login check",
+        ("cookies", "storage", "state", "login-check"),
+    ),
+    ToolProfile("tabs", "your tabs: list, new, switch, close, resume", ("tab", "resume")),
+    ToolProfile(
+        "windows", "what the window shows the page: viewport, device, media, geo", ("set",)
+    ),
+    ToolProfile("all", "every verb an agent may call, profiles and site hints included"),
+)
+
+TOOL_PROFILE: dict[str, ToolProfile] = {p.name: p for p in TOOL_PROFILES}
+
+
+def agent_verb(verb: Verb) -> bool:
+    """Whether an agent with no shell (an MCP client) may be offered the verb as a tool: it
+    runs in the keeper (never a local verb: the help, doctor, install…) and some call of it
+    is not the owner's alone."""
+    return verb.scope != LOCAL and "*" not in verb.owner_only
+
+
+def tool_verbs(profiles: tuple[str, ...] | list[str]) -> tuple[Verb, ...]:
+    """The verbs the tool profiles ``profiles`` offer, in the table's order (a KeyError for
+    an unknown profile)."""
+    names = {p for p in profiles if TOOL_PROFILE[p]}
+    if "all" in names:
+        return tuple(v for v in VERBS if agent_verb(v))
+    wanted = {verb for p in names for verb in TOOL_PROFILE[p].verbs}
+    return tuple(v for v in VERBS if v.name in wanted and agent_verb(v))
+
+
 #: The file (in the runtime dir) where the keeper writes plugins' verbs for the thin client,
 #: which reads it only for a verb that is not in :data:`VERBS`.
 PLUGIN_VERBS_FILE = "plugin-verbs.json"

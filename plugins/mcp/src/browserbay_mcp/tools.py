@@ -1,0 +1,180 @@
+"""The MCP tools, generated from the verb table: one tool per agent verb of the chosen tool
+profiles (:data:`browserbay.verbs.TOOL_PROFILES`), named as the verb, its parameters the
+verb's arguments with their help, kinds and choices — the table the CLI, the keeper, the API
+and the docs read. A new row is a new tool with no edit here.
+
+One tool per verb rather than one per family with an ``action`` enum: measured on the tool
+list (``bench/run.py``, ``mcp_tool_list``), the families save little — a family's enum and
+its merged description cost about what the separate tools' names and schemas did — while an
+agent calling a verb's own tool gets that verb's own required arguments checked
+(docs/mcp.md, "Tools").
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from browserbay.refusals import Refusal
+from browserbay.verbs import FILE_IN, FILE_OUT, PATH, TOOL_PROFILE, Arg, Verb, tool_verbs
+from browserbay_mcp.wording import Wording
+
+#: The default profile (``bay mcp`` with no ``--tools``).
+DEFAULT_PROFILES = ("core",)
+
+#: JSON Schema types of the table's argument types.
+_JSON_TYPES = {"int": "integer", "float": "number"}
+#: Argument kinds whose value is a list of words.
+_LISTS = ("rest", "many", "tail")
+#: Argument kinds a call must give.
+_REQUIRED = ("pos", "rest")
+
+
+def profiles_of(spec: str | None) -> tuple[str, ...]:
+    """The tool profiles a ``--tools`` value names (comma-separated; default core); an
+    unknown one is refused ``usage`` naming the profiles there are."""
+    names = tuple(p.strip() for p in (spec or "").split(",") if p.strip()) or DEFAULT_PROFILES
+    unknown = [p for p in names if p not in TOOL_PROFILE]
+    if unknown:
+        raise Refusal(
+            "usage",
+            detail=f"no tool profile {unknown[0]!r}; the profiles: {', '.join(TOOL_PROFILE)}",
+            verb="mcp",
+            way_out="bay mcp --tools core,io",
+        )
+    return names
+
+
+def tool_names(profiles: Iterable[str] = DEFAULT_PROFILES) -> dict[str, str]:
+    """The tools a server with ``profiles`` lists, each to the verb it runs (tool name →
+    verb name; a census of the surfaces reads it)."""
+    return {v.name: v.name for v in tool_verbs(list(profiles))}
+
+
+def _arg_schema(arg: Arg, words: Wording) -> dict[str, Any]:
+    if arg.kind == "flag":
+        schema: dict[str, Any] = {"type": "boolean"}
+    elif arg.kind in _LISTS:
+        schema = {"type": "array", "items": {"type": "string"}}
+    else:
+        schema = {"type": _JSON_TYPES.get(arg.type, "string")}
+    if arg.choices:
+        schema["enum"] = list(arg.choices)
+    help_ = words.text(arg.help)
+    if any(t in (PATH, FILE_IN, FILE_OUT) for t in arg.types):
+        help_ = help_.replace("your machine", "the MCP server's machine")
+    schema["description"] = help_
+    return schema
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One generated tool: the verb it runs and its MCP listing."""
+
+    verb: Verb
+    description: str
+    input_schema: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return self.verb.name
+
+    def listing(self) -> dict[str, Any]:
+        """The tool as ``tools/list`` lists it."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+        }
+
+    def arguments(self, given: Mapping[str, Any] | None) -> dict[str, Any]:
+        """``given`` as the verb's arguments, checked against the table: an unknown argument,
+        a missing required one, a value of the wrong type or not among the choices is refused
+        ``usage`` naming the argument and what it takes (nothing is sent)."""
+        given = dict(given or {})
+        args = {a.name: a for a in self.verb.args}
+        unknown = sorted(set(given) - set(args))
+        if unknown:
+            allowed = ", ".join(args) or "none"
+            raise self._refuse(
+                f"{self.name} has no argument {unknown[0]!r}; its arguments: {allowed}",
+                f"call {self.name} with only: {allowed}",
+            )
+        out: dict[str, Any] = {}
+        for name, arg in args.items():
+            value = given.get(name)
+            if value is None:
+                if arg.kind in _REQUIRED:
+                    raise self._refuse(
+                        f"{self.name} needs {name} ({arg.help})", f"call {self.name} with {name}"
+                    )
+                continue
+            out[name] = self._value(arg, value)
+        return out
+
+    def _value(self, arg: Arg, value: Any) -> Any:
+        if arg.kind == "flag":
+            if not isinstance(value, bool):
+                raise self._wrong(arg, "true or false", value)
+            return value
+        if arg.kind in _LISTS:
+            items = value if isinstance(value, list) else [value]
+            if not all(isinstance(v, (str, int, float)) for v in items) or (
+                arg.kind in _REQUIRED and not items
+            ):
+                raise self._wrong(arg, "a list of strings", value)
+            return [str(v) for v in items]
+        kind = _JSON_TYPES.get(arg.type)
+        if kind == "integer":
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise self._wrong(arg, "an integer", value)
+        elif kind == "number":
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise self._wrong(arg, "a number", value)
+        elif isinstance(value, bool):
+            raise self._wrong(arg, "a string", value)
+        elif isinstance(value, (int, float)):
+            value = f"{value:g}"  # as the CLI sends a number it read: its word
+        elif isinstance(value, (dict, list)):
+            value = json.dumps(value)  # a JSON argument (headers, a route's body) given as JSON
+        if arg.choices and value not in arg.choices:
+            raise self._wrong(arg, "one of " + ", ".join(arg.choices), value)
+        return value
+
+    def _wrong(self, arg: Arg, wants: str, value: Any) -> Refusal:
+        got = json.dumps(value)[:60]
+        return self._refuse(
+            f"{self.name}: {arg.name} takes {wants}, not {got}",
+            f"call {self.name} with {arg.name} as {wants}",
+        )
+
+    def _refuse(self, detail: str, way_out: str) -> Refusal:
+        return Refusal("usage", detail=detail, verb=self.name, way_out=way_out)
+
+
+#: The help of a file argument whose default, over MCP, is the image in the result.
+IMAGE_HELP = (
+    "a file to write it to, on the MCP server's machine (default: none, the image is returned)"
+)
+
+
+def generate(
+    profiles: Iterable[str], words: Wording, images: Mapping[str, str] | None = None
+) -> dict[str, Tool]:
+    """The tools of ``profiles``, by name, in the table's order; ``images``: verb → its file
+    argument whose default is the image in the result."""
+    tools: dict[str, Tool] = {}
+    for verb in tool_verbs(list(profiles)):
+        props = {a.name: _arg_schema(a, words) for a in verb.args}
+        image = (images or {}).get(verb.name)
+        if image in props:
+            props[image]["description"] = IMAGE_HELP
+        schema: dict[str, Any] = {"type": "object", "properties": props}
+        required = [a.name for a in verb.args if a.kind in _REQUIRED]
+        if required:
+            schema["required"] = required
+        schema["additionalProperties"] = False
+        tools[verb.name] = Tool(verb, words.text(verb.summary), schema)
+    return tools

@@ -1,0 +1,106 @@
+"""Ways out, notices and tool descriptions in an MCP client's words.
+
+The refusal table, the notices and the verb table speak to a shell user: ``bay snapshot -i``,
+``bay dialog accept [text]``. An agent behind MCP has no shell; it has tools. Each ``bay
+<verb> <words>`` in such a text is parsed against the verb table (its positional slots, its
+``--long`` and ``-s`` options, exactly as the CLI reads them) and said as the tool call that
+does it — ``snapshot(interactive=true)``, ``dialog(action="accept", text=…)`` — or, for a
+verb that is no tool of this server, as what to do instead (ask the user to run it, or to
+start the server with the profile that has it). Derived from the data, never a per-refusal
+string: a new refusal's way out is worded with no edit here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection
+
+from browserbay.verbs import BY_NAME, GLOBAL_OPTIONS, TOOL_PROFILES, Arg, Verb, agent_verb
+
+#: ``bay`` then a verb of the table, then its words: up to a delimiter (a backtick, a
+#: parenthesis, ``,``/``;``/``|``, two spaces, a line's end).
+_COMMAND = re.compile(r"\bbay ((?:[a-z][a-z-]*)(?: [^\s`(),;|]+)*)")
+#: Words that end a command in prose ("bay tab list or bay tab new").
+_PROSE = frozenset({"or", "and", "then", "first", "to", "again", "for", "in", "with", "after"})
+#: Local verbs whose work a tool listing does for an MCP client.
+_INSTEAD = {"help": "the {tool} tool's description and input schema"}
+#: The options every verb takes on the command line: no tool argument (the server's client
+#: has its session, profile and deadline), so a way out's ``--timeout 60`` is left out.
+_GLOBAL = {a.long: a for a in GLOBAL_OPTIONS}
+
+
+def _value(word: str) -> str:
+    """A word as a tool argument's value: a placeholder (``<url>``, ``[text]``, ``N``) as
+    is, a number as a number, anything else as a JSON string."""
+    if word[:1] in "<[" or word in ("N", "...", "…") or re.fullmatch(r"-?\d+(\.\d+)?", word):
+        return word
+    return json.dumps(word)
+
+
+class Wording:
+    """Says CLI commands as the tool calls of a server whose tools are ``tools``."""
+
+    def __init__(self, tools: Collection[str]):
+        self.tools = frozenset(tools)
+
+    def text(self, text: str) -> str:
+        """``text`` with every ``bay <verb> …`` said as a tool call (or what to do instead);
+        backticks around a command go with it."""
+        return _COMMAND.sub(self._command, text.replace("`bay ", "bay ")).replace("``", "")
+
+    def _command(self, m: re.Match[str]) -> str:
+        words = m.group(1).split(" ")
+        verb = BY_NAME.get(words[0])
+        if verb is None:
+            return m.group(0)
+        args, used = self._parse(verb, words[1:])
+        tail = " ".join(words[1 + used :])
+        return self.call(verb, words[1 : 1 + used], args) + (" " + tail if tail else "")
+
+    def call(self, verb: Verb, words: list[str], args: list[str]) -> str:
+        """``bay <verb> <words>`` (``args``: the words as tool arguments) as this server's
+        client would do it."""
+        if verb.name in _INSTEAD:
+            return _INSTEAD[verb.name].format(tool=words[0] if words else "the")
+        if verb.name in self.tools:
+            return f"{verb.name}({', '.join(args)})"
+        if not agent_verb(verb):
+            return "(ask the user to run: " + " ".join(["bay", verb.name, *words]) + ")"
+        profile = next((p.name for p in TOOL_PROFILES if verb.name in p.verbs), "all")
+        return f"{verb.name}({', '.join(args)}) (not on this server: profile {profile})"
+
+    @staticmethod
+    def _parse(verb: Verb, words: list[str]) -> tuple[list[str], int]:
+        """The command's words as tool arguments, and how many words are the command's (it
+        ends at a word of prose, a word with a colon or full stop, or a positional word the
+        verb has no slot left for)."""
+        slots = [a for a in verb.args if a.kind in ("pos", "opt", "rest")]
+        by_option: dict[str, Arg] = {a.long: a for a in verb.args}
+        by_option.update({a.short: a for a in verb.args if a.short})
+        out: list[str] = []
+        i = 0
+        while i < len(words):
+            word = words[i].rstrip(":.")
+            last = word != words[i]
+            arg = by_option.get(word)
+            if word in _PROSE or (arg is None and not word.startswith("-") and not slots):
+                break
+            if arg is not None and arg.kind == "flag":
+                out.append(f"{arg.name}=true")
+            elif arg is not None:
+                value = words[i + 1] if i + 1 < len(words) else "…"
+                out.append(f"{arg.name}={_value(value.rstrip(':.'))}")
+                i += 1
+            elif word in _GLOBAL:
+                i += _GLOBAL[word].kind != "flag"  # and its value
+            elif word.startswith("-"):
+                out.append(word)  # an option the verb has not (a global one): as written
+            elif slots[0].kind == "rest":
+                out.append(f"{slots.pop(0).name}=[{_value(word)}, …]")
+            else:
+                out.append(f"{slots.pop(0).name}={_value(word)}")
+            i += 1
+            if last:
+                break
+        return out, min(i, len(words))
