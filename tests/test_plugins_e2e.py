@@ -93,7 +93,7 @@ def test_keeper_stop_never_starts_a_keeper(tmp_path: Path) -> None:
 
 
 def test_the_session_flag_is_named_as_the_origin(bay: Bay) -> None:
-    r = bay("--session", "flagged", "status", session=None, json_=False)
+    r = bay("--session", "flagged", "status", session=None, json_=False, env={"BAY_FOOTER": "full"})
     assert r.code == 0
     assert "session flagged (from --session)" in r.stderr
     assert bay.ok("--session", "flagged", "status", session=None)["session"]["origin"] == "flag"

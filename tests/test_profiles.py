@@ -120,7 +120,9 @@ def test_attachment_sets_profile_required_pin_and_explicit_handles(
     assert pinned.frame["profile"]["chosen"] == "pinned"
     assert pinned.frame["profile"]["id"] == two
     plain = fresh_bay("get", "url", json_=False)
-    assert f"profile: two ({two}) · chromium · pinned · 1 attached" in plain.stderr
+    assert plain.stderr == "profile: two (2 attached)\n"  # two attached: named
+    full = fresh_bay("get", "url", json_=False, env={"BAY_FOOTER": "full"})
+    assert f"profile: two ({two}) · chromium · pinned · 1 attached" in full.stderr
     # A handle that is a path is refused with the command that registers it.
     frame = assert_refused(
         fresh_bay("get", "url", "--profile", "/home/me/chrome"), "profile_unknown"

@@ -26,6 +26,8 @@ def test_success_and_refusal_json_shapes(bay: Bay, demo: str) -> None:
         "ephemeral": True,
         "attached": 1,
         "chosen": "ephemeral",
+        "among": 0,
+        "changed": False,
     }
     refused = bay("open", "file:///etc/hosts", session="shape")
     assert refused.code == 1
@@ -33,17 +35,14 @@ def test_success_and_refusal_json_shapes(bay: Bay, demo: str) -> None:
     bay.ok("close", session="shape")
 
 
-def test_plain_output_value_on_stdout_footer_on_stderr(bay: Bay, demo: str) -> None:
+def test_plain_output_value_on_stdout_no_footer_on_its_own_browser(bay: Bay, demo: str) -> None:
     r = bay("open", f"{demo}/form.html", session="plain", json_=False)
     assert r.code == 0
     assert r.stdout == f"Sign up\n{demo}/form.html\n"
-    assert r.stderr.strip() == (
-        "profile: ephemeral (ep-plain) · chromium · own isolated browser"
-        " · session plain (from BAY_SESSION)"
-    )
-    r = bay("get", "title", session=None, json_=False)
-    assert "session shell-" in r.stderr
-    assert "(from your shell's session)" in r.stderr
+    assert r.stderr == ""  # its own isolated browser: nothing it could get wrong
+    full = bay("get", "title", session=None, json_=False, env={"BAY_FOOTER": "full"})
+    assert "session shell-" in full.stderr
+    assert "(from your shell's session)" in full.stderr
     refused = bay("open", "javascript:1", session="plain", json_=False)
     assert refused.code == 1
     assert refused.stdout == ""

@@ -445,7 +445,7 @@ def test_bay_on_a_granted_socket_drives_its_own_tab(bay: Bay, demo: str) -> None
     page = bay("open", f"{demo}/index.html", session=None, env=on(path), json_=True).frame
     assert page["ok"], page
     assert page["session"] == {"id": "cli-agent", "origin": "socket"}
-    title = bay("get", "title", session=None, env=on(path), json_=False)
+    title = bay("get", "title", session=None, env=on(path, BAY_FOOTER="full"), json_=False)
     assert title.code == 0, title
     assert "session cli-agent (from your session socket)" in title.stderr
     (mine,) = bay.ok("tab", "list", session=None, env=on(path))["tabs"]

@@ -1,5 +1,7 @@
-"""browserbay.render: the one footer. The CLI's and the MCP server's copies disagreed; these
-pin the one rendering both (and the Python API's Answer.footer) now print."""
+"""browserbay.render: the one rendering ``bay``, the MCP server and the Python API's Answer
+print. The footer used to name profile, provider, how it was chosen and the session under
+every answer (~100 characters, 39 % of what an agent read on MiniWoB tasks); it now says only
+what an agent could get wrong, in at most 40 characters, and nothing otherwise."""
 
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ EPHEMERAL = {
     "ephemeral": True,
     "attached": 1,
     "chosen": "ephemeral",
+    "among": 0,
+    "changed": False,
 }
 WORK = {
     "id": "bp-3f9a1c02",
@@ -23,27 +27,54 @@ WORK = {
     "ephemeral": False,
     "attached": 2,
     "chosen": "default",
+    "among": 1,
+    "changed": False,
 }
 
 
-def test_a_persistent_profile_says_how_it_was_chosen_and_how_many_share_it() -> None:
-    """The MCP copy left out how it was chosen (``default``)."""
-    assert render.footer(WORK, {"id": "agent-7", "origin": "env"}) == (
+def test_nothing_to_get_wrong_is_no_footer_at_all() -> None:
+    """The session's own browser, or its only attachment it has used before: nothing."""
+    assert render.footer(EPHEMERAL) == ""
+    assert render.footer(WORK) == ""
+    assert render.footer(None) == ""
+    assert render.footer({}) == ""
+
+
+def test_two_or_more_attached_names_the_profile_acted_on() -> None:
+    pinned = {**WORK, "chosen": "pinned", "among": 3}
+    assert render.footer(pinned) == "profile: work (3 attached)"
+
+
+def test_a_profile_that_just_changed_is_named() -> None:
+    assert render.footer({**WORK, "changed": True}) == "profile: work (changed)"
+    both = {**WORK, "changed": True, "among": 2}
+    assert render.footer(both) == "profile: work (changed, 2 attached)"
+    back = {**EPHEMERAL, "chosen": "pinned", "changed": True, "among": 2}
+    assert render.footer(back) == "profile: ephemeral (changed, 2 attached)"
+
+
+def test_the_footer_fits_in_40_characters_whatever_the_label() -> None:
+    long = {**WORK, "label": "a-very-long-profile-label-" * 4, "changed": True, "among": 12}
+    line = render.footer(long)
+    assert len(line) == render.FOOTER_MAX == 40
+    assert line.startswith("profile: a-very-")
+    assert line.endswith("… (changed, 12 attached)")
+
+
+def test_the_full_footer_names_everything_for_a_human() -> None:
+    """``BAY_FOOTER=full``: the old line, unchanged."""
+    assert render.full_footer(WORK, {"id": "agent-7", "origin": "env"}) == (
         "profile: work (bp-3f9a1c02) · chromium · default · 2 attached"
         " · session agent-7 (from BAY_SESSION)"
     )
-
-
-def test_an_ephemeral_profile_is_the_sessions_own_browser() -> None:
-    assert render.footer(EPHEMERAL, {"id": "a", "origin": "flag"}) == (
+    assert render.full_footer(EPHEMERAL, {"id": "a", "origin": "flag"}) == (
         "profile: ephemeral (ep-a) · chromium · own isolated browser · session a (from --session)"
     )
 
 
 def test_each_origin_is_named_and_an_unknown_one_is_the_api() -> None:
-    """The MCP copy said ``a shell`` for the shell, and an unknown origin raw."""
     named = {
-        origin: render.footer(None, {"id": "a", "origin": origin})
+        origin: render.full_footer(None, {"id": "a", "origin": origin})
         for origin in ("env", "flag", "shell", "api", "ghost")
     }
     assert named == {
@@ -55,18 +86,44 @@ def test_each_origin_is_named_and_an_unknown_one_is_the_api() -> None:
     }
 
 
-def test_no_profile_is_the_session_part_alone() -> None:
-    """The MCP copy said ``profile: none (the keeper's own verb)``, also for ``close``,
-    which is the session's verb."""
-    assert render.footer(None, {"id": "a", "origin": "api"}) == "session a (from the API)"
-    assert render.footer({}, {"id": "a", "origin": "api"}) == "session a (from the API)"
+def test_plain_is_the_value_then_its_notice_and_hint_without_footer() -> None:
+    frame = {
+        "ok": True,
+        "text": "Sign up",
+        "notice": "restored 3 tab(s) kept when your browser stopped (profile work)",
+        "data": {"hint": "the page may be checking for bots"},
+        "profile": {**WORK, "changed": True},
+        "session": {"id": "a", "origin": "env"},
+    }
+    assert render.plain(frame) == (
+        "Sign up\nnotice: restored 3 tab(s) kept when your browser stopped (profile work)\n"
+        "hint: the page may be checking for bots"
+    )
+    assert render.plain({"text": "done"}) == "done"
+    assert render.plain({"text": "", "notice": "n"}) == "notice: n"
+    assert render.plain({"text": "x"}, text="other") == "other"
 
 
-def test_the_apis_answer_renders_the_same_footer() -> None:
-    frame = {"ok": True, "verb": "open", "session": {"id": "a", "origin": "api"}, "profile": WORK}
-    assert Answer.from_frame(frame).footer == render.footer(WORK, frame["session"])
+def test_the_apis_answer_renders_the_same() -> None:
+    row = {**WORK, "changed": True}
+    frame = {
+        "ok": True,
+        "verb": "open",
+        "text": "Sign up",
+        "notice": "n",
+        "session": {"id": "a", "origin": "api"},
+        "profile": row,
+    }
+    answer = Answer.from_frame(frame)
+    assert answer.footer == render.footer(row) == "profile: work (changed)"
+    assert answer.full_footer == render.full_footer(row, frame["session"])
+    assert answer.plain == "Sign up\nnotice: n"
+    assert answer.profile is not None
+    assert answer.profile.changed
+    assert answer.profile.among == 1
     bare = Answer.from_frame({"ok": True, "verb": "verbs", "session": frame["session"]})
-    assert bare.footer == "session a (from the API)"
+    assert bare.footer == ""
+    assert bare.full_footer == "session a (from the API)"
 
 
 def test_a_refusal_reads_code_message_and_way_out() -> None:

@@ -1,5 +1,6 @@
 """``bay``: the thin client. Parses argv from the verb table, sends one frame to the keeper,
-prints the value on stdout and a footer naming the profile and session on stderr.
+prints the value on stdout; on stderr its notice and hint lines and a footer naming the profile
+when the agent could have it wrong (``BAY_FOOTER=full``: the whole line, session included).
 
 Exit codes: 0 ok, 1 refused or failed, 2 usage, 124 deadline. ``--json`` prints exactly one
 JSON object on stdout. Standard library only on this path.
@@ -436,13 +437,15 @@ def run(argv: list[str]) -> int:
     text, _ = _cut(str(frame.get("text", "")), verb.name)
     if text:
         _say(sys.stdout, text)
-    if frame.get("notice"):
-        _say(sys.stderr, f"notice: {frame['notice']}")
-    hint = (frame.get("data") or {}).get("hint") if isinstance(frame.get("data"), dict) else None
-    if hint:
-        _say(sys.stderr, f"hint: {hint}")
+    for line in render.notes(frame):
+        _say(sys.stderr, line)
     if verb.scope != KEEPER:
-        _say(sys.stderr, render.footer(frame.get("profile"), frame.get("session") or {}))
+        if os.environ.get("BAY_FOOTER") == "full":  # a human who wants the whole line
+            line = render.full_footer(frame.get("profile"), frame.get("session") or {})
+        else:
+            line = render.footer(frame.get("profile"))
+        if line:
+            _say(sys.stderr, line)
     return EXIT_OK
 
 

@@ -37,6 +37,10 @@ class ProfileInfo:
     tier: int
     ephemeral: bool
     attached: int = 1
+    among: int = 0
+    """How many profiles the session had attached when this one was chosen."""
+    changed: bool = False
+    """Another profile than the session's previous answer acted on."""
     row: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -50,6 +54,8 @@ class ProfileInfo:
             tier=int(row.get("tier") or 0),
             ephemeral=bool(row.get("ephemeral")),
             attached=int(row.get("attached") or 1),
+            among=int(row.get("among") or 0),
+            changed=bool(row.get("changed")),
             row=dict(row),
         )
 
@@ -84,10 +90,23 @@ class Answer:
 
     @property
     def footer(self) -> str:
-        """The line ``bay`` prints under this answer: the profile it acted on, the session
-        and where its identity came from (:func:`browserbay.render.footer`)."""
+        """The footer ``bay`` prints under this answer: the profile, when the agent could
+        have it wrong (two or more attached, or it just changed), else ``""``
+        (:func:`browserbay.render.footer`)."""
+        return render.footer(self.profile.row if self.profile else None)
+
+    @property
+    def full_footer(self) -> str:
+        """The whole line ``BAY_FOOTER=full`` prints: profile, provider, how it was chosen,
+        the session and where its identity came from (:func:`browserbay.render.full_footer`)."""
         session = {"id": self.session.id, "origin": self.session.origin}
-        return render.footer(self.profile.row if self.profile else None, session)
+        return render.full_footer(self.profile.row if self.profile else None, session)
+
+    @property
+    def plain(self) -> str:
+        """The answer as one text with no footer: the value, then its notice and hint
+        lines (:func:`browserbay.render.plain`) — what the MCP server shows."""
+        return render.plain({"text": self.text, "notice": self.notice, "data": self.data})
 
 
 A = TypeVar("A", bound=Answer)

@@ -55,11 +55,11 @@ PROFILES
   with it. A named profile keeps logins: bay new work, then bay use work.
   Sharing: several sessions may use one profile: same cookies, separate tabs.
   bay use work --exclusive [--wait S] holds it for your group; others get profile_busy.
-  With two attached, add --profile H or bay pin H. The footer on stderr names the profile
-  every answer acted on: check it. bay status shows your session, profiles and tabs.
+  With two attached, add --profile H or bay pin H. A footer on stderr names the profile
+  when two are attached or it changed: check it. bay status shows session, profiles, tabs.
 
 OUTPUT
-  stdout: the value. stderr: the footer, notice: and hint: lines. --json: one JSON object.
+  stdout: the value. stderr: notice: and hint: lines, the footer. --json: one JSON object.
   Exit 0 ok, 1 refused, 2 usage, 124 deadline (--timeout S, default 30).
   A refusal prints "refused [code]: message" and "way out: <what to run next>".
   You are --session ID, else $BAY_SESSION, else your shell's session. On a session socket

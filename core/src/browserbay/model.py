@@ -443,6 +443,12 @@ class ProfileRef:
     chosen: str = "ephemeral"
     """How this verb's profile was chosen: ``explicit`` (--profile), ``pinned``, ``default``
     (the only attachment), ``last-used``, ``group``, ``instance`` or ``ephemeral``."""
+    among: int = 0
+    """How many profiles the session had attached when this one was chosen (two or more: a
+    bare verb could have meant another, so the answer's footer names this one)."""
+    changed: bool = False
+    """Another profile than the one the session's previous answer acted on (its first
+    answer counts from its own ephemeral browser): the footer names it. Set on the answer."""
 
     def as_row(self) -> dict[str, Any]:
         return {
@@ -453,6 +459,8 @@ class ProfileRef:
             "ephemeral": self.ephemeral,
             "attached": self.attached,
             "chosen": self.chosen,
+            "among": self.among,
+            "changed": self.changed,
         }
 
 

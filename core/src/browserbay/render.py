@@ -1,8 +1,18 @@
 """How an answer reads as text, for ``bay``, the MCP server and the Python API alike.
 
-The footer names the profile a verb acted on and the session that asked, one line under every
-answer (``bay`` prints it on stderr, the MCP server ends each result with it, the Python API
-has it as :attr:`browserbay.api.Answer.footer`)::
+An answer is its value, then — when there is one — a ``notice:`` line (said once, in full) and
+a ``hint:`` line, then the footer. The footer says only what an agent could get wrong, in at
+most :data:`FOOTER_MAX` characters: the profile the verb acted on when the session has two or
+more attached (so a bare verb could have meant another) or when it is not the one the
+session's previous answer acted on (its first answer counts from its own isolated browser)::
+
+    profile: work (2 attached)
+    profile: work (changed)
+
+and nothing at all otherwise (a session on its own isolated browser never reads one). Every
+answer carried the whole line before (~100 characters, 39 % of what an agent read on MiniWoB
+tasks); ``--json`` and the Python API still carry every field, and ``BAY_FOOTER=full`` makes
+``bay`` print the whole line (:func:`full_footer`) for a human who wants it::
 
     profile: work (bp-3f9a1c02) · chromium · default · 2 attached · session a7 (from BAY_SESSION)
 
@@ -19,7 +29,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-#: Where a session's identity came from, as the footer says it (see browserbay.identity).
+#: Where a session's identity came from, as the full footer says it (see browserbay.identity).
 ORIGINS = {
     "env": "BAY_SESSION",
     "flag": "--session",
@@ -28,11 +38,34 @@ ORIGINS = {
     "socket": "your session socket",
 }
 
+#: The most characters the footer takes (:func:`footer`); a long label is clipped to fit.
+FOOTER_MAX = 40
 
-def footer(profile: Mapping[str, Any] | None, session: Mapping[str, Any]) -> str:
+
+def footer(profile: Mapping[str, Any] | None) -> str:
+    """``profile: <label> (<n> attached)`` when the session chose among ``n`` ≥ 2 attached
+    profiles, ``(changed)`` when the profile is another than the previous answer's,
+    ``(changed, <n> attached)`` when both; ``""`` when neither (or the verb acted on no
+    profile). At most :data:`FOOTER_MAX` characters."""
+    if not profile:
+        return ""
+    among = int(profile.get("among") or 0)
+    why = [*(["changed"] if profile.get("changed") else []), *([f"{among} attached"] * (among > 1))]
+    if not why:
+        return ""
+    tail = f" ({', '.join(why)})"
+    room = FOOTER_MAX - len("profile: ") - len(tail)
+    label = str(profile.get("label") or profile.get("id") or "")
+    if len(label) > room:
+        label = label[: room - 1] + "…"
+    return f"profile: {label}{tail}"
+
+
+def full_footer(profile: Mapping[str, Any] | None, session: Mapping[str, Any]) -> str:
     """``profile: <label> (<id>) · <provider> · <how chosen> · <n> attached · session <id>
-    (from <origin>)`` (``own isolated browser`` for an ephemeral profile); just the session
-    part when the verb acted on no profile."""
+    (from <origin>)`` (``own isolated browser`` for an ephemeral profile; ``<n> attached``:
+    how many sessions have the profile attached); just the session part when the verb acted
+    on no profile. What ``BAY_FOOTER=full`` prints."""
     origin = ORIGINS.get(str(session.get("origin")), ORIGINS["api"])
     who = f"session {session.get('id')} (from {origin})"
     if not profile:
@@ -45,6 +78,25 @@ def footer(profile: Mapping[str, Any] | None, session: Mapping[str, Any]) -> str
         f"profile: {profile.get('label')} ({profile.get('id')}) · {profile.get('provider')} · "
         f"{how} · {who}"
     )
+
+
+def notes(frame: Mapping[str, Any]) -> list[str]:
+    """The lines said under a successful answer's value, footer excluded: its ``notice:``
+    (in full) and its ``hint:`` (a tier hint), each when there is one."""
+    data = frame.get("data")
+    hint = data.get("hint") if isinstance(data, dict) else None
+    return [
+        *([f"notice: {frame['notice']}"] if frame.get("notice") else []),
+        *([f"hint: {hint}"] if hint else []),
+    ]
+
+
+def plain(frame: Mapping[str, Any], text: str | None = None) -> str:
+    """A successful answer as one text with no footer: its value (``text``, else the
+    frame's), then its :func:`notes`. For a surface whose caller reads the profile from the
+    structured answer (the MCP server): nothing in it repeats the frame's rows."""
+    body = str(frame.get("text") or "") if text is None else text
+    return "\n".join(line for line in (body, *notes(frame)) if line)
 
 
 def refusal(frame: Mapping[str, Any], indent: str = "") -> str:

@@ -42,8 +42,11 @@ class LeaseChooser:
         self.leases = leases
         self.settings = settings
 
-    def ephemeral(self, session: Session, chosen: str, domains: Sequence[str]) -> Lease:
-        """The session's own ephemeral browser's lease (made at its first use)."""
+    def ephemeral(
+        self, session: Session, chosen: str, domains: Sequence[str], among: int = 0
+    ) -> Lease:
+        """The session's own ephemeral browser's lease (made at its first use); ``among``:
+        how many profiles the session has attached (:attr:`ProfileRef.among`)."""
         pid = f"ep-{session.ref.id}"
         lease = session.leases.get(pid)
         row = self.plugins.providers.get(self.settings.default_provider)
@@ -54,6 +57,7 @@ class LeaseChooser:
             tier=row.tier if row is not None else 1,
             ephemeral=True,
             chosen=chosen,
+            among=among,
         )
         if lease is None:
             lease = Lease(session.ref, ref, allowed_domains=tuple(domains))
@@ -62,9 +66,11 @@ class LeaseChooser:
             self.leases.rebind(lease, ref, lease.alias)
         return lease
 
-    def persistent(self, session: Session, pid: str, alias: str | None, chosen: str) -> Lease:
+    def persistent(
+        self, session: Session, pid: str, alias: str | None, chosen: str, among: int = 0
+    ) -> Lease:
         row = self.profiles.rows[pid]
-        ref = self.profiles.ref(row, chosen)
+        ref = self.profiles.ref(row, chosen, among)
         lease = session.leases.get(pid)
         if lease is None:
             lease = Lease(session.ref, ref, alias=alias, allowed_domains=row.allowed_domains)
@@ -118,13 +124,13 @@ class LeaseChooser:
             )
         if handle:
             if handle == "ephemeral":
-                return self.ephemeral(session, "explicit", state.ephemeral_domains)
+                return self.ephemeral(session, "explicit", state.ephemeral_domains, len(atts))
             for pid, alias in atts:
                 row = self.profiles.rows[pid]
                 if handle in (alias, pid, row.label):
                     self.profiles.check(row, handle, channel)
                     return await self._held(
-                        session, self.persistent(session, pid, alias, "explicit")
+                        session, self.persistent(session, pid, alias, "explicit", len(atts))
                     )
             row = self.profiles.find(handle, channel)  # a path or an unknown name says so
             raise Refusal(
@@ -141,13 +147,15 @@ class LeaseChooser:
                 session.notices.append(notice)
         pin = state.pin
         if pin == "ephemeral":
-            return self.ephemeral(session, "pinned", state.ephemeral_domains)
+            return self.ephemeral(session, "pinned", state.ephemeral_domains, len(mine))
         for pid, alias in mine:
             if pid == pin:
-                return await self._held(session, self.persistent(session, pid, alias, "pinned"))
+                return await self._held(
+                    session, self.persistent(session, pid, alias, "pinned", len(mine))
+                )
         if len(mine) == 1:
             pid, alias = mine[0]
-            return await self._held(session, self.persistent(session, pid, alias, "default"))
+            return await self._held(session, self.persistent(session, pid, alias, "default", 1))
         if len(mine) >= 2:
             choices = self.handles(mine)
             raise Refusal(

@@ -203,6 +203,7 @@ class Keeper:
                                         await self._undo(session, held)
                                 raise
                             session.last_used = time.monotonic()
+                            profile = session.said(profile)
             except TimeoutError:
                 raise Refusal(
                     "deadline", verb=verb.name, timeout=timeout, longer=timeout * 2

@@ -186,7 +186,7 @@ class ProfileBook:
             removed.append(d.name)
         return removed
 
-    def ref(self, row: ProfileRow, chosen: str) -> ProfileRef:
+    def ref(self, row: ProfileRow, chosen: str, among: int = 0) -> ProfileRef:
         provider = self.plugins.providers.get(row.provider)
         return ProfileRef(
             id=row.id,
@@ -196,6 +196,7 @@ class ProfileBook:
             ephemeral=False,
             attached=self.attached.get(row.id, 0),
             chosen=chosen,
+            among=among,
         )
 
     def usable(self, row: ProfileRow, channel: Channel) -> bool:

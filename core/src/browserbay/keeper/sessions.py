@@ -23,7 +23,7 @@ import itertools
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -341,6 +341,19 @@ class Session:
     """Leases on targets that are not profiles (a window it holds), by key (``w1``)."""
     seen: bool = False
     """The registry has its row (written at its first verb in this keeper)."""
+    acted_on: str | None = None
+    """The profile id its previous answer acted on (None: none yet in this keeper)."""
+
+    def said(self, profile: ProfileRef | None) -> ProfileRef | None:
+        """``profile`` as this answer names it: ``changed`` when it is another than the one
+        the previous answer acted on (the first counts from the session's own ephemeral
+        browser), which the footer then names. A window or other target is none of the
+        session's profiles: it changes nothing."""
+        if profile is None or profile.chosen == "target":
+            return profile
+        before = self.acted_on or f"ep-{self.ref.id}"
+        self.acted_on = profile.id
+        return replace(profile, changed=True) if profile.id != before else profile
 
     @property
     def running_leases(self) -> list[Lease]:

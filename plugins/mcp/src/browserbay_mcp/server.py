@@ -50,8 +50,8 @@ and a way out: do what the way out says. close ends your session."""
 
 def result(answer: Answer, text: str | None = None) -> CallToolResult:
     body = answer.text if text is None else text
-    shown = printable(f"{body}\n\n{answer.footer}".lstrip())
-    content: list[ContentBlock] = [TextContent(text=shown)]
+    # No CLI footer: the profile and session are in the structured content.
+    content: list[ContentBlock] = [TextContent(text=printable(body))]
     if answer.notice:
         content.append(TextContent(text=printable(f"notice: {answer.notice}")))
     structured = {
