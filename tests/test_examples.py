@@ -132,7 +132,13 @@ def test_bay_before_action_sees_the_element_and_the_profile(gated: Bay, demo: st
         "role": "checkbox",
         "name": "I accept the terms",
         "text": "",
+        "via": "target",
+        "selector": "input[name=terms]",
+        "frame": check["target"]["frame"],
+        "point": None,
+        "key": None,
     }
+    assert check["target"]["frame"].endswith("/form.html")
     # The audit sink and the recorder never saw the typed text.
     assert "hunter2" not in (gated.home / "audit.jsonl").read_text()
     assert "hunter2" not in (gated.home / "recorder.jsonl").read_text()

@@ -165,13 +165,17 @@ def bay_before_verb(call: VerbCall) -> Refusal | None:
 
 @hookspec
 def bay_before_action(call: VerbCall, target: ActionTarget) -> Refusal | None:
-    """Called when a verb that changes the page through an element (``click``, ``fill``,
-    ``type``, ``select``, ``check``, ``uncheck``) has found that element and is about to act
-    on it: ``target`` says what it is (role, accessible name, text). Return a
-    :class:`~browserbay.refusals.Refusal` (``verb_refused``) to stop the action — an approval
-    gate for a "Buy" or "Delete" button — or None. Every implementation is called; the first
-    refusal wins and nothing has been done to the element. ``call.profile`` is the profile the
-    verb acts on; ``call.args`` never carry typed text.
+    """Called before every verb that acts on the page, with the element it will act on,
+    however the agent reaches it (``target.via``): the element it named (``click``, ``fill``,
+    ``type``, ``select``, ``check``, ``uncheck``, ``focus``, ``upload``, ``download``,
+    ``dblclick``, ``find … <action>``; ``drag`` asks for its source, then its drop), the element
+    under the pointer (``mouse move|down|up|wheel``: ``target.point``) or the element that has
+    the keys (``press``, ``keydown``, ``keyup``: ``target.key``; ``keyboard type|inserttext``).
+    ``target`` says what it is (role, accessible name, text, a selector hint, its frame).
+    Return a :class:`~browserbay.refusals.Refusal` (``verb_refused``) to stop the action — an
+    approval gate for a "Buy" or "Delete" button — or None. Every implementation is called;
+    the first refusal wins and nothing has been done to the element. ``call.profile`` is the
+    profile the verb acts on, ``call.actor`` who acted; ``call.args`` never carry typed text.
 
     The keeper describes the element (one round trip to the page) only when some plugin
     implements this hook; a sync function on the keeper's loop, like the other hooks."""

@@ -497,7 +497,8 @@ class ActionTarget:
     sees it: found on the page, nothing done to it yet."""
 
     target: str
-    """As the agent gave it: an ``@eN`` reference or a selector."""
+    """As the agent gave it: an ``@eN`` reference or a selector (``''`` when the verb reaches
+    the element at a point or through the focus)."""
     tab: str
     role: str
     """Its ARIA role (explicit, or implied by the tag: ``button``, ``link``, ``textbox``…)."""
@@ -507,6 +508,24 @@ class ActionTarget:
     at most 200 characters."""
     text: str
     """Its visible text (``innerText``), whitespace collapsed, at most 200 characters."""
+    via: str = "target"
+    """How the verb reaches it: ``target`` (the element the agent named: ``click @e3``,
+    ``fill``, ``drag`` — its source, then its drop), ``point`` (the element under the pointer at
+    :attr:`point`: ``mouse move|down|up|wheel``) or ``focus`` (the element that has the keys:
+    ``press``, ``keydown``, ``keyup``, ``keyboard type|inserttext``). For ``point`` and
+    ``focus`` :attr:`target` is ``''``; role, name and text are ``''`` when nothing is there
+    (a point on the bare page, keys with nothing focused)."""
+    selector: str = ""
+    """A hint of where it is: ``tag#id[name=…]`` (``button#buy``), ``body`` for the page."""
+    frame: str = ""
+    """The address of the frame it is in (the page's, an iframe's), without query or
+    fragment."""
+    point: tuple[float, float] | None = None
+    """For ``via == "point"``: the pointer's point, CSS pixels of the tab's viewport."""
+    key: str | None = None
+    """For ``press``/``keydown``/``keyup``: the key or chord (``Enter``, ``Control+a``) — a
+    key name, never typed text (``keyboard type`` carries none: its text is only a length in
+    ``call.args``)."""
 
 
 @dataclass(frozen=True)

@@ -92,3 +92,22 @@ def test_the_audit_sink_writes_one_line_per_verb_and_never_raises(
     assert (row["verb"], row["ok"], row["ms"], row["profile"]) == ("fill", True, 12.3, "ep-agent-1")
     monkeypatch.setenv("BAY_AUDIT_FILE", str(tmp_path / "no" / "such" / "dir" / "a.jsonl"))
     plugin.bay_after_verb(call=call, outcome=VerbOutcome(False, "deadline", 1.0))  # logged only
+
+
+def test_click_stands_for_every_way_to_press_but_a_move_presses_nothing() -> None:
+    def call(verb: str, **args: object) -> VerbCall:
+        return VerbCall(verb, args, SESSION, PROFILE)
+
+    buy = ActionTarget(target="", tab="t1", role="button", name="Buy now", text="", via="focus")
+    for pressing in (
+        call("press", key="Enter"),
+        call("keyboard", action="type"),
+        call("mouse", action="down"),
+        call("keydown", key="Enter"),
+    ):
+        assert isinstance(plugin.bay_before_action(call=pressing, target=buy), Refusal)
+    for moving in (call("mouse", action="move"), call("mouse", action="wheel")):
+        assert plugin.bay_before_action(call=moving, target=buy) is None
+    refusal = plugin.bay_before_action(call=call("press", key="Enter"), target=buy)
+    assert refusal is not None
+    assert "(it has the focus)" in refusal.message

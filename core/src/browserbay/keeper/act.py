@@ -44,6 +44,10 @@ class Act:
     """Playwright's device descriptors by name (``bay set device``; None: none known)."""
     trace: Recorder | None = None
     """Takes the action's frames when a plugin traces actions (bay_action_traced)."""
+    road: str = "api"
+    """The road the verb came by (:attr:`browserbay.model.VerbCall.road`)."""
+    actor: str | None = None
+    """Who acted, named by the keeper from the channel (:attr:`VerbCall.actor`)."""
 
     @property
     def page(self) -> Page:

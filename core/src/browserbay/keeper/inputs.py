@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 
 from browserbay.keeper.act import Act
+from browserbay.keeper.actions import before_action, before_keys, before_point
 from browserbay.keeper.pageinput import page_input
 from browserbay.keeper.pageverbs import (
     Answer,
@@ -118,6 +119,7 @@ async def verb_drag(act: Act) -> Answer:
     to = await locate(act, to_target)
 
     async def run(loc: Locator) -> tuple[float, float] | None:
+        await before_action(act, to_target, to)  # the drop, as the source was
         await loc.drag_to(to, steps=DRAG_STEPS, timeout=act.ms_left())
         return await _center(to, min(act.ms_left(), 2000))
 
@@ -181,6 +183,7 @@ async def verb_keyboard(act: Act) -> Answer:
     events. The answer says where the text went and how long it was, never the text."""
     action = str(act.args["action"])
     text = str(act.args["text"])
+    await before_keys(act, None)
     try:
         if action == "type":
             await act.page.keyboard.type(text)
@@ -197,6 +200,7 @@ async def verb_keyboard(act: Act) -> Answer:
 @page_verb("keydown")
 async def verb_keydown(act: Act) -> Answer:
     key = str(act.args["key"])
+    await before_keys(act, key)
     try:
         await act.page.keyboard.down(key)
     except Exception as exc:
@@ -213,6 +217,7 @@ async def verb_keyup(act: Act) -> Answer:
     key = str(act.args["key"])
     held = page_input(act.page).held
     was_held = key in held
+    await before_keys(act, key)
     try:
         await act.page.keyboard.up(key)
     except Exception as exc:
@@ -284,6 +289,7 @@ async def verb_mouse(act: Act) -> Answer:
                     f"(0-{width:g} × 0-{height:g} {unit})",
                     verb="mouse",
                 )
+            await before_point(act, x, y)
             start = state.point or (x, y)
             steps = int(min(MOVE_STEPS_MAX, max(1, math.dist(start, (x, y)) // MOVE_STEP_PX)))
             await mouse.move(x, y, steps=steps)
@@ -301,6 +307,7 @@ async def verb_mouse(act: Act) -> Answer:
                     verb="mouse",
                 )
             x, y = state.point
+            await before_point(act, x, y)
             await mouse.move(x, y)  # where the keeper says it is, whatever clicked since
             await (mouse.down(button=button) if action == "down" else mouse.up(button=button))
             _pointed(act, x, y)
@@ -308,6 +315,7 @@ async def verb_mouse(act: Act) -> Answer:
             data["url"] = page.url
             return data, f"{button} button {action} at {_at(x, y)} ({unit})"
         dy, dx = _number(first, "dy"), _number(second if second is not None else 0, "dx")
+        await before_point(act, *(state.point or (0.0, 0.0)))
         await mouse.wheel(dx, dy)
         scroll = await _settled_scroll(page)
         data = {"action": action, "dx": dx, "dy": dy, "scroll": scroll, "unit": "css_px"}

@@ -190,6 +190,7 @@ class Keeper:
                                     check,
                                     channel,
                                     files,
+                                    asked.road,
                                 )
                             except (anyio.get_cancelled_exc_class(), Refusal) as cut:
                                 # Cut by the deadline, or a page call's own timeout (the
@@ -293,6 +294,7 @@ class Keeper:
         check: Check,
         channel: Channel,
         files: Carried,
+        road: str,
     ) -> SessionAnswer:
         """``check``: the guards (browserbay.keeper.roads), called once before anything of
         the verb runs, with the lease it acts on when there is one."""
@@ -320,7 +322,7 @@ class Keeper:
                 check(None, held=target, exempt=exempt)
                 if target is None:
                     return await self._on_lease(
-                        verb, handler, args, session, lease, deadline, timeout, channel, files
+                        verb, handler, args, session, lease, deadline, timeout, channel, files, road
                     )
                 return await self.controls.run(
                     target,
@@ -337,6 +339,7 @@ class Keeper:
                         timeout,
                         channel,
                         files,
+                        road,
                         target,
                     ),
                 )
@@ -354,7 +357,17 @@ class Keeper:
             args,
             exempt,
             lambda: self._on_lease(
-                verb, handler, args, session, lease, deadline, timeout, channel, files, target
+                verb,
+                handler,
+                args,
+                session,
+                lease,
+                deadline,
+                timeout,
+                channel,
+                files,
+                road,
+                target,
             ),
         )
 
@@ -369,6 +382,7 @@ class Keeper:
         timeout: float,
         channel: Channel,
         files: Carried,
+        road: str,
         target: Lease | None = None,
     ) -> tuple[dict[str, Any], str, ProfileRef | None]:
         """Run a verb on its lease (cut by a takeover: see browserbay.keeper.controls)."""
@@ -427,6 +441,8 @@ class Keeper:
                 files,
                 self.leases.downloads,
                 self.leases.pool.devices,
+                road=road,
+                actor=channel.actor,
             )
             await lease.emulation.apply(tab.page)  # a tab that opened by itself (a popup)
             act.trace = self._recorder(act, row)

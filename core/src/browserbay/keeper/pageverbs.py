@@ -18,7 +18,7 @@ import anyio
 
 from browserbay.keeper import fastclick
 from browserbay.keeper.act import Act
-from browserbay.keeper.actions import before_action
+from browserbay.keeper.actions import before_action, before_keys
 from browserbay.keeper.pageinput import page_input
 from browserbay.model import Failure
 from browserbay.paths import ensure_private, write_private
@@ -349,6 +349,7 @@ async def verb_type(act: Act) -> Answer:
 
 @page_verb("press")
 async def verb_press(act: Act) -> Answer:
+    await before_keys(act, str(act.args["key"]))
     try:
         await act.page.keyboard.press(str(act.args["key"]))
     except Exception as exc:

@@ -1,9 +1,12 @@
 """An integrator's plugin: an approval gate for purchases, and a JSONL audit sink.
 
-The gate (``bay_before_action``) refuses to ``click`` an element whose accessible name or
+The gate (``bay_before_action``) refuses to press an element whose accessible name or
 visible text contains a gated word — "Buy", "Purchase", "Place order", "Pay now" by default
 — unless a human approved the session. It sees the element the keeper actually found, so an
-``@eN`` reference, ``#buy`` and ``text=Buy now`` are all gated alike. The agent gets a typed
+``@eN`` reference, ``#buy`` and ``text=Buy now`` are all gated alike, and ``click`` means every
+way to press it: a click or a double click, ``mouse down``/``up`` at its point, ``press``,
+``keydown``, ``keyup`` or ``keyboard type`` while it has the focus (Enter and Space press a
+button), ``check``/``uncheck``. The agent gets a typed
 ``verb_refused`` refusal with a way out; nothing is done to the page.
 
 The audit sink (``bay_after_verb``) appends one JSON line per verb: when, which session and
@@ -14,7 +17,8 @@ Configuration (read at each call, so a test or an operator can change it without
 
 - ``BAY_GATE_WORDS``: comma-separated words or phrases to gate (case-insensitive, whole
   words); default ``Buy,Purchase,Place order,Pay now``.
-- ``BAY_GATE_VERBS``: comma-separated verbs the gate applies to; default ``click``.
+- ``BAY_GATE_VERBS``: comma-separated verbs the gate applies to; default ``click`` (which
+  stands for every pressing verb, :data:`PRESSING`).
 - ``BAY_GATE_APPROVALS``: a file of approved session ids, one a line: those sessions pass
   the gate (a human adds a line to approve).
 - ``BAY_AUDIT_FILE``: the JSONL file the audit sink appends to; unset: no audit.
@@ -35,6 +39,18 @@ from browserbay.refusals import Refusal
 
 PLUGIN = "approval-gate"
 DEFAULT_WORDS = "Buy,Purchase,Place order,Pay now"
+#: The verbs that can press an element (``click`` in ``BAY_GATE_VERBS`` stands for them all).
+PRESSING = (
+    "click",
+    "dblclick",
+    "check",
+    "uncheck",
+    "mouse",
+    "press",
+    "keydown",
+    "keyup",
+    "keyboard",
+)
 log = logging.getLogger("browserbay.approval_gate")
 
 
@@ -76,14 +92,30 @@ def audit(row: dict[str, Any]) -> None:
         log.exception("the audit sink could not write %s", path)
 
 
+def gated_verb(call: VerbCall) -> bool:
+    """Whether the gate applies to ``call``: its verb is configured (``click`` stands for
+    :data:`PRESSING`); a ``mouse move`` or ``wheel`` presses nothing."""
+    verbs = set(_list("BAY_GATE_VERBS", "click"))
+    if "click" in verbs:
+        verbs.update(PRESSING)
+    if call.verb == "mouse" and call.args.get("action") in ("move", "wheel"):
+        return False
+    return call.verb in verbs
+
+
 @hookimpl
 def bay_before_action(call: VerbCall, target: ActionTarget) -> Refusal | None:
-    if call.verb not in _list("BAY_GATE_VERBS", "click"):
+    if not gated_verb(call):
         return None
     word = gated_word(target.name, target.text)
     if word is None:
         return None
     what = f'the {target.role} "{target.name or target.text}"'
+    if target.via == "focus":
+        what += " (it has the focus)"
+    elif target.via == "point" and target.point is not None:
+        what += f" (at {target.point[0]:g}, {target.point[1]:g})"
+
     decision = "approved" if approved(call.session.id) else "refused"
     audit(
         {
@@ -92,7 +124,13 @@ def bay_before_action(call: VerbCall, target: ActionTarget) -> Refusal | None:
             "session": call.session.id,
             "profile": call.profile.id if call.profile else None,
             "verb": call.verb,
-            "target": {"ref": target.target, "role": target.role, "name": target.name},
+            "target": {
+                "ref": target.target,
+                "via": target.via,
+                "role": target.role,
+                "name": target.name,
+                "frame": target.frame,
+            },
             "word": word,
         }
     )
