@@ -243,3 +243,42 @@ def test_settings_on_a_shared_profile_never_reach_another_sessions_tabs(
     assert _js(bay, b, "[innerWidth, navigator.onLine]") == [before[0], True]
     bay.ok("close", session=a)
     bay.ok("close", session=b)
+
+
+def _permission(bay: Bay, s: str) -> str:
+    js = "navigator.permissions.query({name: 'geolocation'}).then(p => p.state)"
+    return str(_js(bay, s, js))
+
+
+def test_geo_on_a_shared_profile_grants_and_restores_only_the_setters_origins(
+    bay: Bay, site: Site
+) -> None:
+    """Attack: two sessions share a persistent profile's browser context. A's ``set geo``
+    granted the permission to every origin of the context (B's page on another origin read
+    ``granted``), and A's ``close`` cleared every permission of the context (B's own grant
+    gone: B's next position was an error). Now a grant is for the setter's origins, and
+    ``close`` takes back only what no other session still holds."""
+    bay.ok("new", "emu-geo-shared")
+    a, b = "emu-geo-a", "emu-geo-b"
+    other = site.url.replace("127.0.0.1", "localhost")  # another origin, the same server
+    for s, url in ((a, site.url), (b, other)):
+        bay.ok("use", "emu-geo-shared", session=s)
+        bay.ok("open", url, session=s)
+    assert _permission(bay, b) == "prompt"
+    bay.ok("set", "geo", "52.52", "13.405", session=a)
+    assert _js(bay, a, "geo()") == [52.52, 13.405]
+    assert _permission(bay, b) == "prompt"  # A's grant is not B's origin's
+    bay.ok("set", "geo", "-33.86", "151.2", session=b)
+    assert _js(bay, b, "geo()") == [-33.86, 151.2]
+    bay.ok("tab", "new", other, session=a)  # A on B's origin too: both hold it
+    assert _js(bay, a, "geo()") == [52.52, 13.405]
+    bay.ok("close", session=a)
+    assert _js(bay, b, "geo()") == [-33.86, 151.2]  # B's grant outlives A's close
+    c = "emu-geo-c"  # a third session of the profile, which set nothing
+    bay.ok("use", "emu-geo-shared", session=c)
+    bay.ok("open", site.url, session=c)
+    assert _permission(bay, c) == "prompt"  # A's origin: taken back with A's close
+    bay.ok("close", session=b)
+    bay.ok("open", other, session=c)
+    assert _permission(bay, c) == "prompt"  # and B's with B's
+    bay.ok("close", session=c)

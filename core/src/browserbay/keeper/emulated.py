@@ -7,15 +7,18 @@ Every setting is a DevTools override on the tab's own page target (``Emulation.*
 ``Network.*``), held by a DevTools session this object keeps open per page: Chromium drops a
 session's overrides when it detaches, so releasing is detaching. Being per page target, a
 setting is the lease's own even on a persistent profile whose browser context other sessions
-share — except the geolocation permission, which Chromium grants per browser context (see
-:meth:`LeaseEmulation.grant_geolocation`).
+share — except the geolocation permission, which Chromium grants per browser context and
+origin: a lease grants it only for its own tabs' origins, and takes back at ``close`` only what
+no other lease of that context still holds (:class:`GeoGrants`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import weakref
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, CDPSession, Page
@@ -154,6 +157,59 @@ def commands(e: Emulation, default_ua: str) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
+def origin_of(url: str) -> str | None:
+    """``scheme://host[:port]`` of an ``http(s)`` page; None for any other (``about:blank``
+    has no origin a permission could be granted to)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return None
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
+
+
+class GeoGrants:
+    """Which leases hold the geolocation permission for which origins of one browser context.
+
+    Chromium keeps a DevTools-granted permission per browser context and origin, and
+    Playwright can grant per origin but only clear them all: so a lease's grant is booked
+    here, and when a lease lets go of an origin nobody else holds, the context's grants are
+    cleared and the others' granted again (:meth:`release`)."""
+
+    def __init__(self, context: BrowserContext) -> None:
+        self._context = context
+        self._holders: dict[str, set[int]] = {}
+
+    async def hold(self, lease: int, origin: str) -> None:
+        holders = self._holders.get(origin)
+        if holders is None:
+            await self._context.grant_permissions(["geolocation"], origin=origin)
+            holders = self._holders[origin] = set()
+        holders.add(lease)
+
+    async def release(self, lease: int) -> None:
+        dropped = False
+        for origin, holders in list(self._holders.items()):
+            holders.discard(lease)
+            if not holders:
+                del self._holders[origin]
+                dropped = True
+        if not dropped:
+            return
+        await self._context.clear_permissions()
+        for origin in self._holders:
+            await self._context.grant_permissions(["geolocation"], origin=origin)
+
+
+_GRANTS: weakref.WeakKeyDictionary[BrowserContext, GeoGrants] = weakref.WeakKeyDictionary()
+
+
+def geo_grants(context: BrowserContext) -> GeoGrants:
+    """The context's :class:`GeoGrants` (made on first use, gone with the context)."""
+    grants = _GRANTS.get(context)
+    if grants is None:
+        grants = _GRANTS[context] = GeoGrants(context)
+    return grants
+
+
 class LeaseEmulation:
     """A lease's :class:`Emulation` and the DevTools session holding it on each page."""
 
@@ -161,7 +217,7 @@ class LeaseEmulation:
         self.settings = Emulation()
         self._sessions: dict[int, tuple[Page, CDPSession]] = {}
         self._applied: dict[int, Emulation] = {}
-        self._granted: BrowserContext | None = None
+        self._granted: GeoGrants | None = None
 
     @property
     def active(self) -> bool:
@@ -169,7 +225,11 @@ class LeaseEmulation:
 
     async def apply(self, page: Page) -> None:
         """Put the lease's settings on ``page`` (nothing when they are on it already, or
-        when nothing was set). A DevTools error is raised: the caller's setting is wrong."""
+        when nothing was set). A DevTools error is raised: the caller's setting is wrong.
+        With a position set, the page's origin gets the geolocation permission (a tab of the
+        lease that went to another origin since)."""
+        if self.settings.geo is not None:
+            await self._grant(page)
         if not self.active or self._applied.get(id(page)) == self.settings:
             return
         held = self._sessions.get(id(page))
@@ -208,11 +268,26 @@ class LeaseEmulation:
             with contextlib.suppress(Exception):
                 await self.apply(page)
 
-    async def grant_geolocation(self, context: BrowserContext) -> None:
-        """The geolocation permission, for every origin of ``context``: Chromium grants it
-        per browser context (on a shared persistent profile, every session's)."""
-        await context.grant_permissions(["geolocation"])
-        self._granted = context
+    async def grant_geolocation(self, pages: list[Page]) -> None:
+        """The geolocation permission for the origins of ``pages`` (the lease's tabs): not
+        for the context's other origins, which other sessions of a shared profile may show."""
+        for page in pages:
+            await self._grant(page)
+
+    async def _grant(self, page: Page) -> None:
+        origin = origin_of(page.url)
+        if origin is None:
+            return
+        self._granted = geo_grants(page.context)
+        await self._granted.hold(id(self), origin)
+
+    async def ungrant(self) -> None:
+        """Let go of the lease's geolocation grants (those no other lease holds are taken
+        back)."""
+        if self._granted is not None:
+            with contextlib.suppress(Exception):  # a context that closed took them along
+                await self._granted.release(id(self))
+        self._granted = None
 
     def _forget(self, key: int) -> None:
         self._sessions.pop(key, None)
@@ -221,14 +296,12 @@ class LeaseEmulation:
     async def release(self) -> None:
         """The lease ended: every override is dropped (its sessions detached) and forgotten.
         A geolocation permission granted on an ephemeral context goes with the context; on a
-        persistent profile's it is cleared (the profile's browser context keeps none of it)."""
+        persistent profile's the lease's origins are taken back, unless another session of
+        that context still holds them (:class:`GeoGrants`)."""
         for _page, cdp in list(self._sessions.values()):
             with contextlib.suppress(Exception):
                 await cdp.detach()
-        if self._granted is not None:
-            with contextlib.suppress(Exception):
-                await self._granted.clear_permissions()
+        await self.ungrant()
         self._sessions.clear()
         self._applied.clear()
-        self._granted = None
         self.settings = Emulation()

@@ -3,7 +3,9 @@
 A setting is the session's, on every tab of its lease, tabs opened later included, until
 ``close`` (:class:`~browserbay.keeper.emulated.LeaseEmulation`: DevTools overrides per page
 target, so on a persistent profile another session's tabs keep the browser's own; the
-geolocation permission is the one thing granted on the whole browser context). Bad input
+geolocation permission, which Chromium keeps per browser context and origin, is granted for the
+origins of the lease's own tabs, and ``close`` takes back only those no other session holds:
+:class:`~browserbay.keeper.emulated.GeoGrants`). Bad input
 changes nothing: every value is checked before anything is sent, and a value the browser
 refuses (an unknown timezone) leaves the settings before on every tab. Header values are
 never shown (the row's ``secret_args``; answers name the headers only).
@@ -19,6 +21,8 @@ import json
 import math
 import re
 from typing import Any
+
+import anyio
 
 from browserbay.keeper.act import Act
 from browserbay.keeper.emulated import Emulation, Metrics
@@ -115,17 +119,19 @@ async def _changed(act: Act, cur: Emulation) -> Emulation:
 async def verb_set(act: Act) -> Answer:
     emulation = act.lease.emulation
     new = await _changed(act, emulation.settings)
-    context = act.lease.context
-    assert context is not None  # the page verb's tab is in it
     pages = [t.page for t in act.lease.tabs.values()]
+    had_geo = emulation.settings.geo is not None
     try:
-        if new.geo is not None and emulation.settings.geo is None:
-            await emulation.grant_geolocation(context)
+        if new.geo is not None:
+            await emulation.grant_geolocation(pages)
         await emulation.change(new, pages)
-    except Refusal:
+    except BaseException as exc:
+        if not had_geo:  # bad input changes nothing: no grant is left behind
+            with anyio.CancelScope(shield=True):
+                await emulation.ungrant()
+        if isinstance(exc, Exception) and not isinstance(exc, Refusal):
+            raise Refusal("action_failed", verb="set", reason=first_line(exc)) from None
         raise
-    except Exception as exc:
-        raise Refusal("action_failed", verb="set", reason=first_line(exc)) from None
     shown = new.shown()
     what = str(act.args["setting"])
     value = shown["viewport" if what == "device" else what] if what in shown else None
