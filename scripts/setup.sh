@@ -36,6 +36,8 @@ command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 for pkg in xvfb at-spi2-core dbus python3-pyatspi python3-gi gir1.2-gtk-3.0 util-linux; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
+# The snapshot tests read real pages nobody here wrote: the Python documentation.
+dpkg -s python3-doc >/dev/null 2>&1 || missing+=(python3-doc)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}" >&2
   apt_install "${missing[@]}"

@@ -1,14 +1,25 @@
-"""Make Playwright's AI-mode ARIA snapshot compact without losing a single reference.
+"""What a snapshot shows, as a pipeline: parse Playwright's tree, judge what can be acted on,
+render what the agent reads.
 
-Playwright (``aria_snapshot(mode="ai")``) gives a YAML tree whose nodes carry ``[ref=eN]``
-references that stay stable for the same element across snapshots of one document. Most of
-its size is unnamed ``generic`` wrappers; those are dropped (their children move up a level)
-unless they hold text of their own. Interactive elements always keep their references.
+Playwright (``aria_snapshot(mode="ai", boxes=True)``) gives a YAML tree whose nodes carry
+``[ref=eN]`` references that stay stable for the same element across snapshots of one
+document. :func:`parse` reads that YAML properly (a node line YAML had to quote — a name
+holding ``" #"`` or ``": "`` — is the node it is, not text) into typed :class:`Node` trees.
+:func:`judge` adds what the ARIA tree does not say: elements the page made clickable,
+editable or focusable without a role (``cursor: pointer``, ``onclick``, ``contenteditable``,
+``tabindex``), found in the DOM by the keeper (:class:`Found`) — a node Playwright has
+gets the marker, an element it merged into its parent's text becomes a node of its own with
+its own ref (``cN``). :func:`render` writes the tree (unnamed wrappers dropped, link targets
+on the link's line) or the flat interactive list, in pages of lines; :func:`delta` compares
+two snapshots of one document by ref.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 INTERACTIVE_ROLES = frozenset(
     {
@@ -32,52 +43,489 @@ INTERACTIVE_ROLES = frozenset(
     }
 )
 
+#: Shown in the interactive list as landmarks of the page (where things are, and targets
+#: for ``scrollintoview``), though nothing is done to them.
+CONTEXT_ROLES = frozenset({"heading"})
+
 #: Structure an agent reads but never acts on: no reference is shown for these (Playwright
-#: still resolves one if an agent has it from elsewhere).
+#: still resolves one if an agent has it from elsewhere), unless the page made one clickable.
 NO_REF_ROLES = frozenset({"list", "listitem", "paragraph", "blockquote", "strong", "emphasis"})
 
-_LINE = re.compile(r"^(?P<indent>\s*)- (?P<body>.*)$")
-_ROLE = re.compile(r"^(?P<role>[a-z]+)\b")
-_REF = re.compile(r"\[ref=(?P<ref>[a-z0-9]+)\]")
-_NOISE = re.compile(r" \[cursor=pointer\]| \[active\]")
+_WRAPPERS = frozenset({"generic", "group", "none", "presentation"})
+
+#: How an element without an interactive role was judged actionable (the DOM said so).
+KINDS = ("clickable", "editable", "focusable")
+
+_REF = re.compile(r"\[ref=(?P<ref>(?:f\d+)?[ec]\d+)\]")
+_ATTR = re.compile(r" \[(?P<attr>[^\]]*)\]")
+_NAME_CLIP = 80
 
 
-def _parse(text: str) -> list[tuple[int, str]]:
-    out: list[tuple[int, str]] = []
-    for raw in text.splitlines():
-        m = _LINE.match(raw)
-        if m is None:
-            # A continuation line (multi-line text): attach to the previous node.
-            if out:
-                depth, body = out[-1]
-                out[-1] = (depth, body + " " + raw.strip())
+@dataclass(frozen=True)
+class Box:
+    """An element's border box in its frame's viewport, CSS pixels (getBoundingClientRect)."""
+
+    x: int
+    y: int
+    width: int
+    height: int
+
+    def contains(self, other: Box) -> bool:
+        return (
+            self.x <= other.x
+            and self.y <= other.y
+            and other.x + other.width <= self.x + self.width
+            and other.y + other.height <= self.y + self.height
+        )
+
+    def shifted(self, dx: int, dy: int) -> Box:
+        return Box(self.x + dx, self.y + dy, self.width, self.height)
+
+
+@dataclass
+class Node:
+    """One node of the tree: an element (``role``), or a run of text (``role == "text"``)."""
+
+    role: str
+    name: str = ""
+    ref: str | None = None
+    attrs: list[str] = field(default_factory=list)
+    """Playwright's state markers other than the ref: ``level=2``, ``checked``, ``active``…"""
+    pointer: bool = False
+    """Playwright saw ``cursor: pointer`` on it (the outermost such element)."""
+    box: Box | None = None
+    text: str | None = None
+    """Its text, when that is all it holds (``- paragraph: some text``)."""
+    props: dict[str, str] = field(default_factory=dict)
+    """``url`` of a link, ``placeholder`` of a field."""
+    children: list[Node] = field(default_factory=list)
+    kind: str | None = None
+    """``clickable``, ``editable`` or ``focusable``: judged from the DOM (see :func:`judge`)."""
+
+    def walk(self) -> Iterator[Node]:
+        yield self
+        for c in self.children:
+            yield from c.walk()
+
+    def own_text(self) -> str:
+        """Its name, or else the text it holds (a link named by its content shows it). A
+        generic element shows what it reads on the page when it holds text (its name is
+        often a long ``title``)."""
+        if self.name and not (self.role == "generic" and self.text):
+            return self.name
+        parts = [n.text for n in self.walk() if n.text]
+        return _clip(" ".join(p.strip() for p in parts if p.strip()))
+
+    @property
+    def actionable(self) -> bool:
+        return self.ref is not None and (self.role in INTERACTIVE_ROLES or self.kind is not None)
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _NAME_CLIP else text[: _NAME_CLIP - 1] + "…"
+
+
+# -- parse ------------------------------------------------------------------------------
+
+
+class SnapshotSyntaxError(ValueError):
+    """A line of Playwright's snapshot that is not the YAML it writes."""
+
+
+def _single_quoted(s: str, i: int) -> tuple[str, int]:
+    """A YAML single-quoted scalar starting at ``s[i] == "'"``: its value and the index
+    after its closing quote (``''`` is one quote)."""
+    out: list[str] = []
+    j = i + 1
+    while j < len(s):
+        c = s[j]
+        if c == "'":
+            if j + 1 < len(s) and s[j + 1] == "'":
+                out.append("'")
+                j += 2
+                continue
+            return "".join(out), j + 1
+        out.append(c)
+        j += 1
+    raise SnapshotSyntaxError(f"unterminated quote: {s[:80]!r}")
+
+
+_ESCAPES = {"\\": "\\", '"': '"', "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "/": "/"}
+
+
+def _double_quoted(s: str, i: int) -> tuple[str, int]:
+    """A YAML double-quoted scalar as Playwright writes values (``\\xNN``, ``\\n``, …)."""
+    out: list[str] = []
+    j = i + 1
+    while j < len(s):
+        c = s[j]
+        if c == '"':
+            return "".join(out), j + 1
+        if c == "\\" and j + 1 < len(s):
+            e = s[j + 1]
+            if e in _ESCAPES:
+                out.append(_ESCAPES[e])
+                j += 2
+                continue
+            width = {"x": 2, "u": 4, "U": 8}.get(e)
+            if width is not None:
+                try:
+                    out.append(chr(int(s[j + 2 : j + 2 + width], 16)))
+                except ValueError:
+                    raise SnapshotSyntaxError(f"bad escape: {s[:80]!r}") from None
+                j += 2 + width
+                continue
+        out.append(c)
+        j += 1
+    raise SnapshotSyntaxError(f"unterminated quote: {s[:80]!r}")
+
+
+def _scalar(s: str) -> str:
+    s = s.strip()
+    if s.startswith('"'):
+        return _double_quoted(s, 0)[0]
+    if s.startswith("'"):
+        return _single_quoted(s, 0)[0]
+    return s
+
+
+def _split_entry(body: str) -> tuple[str, str | None, bool]:
+    """``key``, ``key: value`` or ``key:`` (children follow): the key (unquoted), the value
+    (unquoted) or None, and whether children follow."""
+    if body.startswith("'") or body.startswith('"'):
+        key, j = (_single_quoted if body[0] == "'" else _double_quoted)(body, 0)
+        rest = body[j:]
+        if rest == "":
+            return key, None, False
+        if rest == ":":
+            return key, None, True
+        if rest.startswith(": "):
+            return key, _scalar(rest[2:]), False
+        raise SnapshotSyntaxError(f"unexpected text after a quoted key: {body[:80]!r}")
+    # A bare key holds no ': ' and ends in no ':' (Playwright quotes it otherwise).
+    k = body.find(": ")
+    if k >= 0:
+        return body[:k], _scalar(body[k + 2 :]), False
+    if body.endswith(":"):
+        return body[:-1], None, True
+    return body, None, False
+
+
+def _node_of_key(key: str) -> Node:
+    """``role "name" [attr] [ref=e5] [cursor=pointer] [box=x,y,w,h]`` (the name in JSON)."""
+    m = re.match(r"[a-zA-Z]+", key)
+    if m is None:
+        raise SnapshotSyntaxError(f"no role: {key[:80]!r}")
+    node = Node(role=m.group(0))
+    i = m.end()
+    if key.startswith(' "', i):
+        try:
+            name, end = json.JSONDecoder().raw_decode(key, i + 1)
+        except ValueError:
+            raise SnapshotSyntaxError(f"bad name: {key[:80]!r}") from None
+        node.name = str(name)
+        i = end
+    for a in _ATTR.finditer(key, i):
+        attr = a.group("attr")
+        if attr.startswith("ref="):
+            node.ref = attr[4:]
+        elif attr == "cursor=pointer":
+            node.pointer = True
+        elif attr.startswith("box="):
+            x, y, w, h = (int(v) for v in attr[4:].split(","))
+            node.box = Box(x, y, w, h)
+        else:
+            node.attrs.append(attr)
+    return node
+
+
+def parse(raw: str) -> list[Node]:
+    """Playwright's AI-mode snapshot as a forest of :class:`Node` (no text is lost: a line
+    that is no ``- entry`` continues the previous one)."""
+    roots: list[Node] = []
+    stack: list[tuple[int, Node]] = []
+    last: Node | None = None
+    for line in raw.splitlines():
+        stripped = line.lstrip(" ")
+        if not stripped.startswith("- "):
+            if last is not None and stripped and last.text is not None:
+                last.text += " " + stripped.strip()
             continue
-        out.append((len(m.group("indent")) // 2, _unquote(m.group("body"))))
+        depth = (len(line) - len(stripped)) // 2
+        key, value, _ = _split_entry(stripped[2:])
+        while stack and stack[-1][0] >= depth:
+            stack.pop()
+        parent = stack[-1][1] if stack else None
+        if key.startswith("/"):
+            if parent is not None:
+                parent.props[key[1:]] = value or ""
+            continue
+        if key == "text":
+            node = Node(role="text", text=value or "")
+        else:
+            node = _node_of_key(key)
+            node.text = value
+            if node.pointer and node.ref is not None and node.role not in INTERACTIVE_ROLES:
+                node.kind = "clickable"  # Playwright saw the pointer: the page means a click
+        (parent.children if parent is not None else roots).append(node)
+        stack.append((depth, node))
+        last = node
+    return roots
+
+
+# -- judge ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Found:
+    """An element the DOM says can be acted on although its role may not: from the keeper's
+    walk of one frame (open shadow roots included)."""
+
+    ref: str
+    """Its own ref (``cN``, with the frame's prefix): used when no node of the tree is it."""
+    kind: str
+    box: Box
+    text: str
+    frame: str = ""
+    """The ref prefix of the frame it is in (``""``: the snapshotted frame)."""
+
+
+def frame_of(ref: str) -> str:
+    m = re.match(r"f\d+", ref)
+    return m.group(0) if m else ""
+
+
+def judge(roots: list[Node], found: list[Found]) -> None:
+    """Mark the nodes the DOM says are actionable, and give an element the tree merged into
+    its parent's text a node of its own, under the smallest node of its frame that holds
+    it. A node with an interactive role needs no marker; nor does one inside a link."""
+    nodes = [n for r in roots for n in r.walk() if n.ref is not None and n.box is not None]
+    by_box: dict[tuple[str, Box], list[Node]] = {}
+    for n in nodes:
+        by_box.setdefault((frame_of(n.ref or ""), n.box or Box(0, 0, 0, 0)), []).append(n)
+    for f in found:
+        same = by_box.get((f.frame, f.box))
+        if same:
+            target = same[-1]  # the innermost node with that box
+            if target.role not in INTERACTIVE_ROLES:
+                target.kind = f.kind
+            continue
+        holders = [
+            n
+            for n in nodes
+            if frame_of(n.ref or "") == f.frame and n.box is not None and n.box.contains(f.box)
+        ]
+        node = Node(role="generic", name=_clip(f.text), ref=f.ref, box=f.box, kind=f.kind)
+        if holders:
+            parent = min(holders, key=lambda n: (n.box.width * n.box.height) if n.box else 0)
+            if parent.role == "link":
+                continue
+            if parent.text is not None:  # its text becomes a child, so the new node fits in
+                parent.children.insert(0, Node(role="text", text=parent.text))
+                parent.text = None
+            parent.children.append(node)
+        else:
+            roots.append(node)
+
+
+# -- render -----------------------------------------------------------------------------
+
+
+def _text(s: str) -> str:
+    """Text on one line: a line break shows as ``\\n``. Other control characters stay as
+    they are in the data; the answer's text escapes them (browserbay.render)."""
+    return s.replace("\r", "\\r").replace("\n", "\\n")
+
+
+def _is_wrapper(n: Node) -> bool:
+    return n.role in _WRAPPERS and not n.name and n.text is None and n.kind is None and not n.props
+
+
+def _key(n: Node, *, show_ref: bool, name: str | None = None, flat: bool = False) -> str:
+    parts = [n.role]
+    name = n.name if name is None else name
+    if name:
+        parts.append(json.dumps(name, ensure_ascii=False))
+    # In the flat list a heading's level says little its number does not.
+    parts += [f"[{a}]" for a in n.attrs if a != "active" and not (flat and a.startswith("level="))]
+    if show_ref and n.ref is not None:
+        parts.append(f"[ref={n.ref}]")
+    if n.kind is not None and show_ref:
+        parts.append(n.kind)
+    return _text(" ".join(parts))
+
+
+@dataclass(frozen=True)
+class Line:
+    text: str
+    ref: str | None = None
+    """The ref the line shows (None: none)."""
+
+
+def _echo(n: Node, siblings: list[Node], i: int) -> bool:
+    """A ``text:`` node that only repeats a neighbour's accessible name (a label)."""
+    if n.role != "text" or n.text is None:
+        return False
+    t = n.text.strip()
+    for j in (i - 1, i + 1):
+        if 0 <= j < len(siblings) and siblings[j].role != "text" and siblings[j].name == t:
+            return True
+    return False
+
+
+def tree_lines(roots: list[Node], depth: int | None = None) -> list[Line]:
+    """The tree an agent reads: wrappers dropped (their children move up), link targets on
+    the link's line, refs only where something can be done with them."""
+    out: list[Line] = []
+
+    def visit(siblings: list[Node], level: int) -> None:
+        for i, n in enumerate(siblings):
+            if _echo(n, siblings, i):
+                continue
+            if _is_wrapper(n):
+                visit(n.children, level)
+                continue
+            if depth is not None and level >= depth:
+                continue
+            pad = "  " * level
+            if n.role == "text":
+                out.append(Line(f"{pad}- text: {_text(n.text or '')}"))
+                continue
+            show_ref = n.role not in NO_REF_ROLES or n.kind is not None
+            line = pad + "- " + _key(n, show_ref=show_ref)
+            url = n.props.get("url")
+            if n.role == "link" and url:
+                line += " → " + _text(url)
+            if n.text is not None:
+                line += ": " + _text(n.text)
+            start = len(out)
+            out.append(Line(line, n.ref if show_ref else None))
+            visit(n.children, level + 1)
+            if len(out) > start + 1:
+                out[start] = Line(out[start].text + ":", out[start].ref)
+
+    visit(roots, 0)
     return out
 
 
-def _unquote(body: str) -> str:
-    """A node line YAML had to single-quote (its name holds control characters or other
-    characters YAML cannot leave bare): ``'button "B \\u001b…" [ref=e4]'`` (``:`` after it
-    when it has children) reads as the node it is, not as text."""
-    colon = body.endswith("':")
-    inner = body[:-1] if colon else body
-    if len(inner) < 2 or inner[0] != "'" or inner[-1] != "'":
-        return body
-    return inner[1:-1].replace("''", "'") + (":" if colon else "")
+def interactive_nodes(roots: list[Node], depth: int | None = None) -> list[Node]:
+    """What can be acted on (and the headings between), in the tree's order; ``depth``
+    counts levels as the tree shows them (wrappers do not count)."""
+    out: list[Node] = []
+
+    def visit(nodes: list[Node], level: int) -> None:
+        for n in nodes:
+            if _is_wrapper(n):
+                visit(n.children, level)
+                continue
+            if depth is not None and level >= depth:
+                continue
+            if n.ref is not None and (n.actionable or n.role in CONTEXT_ROLES):
+                out.append(n)
+            visit(n.children, level + 1)
+
+    visit(roots, 0)
+    return out
 
 
-def _is_wrapper(body: str) -> bool:
-    """An unnamed generic container: ``generic [ref=e5]:`` with nothing else."""
-    m = _ROLE.match(body)
-    if m is None or m.group("role") not in ("generic", "group", "none", "presentation"):
-        return False
-    rest = _NOISE.sub("", _REF.sub("", body[m.end() :])).strip()
-    return rest in ("", ":")
+def flat_lines(roots: list[Node], depth: int | None = None) -> list[Line]:
+    """The interactive list: one line per node that can be acted on, named by its content
+    when it has no name of its own (a link around ``<code>while</code>`` reads "while")."""
+    return [
+        Line("- " + _key(n, show_ref=True, name=n.own_text(), flat=True), n.ref)
+        for n in interactive_nodes(roots, depth)
+    ]
 
 
-_NAME = re.compile(r'^[a-z]+ "(?P<name>(?:[^"\\]|\\.)*)"')
-_TEXT = re.compile(r"^text: (?P<text>.*)$")
+@dataclass(frozen=True)
+class Page:
+    """One page of a bounded snapshot."""
+
+    text: str
+    number: int
+    lines: int
+    """Lines in the whole snapshot."""
+    left: int
+    """Lines after this page."""
+    refs_left: int
+    """Refs on the lines after this page."""
+    refs: int
+    """Refs on this page."""
+
+
+def paginate(lines: list[Line], *, limit: int | None, page: int = 1) -> Page:
+    """Page ``page`` (from 1) of ``limit`` lines (None or 0: all of it)."""
+    if not limit:
+        limit = max(len(lines), 1)
+    page = max(page, 1)
+    start = (page - 1) * limit
+    shown = lines[start : start + limit]
+    after = lines[start + limit :]
+    return Page(
+        text="\n".join(x.text for x in shown),
+        number=page,
+        lines=len(lines),
+        left=len(after),
+        refs_left=sum(1 for x in after if x.ref),
+        refs=sum(1 for x in shown if x.ref),
+    )
+
+
+def compact(text: str, *, interactive: bool = False, depth: int | None = None) -> str:
+    """The snapshot an agent reads, from Playwright's text alone (no DOM judgement)."""
+    roots = parse(text)
+    lines = flat_lines(roots) if interactive else tree_lines(roots, depth)
+    return "\n".join(x.text for x in lines)
+
+
+# -- delta ------------------------------------------------------------------------------
+
+
+def signatures(roots: list[Node]) -> dict[str, str]:
+    """Each ref's own line (name, state, text): what :func:`delta` compares."""
+    out: dict[str, str] = {}
+    for r in roots:
+        for n in r.walk():
+            if n.ref is None:
+                continue
+            line = _key(n, show_ref=True, name=n.own_text())
+            if n.text is not None:
+                line += ": " + _text(n.text)
+            out[n.ref] = line
+    return out
+
+
+@dataclass(frozen=True)
+class Delta:
+    added: list[str]
+    removed: list[str]
+    changed: list[str]
+
+    @property
+    def empty(self) -> bool:
+        return not (self.added or self.removed or self.changed)
+
+    def lines(self) -> list[Line]:
+        out = [Line("+ " + s, _ref_in(s)) for s in self.added]
+        out += [Line("~ " + s, _ref_in(s)) for s in self.changed]
+        out += [Line("- " + s) for s in self.removed]
+        return out
+
+
+def _ref_in(s: str) -> str | None:
+    m = _REF.search(s)
+    return m.group("ref") if m else None
+
+
+def delta(before: dict[str, str], after: dict[str, str]) -> Delta:
+    return Delta(
+        added=[after[r] for r in after if r not in before],
+        removed=[before[r] for r in before if r not in after],
+        changed=[after[r] for r in after if r in before and before[r] != after[r]],
+    )
+
+
+# -- refs -------------------------------------------------------------------------------
 
 
 def refs_in(text: str) -> list[str]:
@@ -97,72 +545,3 @@ def strip_prefix(raw: str, prefix: str) -> str:
     if not prefix:
         return raw
     return raw.replace(f"[ref={prefix}e", "[ref=e")
-
-
-def _drop_echoes(nodes: list[tuple[int, str]]) -> list[tuple[int, str]]:
-    """Drop a ``text:`` node that only repeats a neighbour's accessible name (a label)."""
-    out = []
-    for i, (d, body) in enumerate(nodes):
-        t = _TEXT.match(body)
-        if t:
-            names = []
-            for j in (i - 1, i + 1):
-                if 0 <= j < len(nodes) and nodes[j][0] == d:
-                    n = _NAME.match(nodes[j][1])
-                    if n:
-                        names.append(n.group("name"))
-            if t.group("text").strip() in names:
-                continue
-        out.append((d, body))
-    return out
-
-
-def compact(text: str, *, interactive: bool = False, depth: int | None = None) -> str:
-    """The snapshot an agent reads. ``interactive``: a flat list of what can be acted on."""
-    nodes = _drop_echoes(_parse(text))
-    lines: list[str] = []
-    if interactive:
-        for _, body in nodes:
-            m = _ROLE.match(body)
-            if m and m.group("role") in INTERACTIVE_ROLES and _REF.search(body):
-                lines.append("- " + _NOISE.sub("", body).rstrip(":"))
-        return "\n".join(lines)
-    # Drop wrappers: every descendant of a dropped node moves up one level.
-    stack: list[tuple[int, int]] = []  # (original depth, levels removed at/above it)
-    for d, body in nodes:
-        while stack and stack[-1][0] >= d:
-            stack.pop()
-        removed = stack[-1][1] if stack else 0
-        if _is_wrapper(body):
-            stack.append((d, removed + 1))
-            continue
-        stack.append((d, removed))
-        level = d - removed
-        if depth is not None and level >= depth:
-            continue
-        body = _NOISE.sub("", body)
-        if body.startswith("/url: ") and lines and _LINK_PARENT.match(lines[-1]):
-            # A link's target goes on the link's own line: `- link "Docs" [ref=e8] → /docs`.
-            url = body[len("/url: ") :].strip()
-            if len(url) > 1 and url[0] == url[-1] == '"':
-                url = url[1:-1]
-            lines[-1] = lines[-1].rstrip(":") + " → " + url + ":"
-            continue
-        role = _ROLE.match(body)
-        if role and role.group("role") in NO_REF_ROLES:
-            body = _REF.sub("", body).replace("  ", " ").replace(" :", ":")
-        lines.append("  " * level + "- " + body)
-    # A line that kept its ':' but lost its children (merged or cut by depth) drops it.
-    for i, line in enumerate(lines):
-        if line.endswith(":"):
-            nxt = lines[i + 1] if i + 1 < len(lines) else ""
-            if _indent(nxt) <= _indent(line):
-                lines[i] = line[:-1]
-    return "\n".join(lines)
-
-
-_LINK_PARENT = re.compile(r"^\s*- link\b.*:$")
-
-
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip(" ")) if line else -1

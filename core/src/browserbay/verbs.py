@@ -338,7 +338,11 @@ VERBS: tuple[Verb, ...] = (
         "The page's ARIA tree with [ref=eN] references to act on.",
         (
             Arg("interactive", "flag", "only elements you can act on, flat", short="-i"),
-            Arg("depth", "value", "limit the tree depth", type="int"),
+            Arg("depth", "value", "limit the tree depth", type="int", short="-d"),
+            Arg("selector", "value", "only the subtree of this @ref or selector", short="-s"),
+            Arg("delta", "flag", "only what changed since this tab's last snapshot, by ref"),
+            Arg("limit", "value", "lines per page (default 400; 0: no bound)", type="int"),
+            Arg("page", "value", "which page of lines to show (from 1)", type="int"),
         ),
         needs=_CDP,
         example="bay snapshot -i",

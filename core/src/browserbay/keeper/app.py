@@ -35,7 +35,16 @@ import anyio
 
 import browserbay.keeper.reading  # noqa: F401  (its @page_verb handlers join PAGE_VERBS)
 from browserbay._version import __version__
-from browserbay.keeper import emulation, fileverbs, inputs, network, pageverbs, state, waits
+from browserbay.keeper import (
+    emulation,
+    fileverbs,
+    inputs,
+    network,
+    pageverbs,
+    snapshots,
+    state,
+    waits,
+)
 from browserbay.keeper.admin import AdminVerbs
 from browserbay.keeper.audit import AuditTrail
 from browserbay.keeper.base import Lifecycle, RegistryRunner, RestartGate
@@ -81,7 +90,16 @@ log = logging.getLogger("browserbay.keeper")
 
 #: The modules whose ``@page_verb`` handlers fill ``PAGE_VERBS`` as they are imported (the
 #: route refuses to start when a page verb of the table has no handler).
-PAGE_VERB_MODULES = (pageverbs, inputs, waits, network, state, fileverbs, emulation)
+PAGE_VERB_MODULES = (
+    pageverbs,
+    snapshots,
+    inputs,
+    waits,
+    network,
+    state,
+    fileverbs,
+    emulation,
+)
 
 
 class PlaywrightDriver:
@@ -103,6 +121,10 @@ class PlaywrightDriver:
                 )
                 self._cm = api.async_playwright()
                 self._pw = await self._cm.start()
+                # Before any browser: every context gets the engine of snapshots' own refs.
+                await self._pw.selectors.register(
+                    snapshots.REF_ENGINE, script=snapshots.REF_ENGINE_JS
+                )
             return self._pw
 
     async def stop(self) -> None:

@@ -23,14 +23,16 @@ from browserbay.keeper.pageinput import page_input
 from browserbay.model import Failure
 from browserbay.paths import ensure_private, write_private
 from browserbay.refusals import Refusal
-from browserbay.snapshot import compact, main_frame_prefix, refs_in, strip_prefix
 from browserbay.urls import normalize_url
 
 if TYPE_CHECKING:
     from playwright.async_api import Locator, Page
 
 Answer = tuple[dict[str, Any], str]
-_REF = re.compile(r"^@?(?P<ref>(?:f\d+)?e\d+)$")
+_REF = re.compile(r"^@?(?P<ref>(?P<frame>f\d+)?(?P<kind>[ec])\d+)$")
+#: The selector engine of the refs a snapshot gives elements the ARIA tree has no node for
+#: (``cN``: see browserbay.keeper.snapshots, which registers it with the driver).
+OWN_REF_ENGINE = "bay-ref"
 
 
 PageHandler = Callable[[Act], Awaitable[Answer]]
@@ -64,8 +66,23 @@ def selector_of(act: Act, target: str) -> str | None:
         if m is None:
             raise Refusal("ref_stale", ref=target)
         ref = m.group("ref")
+        if m.group("kind") == "c":
+            return _own_ref_selector(
+                act, m.group("frame") or "", ref.removeprefix(m.group("frame") or "")
+            )
         return f"aria-ref={act.tab.ref_prefix + ref if ref.startswith('e') else ref}"
     return None
+
+
+def _own_ref_selector(act: Act, frame: str, ref: str) -> str:
+    """An own ref (``cN``), inside the frame it was found in (its prefix: the path into that
+    frame the tab's last snapshot recorded)."""
+    if not frame:
+        return f"{OWN_REF_ENGINE}={ref}"
+    path = act.tab.frame_paths.get(frame)
+    if path is None:
+        raise Refusal("ref_stale", ref="@" + frame + ref)
+    return f"{path} >> {OWN_REF_ENGINE}={ref}"
 
 
 async def locate(act: Act, target: str) -> Locator:
@@ -179,7 +196,7 @@ _PASSWORDS_JS = (
 )
 
 
-async def _password_values(page: Page) -> list[str]:
+async def password_values(page: Page) -> list[str]:
     values: list[str] = []
     for frame in page.frames:
         with contextlib.suppress(Exception):  # a frame going away shows nothing of it either
@@ -200,24 +217,6 @@ def mask_passwords(raw: str, values: list[str]) -> str:
                     lines[i] = line[: -len(v)] + "••••"
                     break
     return "\n".join(lines)
-
-
-@page_verb("snapshot")
-async def verb_snapshot(act: Act) -> Answer:
-    """The page's tree; inside a frame (``bay frame``), that frame's, whose refs resolve
-    there (its prefix is the one shown as plain ``eN``)."""
-    scope = act.scope
-    if scope is act.page:
-        raw = await act.page.aria_snapshot(mode="ai", timeout=act.ms_left())
-    else:
-        raw = await scope.locator("body").aria_snapshot(mode="ai", timeout=act.ms_left())
-    raw = mask_passwords(raw, await _password_values(act.page))
-    act.tab.ref_prefix = main_frame_prefix(raw)
-    raw = strip_prefix(raw, act.tab.ref_prefix)
-    text = compact(raw, interactive=bool(act.args.get("interactive")), depth=act.args.get("depth"))
-    refs = refs_in(text)
-    data = {"url": act.page.url, "tab": act.tab.id, "refs": len(refs), "snapshot": text}
-    return data, text
 
 
 @page_verb("eval")

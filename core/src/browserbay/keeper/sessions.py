@@ -59,6 +59,19 @@ class FrameFocus:
         return self.frame.is_detached()
 
 
+@dataclass(frozen=True)
+class SnapshotMemory:
+    """What a tab's last snapshot showed, for ``snapshot --delta``: each ref's line, in the
+    document it was taken of (the URL and the main frame's ref prefix)."""
+
+    url: str
+    prefix: str
+    lines: dict[str, str]
+
+    def same_document(self, other: SnapshotMemory) -> bool:
+        return self.url == other.url and self.prefix == other.prefix
+
+
 @dataclass
 class Tab:
     id: str
@@ -70,6 +83,10 @@ class Tab:
     opener: str | None
     ref_prefix: str = ""
     """The snapshotted frame's ref prefix in the tab's last snapshot (see browserbay.snapshot)."""
+    frame_paths: dict[str, str] = field(default_factory=dict)
+    """Frame ref prefix -> the selector entering that frame, in the tab's last snapshot:
+    where its own refs (``f2c3``) resolve (see browserbay.keeper.snapshots)."""
+    snapshot_memory: SnapshotMemory | None = None
     created_at: float = field(default_factory=time.time)
     log: TabLog = field(default_factory=TabLog)
     """Its console, errors and requests (bounded rings, fed by its page's events)."""
