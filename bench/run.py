@@ -28,6 +28,8 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import datetime as dt
+import functools
+import http.server
 import importlib.metadata
 import json
 import os
@@ -39,6 +41,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable
@@ -84,7 +87,7 @@ DOM_COUNTS_JS = """(() => {
 })()"""
 
 _LINE = re.compile(r"^\s*- (?P<role>[a-z]+)\b(?P<rest>.*)$")
-_REF = re.compile(r"\bref=(?P<ref>(?:f\d+)?e\d+)\b")
+_REF = re.compile(r"\bref=(?P<ref>(?:f\d+)?[ec]\d+)\b")
 
 
 # -- processes ------------------------------------------------------------------------------
@@ -586,6 +589,7 @@ def bench_warm(b: Bench, base: str, rows: list[Row], info: dict[str, Any]) -> No
 
         # e. snapshot sizes and refs on both pages.
         snap_rows(b, conn, req, ab_out, form, listp, rows, info)
+        pydoc_rows(req, ab_out, rows, info)
 
         # a (info). warm snapshot of the long list.
         try:
@@ -695,6 +699,111 @@ def snap_rows(
             None,
             None,
             "yes" if all_ok else "no",
+        )
+    )
+
+
+PYDOC = Path("/usr/share/doc/python3/html")
+PYDOC_PAGES = (
+    "tutorial/controlflow.html",
+    "tutorial/datastructures.html",
+    "tutorial/classes.html",
+    "tutorial/errors.html",
+    "tutorial/inputoutput.html",
+    "tutorial/modules.html",
+    "library/json.html",
+    "library/os.path.html",
+)
+
+
+def _actionable(text: str) -> int:
+    """Refs on lines an agent can act on: an interactive role, or judged clickable/editable/
+    focusable (both tools mark those); headings, cells and landmarks are left out."""
+    n = 0
+    for line in text.splitlines():
+        m = _LINE.match(line)
+        if m and _REF.search(m.group("rest")):
+            judged = re.search(r"\b(clickable|editable|focusable)\b", m.group("rest"))
+            n += m.group("role") in INTERACTIVE or judged is not None
+    return n
+
+
+class _QuietFiles(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def pydoc_rows(
+    req: Callable[[str, dict[str, Any]], dict[str, Any]],
+    ab_out: Callable[..., tuple[float, str]],
+    rows: list[Row],
+    info: dict[str, Any],
+) -> None:
+    """e'. ``snapshot -i`` on pages nobody here wrote (Debian's python3-doc, served whole with
+    its CSS and scripts): refs offered (goal: at least agent-browser's) and characters."""
+    if not PYDOC.is_dir():
+        rows.append(Row("e", "snapshot -i python3-doc", "not measured: no python3-doc", "—"))
+        return
+    handler = functools.partial(_QuietFiles, directory=str(PYDOC))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    per: dict[str, dict[str, int]] = {}
+    try:
+        for page in PYDOC_PAGES:
+            url = f"{base}/{page}"
+            req("open", {"url": url})
+            ab_out("open", url)
+            ours = req("snapshot", {"interactive": True, "limit": 0})["text"]
+            peer = ab_out("snapshot", "-i")[1].rstrip("\n")
+            per[page] = {
+                "bay_refs": len(_REF.findall(ours)),
+                "agent_browser_refs": len(_REF.findall(peer)),
+                "bay_actionable": _actionable(ours),
+                "agent_browser_actionable": _actionable(peer),
+                "bay_chars": len(ours),
+                "agent_browser_chars": len(peer),
+            }
+    except Exception as exc:
+        rows.append(failed_row("e", "snapshot -i python3-doc", exc, 0.8))
+        return
+    finally:
+        server.shutdown()
+        server.server_close()
+    info["pydoc"] = per
+    tot = {k: sum(v[k] for v in per.values()) for k in next(iter(per.values()))}
+    refs = tot["bay_refs"] / tot["agent_browser_refs"]
+    rows.append(
+        Row(
+            "e",
+            f"snapshot -i python3-doc, {len(per)} pages: refs offered (goal ≥ 1×)",
+            f"{tot['bay_refs']:,}",
+            f"{tot['agent_browser_refs']:,}",
+            refs,
+            None,
+            "yes" if refs >= 1.0 else "no",
+        )
+    )
+    act = tot["bay_actionable"] / tot["agent_browser_actionable"]
+    rows.append(
+        Row(
+            "e",
+            f"snapshot -i python3-doc, {len(per)} pages: refs to act on (goal ≥ 1×)",
+            f"{tot['bay_actionable']:,}",
+            f"{tot['agent_browser_actionable']:,}",
+            act,
+            None,
+            "yes" if act >= 1.0 else "no",
+        )
+    )
+    rows.append(
+        Row(
+            "e",
+            f"snapshot -i python3-doc, {len(per)} pages (chars)",
+            f"{tot['bay_chars']:,}",
+            f"{tot['agent_browser_chars']:,}",
+            tot["bay_chars"] / tot["agent_browser_chars"],
+            0.8,
         )
     )
 
