@@ -581,3 +581,28 @@ def test_the_python_api_uploads_and_downloads(bay: Bay, site: str, tmp_path: Pat
 
     anyio.run(main)
     assert (tmp_path / "async.csv").read_text() == "the content of report.csv\n"
+
+
+def test_a_closed_sessions_downloads_and_uploads_are_removed(
+    bay: Bay, site: str, tmp_path: Path
+) -> None:
+    """Attack (the keeper's disk, and what a page gave a session): on the old code a closed
+    session's kept downloads and the uploads set on its inputs stayed in the keeper's runtime
+    directory for the keeper's life. They go with the session — its ``bay close``, and a child
+    session's when its parent closes; an idle stop keeps them (the session comes back)."""
+    runtime = bay_paths({"BAY_HOME": str(bay.home)}).runtime
+    parent = "files-gone"
+    bay.ok("open", f"{site}/upload.html", session=parent)
+    child = str(bay.ok("session", "child", parent, session=None)["session"])
+    cv = tmp_path / "cv.txt"
+    cv.write_text("kept until the session closes\n")
+    for s in (parent, child):
+        bay.ok("open", f"{site}/upload.html", session=s)
+        bay.ok("upload", "#one", str(cv), session=s)
+        bay.ok("open", f"{site}/auto.html", session=s)
+        wait_for(lambda s=s: kept(bay, s, []), what="the download kept")
+        assert any(session_dir(runtime / "uploads", s).rglob("cv.txt"))
+    bay.ok("close", session=parent)
+    for s in (parent, child):
+        assert not kept_dir(bay, s).exists(), s
+        assert not session_dir(runtime / "uploads", s).exists(), s

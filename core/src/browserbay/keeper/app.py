@@ -55,7 +55,7 @@ from browserbay.keeper.controls import Controls, make_transports
 from browserbay.keeper.dialogs import Dialogs
 from browserbay.keeper.dialogverbs import DialogVerbs
 from browserbay.keeper.downloads import Downloads
-from browserbay.keeper.files import Carrier
+from browserbay.keeper.files import Carrier, SessionFiles
 from browserbay.keeper.grants import GrantBook, GrantVerbs
 from browserbay.keeper.keeper import Housekeeping, Keeper
 from browserbay.keeper.leases import Leases
@@ -216,6 +216,7 @@ class App:
         self.profiles = ProfileBook(
             registry.profiles, registry.attachments, registry.proposals, paths, plugins, db
         )
+        downloads = Downloads(paths.runtime / "downloads", settings.download_max_bytes)
         #: Every dialog a page opens, held until it is answered (bay dialog, the live view).
         self.dialogs = Dialogs(roster.by_id, settings.dialog_timeout)
         self.leases = Leases(
@@ -228,7 +229,7 @@ class App:
             db,
             roster.by_id,
             idle_timeout=settings.idle_timeout,
-            downloads=Downloads(paths.runtime / "downloads", settings.download_max_bytes),
+            downloads=downloads,
             dialogs=self.dialogs,
         )
         self.pool.on_crash = self.leases.crashed
@@ -260,6 +261,7 @@ class App:
             self.leases,
             roster,
             paths.socket.parent,
+            SessionFiles(downloads.root, self.carrier.uploads_root),
         )
         self.grants.on_end = children.ended  # a grant revoked or expired: its children go
         table = plugins.verb_table()

@@ -39,6 +39,7 @@ import anyio
 from browserbay import identity
 from browserbay.keeper.base import Answer
 from browserbay.keeper.channels import Channel, Grant
+from browserbay.keeper.files import SessionFiles
 from browserbay.keeper.grants import MAX_SOCKET_PATH, GrantBook
 from browserbay.keeper.leases import Leases
 from browserbay.keeper.profiles import ProfileBook
@@ -82,6 +83,7 @@ class Children:
         leases: Leases,
         roster: Roster,
         home: Path,
+        files: SessionFiles,
     ) -> None:
         self.book = book
         self.grants = grants
@@ -94,6 +96,8 @@ class Children:
         self.home = home
         """The directory of the keeper's own socket (private, and short for AF_UNIX): its
         ``children/`` holds the sockets of children whose parent has none."""
+        self.files = files
+        """The sessions' downloads and uploads, removed as each session is closed."""
         self._minting = anyio.Lock()  # two children of one parent never get the same n
 
     def of(self, parent: str) -> list[Grant]:
@@ -238,6 +242,7 @@ class Children:
             session = self.roster.by_id.get(child.session)
             if session is None:
                 await self.db(self.sessions.closed, child.session)
+                await self.files.remove(child.session)
             else:
                 async with session.lock:
                     await self._end(session)
@@ -252,6 +257,7 @@ class Children:
         for pid, _alias in await self.db(self.attachments.of_session, session.ref.id):
             await self.leases.release_hold(session, pid)
         await self.db(self.sessions.closed, session.ref.id)
+        await self.files.remove(session.ref.id)
         return closed
 
     def busy(self, parent: str, idle_for: float) -> bool:

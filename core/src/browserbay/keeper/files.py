@@ -14,6 +14,8 @@ connection they came in on, bound to it:
   session's socket, or the owner's — can name it. Uploads go when the next verb on the
   connection has been answered; an offer once its last byte is fetched; everything when the
   connection ends.
+- :class:`SessionFiles` (one per keeper): what a session keeps beyond its connections — its
+  kept downloads and the uploads set on its inputs — removed when the session is closed.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import functools
 import logging
 import os
 import secrets
@@ -114,9 +117,39 @@ class Carrier:
         #: Bytes every connection's uploads have declared, staged or arriving.
         self.staged = 0
 
+    @property
+    def uploads_root(self) -> Path:
+        """Where the sessions' kept uploads are (``<runtime>/uploads``): :meth:`Carried.settle`."""
+        return self.root.parent / "uploads"
+
     def connection(self) -> Carried:
         """A new connection's book (empty; its directory is made at its first file)."""
         return Carried(self, self.root / secrets.token_hex(8))
+
+
+class SessionFiles:
+    """A session's files on the keeper's disk that outlive a verb: its kept downloads
+    (``<runtime>/downloads/<session>``) and the uploads set on its inputs
+    (``<runtime>/uploads/<session>``, :meth:`Carried.settle`). Both are removed when the
+    session is closed — its own ``bay close`` (of the whole session), or its end as a child
+    (its parent closed or idled out, or the parent's grant was revoked or expired) — since its
+    browser contexts are gone by then. An idle stop, the close of one of its profiles
+    (``bay close <profile>``) and the end of its own grant keep them: the session goes on,
+    and may still fetch a download."""
+
+    def __init__(self, downloads: Path, uploads: Path) -> None:
+        self.downloads = downloads
+        self.uploads = uploads
+
+    def of(self, session_id: str) -> tuple[Path, Path]:
+        return session_dir(self.downloads, session_id), session_dir(self.uploads, session_id)
+
+    async def remove(self, session_id: str) -> None:
+        """Remove the session's downloads and uploads (nothing when it has none)."""
+        for directory in self.of(session_id):
+            await anyio.to_thread.run_sync(
+                functools.partial(shutil.rmtree, directory, ignore_errors=True)
+            )
 
 
 @dataclass
@@ -225,7 +258,7 @@ class Carried:
 
     def uploads_of(self, session_id: str) -> Path:
         """The session's kept uploads (``<runtime>/uploads/<session>``): see :meth:`settle`."""
-        return session_dir(self.carrier.root.parent / "uploads", session_id)
+        return session_dir(self.carrier.uploads_root, session_id)
 
     async def settle(self, up: Received, directory: Path) -> Path:
         """Move a complete upload out of the connection's staging into ``directory`` (the
