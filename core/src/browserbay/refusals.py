@@ -106,6 +106,11 @@ _ROWS = (
         "bay snapshot -i  (and use an @eN reference)",
     ),
     Code(
+        "nothing_to_label",
+        "No interactive element of tab {tab} is in the picture to label ({count} in its snapshot)",
+        "bay screenshot without --annotate, or with --full; or bay scroll down, then again",
+    ),
+    Code(
         "target_ambiguous",
         "{target} matches {count} elements ({matches}); acting on one of them would be a guess",
         "narrow it: --name N, --exact, or bay snapshot -i and act on its @eN",

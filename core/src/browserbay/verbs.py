@@ -628,7 +628,8 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         "screenshot",
         PAGE,
-        "Save a PNG of the viewport (or --full page) and print its path.",
+        "Save a picture of the viewport (or --full page) and print its path, size and scale; "
+        "--annotate labels what can be acted on ([3] is @e3).",
         (
             Arg(
                 "path",
@@ -637,9 +638,21 @@ VERBS: tuple[Verb, ...] = (
                 type=FILE_OUT,
             ),
             Arg("full", "flag", "the whole page, not just the viewport"),
+            Arg("annotate", "flag", "label each interactive element with its ref's number"),
+            Arg(
+                "format",
+                "value",
+                "png (default) or jpeg (also from the path: .jpg)",
+                choices=("png", "jpeg"),
+            ),
+            Arg("quality", "value", "JPEG quality 0-100 (default 80)", type="int"),
+            Arg("max_bytes", "value", "scale down to fit (default 3750000)", type="int"),
+            Arg("max_px", "value", "longest side in pixels (default 8000)", type="int"),
+            Arg("if_changed", "flag", "no image when it is the tab's last one again"),
         ),
         needs=("has_cdp", "screenshots"),
-        # No owner_only: the PNG comes back through the connection and the caller's own
+        example="bay screenshot --annotate --format jpeg --max-px 1568 shot.jpg",
+        # No owner_only: the picture comes back through the connection and the caller's own
         # client writes it at the path (browserbay.transfer); the keeper never opens it.
     ),
     Verb(

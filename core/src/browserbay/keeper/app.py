@@ -41,6 +41,7 @@ from browserbay.keeper import (
     inputs,
     network,
     pageverbs,
+    shots,
     snapshots,
     state,
     waits,
@@ -93,6 +94,7 @@ log = logging.getLogger("browserbay.keeper")
 PAGE_VERB_MODULES = (
     pageverbs,
     snapshots,
+    shots,
     inputs,
     waits,
     network,

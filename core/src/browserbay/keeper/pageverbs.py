@@ -14,14 +14,11 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-import anyio
-
 from browserbay.keeper import fastclick
 from browserbay.keeper.act import Act
 from browserbay.keeper.actions import before_action, before_keys
 from browserbay.keeper.pageinput import page_input
 from browserbay.model import Failure
-from browserbay.paths import ensure_private, write_private
 from browserbay.refusals import Refusal
 from browserbay.urls import normalize_url
 
@@ -232,24 +229,6 @@ async def verb_eval(act: Act) -> Answer:
         value = None
         text = "(the value cannot be shown as JSON; return a plain value, e.g. el.textContent)"
     return {"value": value}, text
-
-
-@page_verb("screenshot")
-async def verb_screenshot(act: Act) -> Answer:
-    """With a path, the PNG goes back through the connection and the caller's client writes
-    it there (``FILE_OUT``: the keeper never opens the caller's path); without one, the
-    keeper keeps it in its own state directory."""
-    name = f"{act.tab.id}-{time.strftime('%Y%m%d-%H%M%S')}.png"
-    png = await act.page.screenshot(full_page=bool(act.args.get("full")), timeout=act.ms_left())
-    given = act.args.get("path")
-    if given:
-        offer = await act.files.offer_bytes(png, name)
-        data = {"file": offer.row(), "path": str(given), "bytes": len(png), "url": act.page.url}
-        return data, str(given)
-    await anyio.to_thread.run_sync(ensure_private, act.shots_dir)
-    path = act.shots_dir / name
-    await anyio.to_thread.run_sync(write_private, path, png)  # page content: 0600
-    return {"path": str(path), "bytes": len(png), "url": act.page.url}, str(path)
 
 
 # -- acting -----------------------------------------------------------------------------

@@ -87,6 +87,8 @@ class Tab:
     """Frame ref prefix -> the selector entering that frame, in the tab's last snapshot:
     where its own refs (``f2c3``) resolve (see browserbay.keeper.snapshots)."""
     snapshot_memory: SnapshotMemory | None = None
+    shot_digest: str = ""
+    """The SHA-256 of the tab's last screenshot (``screenshot --if-changed``; keeper/shots.py)."""
     created_at: float = field(default_factory=time.time)
     log: TabLog = field(default_factory=TabLog)
     """Its console, errors and requests (bounded rings, fed by its page's events)."""

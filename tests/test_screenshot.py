@@ -1,0 +1,209 @@
+"""``screenshot`` for vision models (keeper/shots.py): labels that are refs, JPEG at a
+quality, caps that scale the picture to fit (and say the scale), the full page, and "unchanged"
+without an image. On the demo site's pages, in real Chromium, through the real keeper and CLI;
+every picture is checked by decoding the file the client wrote."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+from PIL import Image
+
+from browserbay_testing import Bay, assert_refused
+
+#: Buttons and a link with a handler each, spread over the page, and a log of the page's own
+#: mutation observer (an annotation drawn into the DOM would show in it).
+SETUP_JS = """(() => {
+  document.body.insertAdjacentHTML('beforeend', `
+    <div style="display:flex;gap:40px;margin:20px">
+      <button id=a onclick="document.getElementById('out').textContent = 'pressed A'">Alpha</button>
+      <button id=b onclick="document.getElementById('out').textContent = 'pressed B'">Beta</button>
+      <a id=l href="#" onclick="document.getElementById('out').textContent = 'link'">Gamma</a>
+    </div>
+    <p id=out>not yet</p>`);
+  window.mutations = 0;
+  new MutationObserver(list => { window.mutations += list.length; })
+    .observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
+  return 'ok';
+})()"""
+
+
+def _page(bay: Bay, demo: str, s: str) -> None:
+    bay.ok("open", f"{demo}/form.html", session=s)
+    assert bay.ok("eval", SETUP_JS, session=s)["value"] == "ok"
+
+
+def _image(path: Path) -> Image.Image:
+    img = Image.open(io.BytesIO(path.read_bytes()))
+    img.load()
+    return img
+
+
+def test_annotate_labels_are_the_refs_click_acts_on(bay: Bay, demo: str, tmp_path: Path) -> None:
+    s = "shot-annotate"
+    _page(bay, demo, s)
+    dest = tmp_path / "labels.png"
+    r = bay("screenshot", "--annotate", str(dest), session=s, json_=False)
+    assert r.code == 0, r
+    shot = bay.ok("screenshot", "--annotate", str(dest), session=s)
+    labels = {x["name"]: x for x in shot["labels"]}
+    assert {"Alpha", "Beta", "Gamma", "Create account"} <= set(labels), labels
+    for x in shot["labels"]:  # label [N] is @eN, the ref snapshot -i gives
+        assert x["ref"] == "e" + x["label"], x
+    snap = bay.ok("snapshot", "-i", session=s)["snapshot"]
+    beta = labels["Beta"]
+    assert f'button "Beta" [ref={beta["ref"]}]' in snap
+    # The legend in the text answer maps each label to its ref, role and name.
+    assert f'[{beta["label"]}] @{beta["ref"]} button "Beta"' in r.stdout
+    assert r.stdout.splitlines()[0] == str(dest)
+    # Drawn on the picture, not in the page: the page's own observer sees no more of an
+    # annotated screenshot than of a plain one (Playwright hides the text fields' caret with
+    # their style, and restores it; the labels add nothing).
+    count = "window.mutations"
+    before = bay.ok("eval", count, session=s)["value"]
+    bay.ok("screenshot", str(tmp_path / "p.png"), session=s)
+    plain_cost = bay.ok("eval", count, session=s)["value"] - before
+    bay.ok("screenshot", "--annotate", "--max-px", "500", str(tmp_path / "q.png"), session=s)
+    assert bay.ok("eval", count, session=s)["value"] - before == 2 * plain_cost
+    # The agent acts on the label's ref next.
+    bay.ok("click", "@" + beta["ref"], session=s)
+    assert bay.ok("get", "text", "#out", session=s)["value"] == "pressed B"
+    assert bay.ok("eval", "window.mutations", session=s)["value"] > 0  # the observer works
+    # The labelled picture differs from the plain one around the labelled box.
+    plain = tmp_path / "plain.png"
+    bay.ok("screenshot", str(plain), session=s)
+    a, b = _image(dest).convert("RGB"), _image(plain).convert("RGB")
+    assert a.size == b.size
+    x, y, w, h = beta["box"]
+    edge = [(x + w // 2, y), (x, y + h // 2)]
+    assert any(a.getpixel(p) != b.getpixel(p) for p in edge), edge
+    bay.ok("close", session=s)
+
+
+def test_the_page_replacing_canvas_apis_neither_sees_nor_stops_the_labels(
+    bay: Bay, demo: str, tmp_path: Path
+) -> None:
+    """The painter runs in an isolated world: a page that hooks OffscreenCanvas and
+    createImageBitmap (to read the picture, cross-origin frames included) gets nothing."""
+    s = "shot-isolated"
+    _page(bay, demo, s)
+    hook = """(() => { window.seen = 0;
+      const C = OffscreenCanvas, B = createImageBitmap;
+      window.OffscreenCanvas = function (...a) { window.seen++; return new C(...a); };
+      window.createImageBitmap = (...a) => { window.seen++; return B(...a); };
+      return 'hooked'; })()"""
+    assert bay.ok("eval", hook, session=s)["value"] == "hooked"
+    shot = bay.ok("screenshot", "--annotate", "--max-px", "400", str(tmp_path / "x.png"), session=s)
+    assert shot["labels"] and shot["width"] <= 400
+    assert bay.ok("eval", "window.seen", session=s)["value"] == 0
+    bay.ok("close", session=s)
+
+
+def test_jpeg_quality_changes_the_size(bay: Bay, demo: str, tmp_path: Path) -> None:
+    s = "shot-jpeg"
+    bay.ok("open", f"{demo}/list.html?n=300", session=s)
+    low, high = tmp_path / "low.jpg", tmp_path / "high.jpg"
+    lo = bay.ok("screenshot", "--format", "jpeg", "--quality", "10", str(low), session=s)
+    hi = bay.ok("screenshot", "--quality", "95", str(high), session=s)  # .jpg says jpeg
+    for data, path in ((lo, low), (hi, high)):
+        assert path.read_bytes()[:2] == b"\xff\xd8"
+        assert data["format"] == "jpeg" and data["mime"] == "image/jpeg"
+        assert data["bytes"] == path.stat().st_size
+        assert _image(path).format == "JPEG"
+    assert low.stat().st_size * 2 < high.stat().st_size
+    bay.ok("close", session=s)
+
+
+def test_a_picture_over_its_caps_is_scaled_to_fit_and_says_its_scale(
+    bay: Bay, demo: str, tmp_path: Path
+) -> None:
+    s = "shot-cap"
+    bay.ok("open", f"{demo}/list.html?n=300", session=s)
+    plain = bay.ok("screenshot", str(tmp_path / "plain.png"), session=s)
+    assert plain["scale"] == 1
+    small = tmp_path / "small.png"
+    r = bay("screenshot", "--max-px", "320", str(small), session=s, json_=False)
+    assert r.code == 0, r
+    img = _image(small)
+    assert max(img.size) <= 320
+    scale = 320 / max(plain["width"], plain["height"])
+    assert f"scale {scale:.4g}" in r.stdout, r.stdout
+    # The byte cap: a full page of text is re-encoded smaller until it fits.
+    capped = tmp_path / "capped.jpg"
+    full = bay.ok("screenshot", "--full", "--max-bytes", "40000", str(capped), session=s)
+    assert full["bytes"] == capped.stat().st_size <= 40000
+    assert 0 < full["scale"] < 1
+    img = _image(capped)
+    assert (img.width, img.height) == (full["width"], full["height"])
+    bay.ok("close", session=s)
+
+
+def test_full_is_taller_than_the_viewport(bay: Bay, demo: str, tmp_path: Path) -> None:
+    s = "shot-full"
+    bay.ok("open", f"{demo}/list.html?n=300", session=s)
+    view = bay.ok("screenshot", str(tmp_path / "v.png"), session=s)
+    full = bay.ok("screenshot", "--full", str(tmp_path / "f.png"), session=s)
+    height = bay.ok("eval", "innerHeight", session=s)["value"]
+    assert view["height"] == height == _image(tmp_path / "v.png").height
+    assert full["height"] > 3 * height
+    assert _image(tmp_path / "f.png").height == full["height"]
+    bay.ok("close", session=s)
+
+
+def test_if_changed_answers_unchanged_without_an_image_then_changed(
+    bay: Bay, demo: str, tmp_path: Path
+) -> None:
+    s = "shot-changed"
+    _page(bay, demo, s)
+    first = tmp_path / "first.png"
+    assert "unchanged" not in bay.ok("screenshot", "--if-changed", str(first), session=s)
+    assert first.is_file()
+    again = tmp_path / "again.png"
+    r = bay("screenshot", "--if-changed", str(again), session=s, json_=False)
+    assert r.code == 0 and "unchanged" in r.stdout, r
+    data = bay.ok("screenshot", "--if-changed", str(again), session=s)
+    assert data["unchanged"] is True and "path" not in data
+    assert not again.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".part")]
+    bay.ok("eval", "document.getElementById('out').textContent = 'something else'", session=s)
+    changed = bay.ok("screenshot", "--if-changed", str(again), session=s)
+    assert "unchanged" not in changed and again.is_file()
+    bay.ok("close", session=s)
+
+
+def test_bad_options_are_refused_before_anything_is_written(
+    bay: Bay, demo: str, tmp_path: Path
+) -> None:
+    s = "shot-bad"
+    bay.ok("open", f"{demo}/form.html", session=s)
+    dest = tmp_path / "x.png"
+    for args in (
+        ("--format", "jpeg", "--quality", "101"),
+        ("--quality", "50"),  # a PNG has no quality
+        ("--format", "gif"),
+        ("--max-px", "10"),
+        ("--max-bytes", "5"),
+    ):
+        frame = assert_refused(bay("screenshot", *args, str(dest), session=s), "usage")
+        assert frame["way_out"], frame
+    assert not list(tmp_path.iterdir())
+    bay.ok("open", "about:blank", session=s)
+    frame = assert_refused(bay("screenshot", "--annotate", str(dest), session=s), "nothing_to_label")
+    assert "--annotate" in frame["way_out"]
+    assert not list(tmp_path.iterdir())
+    bay.ok("close", session=s)
+
+
+def test_an_annotated_json_answer_is_typed_for_machines(bay: Bay, demo: str, tmp_path: Path) -> None:
+    s = "shot-json"
+    _page(bay, demo, s)
+    shot = bay.ok("screenshot", "--annotate", "--format", "jpeg", str(tmp_path / "a"), session=s)
+    assert shot["mime"] == "image/jpeg"
+    assert {"width", "height", "scale", "bytes", "labels", "outside", "path"} <= set(shot)
+    json.dumps(shot)
+    for label in shot["labels"]:
+        assert set(label) == {"label", "ref", "role", "name", "box"}
+        assert len(label["box"]) == 4
+    bay.ok("close", session=s)
