@@ -9,8 +9,12 @@ import io
 import json
 from pathlib import Path
 
+import anyio
+import pytest
 from PIL import Image
 
+from browserbay import Client, SyncClient, errors
+from browserbay.api import ShotLabel
 from browserbay_testing import Bay, assert_refused
 
 #: Buttons and a link with a handler each, spread over the page, and a log of the page's own
@@ -96,7 +100,8 @@ def test_the_page_replacing_canvas_apis_neither_sees_nor_stops_the_labels(
       return 'hooked'; })()"""
     assert bay.ok("eval", hook, session=s)["value"] == "hooked"
     shot = bay.ok("screenshot", "--annotate", "--max-px", "400", str(tmp_path / "x.png"), session=s)
-    assert shot["labels"] and shot["width"] <= 400
+    assert shot["labels"]
+    assert shot["width"] <= 400
     assert bay.ok("eval", "window.seen", session=s)["value"] == 0
     bay.ok("close", session=s)
 
@@ -109,7 +114,8 @@ def test_jpeg_quality_changes_the_size(bay: Bay, demo: str, tmp_path: Path) -> N
     hi = bay.ok("screenshot", "--quality", "95", str(high), session=s)  # .jpg says jpeg
     for data, path in ((lo, low), (hi, high)):
         assert path.read_bytes()[:2] == b"\xff\xd8"
-        assert data["format"] == "jpeg" and data["mime"] == "image/jpeg"
+        assert data["format"] == "jpeg"
+        assert data["mime"] == "image/jpeg"
         assert data["bytes"] == path.stat().st_size
         assert _image(path).format == "JPEG"
     assert low.stat().st_size * 2 < high.stat().st_size
@@ -162,14 +168,17 @@ def test_if_changed_answers_unchanged_without_an_image_then_changed(
     assert first.is_file()
     again = tmp_path / "again.png"
     r = bay("screenshot", "--if-changed", str(again), session=s, json_=False)
-    assert r.code == 0 and "unchanged" in r.stdout, r
+    assert r.code == 0, r
+    assert "unchanged" in r.stdout, r
     data = bay.ok("screenshot", "--if-changed", str(again), session=s)
-    assert data["unchanged"] is True and "path" not in data
+    assert data["unchanged"] is True
+    assert "path" not in data
     assert not again.exists()
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".part")]
     bay.ok("eval", "document.getElementById('out').textContent = 'something else'", session=s)
     changed = bay.ok("screenshot", "--if-changed", str(again), session=s)
-    assert "unchanged" not in changed and again.is_file()
+    assert "unchanged" not in changed
+    assert again.is_file()
     bay.ok("close", session=s)
 
 
@@ -190,13 +199,17 @@ def test_bad_options_are_refused_before_anything_is_written(
         assert frame["way_out"], frame
     assert not list(tmp_path.iterdir())
     bay.ok("open", "about:blank", session=s)
-    frame = assert_refused(bay("screenshot", "--annotate", str(dest), session=s), "nothing_to_label")
+    frame = assert_refused(
+        bay("screenshot", "--annotate", str(dest), session=s), "nothing_to_label"
+    )
     assert "--annotate" in frame["way_out"]
     assert not list(tmp_path.iterdir())
     bay.ok("close", session=s)
 
 
-def test_an_annotated_json_answer_is_typed_for_machines(bay: Bay, demo: str, tmp_path: Path) -> None:
+def test_an_annotated_json_answer_is_typed_for_machines(
+    bay: Bay, demo: str, tmp_path: Path
+) -> None:
     s = "shot-json"
     _page(bay, demo, s)
     shot = bay.ok("screenshot", "--annotate", "--format", "jpeg", str(tmp_path / "a"), session=s)
@@ -207,3 +220,41 @@ def test_an_annotated_json_answer_is_typed_for_machines(bay: Bay, demo: str, tmp
         assert set(label) == {"label", "ref", "role", "name", "box"}
         assert len(label["box"]) == 4
     bay.ok("close", session=s)
+
+
+def test_the_python_api_gives_a_typed_shot_whose_labels_click_acts_on(
+    bay: Bay, demo: str, tmp_path: Path
+) -> None:
+    with SyncClient("shot-api", home=bay.home) as client:
+        client.open(f"{demo}/form.html")
+        client.eval(SETUP_JS)
+        shot = client.screenshot(tmp_path / "a.jpg", annotate=True, quality=70, max_px=640)
+        assert (shot.mime, shot.width) == ("image/jpeg", 640)
+        assert shot.scale == round(640 / 1280, 4)
+        assert _image(shot.path).size == (shot.width, shot.height)
+        alpha = next(label for label in shot.labels if label.name == "Alpha")
+        assert isinstance(alpha, ShotLabel)
+        assert alpha.role == "button"
+        client.click("@" + alpha.ref)
+        assert client.get("text", "#out").value == "pressed A"
+        again = client.screenshot(tmp_path / "b.png", if_changed=True)
+        assert not again.unchanged  # another format: another picture
+        assert client.screenshot(tmp_path / "c.png", if_changed=True).unchanged
+        assert not (tmp_path / "c.png").exists()
+        with pytest.raises(errors.Usage):
+            client.screenshot(tmp_path / "d.png", quality=50)
+        client.open("about:blank")
+        with pytest.raises(errors.NothingToLabel):
+            client.screenshot(annotate=True)
+        client.close()
+
+    async def main() -> None:
+        async with Client("shot-api-async", home=bay.home) as client:
+            await client.open(f"{demo}/list.html?n=300")
+            shot = await client.screenshot(tmp_path / "e.png", full=True, max_px=2000)
+            assert shot.height == 2000
+            assert shot.scale < 1
+            assert shot.labels == []
+            await client.close()
+
+    anyio.run(main)

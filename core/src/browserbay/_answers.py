@@ -170,8 +170,36 @@ class Value(Answer):
         return self.data.get("value")
 
 
+@dataclass(frozen=True)
+class ShotLabel:
+    """One label of ``screenshot(annotate=True)``: ``label`` is drawn at ``box`` (x, y,
+    width, height in image pixels) on the element whose ref is ``ref`` (act on ``"@" + ref``)."""
+
+    label: str
+    ref: str
+    role: str
+    name: str
+    box: tuple[int, int, int, int]
+
+    @classmethod
+    def from_row(cls, row: Any) -> ShotLabel:
+        row = row if isinstance(row, dict) else {}
+        box = [int(v) for v in (row.get("box") or [0, 0, 0, 0])][:4]
+        x, y, w, h = [*box, 0, 0, 0, 0][:4]
+        return cls(
+            str(row.get("label", "")),
+            str(row.get("ref", "")),
+            str(row.get("role", "")),
+            str(row.get("name", "")),
+            (x, y, w, h),
+        )
+
+
 class Shot(Answer):
-    """After ``screenshot``: where the PNG was written."""
+    """After ``screenshot``: where the picture was written, its ``mime`` (``image/png`` or
+    ``image/jpeg``), size and ``scale`` (image pixels per CSS pixel: divide a point of the
+    picture by it to act there); ``unchanged`` when ``if_changed`` found it the tab's last
+    picture again (nothing written); ``labels`` with ``annotate``."""
 
     @property
     def path(self) -> Path:
@@ -180,6 +208,30 @@ class Shot(Answer):
     @property
     def bytes(self) -> int:
         return int(self.data.get("bytes") or 0)
+
+    @property
+    def mime(self) -> str:
+        return str(self.data.get("mime", ""))
+
+    @property
+    def width(self) -> int:
+        return int(self.data.get("width") or 0)
+
+    @property
+    def height(self) -> int:
+        return int(self.data.get("height") or 0)
+
+    @property
+    def scale(self) -> float:
+        return float(self.data.get("scale") or 1.0)
+
+    @property
+    def unchanged(self) -> bool:
+        return bool(self.data.get("unchanged"))
+
+    @property
+    def labels(self) -> list[ShotLabel]:
+        return [ShotLabel.from_row(r) for r in self.data.get("labels") or []]
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import json
 import os
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 from browserbay import identity
 from browserbay._answers import (
@@ -358,11 +358,32 @@ class SyncClient:
         path: str | os.PathLike[str] | None = None,
         *,
         full: bool = False,
+        annotate: bool = False,
+        format: Literal["png", "jpeg"] | None = None,
+        quality: int | None = None,
+        max_bytes: int | None = None,
+        max_px: int | None = None,
+        if_changed: bool = False,
         timeout: float | None = None,
     ) -> Shot:
-        """Save a PNG of the viewport (``full``: the whole page) at ``path`` (default: the
-        state dir); ``Shot.path`` says where."""
-        return self._request("screenshot", {"path": path, "full": full}, timeout, Shot)
+        """Save a picture of the viewport (``full``: the whole page) at ``path`` (default: the
+        state dir); ``Shot.path`` says where. ``format``: png or jpeg (default: from the
+        path's suffix, else png) at ``quality`` (0-100, JPEG only); scaled down to fit
+        ``max_bytes`` and ``max_px`` (longest side), ``Shot.scale`` says by how much.
+        ``annotate``: ``Shot.labels``, each drawn on an interactive element, whose ref the
+        next call acts on. ``if_changed``: ``Shot.unchanged`` and no file when the picture is
+        the tab's last one again."""
+        args = {
+            "path": path,
+            "full": full,
+            "annotate": annotate,
+            "format": format,
+            "quality": quality,
+            "max_bytes": max_bytes,
+            "max_px": max_px,
+            "if_changed": if_changed,
+        }
+        return self._request("screenshot", args, timeout, Shot)
 
     def cookies(
         self, *, name: str | None = None, domain: str | None = None, timeout: float | None = None

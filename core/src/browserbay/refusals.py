@@ -558,6 +558,7 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "ref_stale",
             "target_not_found",
+            "nothing_to_label",
             "target_ambiguous",
             "not_a_frame",
             "action_failed",
