@@ -199,9 +199,7 @@ def test_bad_options_are_refused_before_anything_is_written(
         assert frame["way_out"], frame
     assert not list(tmp_path.iterdir())
     bay.ok("open", "about:blank", session=s)
-    frame = assert_refused(
-        bay("screenshot", "--annotate", str(dest), session=s), "nothing_to_label"
-    )
+    frame = assert_refused(bay("screenshot", "--annotate", str(dest), session=s), "no_labels")
     assert "--annotate" in frame["way_out"]
     assert not list(tmp_path.iterdir())
     bay.ok("close", session=s)
@@ -244,7 +242,7 @@ def test_the_python_api_gives_a_typed_shot_whose_labels_click_acts_on(
         with pytest.raises(errors.Usage):
             client.screenshot(tmp_path / "d.png", quality=50)
         client.open("about:blank")
-        with pytest.raises(errors.NothingToLabel):
+        with pytest.raises(errors.NoLabels):
             client.screenshot(annotate=True)
         client.close()
 

@@ -106,7 +106,7 @@ _ROWS = (
         "bay snapshot -i  (and use an @eN reference)",
     ),
     Code(
-        "nothing_to_label",
+        "no_labels",
         "No interactive element of tab {tab} is in the picture to label ({count} in its snapshot)",
         "bay screenshot without --annotate, or with --full; or bay scroll down, then again",
     ),
@@ -558,7 +558,7 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "ref_stale",
             "target_not_found",
-            "nothing_to_label",
+            "no_labels",
             "target_ambiguous",
             "not_a_frame",
             "action_failed",

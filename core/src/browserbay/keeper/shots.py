@@ -408,7 +408,7 @@ async def take(act: Act, req: ShotRequest, boxes: list[Box] | None) -> tuple[Pic
     width, height = size
     shown = [c for b in boxes or [] if (c := b.clipped(width, height)) is not None]
     if boxes and not shown:
-        raise Refusal("nothing_to_label", tab=act.tab.id, count=len(boxes))
+        raise Refusal("no_labels", tab=act.tab.id, count=len(boxes))
     if direct and max(width, height) <= req.max_px and len(captured) <= req.max_bytes:
         return Picture(captured, fmt, width, height, 1.0), shown
     scale = min(1.0, req.max_px / max(width, height))
@@ -445,7 +445,7 @@ async def verb_screenshot(act: Act) -> Answer:
         targets = await interactive_targets(act)
         boxes = await boxes_of(act, targets, req.full)
         if not boxes:
-            raise Refusal("nothing_to_label", tab=act.tab.id, count=len(targets))
+            raise Refusal("no_labels", tab=act.tab.id, count=len(targets))
     picture, shown = await take(act, req, boxes)
     unchanged = req.if_changed and picture.digest == act.tab.shot_digest
     act.tab.shot_digest = picture.digest
