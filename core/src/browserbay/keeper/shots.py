@@ -40,16 +40,10 @@ import anyio
 
 from browserbay.keeper.act import Act
 from browserbay.keeper.frames import jpeg_size
-from browserbay.keeper.pageverbs import (
-    Answer,
-    mask_passwords,
-    page_verb,
-    password_values,
-    selector_of,
-)
+from browserbay.keeper.pageverbs import Answer, page_verb
+from browserbay.keeper.snapshots import interactive_elements
 from browserbay.paths import ensure_private, write_private
 from browserbay.refusals import Refusal
-from browserbay.snapshot import compact, main_frame_prefix, strip_prefix
 
 if TYPE_CHECKING:
     from playwright.async_api import CDPSession, Page
@@ -70,8 +64,6 @@ JPEG_QUALITY = 80
 FIT_TRIES = 6
 #: The longest element name the legend shows.
 MAX_NAME = 60
-#: Refs whose boxes are looked up at once.
-BOX_CONCURRENCY = 24
 
 Format = Literal["png", "jpeg"]
 FORMATS: dict[str, Format] = {"png": "png", "jpeg": "jpeg"}
@@ -202,8 +194,8 @@ class ShotRequest:
 
 @dataclass(frozen=True)
 class Target:
-    """One interactive element of the tab's snapshot: its ref (as ``snapshot -i`` shows it),
-    role and accessible name."""
+    """One interactive element of the tab's snapshot: its ref (as ``snapshot -i`` shows it:
+    ``e3``, ``c7`` for one judged from the DOM, ``f2e5`` in another frame), role and name."""
 
     ref: str
     role: str
@@ -211,8 +203,8 @@ class Target:
 
     @property
     def label(self) -> str:
-        """The label drawn for it: the ref's number (``e3`` -> ``3``); another frame's ref
-        whole (``f2e5``), so no two labels of one picture are alike."""
+        """The label drawn for it: an ``eN`` ref's number (``e3`` -> ``3``, as agent-browser
+        numbers them); any other ref whole (``c7``, ``f2e5``), so no two labels are alike."""
         return self.ref[1:] if self.ref.startswith("e") else self.ref
 
 
@@ -263,63 +255,27 @@ class Picture:
 # -- the interactive elements and their boxes ----------------------------------------------
 
 
-async def interactive_targets(act: Act) -> list[Target]:
-    """The interactive elements ``snapshot -i`` lists, with the refs it gives (taking it
-    makes them the tab's refs, exactly as ``snapshot`` does)."""
-    scope = act.scope
-    if scope is act.page:
-        raw = await act.page.aria_snapshot(mode="ai", timeout=act.ms_left())
-    else:
-        raw = await scope.locator("body").aria_snapshot(mode="ai", timeout=act.ms_left())
-    raw = mask_passwords(raw, await password_values(act.page))
-    act.tab.ref_prefix = main_frame_prefix(raw)
-    text = compact(strip_prefix(raw, act.tab.ref_prefix), interactive=True)
-    return [t for t in map(_target, text.splitlines()) if t is not None]
-
-
-def _target(line: str) -> Target | None:
-    body = line.removeprefix("- ")
-    ref_at = body.rfind("[ref=")
-    if ref_at < 0:
-        return None
-    ref = body[ref_at + 5 :].split("]", 1)[0]
-    role, _, rest = body.partition(" ")
-    name = ""
-    if rest.startswith('"'):
-        try:
-            name = str(json.JSONDecoder().raw_decode(rest)[0])
-        except ValueError:
-            name = rest[1:].split('"', 1)[0]
-    return Target(ref, role, name)
-
-
-async def boxes_of(act: Act, targets: list[Target], full: bool) -> list[Box]:
-    """Each target's box (CSS pixels of the viewport, or of the page with ``full``); a
-    target that is hidden or gone has none."""
-    found: dict[int, Box] = {}
-    limiter = anyio.CapacityLimiter(BOX_CONCURRENCY)
-    scroll = [0.0, 0.0]
+async def boxes_of(act: Act, full: bool) -> tuple[list[Box], int]:
+    """The interactive elements ``snapshot -i`` lists (taking it makes its refs the tab's),
+    each with its box in CSS pixels of the viewport (of the page with ``full``), and how many
+    elements it lists in all (one without a box is hidden, or gone since)."""
+    elements = await interactive_elements(act)
+    dx, dy = 0.0, 0.0
+    focus = act.tab.focus
+    if focus is not None:  # bay frame: the boxes are in that frame's viewport
+        frame = await focus.frame.frame_element()
+        where = await frame.bounding_box()
+        if where is not None:
+            dx, dy = where["x"], where["y"]
     if full:
-        scroll = [float(v) for v in await act.page.evaluate("() => [scrollX, scrollY]")]
-    budget = max(50.0, min(1000.0, act.ms_left() / 4))
-
-    async def one(n: int, target: Target) -> None:
-        selector = selector_of(act, "@" + target.ref)
-        if selector is None:
-            return
-        async with limiter:
-            try:
-                b = await act.page.locator(selector).bounding_box(timeout=budget)
-            except Exception:
-                return  # gone since the snapshot: not in the picture either
-        if b is not None and b["width"] >= 1 and b["height"] >= 1:
-            x, y = b["x"] + scroll[0], b["y"] + scroll[1]
-            found[n] = Box(target, x, y, b["width"], b["height"])
-
-    async with anyio.create_task_group() as tg:
-        for n, target in enumerate(targets):
-            tg.start_soon(one, n, target)
-    return [found[n] for n in sorted(found)]
+        sx, sy = await act.page.evaluate("() => [scrollX, scrollY]")
+        dx, dy = dx + float(sx), dy + float(sy)
+    boxes = [
+        Box(Target(e.ref, e.role, e.name), e.box.x + dx, e.box.y + dy, e.box.width, e.box.height)
+        for e in elements
+        if e.box is not None and e.box.width >= 1 and e.box.height >= 1
+    ]
+    return boxes, len(elements)
 
 
 # -- the painter: scale, label, encode in an isolated world --------------------------------
@@ -442,10 +398,9 @@ async def verb_screenshot(act: Act) -> Answer:
     req = ShotRequest.from_args(act.args)
     boxes: list[Box] | None = None
     if req.annotate:
-        targets = await interactive_targets(act)
-        boxes = await boxes_of(act, targets, req.full)
+        boxes, listed = await boxes_of(act, req.full)
         if not boxes:
-            raise Refusal("no_labels", tab=act.tab.id, count=len(targets))
+            raise Refusal("no_labels", tab=act.tab.id, count=listed)
     picture, shown = await take(act, req, boxes)
     unchanged = req.if_changed and picture.digest == act.tab.shot_digest
     act.tab.shot_digest = picture.digest
