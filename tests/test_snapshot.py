@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from browserbay.api import SyncClient
 from browserbay_testing import Bay, assert_refused
 from browserbay_testing.pages import serve_pages
 
@@ -230,3 +231,17 @@ def test_the_python_tutorial_offers_its_links_inside_prose(bay: Bay) -> None:
         assert len(re.findall(r"^- link \[ref=", text, re.M)) <= 1, text
         bay.ok("click", _ref(_line(text, 'link "while"')), session=s)
     bay.ok("close", session=s)
+
+
+def test_the_python_api_takes_the_snapshot_options(bay: Bay, site: str) -> None:
+    with SyncClient("snap-api", home=bay.home) as c:
+        c.open(f"{site}/many")
+        first = c.snapshot(interactive=True, limit=5)
+        assert first.refs == 5
+        assert first.data["next"] == "bay snapshot -i --limit 5 --page 2"
+        second = c.snapshot(interactive=True, limit=5, page=2)
+        assert "link 4" in second.tree
+        assert "link 4" not in first.tree
+        assert c.snapshot(selector="h1").tree.startswith('- heading "Many"')
+        assert c.snapshot(delta=True).tree.startswith("no change")
+        c.close()

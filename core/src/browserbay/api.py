@@ -209,11 +209,24 @@ class Client:
         return await self._request("open", {"url": url}, timeout, Page)
 
     async def snapshot(
-        self, *, interactive: bool = False, depth: int | None = None, timeout: float | None = None
+        self,
+        *,
+        interactive: bool = False,
+        depth: int | None = None,
+        selector: str | None = None,
+        delta: bool = False,
+        limit: int | None = None,
+        page: int | None = None,
+        timeout: float | None = None,
     ) -> Snapshot:
         """The ARIA tree with ``[ref=eN]`` references (``interactive``: only what can be
-        acted on, flat)."""
-        args = {"interactive": interactive, "depth": depth}
+        acted on, flat; ``selector``: the subtree of an ``@ref`` or a selector; ``delta``:
+        only what changed since the tab's last snapshot; ``limit``/``page``: which page of
+        lines, ``data["next"]`` naming the next one)."""
+        args: dict[str, Any] = {"interactive": interactive, "depth": depth, "delta": delta}
+        for name, value in (("selector", selector), ("limit", limit), ("page", page)):
+            if value is not None:
+                args[name] = value
         return await self._request("snapshot", args, timeout, Snapshot)
 
     async def click(self, target: str, *, timeout: float | None = None) -> Answer:
