@@ -20,7 +20,9 @@ that nothing is left running between repetitions.
 
 Environment knobs (for quick trial runs only; RESULTS.md records what was used):
 ``BENCH_REPS`` (warm repetitions, default 30), ``BENCH_COLD_REPS`` (default 5),
-``BENCH_SESSIONS`` (default 8), ``BENCH_KEEP=1`` keeps the /tmp/bb* directory for inspection.
+``BENCH_SESSIONS`` (default 8), ``BENCH_KEEP=1`` keeps the /tmp/bb* directory for inspection,
+``BENCH_ONLY=warm,cold`` runs only those steps (of warm, cold, components, memory) and prints
+the table without rewriting RESULTS.md (the before/after of one change).
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ N_WARM = int(os.environ.get("BENCH_REPS", "30"))
 N_WARMUP = 5
 N_COLD = int(os.environ.get("BENCH_COLD_REPS", "5"))
 N_SESSIONS = int(os.environ.get("BENCH_SESSIONS", "8"))
+ONLY = frozenset(x for x in os.environ.get("BENCH_ONLY", "").split(",") if x)
 SETTLE = 3.0  # seconds a set of open pages gets before its memory is read
 STOP_WAIT = 30.0  # seconds every started process gets to exit after being asked
 
@@ -237,7 +240,11 @@ def tree_pss(roots: Iterable[int], marker: str) -> dict[str, Any]:
 
 
 def clean_env() -> dict[str, str]:
-    drop = ("BAY_", "AGENT_BROWSER_", "XDG_", "PLAYWRIGHT_", "DEBUG")
+    """The caller's environment without the tools' own settings. PYTHONDONTWRITEBYTECODE
+    goes too: with it (a test harness sets it) every `bay` process and keeper compiles its
+    modules again, ~20 ms per command that an installed bay (pip compiles at install) never
+    pays; the warm-up rounds write the bytecode."""
+    drop = ("BAY_", "AGENT_BROWSER_", "XDG_", "PLAYWRIGHT_", "DEBUG", "PYTHONDONTWRITEBYTECODE")
     return {k: v for k, v in os.environ.items() if not k.startswith(drop)}
 
 
@@ -1270,6 +1277,8 @@ def main() -> int:
             ("d memory", lambda: bench_memory(b, base, rows, info)),
         ]
         for name, step in steps:
+            if ONLY and name.split()[-1] not in ONLY:
+                continue
             print(f"bench: {name} …", file=sys.stderr, flush=True)
             t0 = time.monotonic()
             try:
@@ -1294,8 +1303,11 @@ def main() -> int:
     print()
     for x in notes:
         print("- " + x)
-    write_results(rows, facts, notes)
-    print(f"\nwrote {RESULTS}")
+    if ONLY:
+        print(f"\nBENCH_ONLY={','.join(sorted(ONLY))}: {RESULTS} left as it was")
+    else:
+        write_results(rows, facts, notes)
+        print(f"\nwrote {RESULTS}")
     if any(r.met == "unknown" for r in rows):
         code = 1
     return code

@@ -1,0 +1,181 @@
+"""Before and after one change: rows a (warm click and get title in the keeper), b (the whole
+``bay get title`` process against bare Python) and c (cold first open) of RESULTS.md, for this
+checkout, a baseline checkout (optional) and agent-browser, interleaved rep by rep in ONE run.
+
+    .venv/bin/python bench/perf.py [--parts a,b,c] [--reps 20] [--cold-reps 4]
+                                   [--baseline /path/to/other/checkout]
+
+The order of the tools rotates every rep, so load from elsewhere on the machine (two cores
+shared with test runs) hits each alike; the load average is printed with the medians. Prints a
+block for a commit message; writes nothing. Run bench/setup.sh first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import click  # bench/click.py: a warm keeper of a checkout
+import run  # bench/run.py: the process bookkeeping and peer setup
+
+
+def rotate(tools: dict[str, Callable[[], float]], reps: int, warmup: int) -> dict[str, list[float]]:
+    names = list(tools)
+    out: dict[str, list[float]] = {n: [] for n in names}
+    for i in range(warmup + reps):
+        k = i % len(names)
+        for name in names[k:] + names[:k]:
+            t = tools[name]()
+            if i >= warmup:
+                out[name].append(t)
+    return out
+
+
+def report(title: str, samples: dict[str, list[float]], peer: str, loads: list[str]) -> str:
+    med = {n: statistics.median(v) * 1000 for n, v in samples.items()}
+    lines = [f"{title} (loadavg {' → '.join(loads)}):"]
+    for n, m in med.items():
+        ratio = "" if n == peer else f"  {m / med[peer]:.2f}× {peer}"
+        lines.append(f"  {n:<22} {m:8.1f} ms{ratio}")
+    return "\n".join(lines)
+
+
+def part_a(b: run.Bench, url: str, roots: dict[str, Path], reps: int) -> str:
+    keepers = {label: click.Keeper(b, root, label, url) for label, root in roots.items()}
+    ab_home = b.ab_home("perf-a")
+    run.must(b.ab(ab_home, "open", url, session="bench-click")[1], "agent-browser open")
+    snap = run.must(b.ab(ab_home, "snapshot", "-i", session="bench-click")[1], "ab snapshot")
+    ab_ref = run.ref_of(snap, "checkbox")
+
+    def ab(*argv: str) -> Callable[[], float]:
+        def go() -> float:
+            t, cp = b.ab(ab_home, *argv, session="bench-click", timeout=30)
+            run.must(cp, "agent-browser " + " ".join(argv))
+            return t
+
+        return go
+
+    def title(k: click.Keeper) -> Callable[[], float]:
+        def go() -> float:
+            t0 = time.perf_counter()
+            k.req("get", {"what": "title"})
+            return time.perf_counter() - t0
+
+        return go
+
+    out = []
+    for what, tools in (
+        ("a click @ref, in keeper", {**{n: k.click for n, k in keepers.items()}}),
+        ("a get title, in keeper", {n: title(k) for n, k in keepers.items()}),
+    ):
+        peer_argv = ("click", "@" + ab_ref) if "click" in what else ("get", "title")
+        tools["agent-browser"] = ab(*peer_argv)
+        loads = [click.loadavg()]
+        samples = rotate(tools, reps, 5)
+        loads.append(click.loadavg())
+        out.append(report(what, samples, "agent-browser", loads))
+    for k in keepers.values():
+        k.conn.close()
+        b.bay_stop(k.home)
+    b.ab_stop(ab_home)
+    return "\n".join(out)
+
+
+def timed_ok(argv: list[str], env: dict[str, str]) -> float:
+    t, cp = run.timed(argv, env, 30)
+    run.must(cp, " ".join(argv))
+    return t
+
+
+def part_b(b: run.Bench, url: str, roots: dict[str, Path], reps: int) -> str:
+    tools: dict[str, Callable[[], float]] = {}
+    for label, root in roots.items():
+        home = b.bay_home("perf-b")
+        env = b.bay_env(home, "bench-b")
+        bay_bin = str(root / ".venv" / "bin" / "bay")
+        run.must(run.timed([bay_bin, "open", url], env)[1], f"{label}: bay open")
+
+        tools[f"{label} get title"] = functools.partial(timed_ok, [bay_bin, "get", "title"], env)
+    floor = [str(run.VENV_PY), "-c", "import socket,json"]
+    tools["python floor"] = functools.partial(timed_ok, floor, run.clean_env())
+    loads = [click.loadavg()]
+    samples = rotate(tools, reps, 5)
+    loads.append(click.loadavg())
+    return report("b whole process", samples, "python floor", loads)
+
+
+def part_c(b: run.Bench, url: str, roots: dict[str, Path], reps: int) -> str:
+    def bay(label: str, root: Path) -> Callable[[], float]:
+        def go() -> float:
+            home = b.bay_home("perf-c")
+            env = b.bay_env(home, "bench-cold")
+            try:
+                t, cp = run.timed([str(root / ".venv" / "bin" / "bay"), "open", url], env)
+                run.must(cp, f"{label}: bay open (cold)")
+                return t
+            finally:
+                b.bay_stop(home)
+                b.check_clean("a cold bay open")
+
+        return go
+
+    def ab() -> float:
+        home = b.ab_home("perf-c")
+        try:
+            t, cp = b.ab(home, "open", url, session="bench-cold")
+            run.must(cp, "agent-browser open (cold)")
+            return t
+        finally:
+            b.ab_stop(home)
+            b.check_clean("a cold agent-browser open")
+
+    tools = {f"{label} cold open": bay(label, root) for label, root in roots.items()}
+    tools["agent-browser"] = ab
+    loads = [click.loadavg()]
+    samples = rotate(tools, reps, 1)
+    loads.append(click.loadavg())
+    return report("c cold first open", samples, "agent-browser", loads)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--parts", default="a,b,c")
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--cold-reps", type=int, default=4)
+    ap.add_argument("--baseline", type=Path, help="another checkout (with its .venv) to compare")
+    opts = ap.parse_args()
+    run.become_subreaper()
+    from browserbay.demo.server import serve
+
+    roots = {f"bay {click.commit(run.ROOT)}": run.ROOT}
+    if opts.baseline:
+        roots[f"base {click.commit(opts.baseline)}"] = opts.baseline
+    work = Path(tempfile.mkdtemp(prefix="bb", dir="/tmp"))
+    b = run.Bench(work)
+    server, base = serve()
+    url = f"{base}/form.html"
+    parts: dict[str, Any] = {"a": part_a, "b": part_b, "c": part_c}
+    try:
+        for p in opts.parts.split(","):
+            reps = opts.cold_reps if p == "c" else opts.reps
+            print(parts[p](b, url, roots, reps), flush=True)
+    finally:
+        b.stop_all()
+        server.shutdown()
+        server.server_close()
+        import shutil
+
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
