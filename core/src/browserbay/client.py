@@ -19,9 +19,10 @@ import socket
 import sys
 import time
 
-from browserbay import identity, protocol, sockpath, transfer
+from browserbay import identity, protocol, sockpath
 from browserbay.refusals import Refusal, printable
 from browserbay.sockpath import distrust, socket_path
+from browserbay.verbs import PAGE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -107,6 +108,8 @@ class Connection:
         if extra:
             frame.update(extra)
         if row is not None and row.moves_files:  # its files' bytes go with it, both ways
+            from browserbay import transfer  # base64 and contextlib: only the verbs with files
+
             return transfer.drive(transfer.carry(row, frame), self.exchange)
         return self.exchange(frame)
 
@@ -286,12 +289,15 @@ def connect(
     autostart: bool | None = None,
     keeper_args: tuple[str, ...] = (),
     session_socket: str | None = None,
+    warm: bool = False,
 ) -> Connection:
     """Connect to a keeper of this version, starting (or replacing) it when needed — on the
     owner's channel only; ``keeper_args``: the argv a keeper started now gets (``bay keeper
-    start --set``). ``session_socket`` (else ``BAY_SOCKET``, when no ``paths`` name a home)
-    connects to a session socket instead, which never starts or replaces a keeper
-    (:func:`connect_session`); ``autostart`` and ``keeper_args`` do not apply there."""
+    start --set``); ``warm``: a keeper started now begins with the browser's chain (the
+    caller has a page verb to send: see ``browserbay.keeper.daemon._run``).
+    ``session_socket`` (else ``BAY_SOCKET``, when no ``paths`` name a home) connects to a
+    session socket instead, which never starts or replaces a keeper (:func:`connect_session`);
+    ``autostart``, ``keeper_args`` and ``warm`` do not apply there."""
     if session_socket is None and paths is None:
         session_socket = sockpath.session_socket()
     if session_socket is not None:
@@ -332,7 +338,7 @@ def connect(
         from browserbay.paths import bay_paths
 
         paths = bay_paths()
-    return _spawn_and_connect(paths, keeper_args)
+    return _spawn_and_connect(paths, (protocol.KEEPER_WARM, *keeper_args) if warm else keeper_args)
 
 
 def _retire(conn: Connection, path: str) -> None:
@@ -439,15 +445,16 @@ def call(
     :func:`context`'s (``profile``: ``--profile``); ``row``: the verb's row, to carry its files
     (:meth:`Connection.request`)."""
     target = sockpath.session_socket() if paths is None else None
+    warm = row is not None and row.scope == PAGE
     try:
         try:
-            conn = connect(paths, session_socket=target)
+            conn = connect(paths, session_socket=target, warm=warm)
         except Refusal as r:
             if r.code != "keeper_unavailable" or target is not None:
                 raise
             # The keeper may have been on its way out as we connected: one more try.
             time.sleep(0.1)
-            conn = connect(paths)
+            conn = connect(paths, warm=warm)
         try:
             me = session or identity.resolve(named, fixed=conn.fixed)
             fields = {**context(profile, named, fixed=conn.fixed), **(extra or {})}

@@ -28,6 +28,9 @@ MAX_ARG = 1024 * 1024
 MAX_ANSWER = 64 * 1024 * 1024
 #: Deepest JSON nesting accepted in a request.
 MAX_DEPTH = 16
+#: A keeper's first argument when the client that spawns it has a page verb to send: the
+#: keeper starts the browser's chain (Playwright and its driver) before its own modules.
+KEEPER_WARM = "--warm"
 
 
 def hello(role: str) -> dict[str, Any]:

@@ -26,10 +26,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib
 import logging
 import os
-from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -56,6 +54,7 @@ from browserbay.keeper.controls import Controls, make_transports
 from browserbay.keeper.dialogs import Dialogs
 from browserbay.keeper.dialogverbs import DialogVerbs
 from browserbay.keeper.downloads import Downloads
+from browserbay.keeper.driver import PlaywrightDriver
 from browserbay.keeper.files import Carrier, SessionFiles
 from browserbay.keeper.grants import GrantBook, GrantVerbs
 from browserbay.keeper.keeper import Housekeeping, Keeper
@@ -84,9 +83,6 @@ from browserbay.plugins import Plugins
 from browserbay.registry import Registry
 from browserbay.settings import BaySettings, Configured
 
-if TYPE_CHECKING:
-    from playwright.async_api import Playwright
-
 log = logging.getLogger("browserbay.keeper")
 
 #: The modules whose ``@page_verb`` handlers fill ``PAGE_VERBS`` as they are imported (the
@@ -102,40 +98,6 @@ PAGE_VERB_MODULES = (
     fileverbs,
     emulation,
 )
-
-
-class PlaywrightDriver:
-    """The Playwright driver, started once, on first need."""
-
-    def __init__(self) -> None:
-        self._pw: Playwright | None = None
-        self._cm: Any = None  # playwright's context manager (its type is private)
-        self._lock = anyio.Lock()
-
-    async def get(self) -> Playwright:
-        """Its import (~200 ms) runs in a worker thread so the loop keeps serving; the daemon
-        calls this at start to overlap the driver's ~300 ms start with the rest of its own
-        start. (Imported by name: Playwright is heavy and only this needs it.)"""
-        async with self._lock:
-            if self._pw is None:
-                api = await anyio.to_thread.run_sync(
-                    importlib.import_module, "playwright.async_api"
-                )
-                self._cm = api.async_playwright()
-                self._pw = await self._cm.start()
-                # Before any browser: every context gets the engine of snapshots' own refs.
-                await self._pw.selectors.register(
-                    snapshots.REF_ENGINE, script=snapshots.REF_ENGINE_JS
-                )
-            return self._pw
-
-    async def stop(self) -> None:
-        if self._cm is not None:
-            try:
-                with anyio.move_on_after(5):
-                    await self._cm.__aexit__(None, None, None)
-            except Exception:  # the driver may already be gone
-                log.debug("playwright driver stop failed", exc_info=True)
 
 
 def core_handlers(
@@ -187,9 +149,11 @@ class App:
         paths: BayPaths,
         settings: BaySettings,
         configured: Configured | None = None,
+        driver: PlaywrightDriver | None = None,
     ):
         """``configured``: where each of ``settings`` came from, for ``bay keeper status``
-        (None: all given here, as a test gives them)."""
+        (None: all given here, as a test gives them); ``driver``: the Playwright driver, when
+        the daemon began starting it before the keeper's own modules were imported."""
         self.plugins = plugins
         self.registry = registry
         self.paths = paths
@@ -199,7 +163,7 @@ class App:
         self.gate = RestartGate()
         self.roster = roster = Roster(registry.sessions, db)
         self.audit = AuditTrail(registry.audit, db)
-        self.driver = PlaywrightDriver()
+        self.driver = driver if driver is not None else PlaywrightDriver()
         #: The files connections send and are answered (browserbay.keeper.files).
         self.carrier = Carrier(paths.runtime / "transfers")
         # Tab ids never repeat across this home's keepers (a stale one is tab_gone).
@@ -357,7 +321,9 @@ class App:
 
     async def start(self) -> None:
         """Load what the registry knows. Tabs that were live when the last keeper died are
-        now kept tabs that come back by themselves."""
+        now kept tabs that come back by themselves. Before any browser starts, the driver
+        has the engine of snapshots' own refs, which every context then gets."""
+        await self.driver.add_engine(snapshots.REF_ENGINE, snapshots.REF_ENGINE_JS)
         await self.profiles.load()
         dropped = await self.db(self.registry.holds.drop_orphans)
         if dropped:

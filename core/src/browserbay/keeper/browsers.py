@@ -269,6 +269,20 @@ class BrowserPool:
         if major is not None:
             await self.db(self.versions.record, profile_id, major, running.provider.id)
 
+    async def _driver(self, row: ProviderRow) -> Playwright:
+        """The running Playwright driver; one that cannot start is ``backend_unavailable``."""
+        try:
+            playwright: Playwright = await self._playwright()
+        except Exception as exc:
+            log.warning("the Playwright driver cannot start: %s", exc)
+            raise Refusal(
+                "backend_unavailable",
+                provider=row.id,
+                reason=f"Playwright's driver did not start ({type(exc).__name__}: {exc})",
+                fix="bay doctor   (checks the Playwright install), then bay keeper logs",
+            ) from None
+        return playwright
+
     async def _launch(
         self,
         row: ProviderRow,
@@ -280,6 +294,9 @@ class BrowserPool:
         fence: tuple[str, ...] = (),
     ) -> Running:
         assert row.driver_factory is not None
+        # The driver first (started already, unless it failed): a driver that cannot start
+        # is refused before a browser row or directory exists.
+        playwright = await self._driver(row)
         # The provider's key, resolved now and only now, for this one child's environment
         # (refused before anything is created when there is none; see browserbay.keys).
         key_env, key_source = await anyio.to_thread.run_sync(self.plugins.keys.launch_keys, row)
@@ -302,7 +319,6 @@ class BrowserPool:
                 browser_id, row.id, None, os.getpid(), str(home), user_data_dir is None, time.time()
             ),
         )
-        playwright: Playwright = await self._playwright()
         try:
             # Finished even when the verb's deadline falls meanwhile: a launch cut half-way
             # would leave a browser process nobody owns. The verb is answered after it.

@@ -7,6 +7,7 @@ import contextlib
 import errno
 import fcntl
 import functools
+import importlib
 import logging
 import math
 import os
@@ -16,7 +17,7 @@ import socket
 import stat
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -26,6 +27,7 @@ import anyio.abc
 from browserbay import progress, protocol, verbs
 from browserbay._version import __version__
 from browserbay.keeper.channels import OWNER, Channel
+from browserbay.keeper.driver import PlaywrightDriver
 from browserbay.keeper.files import Carried
 from browserbay.paths import BayPaths, NotYours, bay_paths
 from browserbay.refusals import Refusal
@@ -512,7 +514,60 @@ async def session_connection(
     await guarded_connection(stream, app, budget, frame_timeout, channel)
 
 
-async def _run(sock: socket.socket, paths: BayPaths, configured: Configured) -> None:
+#: The keeper's own modules, imported after the socket is bound (see bind_first): the ones
+#: :func:`_serve` imports.
+KEEPER_MODULES = (
+    "browserbay.sandbox",
+    "browserbay.keeper.outputs",
+    "browserbay.keeper.app",
+    "browserbay.keeper.browsers",
+    "browserbay.plugins",
+    "browserbay.registry",
+)
+
+
+def _import_keeper() -> None:
+    for name in KEEPER_MODULES:
+        importlib.import_module(name)
+
+
+async def _run(
+    sock: socket.socket, paths: BayPaths, configured: Configured, warm: bool = False
+) -> None:
+    """Serve until stopped. ``warm``: a page verb is on its way, so the one chain it waits
+    for goes first — Playwright's import, then its Node.js driver, which boots on another
+    core while the keeper's own modules are imported (in a worker thread: the loop carries
+    the driver's start meanwhile). Else the driver starts once the keeper listens. A driver
+    that fails to start is logged; the verb that needs it tries again and is refused
+    ``backend_unavailable`` (browserbay.keeper.browsers), nothing recorded."""
+    driver = PlaywrightDriver(paths.state / "node-compile-cache")
+
+    async def prewarm() -> None:
+        try:
+            await driver.get()
+        except Exception:
+            log.exception("the Playwright driver failed to start")
+
+    try:
+        async with anyio.create_task_group() as early:
+            if warm:
+                with contextlib.suppress(Exception):  # said by the driver's start, below
+                    await driver.load()
+                early.start_soon(prewarm)
+                await anyio.to_thread.run_sync(_import_keeper)
+            await _serve(sock, paths, configured, driver, None if warm else prewarm)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await driver.stop()  # stopped by app.close() already, unless the start failed
+
+
+async def _serve(
+    sock: socket.socket,
+    paths: BayPaths,
+    configured: Configured,
+    driver: PlaywrightDriver,
+    prewarm: Callable[[], Coroutine[Any, Any, None]] | None,
+) -> None:
     # Imported here, after the socket is bound (see bind_first): the keeper's own modules,
     # the plugins and Playwright's import chain take a while, and a client may connect now.
     from browserbay import sandbox
@@ -529,7 +584,7 @@ async def _run(sock: socket.socket, paths: BayPaths, configured: Configured) -> 
 
     registry = await anyio.to_thread.run_sync(open_sqlite, paths.registry)
     plugins = load_plugins(strict=False)
-    app = App(plugins, registry, paths, settings, configured)
+    app = App(plugins, registry, paths, settings, configured, driver)
     life = app.life
     await app.start()
     listener = await anyio.abc.SocketListener.from_socket(sock)
@@ -556,13 +611,6 @@ async def _run(sock: socket.socket, paths: BayPaths, configured: Configured) -> 
             if not (browsing or granted) and not app.pool.running and idle > settings.keeper_idle:
                 log.info("idle for %.0fs with nothing running: exiting", idle)
                 life.begin_stop()
-
-    async def prewarm() -> None:
-        # The Playwright driver takes ~500 ms to import and start: begin at once.
-        try:
-            await app.driver.get()
-        except Exception:
-            log.exception("the Playwright driver failed to start")
 
     async def triggers() -> None:
         try:
@@ -599,8 +647,9 @@ async def _run(sock: socket.socket, paths: BayPaths, configured: Configured) -> 
 
     async with anyio.create_task_group() as tg:
         # The driver's start overlaps the rest of ours; requests wait for it only if they
-        # need a browser.
-        tg.start_soon(prewarm)
+        # need a browser. (Begun already in a warm start.)
+        if prewarm is not None:
+            tg.start_soon(prewarm)
         await anyio.to_thread.run_sync(write_plugin_verbs, paths, app.admin.plugin_verb_rows())
         life.swept = await anyio.to_thread.run_sync(sweep_orphans, registry.browsers)
         await anyio.to_thread.run_sync(prune_outputs)
@@ -667,8 +716,11 @@ def main() -> None:
             file=sys.stderr,
         )
         sys.exit(1)
+    argv = sys.argv[1:]
+    warm = argv[:1] == [protocol.KEEPER_WARM]  # browserbay.client.connect(warm=True)
     try:
-        configured = load_settings(file=paths.config_file, flags=flags_from_argv(sys.argv[1:]))
+        flags = flags_from_argv(argv[1:] if warm else argv)
+        configured = load_settings(file=paths.config_file, flags=flags)
     except SettingsError as exc:
         _setup_logging(paths)
         log.error("%s", exc)  # `bay keeper logs` shows why the keeper did not start
@@ -682,7 +734,7 @@ def main() -> None:
     log.info("file descriptors: soft limit %s, hard %s", soft, hard)
     _private_tmp(paths)
     try:
-        anyio.run(_run, sock, paths, configured)
+        anyio.run(_run, sock, paths, configured, warm)
     except Exception:
         log.exception("keeper crashed")
         raise
