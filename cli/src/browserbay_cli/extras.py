@@ -20,6 +20,7 @@ from importlib import metadata
 from typing import Any
 
 from browserbay import client, identity, procfs
+from browserbay.distributions import BY_NAME
 from browserbay.plugins import ENTRY_POINT_GROUP
 from browserbay.refusals import EXIT_OK, Refusal
 from browserbay_cli.doctor import run_doctor
@@ -96,7 +97,7 @@ def mcp(session: str | None) -> None:
             detail=f"bay mcp needs the browserbay-mcp plugin, which is not installed here "
             f"({exc.name or exc} cannot be imported)",
             verb="mcp",
-            way_out="bay install browserbay-mcp",
+            way_out=BY_NAME["browserbay-mcp"].install_hint(),
         ) from None
     serve(session)
 

@@ -24,6 +24,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from browserbay.distributions import Distribution
+
 #: Local verbs whose code is imported only when they run (``browserbay_cli.extras.HANDLERS``;
 #: a test holds the two to the table's local verbs).
 OFF_HOT_PATH = ("mcp", "install", "uninstall", "doctor", "install-skill")
@@ -230,9 +232,12 @@ def _local(verb: str, args: dict[str, Any], as_json: bool) -> int | None:
         if args.get("verb"):
             text = help_text(args.get("verb"), table)
         else:
+            from browserbay.distributions import missing_verbs
             from browserbay.manual import manual
 
-            text = manual(v for v in table.values() if v.plugin).rstrip("\n")
+            served = {name for name, v in table.items() if v.plugin}
+            missing = {n for d in missing_verbs() for n in d.verbs if n not in served}
+            text = manual((v for v in table.values() if v.plugin), missing).rstrip("\n")
         if as_json:
             _emit_json(_local_frame(verb, {"text": text}), verb)
         else:
@@ -246,18 +251,25 @@ def _local(verb: str, args: dict[str, Any], as_json: bool) -> int | None:
         else:
             _say(sys.stdout, tail if tail else f"(no log yet at {paths.keeper_log})")
         return EXIT_OK
-    if verb == "keeper" and args.get("action") == "stop":
+    if verb == "keeper" and args.get("action") in ("stop", "status"):
         try:
             conn = client.connect(autostart=False)
         except Refusal as r:
             if r.code != "keeper_unavailable":
                 raise
-            # Nothing to stop; never start a keeper just to stop it.
-            data = {"stopping": False, "pid": None, "socket": str(bay_paths().socket)}
+            # Nothing to stop or report on; never start a keeper just to stop or ask it.
+            socket = str(bay_paths().socket)
+            if args["action"] == "stop":
+                data: dict[str, Any] = {"stopping": False, "pid": None, "socket": socket}
+                text = "no keeper is running"
+            else:
+                way_out = "bay keeper start   (or any verb: a keeper starts by itself)"
+                data = {"running": False, "pid": None, "socket": socket, "way_out": way_out}
+                text = f"no keeper is running (none listens on {socket})\n  way out: {way_out}"
             if as_json:
                 _emit_json(_local_frame(verb, data), verb)
             else:
-                print("no keeper is running")
+                print(text)
             return EXIT_OK
         conn.close()
     if verb == "keeper" and args.get("action") == "start":
@@ -272,6 +284,28 @@ def _local(verb: str, args: dict[str, Any], as_json: bool) -> int | None:
     elif verb == "keeper" and args.get("set") is not None:
         raise Refusal("usage", detail="--set is for bay keeper start", verb="keeper")
     return None
+
+
+def _needed(exc: UsageError) -> Distribution | None:
+    """The browserbay plugin an unknown verb comes from, if one does (on the owner's channel:
+    on a session socket the keeper's environment, not ours, has the plugins)."""
+    if exc.unknown_verb is None or session_socket() is not None:
+        return None
+    from browserbay.distributions import providing_verb  # an unknown verb: off the hot path
+
+    return providing_verb(exc.unknown_verb)
+
+
+def _not_installed(exc: UsageError, dist: Distribution) -> Refusal:
+    """Refused ``usage``: the verb's plugin is not installed here (the way out installs it)
+    or not loaded by the running keeper (the way out restarts it)."""
+    where = "in the running keeper" if dist.installed else "here"
+    detail = f"'{exc.unknown_verb}' comes from the {dist.name} plugin, not installed {where}"
+    if dist.installed:
+        way_out = "bay keeper stop   (the next verb starts a keeper that loads it)"
+    else:
+        way_out = dist.install_hint()
+    return Refusal("usage", detail=detail, verb=str(exc.unknown_verb), way_out=way_out)
 
 
 def _set_words(args: dict[str, Any]) -> list[str]:
@@ -370,18 +404,29 @@ def run(argv: list[str]) -> int:
         except UsageError as exc:
             if exc.unknown_verb is None:
                 raise
+            dist = _needed(exc)
+            if dist is not None and not dist.installed:  # no keeper of ours could have it
+                return _refuse(_not_installed(exc, dist), as_json)
             try:
                 table = plugin_verbs(start=True)
             except Refusal as r:
                 return _refuse(r, as_json)
             verb, args, options = parse(argv, table)
     except UsageError as exc:
-        return _refuse(
-            Refusal("usage", detail=str(exc), verb=exc.verb or ""),
-            as_json,
-        )
+        dist = _needed(exc)
+        if dist is not None:
+            return _refuse(_not_installed(exc, dist), as_json)
+        return _refuse(Refusal("usage", detail=str(exc), verb=exc.verb or ""), as_json)
+    if options.get("version") and options.get("usage"):
+        if options.get("json"):
+            _emit_json(_local_frame("help", {"version": __version__}), "help")
+        else:
+            print(f"bay {__version__}")
+        return EXIT_OK
     if options.get("help"):
-        text = help_text(verb.name, table)
+        if options.get("usage"):  # `bay --help`: bay's usage, plugin verbs as the keeper has them
+            table = plugin_verbs(start=False)
+        text = help_text(None if options.get("usage") else verb.name, table)
         if options.get("json"):  # --json prints exactly one JSON object, help included
             _emit_json(_local_frame("help", {"verb": verb.name, "text": text}), "help")
         else:

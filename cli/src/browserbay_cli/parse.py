@@ -92,6 +92,9 @@ def parse(
         if tok in ("-h", "--help"):
             options["help"] = True
             continue
+        if tok == "--version" and verb is None:
+            options["version"] = True
+            continue
         name, eq, inline = tok.partition("=")
         spec = flags.get(name)
         if spec is None:
@@ -122,8 +125,8 @@ def parse(
         else:
             args[spec.name] = value
     if verb is None:
-        if options.get("help"):
-            return BY_NAME["help"], {}, options
+        if options.get("help") or options.get("version"):  # `bay --help`: bay's own usage
+            return BY_NAME["help"], {}, {**options, "usage": True}
         raise UsageError("no verb given (bay help lists them)")
     if options.get("help"):
         return verb, args, options
@@ -180,6 +183,15 @@ def usage_line(verb: Verb) -> str:
 
 def help_text(name: str | None, table: dict[str, Verb] | None = None) -> str:
     table = BY_NAME if table is None else table
+    if name and name not in table:
+        from browserbay.distributions import providing_verb  # a verb not here: off the hot path
+
+        dist = providing_verb(name)
+        if dist is not None:
+            return (
+                f"bay {name}: from the {dist.name} plugin, which is not installed here.\n"
+                f"install it: {dist.install_hint()}"
+            )
     if name and name in table:
         v = table[name]
         lines = [usage_line(v), "", v.summary, ""]
@@ -200,11 +212,36 @@ def help_text(name: str | None, table: dict[str, Verb] | None = None) -> str:
             ]
         lines += ["", "options: --json, --timeout SECONDS, --session ID"]
         return "\n".join(lines)
-    lines = ["bay <verb> [args] [--json] [--timeout S] [--session ID]", ""]
+    lines = [
+        "usage: bay <verb> [args] [--json] [--timeout S] [--session ID] [--profile H]",
+        "",
+        "  bay help           the agent manual: verbs, refs, profiles, the rules, every refusal",
+        "  bay help <verb>    one verb's arguments (also: bay <verb> --help)",
+        "  bay --version      the version installed here",
+        "",
+        "verbs:",
+    ]
     lines += [f"  {v.name:<11} {v.summary}" for v in VERBS]
     extra = [v for v in table.values() if v.plugin]
     if extra:
         lines += ["", "from plugins:"]
         lines += [f"  {v.name:<11} {v.summary}  ({v.plugin})" for v in extra]
-    lines += ["", "bay help <verb> for one verb. Docs: docs/agent-manual.md"]
+    lines += not_installed_lines(table)
+    lines += ["", "Docs: docs/agent-manual.md (bay help prints its short form)"]
     return "\n".join(lines)
+
+
+def not_installed_lines(table: dict[str, Verb]) -> list[str]:
+    """The verbs of browserbay's own plugins that are not installed here, each with the
+    plugin that adds it and the command that installs it."""
+    from browserbay.distributions import NOT_PUBLISHED, checkout, missing_verbs  # off the hot path
+
+    served = {name for name, v in table.items() if v.plugin}  # the keeper has them loaded
+    missing = [d for d in missing_verbs() if not served & set(d.verbs)]
+    if not missing:
+        return []
+    lines = ["", "not installed here (a plugin adds them):"]
+    lines += [f"  {', '.join(d.verbs)}: {d.name}, {d.install_command()}" for d in missing]
+    if checkout() is None:
+        lines.append(f"  ({NOT_PUBLISHED} --package <name>)")
+    return lines

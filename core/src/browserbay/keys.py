@@ -35,6 +35,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from browserbay import scrub
+from browserbay.distributions import BY_NAME as DISTRIBUTIONS
 from browserbay.model import IntegrationRow, KeyField, KeySource, KeyStored, KeyVerdict, ProviderRow
 from browserbay.refusals import Refusal
 
@@ -458,7 +459,8 @@ class KeyBook:
             raise Refusal(
                 "key_store_unavailable",
                 reason=why or "no user key store plugin is installed",
-                fix="pip install browserbay-keys-file   (an encrypted file; no keychain needed)",
+                fix=f"{DISTRIBUTIONS['browserbay-keys-file'].install_hint()}   "
+                "(browserbay-keys-file: an encrypted file; no keychain needed)",
             )
         return available[0]
 

@@ -14,7 +14,7 @@ from browserbay.verbs import KEEPER, LOCAL, PAGE, SESSION, VERBS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Collection, Iterable
 
     from browserbay.verbs import Verb
 
@@ -100,13 +100,21 @@ def _wrap(head: str, words: Iterable[str], width: int = 92) -> list[str]:
     return lines
 
 
-def _verb_lines(extra: Iterable[Verb]) -> list[str]:
+def _verb_lines(extra: Iterable[Verb], missing: Collection[str] = ()) -> list[str]:
     lines = ["VERBS (bay help <verb> for one verb's arguments)"]
     for scope, label in _GROUPS:
-        lines += _wrap(f"  {label}: ", [v.name for v in VERBS if v.scope == scope])
-    shipped = [f"{name} ({what})," for name, what in SHIPPED_PLUGIN_VERBS]
+        names = [
+            v.name + " (not installed)" * (v.name in missing) for v in VERBS if v.scope == scope
+        ]
+        lines += _wrap(f"  {label}: ", names)
+    shipped = [
+        f"{name} ({'not installed' if name in missing else what}),"
+        for name, what in SHIPPED_PLUGIN_VERBS
+    ]
     shipped[-1] = shipped[-1].rstrip(",")
     lines += _wrap("  plugins: ", shipped)
+    if missing:
+        lines.append("  not installed: bay help <verb> names the plugin and how to install it")
     named = {v.name for v in VERBS} | {name for name, _ in SHIPPED_PLUGIN_VERBS}
     extra = list(extra)
     for v in extra:
@@ -128,10 +136,12 @@ def _refusal_lines() -> list[str]:
     return lines
 
 
-def manual(extra_verbs: Iterable[Verb] = ()) -> str:
+def manual(extra_verbs: Iterable[Verb] = (), missing: Collection[str] = ()) -> str:
     """The manual. ``extra_verbs``: verbs plugins installed here add; those the text does not
-    already name get a line of their own (docs/agent-manual.md holds the text without them)."""
-    parts = [_HEAD, "\n".join(_verb_lines(extra_verbs)), "", _RULES, "\n".join(_refusal_lines())]
+    already name get a line of their own (docs/agent-manual.md holds the text without them).
+    ``missing``: verbs whose plugin is not installed here, marked so."""
+    verbs = "\n".join(_verb_lines(extra_verbs, missing))
+    parts = [_HEAD, verbs, "", _RULES, "\n".join(_refusal_lines())]
     return "\n".join(parts).rstrip() + "\n"
 
 

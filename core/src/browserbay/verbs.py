@@ -1132,7 +1132,7 @@ VERBS: tuple[Verb, ...] = (
             Arg("no_deps", "flag", "do not install their dependencies"),
         ),
         owner_only=("*",),  # code the keeper loads at its next start
-        example="bay install browserbay-mcp",
+        example="bay install ./plugins/mcp",
     ),
     Verb(
         "uninstall",

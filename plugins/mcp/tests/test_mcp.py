@@ -299,7 +299,8 @@ def test_bay_mcp_without_the_plugin_is_a_usage_refusal_naming_the_install() -> N
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 2
     assert '"code": "usage"' in out.stdout
-    assert "bay install browserbay-mcp" in out.stdout
+    assert "bay install " in out.stdout
+    assert "plugins/mcp" in out.stdout  # from the checkout: browserbay-mcp is not on PyPI
 
 
 #: C0 controls but newline and tab, DEL and C1: never raw in a tool result's text.

@@ -19,6 +19,7 @@ import anyio
 import anyio.lowlevel
 
 from browserbay import procfs
+from browserbay.distributions import provider_hint
 from browserbay.keeper.emulated import Device
 from browserbay.keeper.guard import Blocked, Guard, devtools_ports, url_port
 from browserbay.ladder import parse_major, read_dir_version
@@ -141,7 +142,7 @@ class BrowserPool:
                 "backend_unavailable",
                 provider=provider_id,
                 reason="no installed plugin provides it",
-                fix=f"pip install browserbay-{provider_id.split(':')[0]}   (then bay plugins)",
+                fix=provider_hint(provider_id),
             )
         if row.not_runnable or row.driver_factory is None:
             raise Refusal(
