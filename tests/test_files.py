@@ -23,6 +23,7 @@ import pytest
 from browserbay import Client, SyncClient, errors, protocol, transfer
 from browserbay.client import Connection
 from browserbay.keeper.downloads import safe_name, session_dir
+from browserbay.keeper.files import PER_SESSION
 from browserbay.paths import bay_paths
 from browserbay_testing import Bay, assert_refused
 from browserbay_testing.bay import wait_for
@@ -606,3 +607,44 @@ def test_a_closed_sessions_downloads_and_uploads_are_removed(
     for s in (parent, child):
         assert not kept_dir(bay, s).exists(), s
         assert not session_dir(runtime / "uploads", s).exists(), s
+
+
+def test_one_session_cannot_exhaust_the_staging_every_session_shares(
+    bay: Bay, site: str, tmp_path: Path
+) -> None:
+    """Attack: an agent on its session socket opens connections that each declare a 50 MiB
+    upload and never send it (and mints a child to do the same). On the old code the
+    keeper-wide 200 MiB bound was every connection's: four such connections made every other
+    session's upload ``too_large`` ("wait a moment"). Now a session (with its children) holds
+    at most its own share, refused naming that limit, and another session's upload goes on."""
+    sock_dir = bay.home / "hog"
+    sock_dir.mkdir(mode=0o700)
+    sock = sock_dir / "hog.sock"
+    hog = "files-hog"
+    bay.ok("session", "grant", hog, "--socket", str(sock), session=None)
+    conns: list[Connection] = []
+    try:
+        child = bay("session", "child", session=None, env={"BAY_SOCKET": str(sock)}).data
+        put = {"op": "put", "name": "hog.bin", "size": transfer.MAX_IN, "offset": 0, "data": ""}
+        answers = []
+        for n in range(4):
+            conn = dial(Path(child["socket"]) if n % 2 else sock)
+            conns.append(conn)
+            answers.append(raw(conn, {**put, "id": f"p{n}"}))
+        assert answers[0]["ok"], answers[0]
+        refused = [a for a in answers if not a["ok"]]
+        assert refused, "every one of the hog's connections staged 50 MiB"
+        frame = assert_refused(refused[0], "too_large")
+        assert frame["data"]["limit"] == PER_SESSION
+        assert "your session" in frame["message"]
+        # Another session's upload is not refused for it.
+        s = "files-not-hog"
+        cv = tmp_path / "cv.txt"
+        cv.write_text("mine")
+        bay.ok("open", f"{site}/upload.html", session=s)
+        bay.ok("upload", "#one", str(cv), session=s)
+        assert shown(bay, s)["files"][0]["text"] == "mine"
+    finally:
+        for conn in conns:
+            conn.close()
+        bay.ok("session", "revoke", hog, session=None)

@@ -28,7 +28,7 @@ from browserbay import progress, protocol, verbs
 from browserbay._version import __version__
 from browserbay.keeper.channels import OWNER, Channel
 from browserbay.keeper.driver import PlaywrightDriver
-from browserbay.keeper.files import Carried
+from browserbay.keeper.files import Carried, party_of
 from browserbay.paths import BayPaths, NotYours, bay_paths
 from browserbay.refusals import Refusal
 from browserbay.scrub import scrub, scrub_frame
@@ -307,7 +307,8 @@ async def serve_connection(
     and the connection goes on with the next frame; a frame that does not end within
     ``frame_timeout`` seconds ends it."""
     reader = FrameReader(stream, budget if budget is not None else Budget(), frame_timeout)
-    files = app.carrier.connection()  # the files this connection sends and is answered
+    # The files this connection sends and is answered, bounded with its party's others.
+    files = app.carrier.connection(party_of(channel, app.grants.of))
     async with stream:
         try:
             await _serve_frames(stream, reader, app, channel, files)

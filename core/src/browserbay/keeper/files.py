@@ -6,7 +6,10 @@ in ``put`` frames and answers bytes in ``get`` frames, both answered by the daem
 connection they came in on, bound to it:
 
 - :class:`Carrier` (one per keeper): the staging directory (``<runtime>/transfers``, 0700)
-  and the bound on everything staged at once by every connection (:data:`MAX_STAGED`).
+  and the bounds on what is staged at once: one command's files (:data:`transfer.MAX_IN`, a
+  connection's), one party's connections together (:data:`PER_SESSION`: a session socket's
+  session with its child sessions, or the owner's channel), every connection together
+  (:data:`MAX_STAGED`). One agent cannot take the keeper's whole staging from the others.
 - :class:`Carried` (one per connection): its staged uploads (each a 0600 file named as the
   caller's file was, in a directory of its own: Playwright's ``set_input_files`` takes the
   name from the path) and its offers (files the keeper answers). A handle is 64 random bits
@@ -28,6 +31,7 @@ import logging
 import os
 import secrets
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,14 +39,18 @@ from typing import Any
 import anyio
 
 from browserbay import transfer
+from browserbay.keeper.channels import Channel, Grant
 from browserbay.keeper.downloads import safe_name, session_dir
 from browserbay.paths import ensure_private
 from browserbay.refusals import Refusal
 
 log = logging.getLogger("browserbay.keeper")
 
+#: The most bytes one party's connections (a session with its children, or the owner's
+#: channel) stage at once: two commands' worth.
+PER_SESSION = 2 * transfer.MAX_IN
 #: The most bytes every connection's staged uploads weigh together.
-MAX_STAGED = 4 * transfer.MAX_IN
+MAX_STAGED = 8 * transfer.MAX_IN
 
 
 @dataclass
@@ -74,6 +82,22 @@ class Offer:
     def row(self) -> dict[str, Any]:
         """What the verb's answer carries as ``data.file``."""
         return {"handle": self.handle, "name": self.name, "size": self.size}
+
+
+def party_of(channel: Channel, grant_of: Callable[[str], Grant | None]) -> str:
+    """Whose staging bound a connection on ``channel`` counts against: the owner's channel is
+    one party (``owner``: anything on it is the owner); a session socket's is the session at
+    the root of its grants' family (``grant_of``: a live session's grant), since a session
+    mints child sessions, each with a socket of its own, and must not multiply its share."""
+    grant = channel.grant
+    if grant is None:
+        return "owner"
+    for _ in range(64):  # a family is never that deep; a loop is never followed for ever
+        parent = grant_of(grant.parent) if grant.parent is not None else None
+        if parent is None:
+            break
+        grant = parent
+    return "session:" + grant.session
 
 
 def _bad(reason: str) -> Refusal:
@@ -111,20 +135,59 @@ def _write_new(path: Path, data: bytes) -> None:
 class Carrier:
     """Every connection's files: where they are staged, and the bound on them together."""
 
-    def __init__(self, root: Path, max_staged: int = MAX_STAGED) -> None:
+    def __init__(
+        self, root: Path, max_staged: int = MAX_STAGED, per_session: int = PER_SESSION
+    ) -> None:
         self.root = root
         self.max_staged = max_staged
+        self.per_session = per_session
         #: Bytes every connection's uploads have declared, staged or arriving.
         self.staged = 0
+        #: The same, per party (:meth:`connection`).
+        self.by_party: dict[str, int] = {}
+
+    def reserve(self, party: str, size: int) -> None:
+        """Count ``size`` declared bytes against ``party``'s bound and the keeper's, or
+        refuse them (``too_large`` naming the bound that is full)."""
+        mine = self.by_party.get(party, 0)
+        if mine + size > self.per_session:
+            raise Refusal(
+                "too_large",
+                what="the files your session's connections (its child sessions' included) are "
+                f"sending at once ({transfer.mib(mine + size)})",
+                size=mine + size,
+                limit=self.per_session,
+                fix=f"a session stages at most {transfer.mib(self.per_session)} at once: let "
+                "its other uploads finish (or close their connections), then send it again",
+            )
+        if self.staged + size > self.max_staged:
+            raise Refusal(
+                "too_large",
+                what="the files every connection is sending to this keeper at once",
+                size=self.staged + size,
+                limit=self.max_staged,
+                fix="wait a moment and send it again",
+            )
+        self.by_party[party] = mine + size
+        self.staged += size
+
+    def release(self, party: str, size: int) -> None:
+        self.staged -= size
+        left = self.by_party.get(party, 0) - size
+        if left > 0:
+            self.by_party[party] = left
+        else:
+            self.by_party.pop(party, None)
 
     @property
     def uploads_root(self) -> Path:
         """Where the sessions' kept uploads are (``<runtime>/uploads``): :meth:`Carried.settle`."""
         return self.root.parent / "uploads"
 
-    def connection(self) -> Carried:
-        """A new connection's book (empty; its directory is made at its first file)."""
-        return Carried(self, self.root / secrets.token_hex(8))
+    def connection(self, party: str) -> Carried:
+        """A new connection's book (empty; its directory is made at its first file).
+        ``party``: whose bound its uploads count against (:func:`party_of`)."""
+        return Carried(self, self.root / secrets.token_hex(8), party)
 
 
 class SessionFiles:
@@ -158,6 +221,8 @@ class Carried:
 
     carrier: Carrier
     directory: Path
+    party: str
+    """Whose staging bound its uploads count against (:meth:`Carrier.reserve`)."""
     uploads: dict[str, Received] = field(default_factory=dict)
     offers: dict[str, Offer] = field(default_factory=dict)
     _made: bool = False
@@ -224,14 +289,7 @@ class Carried:
                 limit=transfer.MAX_IN,
                 fix=f"send at most {transfer.mib(transfer.MAX_IN)} in one command",
             )
-        if self.carrier.staged + size > self.carrier.max_staged:
-            raise Refusal(
-                "too_large",
-                what="the files every connection is sending to this keeper at once",
-                size=self.carrier.staged + size,
-                limit=self.carrier.max_staged,
-                fix="wait a moment and send it again",
-            )
+        self.carrier.reserve(self.party, size)
         handle = "f-" + secrets.token_hex(8)
         home = await self._dir() / handle
         path = home / safe_name(name)
@@ -240,9 +298,12 @@ class Carried:
             os.mkdir(home, 0o700)
             _write_new(path, b"")
 
-        await anyio.to_thread.run_sync(make)
+        try:
+            await anyio.to_thread.run_sync(make)
+        except BaseException:
+            self.carrier.release(self.party, size)
+            raise
         up = Received(handle, path, path.name, size)
-        self.carrier.staged += size
         self.uploads[handle] = up
         return up
 
@@ -275,12 +336,12 @@ class Carried:
 
         path = await anyio.to_thread.run_sync(move)
         if self.uploads.pop(up.handle, None) is not None:
-            self.carrier.staged -= up.size
+            self.carrier.release(self.party, up.size)
         return path
 
     async def _drop(self, up: Received) -> None:
         if self.uploads.pop(up.handle, None) is not None:
-            self.carrier.staged -= up.size
+            self.carrier.release(self.party, up.size)
         await anyio.to_thread.run_sync(lambda: shutil.rmtree(up.path.parent, ignore_errors=True))
 
     async def spent(self) -> None:
@@ -351,7 +412,7 @@ class Carried:
         """The connection ended: everything it staged goes."""
         for up in list(self.uploads.values()):
             self.uploads.pop(up.handle, None)
-            self.carrier.staged -= up.size
+            self.carrier.release(self.party, up.size)
         self.offers.clear()
         if self._made:
             await anyio.to_thread.run_sync(

@@ -26,7 +26,7 @@ from browserbay.keeper.choosing import LeaseChooser
 from browserbay.keeper.controls import Controls
 from browserbay.keeper.dialogs import Dialogs
 from browserbay.keeper.faults import disk_full, is_disk_full
-from browserbay.keeper.files import Carried, Carrier
+from browserbay.keeper.files import Carried, Carrier, party_of
 from browserbay.keeper.frames import ELEMENT_VERBS, PENDING, TRACED_VERBS, Recorder
 from browserbay.keeper.leases import Leases
 from browserbay.keeper.pageverbs import page_error
@@ -118,7 +118,8 @@ class Keeper:
         (the daemon's; None: a road without a connection, whose verbs get a book of their own
         that goes with the answer)."""
         if files is None:
-            files = self.carrier.connection()
+            # No connection sends it files: its family's share is never walked.
+            files = self.carrier.connection(party_of(channel, lambda _session: None))
             try:
                 return await self.handle(frame, channel, files)
             finally:
