@@ -6,6 +6,8 @@
 #   - Chromium (Debian package) when /usr/lib/chromium/chromium is missing
 #   - agent-browser@0.41.2 installed by npm INSIDE bench/ (bench/package.json +
 #     bench/node_modules, git-ignored), its linux-x64 binary made executable
+#   - the MiniWoB++ benchmark (PyPI `miniwob`, for its task pages and their core.js) installed
+#     with --no-deps into bench/.work/miniwob (git-ignored): bench/miniwob.py serves its html/
 # Assumes the project's own setup has run (/work/main/.venv exists, made by `uv sync`).
 set -euo pipefail
 
@@ -64,8 +66,23 @@ if [ ! -x "$AB_BIN" ]; then
     chmod +x "$AB_BIN"
 fi
 
+MW_VERSION="1.1.0"
+MW_DIR="$BENCH/.work/miniwob"
+if [ ! -f "$MW_DIR/miniwob-$MW_VERSION.dist-info/METADATA" ] || [ ! -f "$MW_DIR/miniwob/html/core/core.js" ]; then
+    say "installing miniwob==$MW_VERSION (its pages only: --no-deps) into $MW_DIR"
+    rm -rf "$MW_DIR"
+    mkdir -p "$MW_DIR"
+    # Only the files are used (served over HTTP, driven by the tools): none of its Python
+    # dependencies (gymnasium, selenium, numpy) are needed, and it is not a project dependency.
+    if command -v uv >/dev/null 2>&1; then
+        uv pip install --quiet --no-deps --target "$MW_DIR" "miniwob==$MW_VERSION"
+    else
+        python3 -m pip install --quiet --no-deps --target "$MW_DIR" "miniwob==$MW_VERSION"
+    fi
+fi
+
 version="$("$AB_BIN" --version 2>/dev/null || true)"
 case "$version" in
-    *"$AB_VERSION"*) say "ready: $version, $("$CHROMIUM" --version 2>/dev/null)" ;;
+    *"$AB_VERSION"*) say "ready: $version, $("$CHROMIUM" --version 2>/dev/null), miniwob $MW_VERSION" ;;
     *) say "agent-browser does not run: got '$version'"; exit 1 ;;
 esac

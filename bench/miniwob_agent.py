@@ -1,0 +1,502 @@
+"""The scripted MiniWoB++ agent: one adapter interface, one agent per task, both tools alike.
+
+An agent reads what an agent would read (the task's utterance through ``get text #query``, the
+page through ``snapshot`` / ``snapshot -i``), finds refs in that text, and issues verbs. It is
+written once against :class:`Tool`; each tool's adapter only spells commands and reads its own
+output formats (a box, an eval result). No step solves a task by DOM script: the only ``eval``
+calls are the harness's own (seeding an episode, reading its reward), which are not counted.
+
+A verb a tool does not have raises :class:`Unsupported` (the episode fails for that tool, with
+the reason recorded); a command that exits non-zero raises :class:`StepFailed`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# -- what one command cost -----------------------------------------------------------------------
+
+
+@dataclass
+class Call:
+    argv: list[str]
+    out: str
+    err: str
+    rc: int
+    secs: float
+
+    @property
+    def chars(self) -> int:
+        return len(self.out) + len(self.err)
+
+
+class StepFailed(Exception):
+    """A command the agent issued exited non-zero (its own words are kept)."""
+
+
+class Unsupported(Exception):
+    """The tool has no verb for what this step needs."""
+
+
+class TaskGaveUp(Exception):
+    """The agent did not find what it needed in what it read (a missing ref, an odd utterance)."""
+
+
+# -- the adapter ---------------------------------------------------------------------------------
+
+
+class Tool:
+    """One browser tool driven through its CLI. Subclasses spell commands; nothing else."""
+
+    name = "?"
+
+    def __init__(self, exe: Path, env: dict[str, str]):
+        self.exe, self.env = exe, env
+
+    def execute(self, args: list[str], timeout: float) -> Call:
+        argv = [str(self.exe), *args]
+        t0 = time.perf_counter()
+        try:
+            cp = subprocess.run(
+                argv,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
+            out, err, rc = cp.stdout, cp.stderr, cp.returncode
+        except subprocess.TimeoutExpired as exc:
+            out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+            err = exc.stderr.decode() if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+            err += f"\n[harness: killed after {timeout:.0f}s]"
+            rc = 124
+        return Call(argv, out, err, rc, time.perf_counter() - t0)
+
+    # The agent's commands: the same words for both tools unless a method below says otherwise.
+    def spell(self, verb: str, *args: str) -> list[str]:
+        return [verb, *args]
+
+    def parse_box(self, out: str) -> tuple[float, float, float, float]:
+        nums = re.findall(r"-?\d+(?:\.\d+)?", out)
+        if len(nums) < 4:
+            raise TaskGaveUp(f"no box in {out[:120]!r}")
+        x, y, w, h = (float(n) for n in nums[:4])
+        return x, y, w, h
+
+    def parse_eval(self, out: str) -> object:
+        value: object = out.strip()
+        for _ in range(2):  # agent-browser prints a JSON string of the JSON we returned
+            if not isinstance(value, str):
+                break
+            try:
+                value = json.loads(value)
+            except ValueError:
+                break
+        return value
+
+
+class BayTool(Tool):
+    name = "bay"
+
+
+class AgentBrowserTool(Tool):
+    name = "agent-browser"
+
+
+# -- reading a snapshot --------------------------------------------------------------------------
+
+_HEAD = re.compile(r"""^(?P<indent>\s*)-\s+'?(?P<role>[A-Za-z]+)(?:\s+"(?P<name>(?:[^"\\]|\\.)*)")?""")
+_REF = re.compile(r"[\[,\s]ref=(?P<ref>(?:f\d+)?e\d+)[\],]")
+
+
+@dataclass
+class Node:
+    role: str
+    name: str
+    text: str
+    ref: str | None
+    depth: int
+    children: list[Node] = field(default_factory=list)
+
+    def all_text(self) -> str:
+        parts = [p for p in (self.name, self.text) if p]
+        parts += [c.all_text() for c in self.children]
+        return " ".join(p for p in parts if p).strip()
+
+    def walk(self) -> list[Node]:
+        out = [self]
+        for c in self.children:
+            out += c.walk()
+        return out
+
+
+def _unquote(s: str) -> str:
+    s = s.strip().rstrip("'")
+    if len(s) >= 2 and s[0] == s[-1] == '"':
+        s = s[1:-1]
+    return s.replace('\\"', '"')
+
+
+def parse_snapshot(text: str) -> list[Node]:
+    """Both tools print an indented YAML-ish tree: ``- role "name" [attrs] [ref=eN]: text``."""
+    roots: list[Node] = []
+    stack: list[Node] = []
+    for line in text.splitlines():
+        m = _HEAD.match(line)
+        if not m:
+            continue
+        rest = line[m.end() :]
+        attrs, _, tail = rest.partition(": ")
+        ref = _REF.search(attrs)
+        node = Node(
+            role=m.group("role"),
+            name=_unquote(m.group("name") or "").replace("\\", ""),
+            text=_unquote(tail),
+            ref=ref.group("ref") if ref else None,
+            depth=len(m.group("indent")),
+        )
+        while stack and stack[-1].depth >= node.depth:
+            stack.pop()
+        (stack[-1].children if stack else roots).append(node)
+        stack.append(node)
+    return roots
+
+
+# -- the agent -----------------------------------------------------------------------------------
+
+
+class Agent:
+    """What the scripted agent can do; every method is one counted command of ``tool``."""
+
+    def __init__(self, tool: Tool, timeout: float):
+        self.tool, self.timeout = tool, timeout
+        self.calls: list[Call] = []
+        self.evals = 0
+
+    def run(self, verb: str, *args: str) -> str:
+        call = self.tool.execute(self.tool.spell(verb, *args), self.timeout)
+        self.calls.append(call)
+        if call.rc != 0:
+            said = (call.err.strip() or call.out.strip()).splitlines()
+            raise StepFailed(f"{verb} {' '.join(args)[:60]} → rc {call.rc}: {' / '.join(said)[:200]}")
+        return call.out
+
+    # reading
+    def utterance(self) -> str:
+        return " ".join(self.run("get", "text", "#query").split())
+
+    def snapshot(self, interactive: bool = True) -> list[Node]:
+        out = self.run("snapshot", "-i") if interactive else self.run("snapshot")
+        nodes: list[Node] = []
+        for root in parse_snapshot(out):
+            nodes += root.walk()
+        return nodes
+
+    def text(self, target: str) -> str:
+        return self.run("get", "text", target).strip()
+
+    def value(self, target: str) -> str:
+        return self.run("get", "value", target).rstrip("\n")
+
+    def box(self, target: str) -> tuple[float, float, float, float]:
+        return self.tool.parse_box(self.run("get", "box", target))
+
+    # acting
+    def click(self, target: str) -> None:
+        self.run("click", target)
+
+    def dblclick(self, target: str) -> None:
+        self.run("dblclick", target)
+
+    def fill(self, target: str, text: str) -> None:
+        self.run("fill", target, text)
+
+    def type(self, target: str, text: str) -> None:
+        self.run("type", target, text)
+
+    def focus(self, target: str) -> None:
+        self.run("focus", target)
+
+    def press(self, key: str) -> None:
+        self.run("press", key)
+
+    def keyboard(self, action: str, text: str) -> None:
+        self.run("keyboard", action, text)
+
+    def drag(self, source: str, target: str) -> None:
+        self.run("drag", source, target)
+
+    def mouse(self, action: str, *args: float | str) -> None:
+        self.run("mouse", action, *(f"{a:.0f}" if isinstance(a, float) else str(a) for a in args))
+
+    def select(self, target: str, *values: str) -> None:
+        self.run("select", target, *values)
+
+
+def find(
+    nodes: list[Node],
+    role: str | None = None,
+    name: str | Callable[[str], bool] | None = None,
+    need_ref: bool = True,
+) -> Node:
+    for n in nodes:
+        if role is not None and n.role != role:
+            continue
+        label = n.name or n.text
+        if isinstance(name, str) and label != name:
+            continue
+        if callable(name) and not name(label):
+            continue
+        if need_ref and n.ref is None:
+            continue
+        return n
+    raise TaskGaveUp(f"no {role or 'node'} named {name if isinstance(name, str) else '…'} with a ref")
+
+
+def ref(node: Node) -> str:
+    assert node.ref is not None
+    return "@" + node.ref
+
+
+def quoted(utterance: str) -> list[str]:
+    return re.findall(r'"([^"]*)"', utterance)
+
+
+def list_items(nodes: list[Node]) -> list[str]:
+    return [n.all_text() for n in nodes if n.role == "listitem"]
+
+
+# -- the tasks -----------------------------------------------------------------------------------
+
+TaskFn = Callable[[Agent], None]
+TASKS: dict[str, tuple[str, TaskFn]] = {}  # name -> (set, agent)
+
+
+def task(set_name: str, *names: str) -> Callable[[TaskFn], TaskFn]:
+    def deco(fn: TaskFn) -> TaskFn:
+        for n in names:
+            TASKS[n] = (set_name, fn)
+        return fn
+
+    return deco
+
+
+# hand: the tasks that need issue 18's verbs (drag, mouse, chords, keyboard, dblclick, focus)
+
+
+@task("hand", "click-dialog", "click-dialog-2")
+def click_dialog(a: Agent) -> None:
+    want = quoted(a.utterance())[-1]
+    nodes = a.snapshot()
+    a.click(ref(find(nodes, "button", "Close" if want == "x" else want)))
+
+
+def _sortable_move(a: Agent, src: int, dst: int, n: int) -> None:
+    """Move item ``src`` to position ``dst`` (1-based) of a jQuery UI sortable list: dropped on
+    an item's centre it lands at that item's place going up and just above it going down; the
+    last place has no item below it, so that move is a pointer path (mouse down/move/up)."""
+    item = "#sortable li:nth-child({})".format
+    if src == dst:
+        return
+    if dst < src or dst < n:
+        a.drag(item(src), item(dst if dst < src else dst + 1))
+        return
+    x, y, w, h = a.box(item(src))
+    _, ly, _, lh = a.box(item(n))
+    a.mouse("move", x + w / 2, y + h / 2)
+    a.mouse("down")
+    for step in (0.3, 0.7, 1.0):
+        a.mouse("move", x + w / 2, y + h / 2 + (ly + lh + 4 - y - h / 2) * step)
+    a.mouse("up")
+
+
+@task("hand", "drag-items")
+def drag_items(a: Agent) -> None:
+    u = a.utterance()
+    m = re.match(r"Drag (.+?) (to the top|to the bottom|down by one position|up by one position|"
+                 r"to the (\d+)\w\w position)\.", u)
+    if not m:
+        raise TaskGaveUp(f"utterance not understood: {u!r}")
+    items = list_items(a.snapshot(interactive=False))
+    n = len(items)
+    src = items.index(m.group(1)) + 1
+    how = m.group(2)
+    dst = {"to the top": 1, "to the bottom": n, "down by one position": src + 1,
+           "up by one position": src - 1}.get(how) or int(m.group(3))
+    _sortable_move(a, src, dst, n)
+
+
+@task("hand", "drag-sort-numbers")
+def drag_sort_numbers(a: Agent) -> None:
+    a.utterance()
+    nodes = a.snapshot(interactive=False)
+    nums = [int(t) for t in list_items(nodes)]
+    n = len(nums)
+    for i in range(n):
+        j = min(range(i, n), key=lambda k: nums[k])
+        if j != i:
+            _sortable_move(a, j + 1, i + 1, n)
+            nums.insert(i, nums.pop(j))
+    a.click(ref(find(a.snapshot(), "button", "Submit")))
+
+
+@task("hand", "use-autocomplete", "use-autocomplete-nodelay")
+def use_autocomplete(a: Agent) -> None:
+    q = quoted(a.utterance())
+    start, end = q[0], (q[1] if len(q) > 1 else "")
+    box = find(a.snapshot(), "textbox")
+    a.type(ref(box), start)
+    a.run("wait", ".ui-menu-item")  # the suggestions come after the widget's own delay
+    nodes = a.snapshot()
+    options = [n for n in nodes if n.ref and n.role != "textbox"
+               and (n.name or n.text).startswith(start) and (n.name or n.text).endswith(end)]
+    if not options:
+        raise TaskGaveUp(f"no suggestion starting {start!r} ending {end!r} got a ref")
+    a.click(ref(options[-1]))
+    a.click(ref(find(a.snapshot(), "button", "Submit")))
+
+
+@task("hand", "drag-box")
+def drag_box(a: Agent) -> None:
+    a.utterance()
+    a.drag("#draggableSmall", "#draggableLarge")
+    a.click(ref(find(a.snapshot(), "button", "Submit")))
+
+
+@task("hand", "use-slider")
+def use_slider(a: Agent) -> None:
+    u = a.utterance()
+    m = re.search(r"Select (-?\d+) with the slider", u)
+    if not m:
+        raise TaskGaveUp(f"utterance not understood: {u!r}")
+    want = int(m.group(1))
+    nodes = a.snapshot()
+    handle = find(nodes, "slider", None) if any(n.role == "slider" for n in nodes) else None
+    target = ref(handle) if handle else ".ui-slider-handle"
+    a.click(target)  # focus the handle
+    a.press("Home")
+    low = int(a.text("#val"))
+    a.press("End")
+    high = int(a.text("#val"))
+    if want - low < high - want:
+        a.press("Home")
+        key, steps = "ArrowRight", want - low
+    else:
+        key, steps = "ArrowLeft", high - want
+    for _ in range(steps):  # one key per step: jQuery UI sliders move one step a key
+        a.press(key)
+    if int(a.text("#val")) != want:
+        raise TaskGaveUp("the slider did not reach the value")
+    a.click(ref(find(a.snapshot(), "button", "Submit")))
+
+
+@task("hand", "highlight-text")
+def highlight_text(a: Agent) -> None:
+    a.utterance()
+    x, y, w, h = a.box("#randomText")
+    a.mouse("move", x + 1, y + 2)
+    a.mouse("down")
+    a.mouse("move", x + w / 2, y + h / 2)
+    a.mouse("move", x + w - 1, y + h - 2)
+    a.mouse("up")
+    a.click(ref(find(a.snapshot(), "button", "Submit")))
+
+
+@task("hand", "copy-paste")
+def copy_paste(a: Agent) -> None:
+    a.utterance()
+    nodes = a.snapshot()
+    boxes = [n for n in nodes if n.role == "textbox"]
+    if len(boxes) < 2:
+        raise TaskGaveUp("two text boxes expected (the textarea and the answer)")
+    # Which is the textarea: the snapshot names neither, so ask the page's own field (get value:
+    # the textarea holds the text, the answer input is empty).
+    src, dst = boxes[0], boxes[1]
+    if not a.value(ref(src)).strip():
+        src, dst = dst, src
+    a.click(ref(src))
+    a.press("Control+a")
+    a.press("Control+c")
+    a.click(ref(dst))
+    a.press("Control+v")
+    a.click(ref(find(a.snapshot(), "button", "Submit")))
+
+
+@task("hand", "enter-date")
+def enter_date(a: Agent) -> None:
+    u = a.utterance()
+    m = re.search(r"(\d\d)/(\d\d)/(\d{4})", u)
+    if not m:
+        raise TaskGaveUp(f"utterance not understood: {u!r}")
+    mm, dd, yyyy = m.groups()
+    nodes = a.snapshot()
+    field_ = next((n for n in nodes if n.ref and n.role in ("textbox", "generic", "spinbutton")
+                   and n.role != "button"), None)
+    target = ref(field_) if field_ else "#tt"
+    a.focus(target)
+    a.keyboard("type", mm + dd + yyyy)  # a date input takes its parts as keystrokes
+    a.click(ref(find(a.snapshot(), "button", "Submit")))
+
+
+@task("hand", "enter-time")
+def enter_time(a: Agent) -> None:
+    u = a.utterance()
+    m = re.search(r"(\d{1,2}):(\d\d) ?(AM|PM)", u)
+    if not m:
+        raise TaskGaveUp(f"utterance not understood: {u!r}")
+    hh, mi, ap = m.groups()
+    a.focus("#tt")
+    a.keyboard("type", hh.zfill(2) + mi + ap[0])
+    a.click(ref(find(a.snapshot(), "button", "Submit")))
+
+
+@task("hand", "text-editor")
+def text_editor(a: Agent) -> None:
+    u = a.utterance()
+    m = re.search(r"give (?:the text (.+?)|everything) the (style|color) (\w+)", u)
+    if not m:
+        raise TaskGaveUp(f"utterance not understood: {u!r}")
+    word, kind, style = m.group(1), m.group(2), m.group(3)
+    if kind == "color" or "make everything the color" in u:
+        raise TaskGaveUp("the colour picker's entries carry only hex values: nothing names red")
+    key = {"bold": "Control+b", "italics": "Control+i", "underlined": "Control+u"}[style]
+    words = a.text(".ql-editor").split()
+    a.click(".ql-editor")
+    if word:
+        if words.count(word) != 1:
+            raise TaskGaveUp(f"{word!r} is not once in the text")
+        # Word by word: on Linux Control+ArrowRight stops at a word's end, so k+1 jumps end
+        # word k and Control+Shift+ArrowLeft selects it.
+        a.press("Control+Home")
+        for _ in range(words.index(word) + 1):
+            a.press("Control+ArrowRight")
+        a.press("Control+Shift+ArrowLeft")
+    else:
+        a.press("Control+a")
+    a.press(key)
+    a.click(ref(find(a.snapshot(), "button", "Submit")))
+
+
+@task("hand", "drag-single-shape")
+def drag_single_shape(a: Agent) -> None:
+    u = a.utterance()
+    m = re.search(r"Drag the item (\w+)", u)
+    if not m:
+        raise TaskGaveUp(f"utterance not understood: {u!r}")
+    dx, dy = {"left": (-1, 0), "right": (1, 0), "up": (0, -1), "down": (0, 1)}[m.group(1)]
+    x, y, w, h = a.box(".black-shape")
+    cx, cy = x + w / 2, y + h / 2
+    a.mouse("move", cx, cy)
+    a.mouse("down")
+    a.mouse("move", cx + dx * 20, cy + dy * 20)
+    a.mouse("move", cx + dx * 40, cy + dy * 40)
+    a.mouse("up")
+    a.click(ref(find(a.snapshot(), "button", "Submit")))
