@@ -113,7 +113,9 @@ class AgentBrowserTool(Tool):
 
 # -- reading a snapshot --------------------------------------------------------------------------
 
-_HEAD = re.compile(r"""^(?P<indent>\s*)-\s+'?(?P<role>[A-Za-z]+)(?:\s+"(?P<name>(?:[^"\\]|\\.)*)")?""")
+_HEAD = re.compile(
+    r"""^(?P<indent>\s*)-\s+'?(?P<role>[A-Za-z]+)(?:\s+"(?P<name>(?:[^"\\]|\\.)*)")?"""
+)
 _REF = re.compile(r"[\[,\s]ref=(?P<ref>(?:f\d+)?e\d+)[\],]")
 
 
@@ -186,7 +188,9 @@ class Agent:
         self.calls.append(call)
         if call.rc != 0:
             said = (call.err.strip() or call.out.strip()).splitlines()
-            raise StepFailed(f"{verb} {' '.join(args)[:60]} → rc {call.rc}: {' / '.join(said)[:200]}")
+            raise StepFailed(
+                f"{verb} {' '.join(args)[:60]} → rc {call.rc}: {' / '.join(said)[:200]}"
+            )
         return call.out
 
     # reading
@@ -258,7 +262,9 @@ def find(
         if need_ref and n.ref is None:
             continue
         return n
-    raise TaskGaveUp(f"no {role or 'node'} named {name if isinstance(name, str) else '…'} with a ref")
+    raise TaskGaveUp(
+        f"no {role or 'node'} named {name if isinstance(name, str) else '…'} with a ref"
+    )
 
 
 def ref(node: Node) -> str:
@@ -321,16 +327,23 @@ def _sortable_move(a: Agent, src: int, dst: int, n: int) -> None:
 @task("hand", "drag-items")
 def drag_items(a: Agent) -> None:
     u = a.utterance()
-    m = re.match(r"Drag (.+?) (to the top|to the bottom|down by one position|up by one position|"
-                 r"to the (\d+)\w\w position)\.", u)
+    m = re.match(
+        r"Drag (.+?) (to the top|to the bottom|down by one position|up by one position|"
+        r"to the (\d+)\w\w position)\.",
+        u,
+    )
     if not m:
         raise TaskGaveUp(f"utterance not understood: {u!r}")
     items = list_items(a.snapshot(interactive=False))
     n = len(items)
     src = items.index(m.group(1)) + 1
     how = m.group(2)
-    dst = {"to the top": 1, "to the bottom": n, "down by one position": src + 1,
-           "up by one position": src - 1}.get(how) or int(m.group(3))
+    dst = {
+        "to the top": 1,
+        "to the bottom": n,
+        "down by one position": src + 1,
+        "up by one position": src - 1,
+    }.get(how) or int(m.group(3))
     _sortable_move(a, src, dst, n)
 
 
@@ -356,8 +369,14 @@ def use_autocomplete(a: Agent) -> None:
     a.type(ref(box), start)
     a.run("wait", ".ui-menu-item")  # the suggestions come after the widget's own delay
     nodes = a.snapshot()
-    options = [n for n in nodes if n.ref and n.role != "textbox"
-               and (n.name or n.text).startswith(start) and (n.name or n.text).endswith(end)]
+    options = [
+        n
+        for n in nodes
+        if n.ref
+        and n.role != "textbox"
+        and (n.name or n.text).startswith(start)
+        and (n.name or n.text).endswith(end)
+    ]
     if not options:
         raise TaskGaveUp(f"no suggestion starting {start!r} ending {end!r} got a ref")
     a.click(ref(options[-1]))
@@ -438,8 +457,10 @@ def enter_date(a: Agent) -> None:
         raise TaskGaveUp(f"utterance not understood: {u!r}")
     mm, dd, yyyy = m.groups()
     nodes = a.snapshot()
-    field_ = next((n for n in nodes if n.ref and n.role in ("textbox", "generic", "spinbutton")
-                   and n.role != "button"), None)
+    field_ = next(
+        (n for n in nodes if n.ref and n.role in ("textbox", "spinbutton")),
+        None,
+    )
     target = ref(field_) if field_ else "#tt"
     a.focus(target)
     a.keyboard("type", mm + dd + yyyy)  # a date input takes its parts as keystrokes
@@ -500,3 +521,284 @@ def drag_single_shape(a: Agent) -> None:
     a.mouse("move", cx + dx * 40, cy + dy * 40)
     a.mouse("up")
     a.click(ref(find(a.snapshot(), "button", "Submit")))
+
+
+@task("hand", "click-scroll-list")
+def click_scroll_list(a: Agent) -> None:
+    u = a.utterance()
+    m = re.match(r"Select (.+) from the scroll list and click Submit\.", u)
+    if not m:
+        raise TaskGaveUp(f"utterance not understood: {u!r}")
+    wanted = m.group(1).split(", ")
+    nodes = a.snapshot()
+    a.select(ref(find(nodes, "listbox")), *wanted)  # a <select multiple>: several values at once
+    a.click(ref(find(nodes, "button", "Submit")))
+
+
+@task("hand", "use-spinner")
+def use_spinner(a: Agent) -> None:
+    u = a.utterance()
+    m = re.search(r"Select (-?\d+) with the spinner", u)
+    if not m:
+        raise TaskGaveUp(f"utterance not understood: {u!r}")
+    n = int(m.group(1))  # the spinner starts at 0 and refuses typed keys
+    arrow = ".ui-spinner-up" if n > 0 else ".ui-spinner-down"
+    for _ in range(abs(n)):
+        a.click(arrow)
+    a.click(ref(find(a.snapshot(), "button", "Submit")))
+
+
+@task("hand", "resize-textarea")
+def resize_textarea(a: Agent) -> None:
+    u = a.utterance()
+    m = re.search(r"the (width|height) is (smaller|larger)", u)
+    if not m:
+        raise TaskGaveUp(f"utterance not understood: {u!r}")
+    sign = 1 if m.group(2) == "larger" else -1
+    x, y, w, h = a.box("textarea")
+    gx, gy = x + w - 3, y + h - 3  # the resize grip, bottom right
+    tx, ty = (gx + sign * 25, gy) if m.group(1) == "width" else (gx, gy + sign * 20)
+    a.mouse("move", gx, gy)
+    a.mouse("down")
+    a.mouse("move", (gx + tx) / 2, (gy + ty) / 2)
+    a.mouse("move", tx, ty)
+    a.mouse("up")
+    a.click(ref(find(a.snapshot(), "button", "Submit")))
+
+
+@task("hand", "drag-shapes")
+def drag_shapes(a: Agent) -> None:
+    u = a.utterance()
+    m = re.search(r"Drag all (rectangles|circles|triangles) into the black box", u)
+    if not m:
+        raise TaskGaveUp(f"utterance not understood: {u!r}")
+    tag = {"rectangles": "rect", "circles": "circle", "triangles": "polygon"}[m.group(1)]
+    # The box is the last <rect> the page draws, so the k-th <rect> of the svg is a shape.
+    count = int(a.run("get", "count", f"#area_svg {tag}:not(#shape-container)").split()[0])
+    for k in range(1, count + 1):
+        a.drag(f"#area_svg {tag}:nth-of-type({k})", "#shape-container")
+    a.click(ref(find(a.snapshot(), "button", "Submit")))
+
+
+# core: ordinary tasks (clicks, fields, lists): what issue 19 measures
+
+
+def _submit(a: Agent, nodes: list[Node] | None = None, name: str = "Submit") -> None:
+    a.click(ref(find(nodes if nodes is not None else a.snapshot(), "button", name)))
+
+
+@task("core", "click-button", "unicode-test")
+def click_button(a: Agent) -> None:
+    want = quoted(a.utterance())[0]
+    a.click(ref(find(a.snapshot(), "button", want)))
+
+
+@task("core", "click-test")
+def click_test(a: Agent) -> None:
+    a.utterance()
+    a.click(ref(find(a.snapshot(), "button")))
+
+
+@task("core", "click-test-2", "click-test-transfer")
+def click_test_2(a: Agent) -> None:
+    m = re.search(r"Click button (\w+)\.", a.utterance())
+    if not m:
+        raise TaskGaveUp("utterance not understood")
+    a.click(ref(find(a.snapshot(), "button", m.group(1))))
+
+
+@task("core", "click-button-sequence")
+def click_button_sequence(a: Agent) -> None:
+    a.utterance()
+    nodes = a.snapshot()
+    a.click(ref(find(nodes, "button", "ONE")))
+    a.click(ref(find(nodes, "button", "TWO")))
+
+
+def _names_list(s: str) -> list[str]:
+    s = re.sub(r",? and ", ", ", s)
+    return [x.strip() for x in s.split(",") if x.strip()]
+
+
+@task("core", "click-checkboxes", "click-checkboxes-large", "click-checkboxes-transfer")
+def click_checkboxes(a: Agent) -> None:
+    m = re.match(r"Select (.*?) and click Submit\.", a.utterance())
+    if not m:
+        raise TaskGaveUp("utterance not understood")
+    wanted = [] if m.group(1) == "nothing" else [w.strip() for w in m.group(1).split(",")]
+    nodes = a.snapshot()
+    for w in wanted:
+        a.click(ref(find(nodes, "checkbox", w)))
+    _submit(a, nodes)
+
+
+@task("core", "click-option")
+def click_option(a: Agent) -> None:
+    m = re.match(r"Select (.*?) and click Submit\.", a.utterance())
+    if not m:
+        raise TaskGaveUp("utterance not understood")
+    nodes = a.snapshot()
+    a.click(ref(find(nodes, "radio", m.group(1))))
+    _submit(a, nodes)
+
+
+@task("core", "click-link")
+def click_link(a: Agent) -> None:
+    want = quoted(a.utterance())[0]
+    a.click(ref(find(a.snapshot(), None, want)))
+
+
+@task("core", "click-tab")
+def click_tab(a: Agent) -> None:
+    m = re.search(r"Tab #(\d)", a.utterance())
+    if not m:
+        raise TaskGaveUp("utterance not understood")
+    nodes = a.snapshot()
+    a.click(ref(find(nodes, "link", f"Tab #{m.group(1)}")))
+
+
+@task("core", "click-tab-2")
+def click_tab_2(a: Agent) -> None:
+    want = quoted(a.utterance())[0]
+    nodes = a.snapshot()
+    tabs = [n for n in nodes if n.role == "link" and re.fullmatch(r"Tab #\d", n.name) and n.ref]
+    for tab in tabs:
+        a.click(ref(tab))
+        nodes = a.snapshot()
+        hit = [n for n in nodes if n.ref and (n.name or n.text) == want and n.role != "tab"]
+        if hit:
+            a.click(ref(hit[0]))
+            return
+    raise TaskGaveUp(f"no tab showed a link {want!r} with a ref")
+
+
+@task("core", "click-collapsible")
+def click_collapsible(a: Agent) -> None:
+    a.utterance()
+    nodes = a.snapshot()
+    a.click(ref(find(nodes, "tab", lambda s: s.startswith("Section"))))
+    _submit(a)
+
+
+@task("core", "click-collapsible-2")
+def click_collapsible_2(a: Agent) -> None:
+    want = quoted(a.utterance())[0]
+    sections = [n for n in a.snapshot() if n.role == "tab" and n.name.startswith("Section")]
+    for sec in sections:
+        a.click(ref(sec))
+        nodes = a.snapshot()
+        hit = [n for n in nodes if n.ref and (n.name or n.text) == want and n.role != "tab"]
+        if hit:
+            a.click(ref(hit[0]))
+            return
+    raise TaskGaveUp(f"no section showed a link {want!r} with a ref")
+
+
+@task("core", "click-widget")
+def click_widget(a: Agent) -> None:
+    want = quoted(a.utterance())[0]
+    role = {"text": "textbox", "textarea": "textbox"}.get(want, want)
+    a.click(ref(find(a.snapshot(), role)))
+
+
+@task("core", "enter-text", "enter-text-dynamic")
+def enter_text(a: Agent) -> None:
+    want = quoted(a.utterance())[0]
+    nodes = a.snapshot()
+    a.fill(ref(find(nodes, "textbox")), want)
+    _submit(a, nodes)
+
+
+@task("core", "enter-text-2")
+def enter_text_2(a: Agent) -> None:
+    u = a.utterance()
+    want = quoted(u)[0]
+    want = want.lower() if "lower case" in u else want.upper()
+    nodes = a.snapshot()
+    a.fill(ref(find(nodes, "textbox")), want)
+    _submit(a, nodes)
+
+
+@task("core", "enter-password")
+def enter_password(a: Agent) -> None:
+    want = quoted(a.utterance())[0]
+    nodes = a.snapshot()
+    boxes = [n for n in nodes if n.role == "textbox" and n.ref]
+    for b in boxes[:2]:
+        a.fill(ref(b), want)
+    _submit(a, nodes)
+
+
+@task("core", "login-user")
+def login_user(a: Agent) -> None:
+    user, password = quoted(a.utterance())[:2]
+    nodes = a.snapshot()
+    boxes = [n for n in nodes if n.role == "textbox" and n.ref]
+    a.fill(ref(boxes[0]), user)
+    a.fill(ref(boxes[1]), password)
+    _submit(a, nodes, "Login")
+
+
+@task("core", "focus-text")
+def focus_text(a: Agent) -> None:
+    a.utterance()
+    a.focus(ref(find(a.snapshot(), "textbox")))
+
+
+@task("core", "focus-text-2")
+def focus_text_2(a: Agent) -> None:
+    m = re.search(r"the (\d)\w\w input textbox", a.utterance())
+    if not m:
+        raise TaskGaveUp("utterance not understood")
+    boxes = [n for n in a.snapshot() if n.role == "textbox" and n.ref]
+    a.focus(ref(boxes[int(m.group(1)) - 1]))
+
+
+@task("core", "choose-list")
+def choose_list(a: Agent) -> None:
+    m = re.match(r"Select (.*) from the list and click Submit\.", a.utterance())
+    if not m:
+        raise TaskGaveUp("utterance not understood")
+    nodes = a.snapshot()
+    a.select(ref(find(nodes, "combobox")), m.group(1))
+    _submit(a, nodes)
+
+
+@task("core", "simple-arithmetic")
+def simple_arithmetic(a: Agent) -> None:
+    a.utterance()
+    problem = a.text("#math-problem")
+    m = re.match(r"(-?\d+)\s*([-+x*])\s*(-?\d+)", problem)
+    if not m:
+        raise TaskGaveUp(f"problem not understood: {problem!r}")
+    x, op, y = int(m.group(1)), m.group(2), int(m.group(3))
+    answer = {"+": x + y, "-": x - y, "x": x * y, "*": x * y}[op]
+    nodes = a.snapshot()
+    a.fill(ref(find(nodes, "textbox")), str(answer))
+    _submit(a, nodes)
+
+
+@task("core", "search-engine")
+def search_engine(a: Agent) -> None:
+    u = a.utterance()
+    m = re.search(r'enter "(.+?)" and press "Search", then find and click the (\d+)\w\w', u)
+    if not m:
+        raise TaskGaveUp("utterance not understood")
+    term, k = m.group(1), int(m.group(2))
+    nodes = a.snapshot()
+    a.fill(ref(find(nodes, "textbox")), term)
+    a.click(ref(find(nodes, "button", "Search")))
+    page, index = (k - 1) // 3 + 1, (k - 1) % 3  # three results a page
+    nodes = a.snapshot()
+    if page > 1:
+        a.click(ref(find(nodes, "link", str(page))))
+        nodes = a.snapshot()
+    pager = {"<<", "<", ">", ">>", "First", "Previous", "Next", "Last"}
+    results = [
+        n
+        for n in nodes
+        if n.role == "link" and n.ref and not n.name.isdigit() and n.name not in pager
+    ]
+    if len(results) <= index:
+        raise TaskGaveUp(f"{len(results)} result links with a ref on page {page}")
+    a.click(ref(results[index]))
