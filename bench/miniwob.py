@@ -19,7 +19,8 @@ What is measured per task and tool: success over the seeds, commands per episode
 read (stdout + stderr of every counted command), time per command and per episode (medians).
 Ratios are taken on the episodes both tools solved.
 
-Knobs: ``BENCH_MINIWOB_SEEDS`` (episodes per task, default 5), ``BENCH_MINIWOB_TASKS`` (a
+Knobs: ``BENCH_MINIWOB_SEEDS`` (episodes per task, default 3: both sets then take ~15 min on two
+busy cores), ``BENCH_MINIWOB_TASKS`` (a
 comma-separated subset), ``BENCH_MINIWOB_EPISODE_MS``, ``BENCH_KEEP=1`` keeps the /tmp work dir.
 """
 
@@ -57,7 +58,7 @@ from run import AB, BAY, BENCH, CHROMIUM, Bench, become_subreaper, foreign_load,
 MINIWOB_DIR = BENCH / ".work" / "miniwob"  # bench/setup.sh: pip install --target here
 HTML = MINIWOB_DIR / "miniwob" / "html"
 RESULTS = BENCH / "RESULTS-miniwob.md"
-SEEDS = int(os.environ.get("BENCH_MINIWOB_SEEDS", "5"))
+SEEDS = int(os.environ.get("BENCH_MINIWOB_SEEDS", "3"))
 EPISODE_MS = int(os.environ.get("BENCH_MINIWOB_EPISODE_MS", "60000"))
 COMMAND_TIMEOUT = 45.0  # seconds: a safety net; both tools' own deadlines are shorter
 SESSION = "mw"
@@ -329,7 +330,11 @@ both tools through their CLIs the same way: `get text #query` for the utterance,
 down/move/up, keyboard type, focus, get box/value/text). The harness seeds each episode with the
 page's own `Math.seedrandom` and reads the reward the page's own core.js set
 (`WOB_RAW_REWARD_GLOBAL`), out of band: its open/eval commands are not counted.
-Episode time limit raised to {episode_ms} ms for both tools.
+Episode time limit raised to {episode_ms} ms for both tools. No agent step uses `eval`; the
+agent's own reads besides snapshots are `get text` (`#query`, `#val`, `#math-problem`,
+`.ql-editor`), `get value`, `get box` and `get count`, counted like every other command.
+MiniWoB++ has no page that opens a JavaScript `alert`/`confirm`/`prompt` (its dialogs are jQuery
+UI dialogs, clicked like buttons), so `dialog accept|dismiss` is not exercised here.
 
 - `--set hand`: tasks that need issue 18's verbs (drag, mouse, chords, keyboard, focus).
 - `--set core`: ordinary tasks (issue 19's measurement).
