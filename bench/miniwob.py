@@ -80,10 +80,6 @@ CAUSES: dict[tuple[str, str], str] = {
     " `span.alink`, with no ref in bay's `snapshot -i`",
     ("click-collapsible-2", "bay"): "as click-link: the link inside a section is a role-less"
     " `span.alink`, with no ref in bay's `snapshot -i`",
-    ("drag-shapes", "bay"): 'the drop target is an SVG `<rect fill="none">`: its centre is no hit'
-    " point, so Playwright's `drag_to` (bay's drag) retries 'svg intercepts pointer events' until"
-    " the deadline, and the refusal says only 'Timeout … exceeded' (not what covers it);"
-    " agent-browser drops at the centre's coordinates without a hit check",
     ("enter-date", "agent-browser"): "`keyboard type`, `type` and `fill` on the focused"
     " `<input type=date>` all answer `✓ Done` and leave its value empty (bay's key events reach"
     " the date field's segments)",
@@ -262,6 +258,29 @@ def both_solved(eps: list[Episode], names: tuple[str, str]) -> tuple[list[Episod
     return [e for e in pick if e.tool == names[0]], [e for e in pick if e.tool == names[1]]
 
 
+def by_verb(bay_eps: list[Episode], ab_eps: list[Episode]) -> list[tuple[str, int, float, float]]:
+    """Mean characters a command of each verb cost (``get text`` and ``snapshot -i`` apart)."""
+
+    def verb(c: Call) -> str:
+        args = c.argv[1:]
+        return (
+            " ".join(args[:2])
+            if args[:1] in (["get"], ["mouse"]) or args[1:2] == ["-i"]
+            else (args[0] if args else "?")
+        )
+
+    def tally(eps: list[Episode]) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for e in eps:
+            for c in e.calls:
+                out.setdefault(verb(c), []).append(c.chars)
+        return out
+
+    tb, ta = tally(bay_eps), tally(ab_eps)
+    rows = [(v, len(tb[v]), statistics.mean(tb[v]), statistics.mean(ta[v])) for v in tb if v in ta]
+    return sorted(rows, key=lambda r: -r[1] * r[2])
+
+
 def section(set_name: str, eps: list[Episode], names: tuple[str, str], started: str) -> list[str]:
     bay_n, ab_n = names
     tasks = list(dict.fromkeys(e.task for e in eps))
@@ -307,6 +326,16 @@ def section(set_name: str, eps: list[Episode], names: tuple[str, str], started: 
             f"| success (all episodes) | {s_b}/{len(bay_all)} | {s_a}/{len(ab_all)} | — |"
             f" ≥ agent-browser's | {'yes' if s_b >= s_a else 'no'} |",
         ]
+    if b_ok:
+        lines += [
+            "",
+            "Characters read per command, by verb, on those episodes (mean; bay ÷ agent-browser):",
+            "",
+            "| verb | commands | bay chars | agent-browser chars | ratio |",
+            "|---|---|---|---|---|",
+        ]
+        for verb, n, bc_, ac_ in by_verb(b_ok, a_ok):
+            lines.append(f"| {verb} | {n} | {bc_:.0f} | {ac_:.0f} | {ratio(bc_, ac_)} |")
     fails = [e for e in eps if not e.solved]
     lines += ["", "Every failed episode and its cause:", ""]
     if not fails:

@@ -584,9 +584,20 @@ def drag_shapes(a: Agent) -> None:
         raise TaskGaveUp(f"utterance not understood: {u!r}")
     tag = {"rectangles": "rect", "circles": "circle", "triangles": "polygon"}[m.group(1)]
     # The box is the last <rect> the page draws, so the k-th <rect> of the svg is a shape.
+    # Each shape goes by pointer to its own spot inside the box: dropped on the box's centre,
+    # the first shape would cover that point for the next drop (both tools then refuse).
     count = int(a.run("get", "count", f"#area_svg {tag}:not(#shape-container)").split()[0])
+    bx, by, bw, bh = a.box("#shape-container")
     for k in range(1, count + 1):
-        a.drag(f"#area_svg {tag}:nth-of-type({k})", "#shape-container")
+        x, y, w, h = a.box(f"#area_svg {tag}:nth-of-type({k})")
+        sx, sy = x + w / 2, y + h / 2
+        tx = bx + bw * (0.3 + 0.4 * ((k - 1) % 3) / 2)
+        ty = by + bh * (0.35 + 0.3 * ((k - 1) // 3 % 2))
+        a.mouse("move", sx, sy)
+        a.mouse("down")
+        a.mouse("move", (sx + tx) / 2, (sy + ty) / 2)
+        a.mouse("move", tx, ty)
+        a.mouse("up")
     a.click(ref(find(a.snapshot(), "button", "Submit")))
 
 
