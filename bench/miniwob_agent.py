@@ -116,7 +116,7 @@ class AgentBrowserTool(Tool):
 _HEAD = re.compile(
     r"""^(?P<indent>\s*)-\s+'?(?P<role>[A-Za-z]+)(?:\s+"(?P<name>(?:[^"\\]|\\.)*)")?"""
 )
-_REF = re.compile(r"[\[,\s]ref=(?P<ref>(?:f\d+)?e\d+)[\],]")
+_REF = re.compile(r"[\[,\s]ref=(?P<ref>(?:f\d+)?[ec]\d+)[\],]")
 
 
 @dataclass
