@@ -46,7 +46,7 @@ Handler = Callable[[dict[str, Any], dict[str, Any]], Reply | None]
 
 
 def _mcp(args: dict[str, Any], options: dict[str, Any]) -> None:
-    mcp(options.get("session"))
+    mcp(options.get("session"), args.get("tools"))
 
 
 def _doctor(args: dict[str, Any], options: dict[str, Any]) -> Reply:
@@ -87,8 +87,9 @@ def run_extra(verb: str, args: dict[str, Any], options: dict[str, Any]) -> Reply
 # -- mcp ----------------------------------------------------------------------------------
 
 
-def mcp(session: str | None) -> None:
-    """Serve MCP on stdin/stdout until the client hangs up."""
+def mcp(session: str | None, tools: str | None = None) -> None:
+    """Serve MCP on stdin/stdout until the client hangs up, its tools those of the
+    comma-separated profiles ``tools`` (default: core)."""
     try:
         from browserbay_mcp.server import main as serve
     except ImportError as exc:
@@ -99,7 +100,7 @@ def mcp(session: str | None) -> None:
             verb="mcp",
             way_out=BY_NAME["browserbay-mcp"].install_hint(),
         ) from None
-    serve(session)
+    serve(session, tools)
 
 
 # -- install / uninstall --------------------------------------------------------------------

@@ -1120,7 +1120,16 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         "mcp",
         LOCAL,
-        "Serve MCP on stdio (navigate, snapshot, act, tabs, status) for an agent harness.",
+        "Serve MCP on stdio for an agent harness: the agent verbs as tools, by profile.",
+        (
+            Arg(
+                "tools",
+                "value",
+                "tool profiles, comma-separated: core (default), io, network, state, tabs, "
+                "windows, all",
+            ),
+        ),
+        example="bay mcp --tools core,io",
     ),
     Verb(
         "install",
