@@ -108,7 +108,7 @@ def cdp_refused(raw: Raw, method: str, params: dict[str, Any], sid: str = "") ->
 
 
 def mcp_navigate(b: Bay, session: str, url: str) -> str:
-    """``navigate`` through ``bay mcp`` (the MCP SDK's stdio client, in a thread of its own:
+    """``open`` through ``bay mcp`` (the MCP SDK's stdio client, in a thread of its own:
     the viewer's Playwright holds this thread's event loop). Answers the refusal code."""
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
@@ -119,7 +119,7 @@ def mcp_navigate(b: Bay, session: str, url: str) -> str:
         params = StdioServerParameters(command=BAY, args=["mcp"], env=env)
         async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
-            out["r"] = await s.call_tool("navigate", {"url": url})
+            out["r"] = await s.call_tool("open", {"url": url})
 
     worker = threading.Thread(target=lambda: anyio.run(main))
     worker.start()

@@ -522,7 +522,7 @@ def _mcp(env: dict[str, str], demo: str) -> tuple[Any, Any]:
     async def body() -> tuple[Any, Any]:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
-            went = await s.call_tool("navigate", {"url": f"{demo}/index.html"})
+            went = await s.call_tool("open", {"url": f"{demo}/index.html"})
             status = await s.call_tool("status", {})
             return went, status
 
@@ -534,8 +534,8 @@ def test_the_mcp_server_on_a_granted_socket(bay: Bay, demo: str) -> None:
     agent = {k: v for k, v in os.environ.items() if not k.startswith("BAY_")}
     went, status = _mcp({**agent, **on(path)}, demo)
     assert not went.is_error, went
-    assert went.structured_content["session"] == {"id": "mcp-agent", "origin": "socket"}
-    assert status.structured_content["data"]["channel"]["session"] == "mcp-agent"
+    assert status.structured_content["session"] == {"id": "mcp-agent", "origin": "socket"}
+    assert status.structured_content["channel"]["session"] == "mcp-agent"
     assert len(bay.ok("tab", "list", session="mcp-agent")["tabs"]) == 1
     # BAY_SESSION naming another: sent as named, refused by the keeper.
     went, _ = _mcp({**agent, **on(path, BAY_SESSION="B2")}, demo)

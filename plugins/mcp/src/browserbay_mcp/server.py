@@ -57,8 +57,10 @@ IMAGES: dict[str, tuple[str, str]] = {"screenshot": ("path", "image/png")}
 
 
 def _said(value: Any, text: str) -> bool:
-    """Whether the text already says ``value`` whole (a string in it, or nothing at all)."""
-    return value is None or (isinstance(value, str) and (value == "" or printable(value) in text))
+    """Whether the text already says ``value`` whole (a string in it, or nothing at all). A
+    page's escapes are visible escapes in the text: the raw value then says more, and stays
+    structured (docs/security.md §8)."""
+    return value is None or (isinstance(value, str) and (value == "" or value in text))
 
 
 def result(answer: Answer, words: Wording) -> types.CallToolResult:
@@ -83,8 +85,10 @@ def refused(frame: Mapping[str, Any], words: Wording) -> types.CallToolResult:
         "way_out": words.text(str(frame.get("way_out", ""))),
     }
     structured: dict[str, Any] = dict(shape)
-    if frame.get("data"):
-        structured["data"] = frame["data"]
+    said = f"{shape['message']}\n{shape['way_out']}"
+    data = {k: v for k, v in (frame.get("data") or {}).items() if not _said(v, said)}
+    if data:
+        structured["data"] = data
     text = printable(json.dumps(shape, ensure_ascii=False))
     return types.CallToolResult(
         content=[types.TextContent(text=text)], structured_content=structured, is_error=True
@@ -99,7 +103,9 @@ class Tools:
         self.profiles = profiles
         self.words = Wording(tool_names(profiles))
         images = {verb: arg for verb, (arg, _) in IMAGES.items()}
-        self.tools: dict[str, Tool] = generate(profiles, self.words, images)
+        generated = generate(profiles, self.words, images)
+        self.tools: dict[str, Tool] = generated.tools
+        self.instructions = generated.instructions(INSTRUCTIONS)
 
     def listing(self) -> list[types.Tool]:
         return [types.Tool.model_validate(t.listing()) for t in self.tools.values()]
@@ -154,7 +160,7 @@ def build(client: Client, profiles: tuple[str, ...] = DEFAULT_PROFILES) -> Serve
     return Server(
         "browserbay",
         version=__version__,
-        instructions=INSTRUCTIONS,
+        instructions=tools.instructions,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )

@@ -13,6 +13,7 @@ agent calling a verb's own tool gets that verb's own required arguments checked
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -158,16 +159,42 @@ class Tool:
 IMAGE_HELP = (
     "a file to write it to, on the MCP server's machine (default: none, the image is returned)"
 )
+#: An argument whose help is the same in at least this many tools is a term: said once, in
+#: the server's instructions, and left out of those tools' schemas.
+TERM_TOOLS = 3
+
+
+@dataclass(frozen=True)
+class Generated:
+    """The tools of a server, by name in the table's order, and the terms their schemas share
+    (argument name → its help; said once in the instructions)."""
+
+    tools: dict[str, Tool]
+    terms: dict[str, str]
+
+    def instructions(self, lead: str) -> str:
+        if not self.terms:
+            return lead
+        said = "; ".join(f"{name}: {help_}" for name, help_ in self.terms.items())
+        return f"{lead}\nArguments of several tools — {said}."
 
 
 def generate(
     profiles: Iterable[str], words: Wording, images: Mapping[str, str] | None = None
-) -> dict[str, Tool]:
-    """The tools of ``profiles``, by name, in the table's order; ``images``: verb → its file
-    argument whose default is the image in the result."""
+) -> Generated:
+    """The tools of ``profiles``; ``images``: verb → its file argument whose default is the
+    image in the result. No ``additionalProperties: false`` in a schema: the server refuses
+    an argument the tool has not anyway (:meth:`Tool.arguments`), and the tool list is what
+    every turn of the agent pays for."""
+    verbs = tool_verbs(list(profiles))
+    helps = Counter((a.name, a.help) for v in verbs for a in v.args)
+    terms = {name: words.text(h) for (name, h), n in helps.items() if n >= TERM_TOOLS}
     tools: dict[str, Tool] = {}
-    for verb in tool_verbs(list(profiles)):
+    for verb in verbs:
         props = {a.name: _arg_schema(a, words) for a in verb.args}
+        for a in verb.args:
+            if terms.get(a.name) == props[a.name]["description"]:
+                del props[a.name]["description"]
         image = (images or {}).get(verb.name)
         if image in props:
             props[image]["description"] = IMAGE_HELP
@@ -175,6 +202,5 @@ def generate(
         required = [a.name for a in verb.args if a.kind in _REQUIRED]
         if required:
             schema["required"] = required
-        schema["additionalProperties"] = False
         tools[verb.name] = Tool(verb, words.text(verb.summary), schema)
-    return tools
+    return Generated(tools, terms)
