@@ -35,7 +35,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from browserbay import __version__
+from browserbay import __version__, render
 from browserbay.api import Answer, Client
 from browserbay.errors import BayRefusal
 from browserbay.refusals import Refusal, printable
@@ -66,7 +66,9 @@ def _said(value: Any, text: str) -> bool:
 def result(answer: Answer, words: Wording) -> types.CallToolResult:
     """An answer as a tool result: its text once, structured content for what more its data
     carries, its notice worded for MCP."""
-    text = printable(answer.text.strip())
+    # The content lines with no footer (browserbay.render.plain: the value, a tier hint);
+    # the notice comes after, worded for MCP.
+    text = printable(render.plain({"text": answer.text.strip(), "data": answer.data}))
     content: list[types.ContentBlock] = [types.TextContent(text=text)] if text else []
     structured = {k: v for k, v in answer.data.items() if not _said(v, text)}
     if answer.notice:
