@@ -12,6 +12,8 @@ rewrites ``bench/RESULTS.md``. Not part of the test suite.
   c. cold first ``open`` of a loaded page, keeper/daemon spawn included
   d. PSS of the whole process tree with 8 concurrent isolated sessions
   e. snapshot size in characters, and whether every interactive element carries a ref
+  f. the MCP tool list (``bay mcp``'s tools/list JSON) against ``@playwright/mcp``'s at
+     equal coverage (the capability rows both offer), no browser started
 
 Everything it starts runs under its own ``BAY_HOME`` / ``HOME`` in one /tmp/bb* directory and is
 stopped before the next measurement (and in ``finally``). The script makes itself a child
@@ -1108,6 +1110,188 @@ def machine() -> dict[str, str]:
     }
 
 
+# -- f. the MCP tool list against @playwright/mcp ------------------------------------------
+
+PW_MCP = BENCH / "node_modules" / "@playwright" / "mcp" / "cli.js"
+#: Every opt-in capability of @playwright/mcp, so each row below finds its tools.
+PW_CAPS = "vision,pdf,devtools,network,storage,config,testing"
+#: The capability rows both servers offer: (capability, bay's tools, @playwright/mcp's tools).
+#: Coverage is equal when each side is charged for the tools it needs for these rows.
+MCP_ROWS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
+    ("navigate", ("open",), ("browser_navigate",)),
+    ("back", ("back",), ("browser_navigate_back",)),
+    ("snapshot", ("snapshot",), ("browser_snapshot",)),
+    ("click", ("click",), ("browser_click",)),
+    ("double-click", ("dblclick",), ("browser_click",)),
+    ("fill a field", ("fill",), ("browser_type",)),
+    ("type keys", ("type",), ("browser_type",)),
+    ("press a key", ("press",), ("browser_press_key",)),
+    ("select options", ("select",), ("browser_select_option",)),
+    ("check, uncheck", ("check", "uncheck"), ("browser_fill_form",)),
+    ("hover", ("hover",), ("browser_hover",)),
+    ("drag and drop", ("drag",), ("browser_drag",)),
+    ("upload files", ("upload",), ("browser_file_upload",)),
+    ("answer a dialog", ("dialog",), ("browser_handle_dialog",)),
+    ("evaluate JavaScript", ("eval",), ("browser_evaluate",)),
+    ("screenshot", ("screenshot",), ("browser_take_screenshot",)),
+    ("PDF", ("pdf",), ("browser_pdf_save",)),
+    ("tabs", ("tab",), ("browser_tabs",)),
+    ("wait for text or time", ("wait",), ("browser_wait_for",)),
+    ("console", ("console",), ("browser_console_messages",)),
+    ("requests", ("network",), ("browser_network_requests",)),
+    (
+        "routes (mock, abort)",
+        ("network",),
+        ("browser_route", "browser_route_list", "browser_unroute"),
+    ),
+    ("offline", ("set",), ("browser_network_state_set",)),
+    ("viewport", ("set",), ("browser_resize",)),
+    ("media emulation", ("set",), ("browser_emulate_media",)),
+    (
+        "mouse at coordinates",
+        ("mouse",),
+        ("browser_mouse_move_xy", "browser_mouse_down", "browser_mouse_up", "browser_mouse_wheel"),
+    ),
+    (
+        "cookies",
+        ("cookies",),
+        tuple(f"browser_cookie_{a}" for a in ("list", "get", "set", "delete", "clear")),
+    ),
+    (
+        "local/session storage",
+        ("storage",),
+        tuple(
+            f"browser_{area}storage_{a}"
+            for area in ("local", "session")
+            for a in ("list", "get", "set", "delete", "clear")
+        ),
+    ),
+    ("storage state file", ("state",), ("browser_storage_state", "browser_set_storage_state")),
+    ("close", ("close",), ("browser_close",)),
+)
+
+
+def mcp_listing(argv: list[str], env: dict[str, str]) -> tuple[list[dict[str, Any]], str]:
+    """An MCP stdio server's tools/list (and its instructions), spoken to as a client does:
+    initialize, initialized, tools/list. Listing starts no browser on either side."""
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    try:
+
+        def ask(msg: dict[str, Any]) -> dict[str, Any]:
+            proc.stdin.write(json.dumps(msg) + "\n")
+            proc.stdin.flush()
+            while True:
+                got = json.loads(proc.stdout.readline())
+                if got.get("id") == msg["id"]:
+                    return dict(got["result"])
+
+        hello = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "0"},
+        }
+        init = ask({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        proc.stdin.write("\n")
+        tools = ask({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})["tools"]
+        return list(tools), str(init.get("instructions") or "")
+    finally:
+        proc.kill()
+        proc.wait(STOP_WAIT)
+
+
+def _chars(value: Any) -> int:
+    """Characters of a value as compact JSON (how both servers send it)."""
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
+
+
+def _families(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tools folded one per family: tools with the same parameters become one with an
+    ``action`` enum and their descriptions joined (the alternative to one tool per verb)."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for t in tools:
+        groups.setdefault(json.dumps(t["inputSchema"], sort_keys=True), []).append(t)
+    folded = []
+    for members in groups.values():
+        if len(members) == 1:
+            folded.append(members[0])
+            continue
+        schema = json.loads(json.dumps(members[0]["inputSchema"]))
+        names = [m["name"] for m in members]
+        schema["properties"] = {"action": {"type": "string", "enum": names}, **schema["properties"]}
+        schema["required"] = ["action", *schema.get("required", [])]
+        text = "; ".join(f"{m['name']}: {m['description']}" for m in members)
+        folded.append({"name": names[0], "description": text, "inputSchema": schema})
+    return folded
+
+
+def bench_mcp_tool_list(b: Bench, rows: list[Row], info: dict[str, Any]) -> None:
+    """f: the characters of the tools/list JSON (compact, as sent) of ``bay mcp`` against
+    ``@playwright/mcp`` at equal coverage (:data:`MCP_ROWS`), bay charged its instructions
+    too (they carry the arguments its tools share); then the whole default lists."""
+    node = shutil.which("node")
+    if node is None or not PW_MCP.exists():
+        raise RuntimeError("@playwright/mcp is not installed in bench/: run bench/setup.sh")
+    env = dict(b.bay_env(b.bay_home("mcp")), BAY_NO_AUTOSTART="1")
+    ours, instructions = mcp_listing([str(BAY), "mcp", "--tools", "all"], env)
+    theirs, _ = mcp_listing([node, str(PW_MCP), "--headless", f"--caps={PW_CAPS}"], clean_env())
+    by_ours, by_theirs = {t["name"]: t for t in ours}, {t["name"]: t for t in theirs}
+    mine = {n for _, o, _ in MCP_ROWS for n in o}
+    peer = {n for _, _, p in MCP_ROWS for n in p}
+    missing = sorted((mine - set(by_ours)) | (peer - set(by_theirs)))
+    if missing:
+        raise RuntimeError(f"tools of the coverage rows not listed: {missing}")
+    o = sum(_chars(by_ours[n]) for n in mine) + len(instructions)
+    p = sum(_chars(by_theirs[n]) for n in peer)
+    cover = f"{len(MCP_ROWS)} capability rows"
+    rows.append(
+        Row(
+            "f",
+            f"MCP tool list at equal coverage, {cover} (chars)",
+            f"{o:,} ({len(mine)} tools + instructions)",
+            f"{p:,} ({len(peer)} tools)",
+            o / p,
+            0.3,
+        )
+    )
+    folded = _families([by_ours[n] for n in sorted(mine)])
+    fo = _chars(folded) + len(instructions)
+    rows.append(
+        Row(
+            "f",
+            f"MCP tool list, one tool per family (info), {cover} (chars)",
+            f"{fo:,} ({len(folded)} tools)",
+            f"{p:,}",
+            fo / p,
+        )
+    )
+    core, _ = mcp_listing([str(BAY), "mcp"], env)
+    default, _ = mcp_listing([node, str(PW_MCP), "--headless"], clean_env())
+    rows.append(
+        Row(
+            "f",
+            "MCP tool list, default profile vs default caps (info, chars)",
+            f"{_chars(core):,} ({len(core)} tools)",
+            f"{_chars(default):,} ({len(default)} tools)",
+            _chars(core) / _chars(default),
+        )
+    )
+    info["mcp"] = {
+        "rows": [r[0] for r in MCP_ROWS],
+        "per_tool": {n: _chars(by_ours[n]) for n in sorted(mine)},
+        "instructions": len(instructions),
+    }
+
+
 def foreign_load() -> str:
     table = proc_table()
     mine = descendants([os.getpid()], table)
@@ -1275,6 +1459,7 @@ def main() -> int:
             ("c cold", lambda: bench_cold(b, base, rows, info)),
             ("c components", lambda: bench_components(b, base, info)),
             ("d memory", lambda: bench_memory(b, base, rows, info)),
+            ("f mcp tool list", lambda: bench_mcp_tool_list(b, rows, info)),
         ]
         for name, step in steps:
             if ONLY and name.split()[-1] not in ONLY:

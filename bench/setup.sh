@@ -8,12 +8,16 @@
 #     bench/node_modules, git-ignored), its linux-x64 binary made executable
 #   - the MiniWoB++ benchmark (PyPI `miniwob`, for its task pages and their core.js) installed
 #     with --no-deps into bench/.work/miniwob (git-ignored): bench/miniwob.py serves its html/
+#   - @playwright/mcp@0.0.83 installed the same way, for the MCP tool-list row (its tools/list
+#     needs no browser: no browser download, PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1)
 # Assumes the project's own setup has run (/work/main/.venv exists, made by `uv sync`).
 set -euo pipefail
 
 BENCH="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(dirname "$BENCH")"
 AB_VERSION="0.41.2"
+PW_MCP_VERSION="0.0.83"
+PW_MCP_PKG="$BENCH/node_modules/@playwright/mcp"
 AB_PKG="$BENCH/node_modules/agent-browser"
 AB_BIN="$AB_PKG/bin/agent-browser-linux-x64"
 CHROMIUM="/usr/lib/chromium/chromium"
@@ -79,6 +83,16 @@ if [ ! -f "$MW_DIR/miniwob-$MW_VERSION.dist-info/METADATA" ] || [ ! -f "$MW_DIR/
     else
         python3 -m pip install --quiet --no-deps --target "$MW_DIR" "miniwob==$MW_VERSION"
     fi
+fi
+
+pw_installed=""
+if [ -f "$PW_MCP_PKG/package.json" ]; then
+    pw_installed="$(sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$PW_MCP_PKG/package.json" | head -n1)"
+fi
+if [ "$pw_installed" != "$PW_MCP_VERSION" ]; then
+    say "installing @playwright/mcp@$PW_MCP_VERSION into $BENCH/node_modules"
+    (cd "$BENCH" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install --no-audit --no-fund \
+        --ignore-scripts --save-exact --loglevel=error "@playwright/mcp@$PW_MCP_VERSION")
 fi
 
 version="$("$AB_BIN" --version 2>/dev/null || true)"

@@ -13,13 +13,14 @@ agent calling a verb's own tool gets that verb's own required arguments checked
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from browserbay.refusals import Refusal
-from browserbay.verbs import FILE_IN, FILE_OUT, PATH, TOOL_PROFILE, Arg, Verb, tool_verbs
+from browserbay.verbs import TOOL_PROFILE, Arg, Verb, tool_verbs
 from browserbay_mcp.wording import Wording
 
 #: The default profile (``bay mcp`` with no ``--tools``).
@@ -29,6 +30,8 @@ DEFAULT_PROFILES = ("core",)
 _JSON_TYPES = {"int": "integer", "float": "number"}
 #: Argument kinds whose value is a list of words.
 _LISTS = ("rest", "many", "tail")
+#: The words a help that only lists an argument's choices has besides them.
+_CHOICE_WORDS = frozenset({"or", "and", "default"})
 #: Argument kinds a call must give.
 _REQUIRED = ("pos", "rest")
 
@@ -54,7 +57,7 @@ def tool_names(profiles: Iterable[str] = DEFAULT_PROFILES) -> dict[str, str]:
     return {v.name: v.name for v in tool_verbs(list(profiles))}
 
 
-def _arg_schema(arg: Arg, words: Wording) -> dict[str, Any]:
+def _arg_schema(verb: Verb, arg: Arg, words: Wording) -> dict[str, Any]:
     if arg.kind == "flag":
         schema: dict[str, Any] = {"type": "boolean"}
     elif arg.kind in _LISTS:
@@ -63,9 +66,11 @@ def _arg_schema(arg: Arg, words: Wording) -> dict[str, Any]:
         schema = {"type": _JSON_TYPES.get(arg.type, "string")}
     if arg.choices:
         schema["enum"] = list(arg.choices)
-    help_ = words.text(arg.help)
-    if any(t in (PATH, FILE_IN, FILE_OUT) for t in arg.types):
-        help_ = help_.replace("your machine", "the MCP server's machine")
+    help_ = words.text(arg.help, verb)
+    if arg.bare is not None:  # a command line's bare option: no such thing in a schema
+        help_ = re.sub(r"\s*\(given bare: [^)]*\)", "", help_)
+    if not set(re.findall(r"[A-Za-z-]+", help_)) - set(arg.choices) - _CHOICE_WORDS:
+        return schema  # the help only lists the choices: the enum says them
     schema["description"] = help_
     return schema
 
@@ -191,9 +196,9 @@ def generate(
     terms = {name: words.text(h) for (name, h), n in helps.items() if n >= TERM_TOOLS}
     tools: dict[str, Tool] = {}
     for verb in verbs:
-        props = {a.name: _arg_schema(a, words) for a in verb.args}
+        props = {a.name: _arg_schema(verb, a, words) for a in verb.args}
         for a in verb.args:
-            if terms.get(a.name) == props[a.name]["description"]:
+            if a.name in terms and terms[a.name] == props[a.name].get("description"):
                 del props[a.name]["description"]
         image = (images or {}).get(verb.name)
         if image in props:
@@ -202,5 +207,5 @@ def generate(
         required = [a.name for a in verb.args if a.kind in _REQUIRED]
         if required:
             schema["required"] = required
-        tools[verb.name] = Tool(verb, words.text(verb.summary), schema)
+        tools[verb.name] = Tool(verb, words.text(verb.summary, verb), schema)
     return Generated(tools, terms)

@@ -44,10 +44,14 @@ class Wording:
     def __init__(self, tools: Collection[str]):
         self.tools = frozenset(tools)
 
-    def text(self, text: str) -> str:
+    def text(self, text: str, verb: Verb | None = None) -> str:
         """``text`` with every ``bay <verb> …`` said as a tool call (or what to do instead);
-        backticks around a command go with it."""
-        return _COMMAND.sub(self._command, text.replace("`bay ", "bay ")).replace("``", "")
+        backticks around a command go with it. In ``verb``'s own help, its options' command
+        line spellings (``--http-only``) are its tool's parameter names (``http_only``)."""
+        said = _COMMAND.sub(self._command, text.replace("`bay ", "bay ")).replace("``", "")
+        for arg in verb.args if verb else ():
+            said = re.sub(rf"(?<![\w-]){re.escape(arg.long)}(?![\w-])", arg.name, said)
+        return said
 
     def _command(self, m: re.Match[str]) -> str:
         words = m.group(1).split(" ")
