@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from browserbay.refusals import Refusal
+from browserbay.refusals import _ROWS, Refusal
 from browserbay.verbs import BY_NAME, TOOL_PROFILES, VERBS, agent_verb
 from browserbay_mcp.tools import profiles_of, tool_names
+from browserbay_mcp.wording import Wording
 
 
 def test_every_agent_verb_is_a_tool_of_all_and_no_other_verb_is() -> None:
@@ -33,3 +36,31 @@ def test_an_unknown_profile_is_refused_naming_the_profiles() -> None:
     assert caught.value.code == "usage"
     assert "'nope'" in caught.value.message
     assert "windows" in caught.value.message
+
+
+def test_every_way_out_of_the_refusal_table_is_said_as_tool_calls() -> None:
+    """No way out tells an MCP agent to run a verb of the table in a shell: a tool of the
+    server is called, a tool of another profile is named with its profile, and a verb no
+    agent may call is the user's to run."""
+    words = Wording(tool_names(["core"]))
+    for row in _ROWS:
+        said = words.text(row.way_out)
+        for m in re.finditer(r"\bbay ([a-z][a-z-]*)", said):
+            verb = m.group(1)
+            if verb in BY_NAME:
+                asked = said[: m.start()].endswith("(ask the user to run: ")
+                assert asked, (row.name, said)
+                assert not agent_verb(BY_NAME[verb]), (row.name, said)
+
+
+def test_commands_are_parsed_against_the_verb_table() -> None:
+    words = Wording(tool_names(["core"]))
+    assert words.text("bay snapshot -i  (then act)") == "snapshot(interactive=true)  (then act)"
+    assert words.text("`bay frame main`, then") == 'frame(target="main"), then'
+    assert words.text("bay wait --text Saved --timeout 60") == 'wait(text="Saved")'
+    assert words.text("bay tab list") == 'tab(action="list") (not on this server: profile tabs)'
+    assert words.text("bay keeper logs") == "(ask the user to run: bay keeper logs)"
+    assert words.text("bay status shows it") == "status() shows it"
+    assert words.text("bay select @e9 red blue") == 'select(target="@e9", values=["red", "blue"])'
+    # In a verb's own help its options are its parameters.
+    assert words.text("all, or --name / --domain", BY_NAME["cookies"]) == "all, or name / domain"

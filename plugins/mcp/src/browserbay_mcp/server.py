@@ -64,11 +64,14 @@ def _said(value: Any, text: str) -> bool:
 def result(answer: Answer, words: Wording) -> types.CallToolResult:
     """An answer as a tool result: its text once, structured content for what more its data
     carries, its notice worded for MCP."""
-    # The content lines with no footer (browserbay.render.plain: the value, a tier hint);
-    # the notice comes after, worded for MCP.
-    text = printable(render.plain({"text": answer.text.strip(), "data": answer.data}))
+    # The content lines with no footer (browserbay.render.plain: the value, a tier hint,
+    # the hint worded for MCP); the notice comes after, worded too.
+    data = dict(answer.data)
+    if isinstance(data.get("hint"), str):
+        data["hint"] = words.text(data["hint"])
+    text = printable(render.plain({"text": answer.text.strip(), "data": data}))
     content: list[types.ContentBlock] = [types.TextContent(text=text)] if text else []
-    structured = {k: v for k, v in answer.data.items() if not _said(v, text)}
+    structured = {k: v for k, v in data.items() if not _said(v, text)}
     if answer.notice:
         notice = printable(words.text(answer.notice))
         content.append(types.TextContent(text=f"notice: {notice}"))

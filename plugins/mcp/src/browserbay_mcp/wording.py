@@ -20,7 +20,7 @@ from browserbay.verbs import BY_NAME, GLOBAL_OPTIONS, TOOL_PROFILES, Arg, Verb, 
 
 #: ``bay`` then a verb of the table, then its words: up to a delimiter (a backtick, a
 #: parenthesis, ``,``/``;``/``|``, two spaces, a line's end).
-_COMMAND = re.compile(r"\bbay ((?:[a-z][a-z-]*)(?: [^\s`(),;|]+)*)")
+_COMMAND = re.compile(r"`?\bbay ((?:[a-z][a-z-]*)(?: [^\s`(),;|]+)*)`?")
 #: Words that end a command in prose ("bay tab list or bay tab new").
 _PROSE = frozenset({"or", "and", "then", "first", "to", "again", "for", "in", "with", "after"})
 #: Local verbs whose work a tool listing does for an MCP client.
@@ -48,7 +48,7 @@ class Wording:
         """``text`` with every ``bay <verb> …`` said as a tool call (or what to do instead);
         backticks around a command go with it. In ``verb``'s own help, its options' command
         line spellings (``--http-only``) are its tool's parameter names (``http_only``)."""
-        said = _COMMAND.sub(self._command, text.replace("`bay ", "bay ")).replace("``", "")
+        said = _COMMAND.sub(self._command, text)
         for arg in verb.args if verb else ():
             said = re.sub(rf"(?<![\w-]){re.escape(arg.long)}(?![\w-])", arg.name, said)
         return said
@@ -57,7 +57,7 @@ class Wording:
         words = m.group(1).split(" ")
         verb = BY_NAME.get(words[0])
         if verb is None:
-            return m.group(0)
+            return m.group(0)  # no verb of the table (a plugin's, another tool's): as written
         args, used = self._parse(verb, words[1:])
         tail = " ".join(words[1 + used :])
         return self.call(verb, words[1 : 1 + used], args) + (" " + tail if tail else "")
@@ -100,8 +100,13 @@ class Wording:
                 i += _GLOBAL[word].kind != "flag"  # and its value
             elif word.startswith("-"):
                 out.append(word)  # an option the verb has not (a global one): as written
-            elif slots[0].kind == "rest":
-                out.append(f"{slots.pop(0).name}=[{_value(word)}, …]")
+            elif slots[0].kind == "rest":  # it takes the words up to an option or prose
+                n = 1
+                while i + n < len(words) and words[i + n][:1] != "-" and words[i + n] not in _PROSE:
+                    n += 1
+                values = ", ".join(_value(w.rstrip(":.")) for w in words[i : i + n])
+                out.append(f"{slots.pop(0).name}=[{values}]")
+                i += n - 1
             else:
                 out.append(f"{slots.pop(0).name}={_value(word)}")
             i += 1
