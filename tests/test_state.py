@@ -393,3 +393,29 @@ def test_a_session_never_reads_or_clears_another_sessions_login(
     assert _logged_in(bay, site, a) == "logged in"
     for s in (a, b):
         bay.ok("close", session=s)
+
+
+def test_a_pages_cookie_names_and_paths_are_clipped_in_the_listing(bay: Bay, site: str) -> None:
+    """A page picks its cookies' names and paths: a 3,000-character name and a 900-character
+    path came back whole in every ``cookies`` answer on the old code. They are clipped like
+    values, with their lengths."""
+    s = "ck-long-name"
+    bay.ok("open", f"{site}/page", session=s)
+    long_path = "/" + "p" * 900
+    bay.ok(
+        "eval",
+        f"document.cookie = 'N'.repeat(3000) + '=v; path={long_path}';"
+        " document.cookie = 'short=1'; 1",
+        session=s,
+    )
+    rows = bay.ok("cookies", session=s)["cookies"]
+    long = next(c for c in rows if c["name"].startswith("NNN"))
+    assert len(long["name"]) < 100
+    assert long["name_chars"] == 3000
+    assert len(long["path"]) < 100
+    assert long["path_chars"] == len(long_path)
+    assert next(c for c in rows if c["name"] == "short")["value"] == "1"
+    text = bay("cookies", session=s, json_=False).stdout
+    assert "N" * 100 not in text
+    assert "p" * 100 not in text
+    bay.ok("close", session=s)

@@ -88,14 +88,18 @@ def _failed(verb: str, exc: BaseException) -> Refusal:
 
 
 def _cookie_row(c: Any) -> dict[str, Any]:
-    value = str(c.get("value", ""))
+    """A cookie for an answer. A page chooses its cookies' names and paths as well as their
+    values (a 4 KB name is a valid cookie): each is clipped, with its length."""
+    value, name, path = (str(c.get(k) or "") for k in ("value", "name", "path"))
     expires = c.get("expires", -1)
     return {
-        "name": c.get("name"),
+        "name": clip(name),
+        "name_chars": len(name),
         "value": clip(value),
         "value_chars": len(value),
-        "domain": c.get("domain"),
-        "path": c.get("path"),
+        "domain": clip(str(c.get("domain") or "")),
+        "path": clip(path),
+        "path_chars": len(path),
         "expires": expires if expires is not None and expires >= 0 else None,
         "http_only": bool(c.get("httpOnly")),
         "secure": bool(c.get("secure")),
