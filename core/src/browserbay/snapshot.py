@@ -431,10 +431,14 @@ def interactive_nodes(roots: list[Node], depth: int | None = None) -> list[Node]
 def flat_lines(roots: list[Node], depth: int | None = None) -> list[Line]:
     """The interactive list: one line per node that can be acted on, named by its content
     when it has no name of its own (a link around ``<code>while</code>`` reads "while")."""
-    return [
-        Line("- " + _key(n, show_ref=True, name=n.own_text(), flat=True), n.ref)
-        for n in interactive_nodes(roots, depth)
-    ]
+    out = []
+    for n in interactive_nodes(roots, depth):
+        name = n.own_text()
+        line = "- " + _key(n, show_ref=True, name=name, flat=True)
+        if n.text and n.text != name:  # a field's value
+            line += ": " + _text(n.text)
+        out.append(Line(line, n.ref))
+    return out
 
 
 @dataclass(frozen=True)

@@ -73,18 +73,25 @@ REF_ENGINE_JS = r"""(() => {
   const parentOf = (el) => el.parentElement
     || (el.parentNode && el.parentNode.host) || null;
   const cursor = (el) => { const s = el && getComputedStyle(el); return s ? s.cursor : ""; };
-  function judge(el) {
+  function kindOf(el) {
+    // Cheapest first: most elements are none of these, and the style is fresh (the ARIA
+    // snapshot just computed it).
     if (el.isContentEditable) {
       const p = parentOf(el);
       return p && p.isContentEditable ? null : "editable";
     }
-    if (el.matches(NATIVE) || (el.parentElement && el.parentElement.closest(NATIVE)))
-      return null;
     if (el.hasAttribute("onclick") || typeof el.onclick === "function") return "clickable";
     if (cursor(el) === "pointer") return cursor(parentOf(el)) === "pointer" ? null : "clickable";
     const t = el.getAttribute("tabindex");
     if (t !== null && Number(t) >= 0) return "focusable";
     return null;
+  }
+  function judge(el) {
+    const kind = kindOf(el);
+    if (!kind || kind === "editable") return kind;
+    // A native control (or an element inside one) has its role: nothing to add.
+    const native = el.matches(NATIVE) || (el.parentElement && el.parentElement.closest(NATIVE));
+    return native ? null : kind;
   }
   function visible(el, r) {
     if (r.width <= 0 || r.height <= 0) return false;
@@ -192,21 +199,25 @@ def _raw_ref(act: Act, ref: str) -> str:
     return act.tab.ref_prefix + ref if ref.startswith("e") else ref
 
 
-async def take(act: Act) -> Taken:
+async def take(act: Act, *, boxes: bool = False) -> Taken:
     """Collect and judge the scope's snapshot; the tab remembers its frames (for ``cN``
-    refs) and its refs' lines (for ``--delta``)."""
+    refs). Playwright's boxes (a third more time on a long page) are taken when ``boxes``
+    asks or judging needs them: something found in the DOM to match, or frames."""
     scope = act.scope
+    found = await _found_in(act, "", "")
+    focus = act.tab.focus  # scope is its frame (or the page when None)
+    inner = (act.page.main_frame if focus is None else focus.frame).child_frames
+    with_boxes = boxes or bool(found) or bool(inner)
     if scope is act.page:
-        raw = await act.page.aria_snapshot(mode="ai", boxes=True, timeout=act.ms_left())
+        raw = await act.page.aria_snapshot(mode="ai", boxes=with_boxes, timeout=act.ms_left())
     else:
         raw = await scope.locator("body").aria_snapshot(
-            mode="ai", boxes=True, timeout=act.ms_left()
+            mode="ai", boxes=with_boxes, timeout=act.ms_left()
         )
     raw = mask_passwords(raw, await password_values(act.page))
     act.tab.ref_prefix = main_frame_prefix(raw)
     roots = parse(strip_prefix(raw, act.tab.ref_prefix))
     frames, offsets = _frames(act, roots)
-    found = await _found_in(act, "", "")
     for prefix, path in frames.items():
         found += await _found_in(act, path, prefix)
     judge(roots, [_in_frame(f) for f in found])
@@ -222,7 +233,7 @@ async def interactive_elements(act: Act) -> list[Interactive]:
     """The tab's interactive elements (what ``snapshot -i`` lists, headings left out), each
     with its ref and its box in the page's viewport: takes a snapshot, so the refs are the
     tab's current ones."""
-    taken = await take(act)
+    taken = await take(act, boxes=True)
     out = []
     for n in interactive_nodes(taken.roots):
         if not n.actionable or n.ref is None:
