@@ -85,3 +85,50 @@ def test_click_fast_presses_the_element_and_waits_for_its_navigation() -> None:
     assert (before, after) == ("not yet", "pressed")
     assert cached
     assert url.endswith("#later"), url
+
+
+def test_a_ref_is_kept_from_its_second_click_and_dropped_when_not_ready() -> None:
+    async def check(page: Any) -> dict[str, Any]:
+        snap = await page.aria_snapshot(mode="ai")
+        (line,) = [x for x in snap.splitlines() if 'button "Press"' in x]
+        sel = "aria-ref=" + line.split("[ref=")[1].split("]")[0]
+        out: dict[str, Any] = {}
+        out["first"] = await fastclick.ready_point(page, sel, ref=True)
+        kept = fastclick._HANDLES[page].handles
+        out["kept after first"] = sel in kept
+        out["second"] = await fastclick.ready_point(page, sel, ref=True)
+        out["kept after second"] = sel in kept
+        out["third"] = await fastclick.ready_point(page, sel, ref=True)
+        await page.evaluate("document.getElementById('b').disabled = true")
+        out["disabled"] = await fastclick.ready_point(page, sel, ref=True)
+        out["kept when disabled"] = sel in kept
+        # A CSS selector is never kept: it may match another element next time.
+        for _ in range(3):
+            await fastclick.ready_point(page, "#go", ref=False)
+        out["css kept"] = "#go" in kept
+        return out
+
+    out = _run(check)
+    assert out["first"] is not None, out
+    assert out["second"] is not None, out
+    assert out["third"] == out["second"], out
+    assert (out["kept after first"], out["kept after second"]) == (False, True), out
+    assert out["disabled"] is None, out
+    assert out["kept when disabled"] is False, out
+    assert out["css kept"] is False, out
+
+
+def test_an_animated_element_is_not_ready() -> None:
+    async def check(page: Any) -> tuple[Any, Any]:
+        await page.evaluate(
+            """() => { document.getElementById('b').animate(
+                 [{transform: 'translateX(0)'}, {transform: 'translateX(300px)'}],
+                 {duration: 1000, iterations: Infinity}); }"""
+        )
+        moving = await fastclick.ready_point(page, "#b")
+        await page.evaluate("() => document.getElementById('b').getAnimations()[0].cancel()")
+        return moving, await fastclick.ready_point(page, "#b")
+
+    moving, still = _run(check)
+    assert moving is None
+    assert still is not None

@@ -1,6 +1,8 @@
 """The keeper's fast paths keep their guarantees: a keeper spawned for a page verb starts the
-browser's chain first (``--warm``) and still refuses what cannot start, with nothing recorded.
-(How fast is measured in bench/, side by side with agent-browser, never asserted here.)"""
+browser's chain first (``--warm``) and still refuses what cannot start, with nothing recorded;
+a ref clicked again is checked on its element each time (covered, disabled, moving: refused,
+nothing pressed). (How fast is measured in bench/, side by side with agent-browser, never
+asserted here.)"""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from browserbay.paths import bay_paths
 from browserbay.protocol import KEEPER_WARM
 from browserbay_testing import Bay, assert_refused
 from browserbay_testing.plugin import keeper
+from tests.test_click import COVER_JS, _page
 
 
 def _argv(b: Bay) -> list[str]:
@@ -49,3 +52,63 @@ def test_a_driver_that_cannot_start_is_refused_and_records_no_browser(demo: str)
         assert _browser_rows(b) == 0
         assert not any((b.home / "run" / "browsers").glob("bb-*"))
         assert b.ok("status")["session"]["id"] == "a"
+
+
+def _ref(b: Bay, s: str, name: str) -> str:
+    text = b.ok("snapshot", "-i", session=s)["snapshot"]
+    (line,) = [x for x in text.splitlines() if f'"{name}"' in x]
+    return "@" + line.split("[ref=")[1].split("]")[0]
+
+
+def test_a_ref_clicked_again_acts_once_each_time_and_is_still_refused_covered_or_disabled(
+    bay: Bay, demo: str
+) -> None:
+    # The fast click keeps the element of a ref clicked twice (fastclick.RefHandles): each
+    # later click is checked on it, now — a cover or a disabled state put on it after it was
+    # kept refuses the click as before, and nothing is pressed.
+    s = "perf-ref-again"
+    _page(bay, demo, s)
+    ref = _ref(bay, s, "Press")
+    for n in (1, 2, 3):
+        bay.ok("click", ref, session=s)
+        assert bay.ok("get", "text", "#out", session=s)["value"] == f"pressed {n}"
+    bay.ok("eval", COVER_JS, session=s)
+    assert_refused(bay("click", ref, "--timeout", "2", session=s), "action_failed")
+    assert bay.ok("get", "text", "#out", session=s)["value"] == "pressed 3"
+    bay.ok("eval", "document.getElementById('cover').remove()", session=s)
+    bay.ok("eval", "document.getElementById('b').disabled = true", session=s)
+    refused = bay("click", ref, "--timeout", "2", session=s)
+    assert refused.code != 0, refused
+    assert bay.ok("get", "text", "#out", session=s)["value"] == "pressed 3"
+    bay.ok("eval", "document.getElementById('b').disabled = false", session=s)
+    bay.ok("click", ref, session=s)
+    assert bay.ok("get", "text", "#out", session=s)["value"] == "pressed 4"
+    # A new document: the kept element is gone with the old one; the ref is stale.
+    bay.ok("open", f"{demo}/form.html", session=s)
+    assert bay("click", ref, "--timeout", "2", session=s).code != 0
+    bay.ok("close", session=s)
+
+
+MOVING_JS = """(() => {
+  document.head.insertAdjacentHTML('beforeend', `<style>
+    @keyframes slide { from { margin-left: 0 } to { margin-left: 400px } }
+    #b { animation: slide 0.4s linear infinite alternate }</style>`);
+  return 'moving';
+})()"""
+
+
+def test_a_moving_element_is_not_pressed_at_a_point_it_may_have_left(bay: Bay, demo: str) -> None:
+    # The fast path's one look cannot see an element move: one that is animated goes to
+    # Playwright's click, which waits for it to stand still (here: never, so refused, and
+    # nothing pressed). Negative control: the same click once the animation stops.
+    s = "perf-moving"
+    _page(bay, demo, s)
+    assert bay.ok("eval", MOVING_JS, session=s)["value"] == "moving"
+    ref = _ref(bay, s, "Press")
+    refused = bay("click", ref, "--timeout", "2", session=s)
+    assert refused.code != 0, refused
+    assert bay.ok("get", "text", "#out", session=s)["value"] == "not yet"
+    bay.ok("eval", "document.getElementById('b').style.animation = 'none'", session=s)
+    bay.ok("click", ref, session=s)
+    assert bay.ok("get", "text", "#out", session=s)["value"] == "pressed 1"
+    bay.ok("close", session=s)

@@ -19,16 +19,26 @@ One CDP session per page, made on its first click and dropped when the page clos
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import weakref
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from playwright.async_api import CDPSession, Frame, Page
+    from playwright.async_api import CDPSession, ElementHandle, Frame, Page
 
 #: Is the element ready for a pointer, right now? In view (scrolled if needed), sized,
-#: enabled, visible, and the topmost element at its centre (or inside that element): its
-#: centre, else false. One check for both click paths.
+#: enabled, visible, still (no running CSS animation, transition or Web Animation on it or
+#: an ancestor: a point taken now could miss it a frame later), and the topmost element at
+#: its centre (or inside that element): its centre, else false. One check for both click
+#: paths; what it cannot see (an element a script moves every frame) Playwright's
+#: stability wait would, on the path taken when this says false.
 READY_BODY = """
+  if (!el.isConnected) return false;
+  for (const a of el.ownerDocument.getAnimations()) {
+    const t = a.effect && a.effect.target;
+    if (a.playState === 'running' && t && t.contains(el)) return false;
+  }
   el.scrollIntoView({block: 'nearest', inline: 'nearest'});
   const r = el.getBoundingClientRect();
   if (r.width < 1 || r.height < 1) return false;
@@ -147,16 +157,87 @@ async def pointer_of(page: Page) -> PagePointer | None:
     return pointer
 
 
-async def ready_point(page: Page, selector: str) -> tuple[float, float] | None:
-    """The click point of the first element ``selector`` matches when it is ready for the
-    pointer now, in the main frame; None otherwise (not there yet, covered, in a frame…)."""
+#: Handles kept per page (the refs clicked more than once there, most recent last), and
+#: refs remembered as clicked once.
+MAX_HANDLES = 32
+MAX_SEEN = 1024
+
+
+class RefHandles:
+    """The elements of the refs clicked again on one page, kept as main-world handles.
+
+    A ref's lookup is most of a fast click: Playwright resolves ``aria-ref=`` in its utility
+    world, adopts the node into the page's world and only then evaluates (~5 CDP calls). A
+    ref clicked a second time on the page (a "next" button, a toggle, a stepper) is looked
+    up once more and its handle kept: from then on the readiness check is one
+    ``Runtime.callFunctionOn`` on it. What the check guarantees does not change: it runs on
+    the element, now. A ref names one element of one document, so the handle is that
+    element: after a navigation its evaluate fails, a detached element is not ready — either
+    way the handle is dropped and the click looks the ref up again (and takes Playwright's
+    careful path when it is not ready). Only refs are kept: a CSS selector or a text may
+    match another element at the next click."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+        self.handles: dict[str, ElementHandle] = {}
+
+    async def ready_point(self, page: Page, selector: str, ref: bool) -> tuple[float, float] | None:
+        handle = self.handles.pop(selector, None)
+        if handle is not None:
+            point = await _check(handle.evaluate(CLICK_READY_JS))
+            if point is not None:
+                self.handles[selector] = handle  # most recently used last
+                return point
+            await _dispose(handle)
+        if not ref or selector not in self.seen:  # the lookup and the check in one trip
+            if ref:
+                if len(self.seen) >= MAX_SEEN:
+                    self.seen.clear()
+                self.seen.add(selector)
+            return await _check(page.eval_on_selector(selector, CLICK_READY_JS))
+        try:
+            handle = await page.query_selector(selector)
+        except Exception:
+            handle = None
+        if handle is None:
+            return None
+        point = await _check(handle.evaluate(CLICK_READY_JS))
+        if point is None:
+            await _dispose(handle)
+            return None
+        self.handles[selector] = handle
+        while len(self.handles) > MAX_HANDLES:
+            await _dispose(self.handles.pop(next(iter(self.handles))))
+        return point
+
+
+async def _check(evaluation: Awaitable[Any]) -> tuple[float, float] | None:
     try:
-        point = await page.eval_on_selector(selector, CLICK_READY_JS)
+        point = await evaluation
     except Exception:
         return None
     if isinstance(point, list) and len(point) == 2:
         return float(point[0]), float(point[1])
     return None
+
+
+async def _dispose(handle: ElementHandle) -> None:
+    with contextlib.suppress(Exception):  # its document may be gone already
+        await handle.dispose()
+
+
+_HANDLES: weakref.WeakKeyDictionary[Page, RefHandles] = weakref.WeakKeyDictionary()
+
+
+async def ready_point(page: Page, selector: str, ref: bool = False) -> tuple[float, float] | None:
+    """The click point of the first element ``selector`` matches when it is ready for the
+    pointer now, in the main frame; None otherwise (not there yet, covered, in a frame…).
+    ``ref``: the selector is a snapshot's ref (one element of one document, never another):
+    clicked again on the page, it is checked on its kept handle (:class:`RefHandles`)."""
+    handles = _HANDLES.get(page)
+    if handles is None:
+        handles = _HANDLES[page] = RefHandles()
+    return await handles.ready_point(page, selector, ref)
 
 
 async def click_fast(

@@ -269,10 +269,11 @@ async def verb_click(act: Act) -> Answer:
     straight to the page (:mod:`fastclick`); otherwise Playwright's click, as before. With no
     gate and no trace to see the element first, that round trip is the only look up."""
     target = str(act.args["target"])
-    selector = selector_of(act, target) or target
+    ref = selector_of(act, target)
+    selector = ref or target
 
     async def fast() -> bool:
-        point = await fastclick.ready_point(act.page, selector)
+        point = await fastclick.ready_point(act.page, selector, ref is not None)
         if point is None:
             return False
         act.lease.trace.pointed(act.tab.id, point[0], point[1])
