@@ -268,10 +268,10 @@ def test_geo_on_a_shared_profile_grants_and_restores_only_the_setters_origins(
     bay.ok("set", "geo", "52.52", "13.405", session=a)
     assert _js(bay, a, "geo()") == [52.52, 13.405]
     assert _permission(bay, b) == "prompt"  # A's grant is not B's origin's
-    bay.ok("set", "geo", "-33.86", "151.2", session=b)
+    bay.ok("tab", "new", other, session=a)  # a tab of A's that reaches another origin
+    assert _js(bay, a, "geo()") == [52.52, 13.405]  # is granted there too
+    bay.ok("set", "geo", "-33.86", "151.2", session=b)  # B's origin: both hold it now
     assert _js(bay, b, "geo()") == [-33.86, 151.2]
-    bay.ok("tab", "new", other, session=a)  # A on B's origin too: both hold it
-    assert _js(bay, a, "geo()") == [52.52, 13.405]
     bay.ok("close", session=a)
     assert _js(bay, b, "geo()") == [-33.86, 151.2]  # B's grant outlives A's close
     c = "emu-geo-c"  # a third session of the profile, which set nothing
