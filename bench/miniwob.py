@@ -19,7 +19,8 @@ What is measured per task and tool: success over the seeds, commands per episode
 read (stdout + stderr of every counted command), time per command and per episode (medians).
 Ratios are taken on the episodes both tools solved.
 
-Knobs: ``BENCH_MINIWOB_SEEDS`` (episodes per task, default 3: both sets then take ~15 min on two
+Knobs (a run with a subset of tasks prints its tables and leaves RESULTS-miniwob.md alone):
+``BENCH_MINIWOB_SEEDS`` (episodes per task, default 3: both sets then take ~15 min on two
 busy cores), ``BENCH_MINIWOB_TASKS`` (a
 comma-separated subset), ``BENCH_MINIWOB_EPISODE_MS``, ``BENCH_KEEP=1`` keeps the /tmp work dir.
 """
@@ -311,6 +312,8 @@ def section(set_name: str, eps: list[Episode], names: tuple[str, str], started: 
         bt = med([c.secs for e in b_ok for c in e.calls])
         at = med([c.secs for e in a_ok for c in e.calls])
         bep, aep = med([e.secs for e in b_ok]), med([e.secs for e in a_ok])
+        bcpu = med([c.cpu for e in b_ok for c in e.calls])
+        acpu = med([c.cpu for e in a_ok for c in e.calls])
         s_b, s_a = sum(e.solved for e in bay_all), sum(e.solved for e in ab_all)
         lines += [
             "| metric | bay | agent-browser | ratio | goal | met |",
@@ -321,6 +324,8 @@ def section(set_name: str, eps: list[Episode], names: tuple[str, str], started: 
             f"| commands | {bn} | {an} | {ratio(bn, an)} | — | — |",
             f"| time per command (median) | {bt * 1000:.0f} ms | {at * 1000:.0f} ms |"
             f" {ratio(bt, at)} | ≤ 1.5× | {'yes' if bt <= 1.5 * at else 'no'} |",
+            f"| CPU of the command's own process (median) | {bcpu * 1000:.0f} ms |"
+            f" {acpu * 1000:.0f} ms | {ratio(bcpu, acpu)} | — | — |",
             f"| time per episode (median) | {bep * 1000:.0f} ms | {aep * 1000:.0f} ms |"
             f" {ratio(bep, aep)} | — | — |",
             f"| success (all episodes) | {s_b}/{len(bay_all)} | {s_a}/{len(ab_all)} | — |"
@@ -446,8 +451,11 @@ def main() -> int:
         if os.environ.get("BENCH_KEEP", "") in ("", "0"):
             shutil.rmtree(work, ignore_errors=True)
     facts["load at end"] = foreign_load()
-    write_results(done, facts, b.notes)
-    print(f"\nwrote {RESULTS}", file=sys.stderr)
+    if os.environ.get("BENCH_MINIWOB_TASKS"):
+        print(f"\na subset of tasks: {RESULTS.name} left as it was", file=sys.stderr)
+    else:
+        write_results(done, facts, b.notes)
+        print(f"\nwrote {RESULTS}", file=sys.stderr)
     return code
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import resource
 import subprocess
 import time
 from collections.abc import Callable
@@ -30,6 +31,7 @@ class Call:
     err: str
     rc: int
     secs: float
+    cpu: float  # seconds of CPU the command's own process used (user + system)
 
     @property
     def chars(self) -> int:
@@ -61,6 +63,7 @@ class Tool:
 
     def execute(self, args: list[str], timeout: float) -> Call:
         argv = [str(self.exe), *args]
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         try:
             cp = subprocess.run(
@@ -78,7 +81,10 @@ class Tool:
             err = exc.stderr.decode() if isinstance(exc.stderr, bytes) else (exc.stderr or "")
             err += f"\n[harness: killed after {timeout:.0f}s]"
             rc = 124
-        return Call(argv, out, err, rc, time.perf_counter() - t0)
+        secs = time.perf_counter() - t0
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+        return Call(argv, out, err, rc, secs, cpu)
 
     # The agent's commands: the same words for both tools unless a method below says otherwise.
     def spell(self, verb: str, *args: str) -> list[str]:
