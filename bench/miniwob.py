@@ -81,6 +81,14 @@ CAUSES: dict[tuple[str, str], str] = {
     " `span.alink`, with no ref in bay's `snapshot -i`",
     ("click-collapsible-2", "bay"): "as click-link: the link inside a section is a role-less"
     " `span.alink`, with no ref in bay's `snapshot -i`",
+    ("focus-text", "bay"): "the page blurs the field in its own focus handler (and ends the"
+    " episode, solved); bay's focus then checks `document.activeElement`, finds the field not"
+    " focused and refuses `action_failed: the element did not take the focus (it is not"
+    " focusable …)`: the focus happened, the refusal is false and its reason wrong",
+    ("click-collapsible-2", "agent-browser"): "its click on the link answered `✓ Done` and the page"
+    " saw no click (the episode never ended); the same seed solved when run again by hand: the"
+    " section was still sliding open (jQuery UI accordion), and agent-browser clicks without"
+    " waiting for the element to be stable",
     ("enter-date", "agent-browser"): "`keyboard type`, `type` and `fill` on the focused"
     " `<input type=date>` all answer `✓ Done` and leave its value empty (bay's key events reach"
     " the date field's segments)",
@@ -190,6 +198,10 @@ def episode(tool: Tool, base: str, task: str, seed: int) -> Episode:
             if reward is not None
             else "the episode did not end (no reward set)"
         )
+        if agent.calls:  # what the tool said to the step that should have done it
+            last = agent.calls[-1]
+            said = " / ".join((last.out + last.err).split("\n")).strip()[:120]
+            why += f"; the last command `{' '.join(last.argv[1:])[:80]}` answered {said!r}"
     return Episode(task, tool.name, seed, solved, reward, why, agent.calls)
 
 
@@ -341,13 +353,17 @@ def section(set_name: str, eps: list[Episode], names: tuple[str, str], started: 
         ]
         for verb, n, bc_, ac_ in by_verb(b_ok, a_ok):
             lines.append(f"| {verb} | {n} | {bc_:.0f} | {ac_:.0f} | {ratio(bc_, ac_)} |")
+    refused = [e for e in eps if e.solved and e.why]
+    if refused:
+        lines += ["", "Solved by the page's reward, though a command answered as failed:", ""]
+        lines += [f"- {e.task} seed {e.seed}, {e.tool}: {e.why}" for e in refused]
     fails = [e for e in eps if not e.solved]
     lines += ["", "Every failed episode and its cause:", ""]
     if not fails:
         lines.append("- none")
     for e in fails:
         lines.append(f"- {e.task} seed {e.seed}, {e.tool}: {e.why}")
-    seen = {(e.task, e.tool) for e in fails}
+    seen = {(e.task, e.tool) for e in fails + refused}
     causes = [f"- {t}, {tool}: {why}" for (t, tool), why in CAUSES.items() if (t, tool) in seen]
     if causes:
         lines += ["", "Why (each checked by hand on the same page, the same seed):", "", *causes]

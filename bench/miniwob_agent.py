@@ -216,6 +216,12 @@ class Agent:
     def value(self, target: str) -> str:
         return self.run("get", "value", target).rstrip("\n")
 
+    def count(self, selector: str) -> int:
+        return int(self.run("get", "count", selector).split()[0])
+
+    def wait(self, target: str) -> None:
+        self.run("wait", target)
+
     def box(self, target: str) -> tuple[float, float, float, float]:
         return self.tool.parse_box(self.run("get", "box", target))
 
@@ -377,7 +383,7 @@ def use_autocomplete(a: Agent) -> None:
     start, end = q[0], (q[1] if len(q) > 1 else "")
     box = find(a.snapshot(), "textbox")
     a.type(ref(box), start)
-    a.run("wait", ".ui-menu-item")  # the suggestions come after the widget's own delay
+    a.wait(".ui-menu-item")  # the suggestions come after the widget's own delay
     nodes = a.snapshot()
     options = [
         n
@@ -592,7 +598,7 @@ def drag_shapes(a: Agent) -> None:
     # The box is the last <rect> the page draws, so the k-th <rect> of the svg is a shape.
     # Each shape goes by pointer to its own spot inside the box: dropped on the box's centre,
     # the first shape would cover that point for the next drop (both tools then refuse).
-    count = int(a.run("get", "count", f"#area_svg {tag}:not(#shape-container)").split()[0])
+    count = a.count(f"#area_svg {tag}:not(#shape-container)")
     bx, by, bw, bh = a.box("#shape-container")
     for k in range(1, count + 1):
         x, y, w, h = a.box(f"#area_svg {tag}:nth-of-type({k})")
