@@ -23,8 +23,8 @@ that nothing is left running between repetitions.
 Environment knobs (for quick trial runs only; RESULTS.md records what was used):
 ``BENCH_REPS`` (warm repetitions, default 30), ``BENCH_COLD_REPS`` (default 5),
 ``BENCH_SESSIONS`` (default 8), ``BENCH_KEEP=1`` keeps the /tmp/bb* directory for inspection,
-``BENCH_ONLY=warm,cold`` runs only those steps (of warm, cold, components, memory) and prints
-the table without rewriting RESULTS.md (the before/after of one change).
+``BENCH_ONLY=warm,cold`` runs only those steps (of warm, cold, components, memory, mcp) and
+prints the table without rewriting RESULTS.md (the before/after of one change).
 """
 
 from __future__ import annotations
@@ -1462,7 +1462,7 @@ def main() -> int:
             ("f mcp tool list", lambda: bench_mcp_tool_list(b, rows, info)),
         ]
         for name, step in steps:
-            if ONLY and name.split()[-1] not in ONLY:
+            if ONLY and name.split()[1] not in ONLY:
                 continue
             print(f"bench: {name} …", file=sys.stderr, flush=True)
             t0 = time.monotonic()
