@@ -188,3 +188,33 @@ def test_a_plugin_verb_not_in_the_running_keeper_says_how_to_load_it(bay: Bay) -
         assert frame["way_out"].startswith("bay keeper stop")
     finally:
         b.stop()
+
+
+def test_the_readme_opens_with_its_two_commands_and_puts_bay_on_path(tmp_path: Path) -> None:
+    """A fresh shell (nothing but HOME and a bare PATH): the README's PATH line, run from the
+    checkout, gives a ``bay`` that runs."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    first = readme.split("```sh\n", 1)[1].split("```", 1)[0].splitlines()
+    assert [line.split()[0] for line in first] == ["./scripts/demo.sh", "./scripts/test.sh"]
+    export = next(line for line in readme.splitlines() if line.startswith('export PATH="$PWD/'))
+    assert "uv tool install ./cli --with ." in readme
+    command = export.split("#")[0].strip()
+    home = tmp_path
+    out = subprocess.run(
+        [
+            "env",
+            "-i",
+            f"HOME={home}",
+            "PATH=/usr/bin:/bin",
+            "bash",
+            "--norc",
+            "--noprofile",
+            "-c",
+            f"cd {REPO} && {command} && bay --version && bay --help",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out
+    assert out.stdout.startswith(f"bay {__version__}\nusage: bay <verb>")

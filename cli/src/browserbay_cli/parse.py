@@ -127,7 +127,7 @@ def parse(
     if verb is None:
         if options.get("help") or options.get("version"):  # `bay --help`: bay's own usage
             return BY_NAME["help"], {}, {**options, "usage": True}
-        raise UsageError("no verb given (bay help lists them)")
+        raise UsageError("no verb given (bay --help: bay's usage; bay help: the agent manual)")
     if options.get("help"):
         return verb, args, options
     positional = [a for a in verb.args if a.kind in ("pos", "opt", "rest")]
