@@ -17,8 +17,12 @@ dialog accept [text]`` / ``dismiss``), by a human in the live view, or by the bo
 - readers of a tab that would run the page's script (its title) skip it (``Tab.dialog``).
 
 ``bay close`` and ``bay tab close`` close a tab without running its ``beforeunload``
-handlers; a ``beforeunload`` dialog already open on it is accepted (the close is the
-answer), any other is dismissed as its tab goes (:meth:`Dialogs.leave`).
+handlers; a dialog already open on it is dismissed as its tab goes (:meth:`Dialogs.leave`),
+a ``beforeunload`` too: the close is what leaves the page, not the navigation it guarded.
+Accepting it would let that navigation go on, and Chromium loses a ``Target.closeTarget``
+that lands while the navigation commits (it answers success and the tab stays open, so
+``page.close()`` waited for its deadline: about one close in two). Dismissed, no navigation
+is in flight when the tab closes.
 
 A prompt's answer is typed text: it is never logged, echoed or put in a notice.
 """
@@ -205,12 +209,14 @@ class Dialogs:
         return [notice(e.info) for e in self._open.values() if e.tab.owner == session_id]
 
     async def leave(self, tabs: list[Tab]) -> None:
-        """The tabs are being closed by their session: an open ``beforeunload`` is accepted
-        (leaving is the answer), any other dialog dismissed; no notice."""
+        """The tabs are being closed by their session: the dialog open on each is dismissed,
+        no notice. A ``beforeunload`` too: its navigation is cancelled, so none commits while
+        the tab closes (Chromium drops a close that races a commit; see the module's words),
+        and the close itself leaves the page without asking."""
         for tab in tabs:
             entry = self._open.get(tab.id)
             if entry is not None and entry.tab is tab:
-                await self._answer(entry, accept=entry.info.kind == "beforeunload", text=None)
+                await self._answer(entry, accept=False, text=None)
 
     # -- what bay dialog reads and answers (browserbay.keeper.dialogverbs) ------------
 

@@ -411,7 +411,7 @@ class Leases:
                 await self.db(self.kept_tabs.mark, session.ref.id, lease.profile.id, "auto")
         Controls.let_go(lease)
         await lease.net.release()  # its routes and HAR end with its context
-        if self.dialogs is not None:  # their dialogs go with them (a beforeunload accepted)
+        if self.dialogs is not None:  # their dialogs dismissed: no navigation races a close
             await self.dialogs.leave(list(lease.tabs.values()))
         await lease.emulation.release()  # close undoes bay set
         self.plugins.hooks.bay_lease_changed(lease=lease.info(reason), change="detached")

@@ -21,7 +21,7 @@ from browserbay.keeper.leases import Leases, blocked_requests, goto_guarded
 from browserbay.keeper.pageverbs import page_error
 from browserbay.keeper.profiles import ProfileBook, parse_domains
 from browserbay.keeper.route import LeaseCall, SessionAnswer, SessionCall
-from browserbay.keeper.sessions import Lease, Session, TabBook
+from browserbay.keeper.sessions import Lease, Session, Tab, TabBook
 from browserbay.keeper.switch import proposal_line
 from browserbay.plugins import Plugins
 from browserbay.refusals import Refusal
@@ -90,8 +90,10 @@ class TabVerbs:
                 if was in lease.tabs:
                     self.tabs.select(lease, was)
                 try:
-                    await goto_guarded(lease, tab.page, url, wait_until="load")
-                    data.update(url=tab.page.url, title=await tab.page.title())
+                    opened = await self._load(lease, tab, url)
+                    data.update(opened)
+                    if "dialog" not in opened:  # its title would wait on the dialog's answer
+                        data.update(title=await tab.page.title())
                     if tab.id not in lease.tabs:
                         # Its browser died as it loaded: the crash kept the tabs as they were
                         # (this one not current), so the answer may not say it opened.
@@ -121,7 +123,7 @@ class TabVerbs:
             owner = self.leases.lease_of(tab) or lease
             self.profiles.check_ref(owner.profile, channel)  # a tab of an ungranted profile
             self.tabs.drop(tab, owner, "closed by bay tab close")
-            if self.leases.dialogs is not None:  # a beforeunload open on it is accepted
+            if self.leases.dialogs is not None:  # its dialog dismissed, no navigation in flight
                 await self.leases.dialogs.leave([tab])
             await tab.page.close()
             self.plugins.hooks.bay_lease_changed(lease=owner.info(), change="tabs")
@@ -135,6 +137,19 @@ class TabVerbs:
         self.tabs.select(owner, tab.id)
         row = await tab.row()
         return dict(row, current=True), f"{tab.id}  {row['title']}  {row['url']}"
+
+    async def _load(self, lease: Lease, tab: Tab, url: str) -> dict[str, Any]:
+        """Load ``url`` in the new tab. A dialog its page opens as it loads ends the wait at
+        once (the page waits for the answer, so ``load`` would only come at the deadline):
+        the tab is opened and current, the answer names the dialog (``Dialogs.during``)."""
+
+        async def load() -> Answer:
+            await goto_guarded(lease, tab.page, url, wait_until="load")
+            return {"url": tab.page.url}, ""
+
+        dialogs = self.leases.dialogs
+        data, _ = await (dialogs.during(tab, "tab", load) if dialogs is not None else load())
+        return {k: v for k, v in data.items() if k in ("url", "dialog", "finished")}
 
     async def resume(self, call: LeaseCall) -> Answer:
         session, lease = call.session, call.lease
