@@ -97,6 +97,9 @@ def test_every_code_renders_without_placeholders_given_its_fields() -> None:
         "kept": "1.0 MiB",
         "matches": "#a, #b",
         "frame": "#f",
+        "cover": 'div "Cookies" (div#veil)',
+        "value": "xl",
+        "options": '"s" (Small)',
         "tag": "div",
     }
     for code in CODES:

@@ -111,6 +111,18 @@ _ROWS = (
         "bay screenshot without --annotate, or with --full; or bay scroll down, then again",
     ),
     Code(
+        "target_covered",
+        "{target} is covered: {cover} is on top of it where a click presses, so the click "
+        "would land on that instead",
+        "close or move what covers it first (its close or accept button: bay snapshot -i; or "
+        "bay press Escape), or scroll the target clear of it; then run it again",
+    ),
+    Code(
+        "option_missing",
+        "{target} has no option '{value}' (by value or label); its {count} option(s): {options}",
+        "bay select {target} '{example}'  (a value or a label it has)",
+    ),
+    Code(
         "target_ambiguous",
         "{target} matches {count} elements ({matches}); acting on one of them would be a guess",
         "narrow it: --name N, --exact, or bay snapshot -i and act on its @eN",
@@ -554,11 +566,12 @@ def _jsonable(value: object) -> bool:
 #: it. A code in no group is printed under :data:`OTHERWISE`.
 AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
-        "take a fresh `bay snapshot -i`, then act on a new @eN",
+        "a fresh `bay snapshot -i`, then act on a new @eN",
         (
             "ref_stale",
             "target_not_found",
             "no_labels",
+            "target_covered",
             "target_ambiguous",
             "not_a_frame",
             "action_failed",
@@ -572,7 +585,7 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("frame_gone",),
     ),
     (
-        "a page dialog waits: bay dialog accept [text] or dismiss first (bay dialog status)",
+        "a page dialog waits: bay dialog accept [text] | dismiss",
         ("dialog_open", "no_dialog"),
     ),
     (
@@ -621,6 +634,7 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "route_unknown",
             "har_not_recording",
             "device_unknown",
+            "option_missing",
         ),
     ),
     (

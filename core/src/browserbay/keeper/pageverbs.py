@@ -14,7 +14,9 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from browserbay.keeper import fastclick
+import anyio
+
+from browserbay.keeper import fastclick, nearest
 from browserbay.keeper.act import Act
 from browserbay.keeper.actions import before_action, before_keys
 from browserbay.keeper.pageinput import page_input
@@ -89,10 +91,24 @@ async def locate(act: Act, target: str) -> Locator:
     selector = selector_of(act, target)
     if selector is not None:
         loc = scope.locator(selector)
-        if await loc.count() == 0:
-            raise Refusal("ref_stale", ref="@" + target.removeprefix("@"))
+        if await loc.count() == 0:  # a ref never appears later: known absent at once
+            raise await nearest.stale(act, "@" + target.removeprefix("@"))
         return loc
     return scope.locator(target).first
+
+
+async def present(act: Act, target: str, loc: Locator) -> None:
+    """An action's selector that matches nothing is waited for a short window
+    (:data:`nearest.ABSENT_WAIT`: an element the page is about to add), then refused
+    ``target_not_found`` naming the closest names there are — not at the deadline."""
+    if selector_of(act, target) is not None:
+        return  # locate checked it
+    try:
+        await loc.wait_for(state="attached", timeout=min(act.ms_left(), nearest.ABSENT_WAIT * 1000))
+    except Exception as exc:
+        if type(exc).__name__ != "TimeoutError":
+            raise Refusal("action_failed", verb=act.verb, reason=first_line(exc)) from None
+        raise await nearest.not_found(act, target) from None
 
 
 def first_line(exc: BaseException) -> str:
@@ -101,7 +117,9 @@ def first_line(exc: BaseException) -> str:
 
 
 async def act_on(act: Act, target: str, run: Callable[[Locator], Awaitable[Any]]) -> Any:
-    return await act_on_located(act, target, await locate(act, target), run)
+    loc = await locate(act, target)
+    await present(act, target, loc)
+    return await act_on_located(act, target, loc, run)
 
 
 async def act_on_located(
@@ -122,8 +140,8 @@ async def act_on_located(
                 present = await loc.count()
             except Exception:
                 present = 0
-            if not present:
-                raise Refusal("target_not_found", target=target) from None
+            if not present:  # gone meanwhile
+                raise await nearest.not_found(act, target) from None
         raise Refusal("action_failed", verb=act.verb, reason=first_line(exc)) from None
 
 
@@ -257,10 +275,32 @@ async def pointer_on(act: Act, loc: Locator, run: Callable[[Locator, bool], Awai
         point = await loc.evaluate(READY_JS, timeout=min(act.ms_left(), 2000))
     except Exception:
         point = False
+    if not point:
+        point = await _clear_of_covers(act, loc)
     ready = bool(point)
     if isinstance(point, list) and len(point) == 2:  # the live view's agent cursor
         act.lease.trace.pointed(act.tab.id, float(point[0]), float(point[1]))
     return await run(loc, ready)
+
+
+async def _clear_of_covers(act: Act, loc: Locator) -> Any:
+    """An element another covers at its centre (an overlay, a banner) is given
+    :data:`nearest.COVER_WAIT` to come clear, then refused ``target_covered`` naming what
+    covers it: Playwright would retry the press until the deadline. Answers READY_JS's
+    point once it is clear, or False when it is not ready for another reason (Playwright's
+    own wait says which)."""
+    cover = await nearest.cover_of(loc)
+    if cover is None:
+        return False
+    end = min(time.monotonic() + nearest.COVER_WAIT, act.deadline - 0.5)
+    while time.monotonic() < end:
+        await anyio.sleep(0.1)
+        with contextlib.suppress(Exception):
+            point = await loc.evaluate(READY_JS, timeout=1000)
+            if point:
+                return point
+        cover = await nearest.cover_of(loc) or cover
+    raise nearest.covered(str(act.args.get("target") or "the element"), cover)
 
 
 @page_verb("click")
@@ -341,6 +381,11 @@ async def verb_select(act: Act) -> Answer:
     values = [str(v) for v in act.args["values"]]
 
     async def run(loc: Locator) -> list[str]:
+        options = await nearest.options_of(loc, min(act.ms_left(), 2000))
+        if options is not None:  # a <select>: one without the option is refused at once
+            refusal = nearest.missing_option(str(act.args["target"]), values, options)
+            if refusal is not None:
+                raise refusal
         try:
             return await loc.select_option(values, timeout=act.ms_left())
         except Exception:

@@ -14,6 +14,7 @@ import typing
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from browserbay.keeper import nearest
 from browserbay.keeper.act import Act
 from browserbay.keeper.actions import DESCRIBE_JS
 from browserbay.keeper.pageverbs import (
@@ -240,13 +241,16 @@ def _locator(act: Act) -> tuple[Locator, str]:
 
 
 async def _the_one(act: Act, loc: Locator, words: str) -> Locator:
-    """The one element ``loc`` matches, once one is there (waiting as an action would);
-    none before the deadline is ``target_not_found``, several ``target_ambiguous``."""
+    """The one element ``loc`` matches, once one is there (waited for the short window an
+    action's selector gets, :data:`nearest.ABSENT_WAIT`); none by then is
+    ``target_not_found`` naming the closest names there are, several ``target_ambiguous``."""
     try:
-        await loc.first.wait_for(state="attached", timeout=act.ms_left())
+        window = min(act.ms_left(), nearest.ABSENT_WAIT * 1000)
+        await loc.first.wait_for(state="attached", timeout=window)
     except Exception as exc:
         if type(exc).__name__ == "TimeoutError":
-            raise Refusal("target_not_found", target=f"find {words}") from None
+            asked = str(act.args.get("name") or act.args["value"])
+            raise await nearest.not_found(act, f"find {words}", asked) from None
         raise
     count = await loc.count()
     if count > 1:
