@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from browserbay_testing import BAY, Bay, Result, assert_refused, wait_for
+from browserbay_testing.pages import serve_pages
 
 pytestmark = pytest.mark.browser
 
@@ -120,6 +121,47 @@ def test_frames_arrive_and_change_and_the_page_shows_the_lease(
     assert state(other)["mode"] == "watch"
     assert other.locator("#toggle").is_hidden()  # a watch link cannot take over
     other.close()
+
+
+#: A button inside an iframe that sits well off the page's corner.
+FRAMED = """<!doctype html><title>Framed</title>
+<iframe id=f style="position:absolute; left:220px; top:160px; width:320px; height:220px; border:0"
+  srcdoc="<body style='margin:0'><button id=inner
+    style='position:absolute; left:40px; top:60px; width:120px; height:40px'>In</button>">
+</iframe>"""
+
+#: The inner button's centre as fractions of the page's viewport (frame offset included).
+FRAMED_FRACTION_JS = """(() => {
+  const f = document.getElementById('f'), r = f.contentDocument.getElementById('inner');
+  const o = f.getBoundingClientRect(), b = r.getBoundingClientRect();
+  const x = o.left + b.left + b.width / 2, y = o.top + b.top + b.height / 2;
+  return [x / innerWidth, y / innerHeight];
+})()"""
+
+
+def test_the_agent_cursor_of_a_click_inside_an_iframe_sits_on_the_element(
+    lbay: Bay, session: str, viewer: Any
+) -> None:
+    """The old code marked the point the element measured in its frame's pixels: off by the
+    frame's offset (220, 160) in the live view."""
+    with serve_pages({"/framed": FRAMED}) as base:
+        lbay.ok("open", f"{base}/framed", session=session)
+        open_live(lbay, session, viewer)
+        lbay.ok("frame", "#f", session=session)
+        lbay.ok("click", "#inner", session=session)
+        lbay.ok("frame", "main", session=session)
+        fx, fy = lbay.ok("eval", FRAMED_FRACTION_JS, session=session)["value"]
+        seen: list[Any] = []
+
+        def on_the_button() -> bool:
+            cursor = state(viewer).get("cursor")
+            seen.append(cursor)
+            return bool(cursor) and abs(cursor[0] - fx) < 0.01 and abs(cursor[1] - fy) < 0.01
+
+        try:
+            wait_for(on_the_button, timeout=10, what="the cursor on the framed button")
+        except AssertionError:
+            raise AssertionError(f"the cursor {seen[-1]} is not at {fx:.3f}, {fy:.3f}") from None
 
 
 @pytest.mark.parametrize("dpr", [1, 2])

@@ -253,6 +253,11 @@ async def verb_eval(act: Act) -> Answer:
 
 
 READY_JS = fastclick.READY_JS
+#: READY_JS's point, and whether the element is inside a frame (its point is then in the
+#: frame's pixels, not the page's).
+POINT_JS = (
+    "(el) => { const p = (" + READY_JS + ")(el); return p && [p[0], p[1], window.top !== window]; }"
+)
 
 
 def mark_point(act: Act, x: float, y: float) -> None:
@@ -272,21 +277,36 @@ async def pointer(act: Act, run: Callable[[Locator, bool], Awaitable[Any]]) -> N
 
 async def pointer_on(act: Act, loc: Locator, run: Callable[[Locator, bool], Awaitable[Any]]) -> Any:
     try:
-        point = await loc.evaluate(READY_JS, timeout=min(act.ms_left(), 2000))
+        point = await loc.evaluate(POINT_JS, timeout=min(act.ms_left(), 2000))
     except Exception:
         point = False
     if not point:
         point = await _clear_of_covers(act, loc)
     ready = bool(point)
-    if isinstance(point, list) and len(point) == 2:  # the live view's agent cursor
-        act.lease.trace.pointed(act.tab.id, float(point[0]), float(point[1]))
+    if isinstance(point, list) and len(point) == 3:  # the live view's agent cursor
+        await _mark(act, loc, float(point[0]), float(point[1]), inside_frame=bool(point[2]))
     return await run(loc, ready)
+
+
+async def _mark(act: Act, loc: Locator, x: float, y: float, *, inside_frame: bool) -> None:
+    """Mark the pointer's point in the page's CSS pixels: an element inside a frame (``bay
+    frame``, an ``@f2eN`` ref) measured its point in the frame's, off by the frame's offset;
+    Playwright's box of it is in the page's (cross-origin frames too)."""
+    if inside_frame:
+        try:
+            box = await loc.bounding_box(timeout=1000)
+        except Exception:
+            box = None
+        if box is None:
+            return  # no point we could show truthfully
+        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    mark_point(act, x, y)
 
 
 async def _clear_of_covers(act: Act, loc: Locator) -> Any:
     """An element another covers at its centre (an overlay, a banner) is given
     :data:`nearest.COVER_WAIT` to come clear, then refused ``target_covered`` naming what
-    covers it: Playwright would retry the press until the deadline. Answers READY_JS's
+    covers it: Playwright would retry the press until the deadline. Answers POINT_JS's
     point once it is clear, or False when it is not ready for another reason (Playwright's
     own wait says which)."""
     cover = await nearest.cover_of(loc)
@@ -296,7 +316,7 @@ async def _clear_of_covers(act: Act, loc: Locator) -> Any:
     while time.monotonic() < end:
         await anyio.sleep(0.1)
         with contextlib.suppress(Exception):
-            point = await loc.evaluate(READY_JS, timeout=1000)
+            point = await loc.evaluate(POINT_JS, timeout=1000)
             if point:
                 return point
         cover = await nearest.cover_of(loc) or cover
