@@ -79,7 +79,7 @@ def test_a_covered_element_is_refused_and_not_clicked(bay: Bay, demo: str) -> No
     _page(bay, demo, s)
     bay.ok("eval", COVER_JS, session=s)
     r = bay("click", "#b", "--timeout", "3", session=s)
-    assert_refused(r, "action_failed")
+    assert_refused(r, "target_covered")  # naming what covers it (tests/test_helpful_refusals.py)
     assert r.frame["data"]["verb"] == "click", r.frame
     assert bay.ok("get", "text", "#out", session=s)["value"] == "not yet"
     # Negative control: the same click once the cover is gone.
@@ -168,7 +168,7 @@ def test_a_covered_element_is_refused_and_not_double_clicked(bay: Bay, demo: str
     _page(bay, demo, s)
     bay.ok("eval", COVER_JS, session=s)
     r = bay("dblclick", "#b", "--timeout", "3", session=s)
-    assert_refused(r, "action_failed")
+    assert_refused(r, "target_covered")  # naming what covers it (tests/test_helpful_refusals.py)
     assert r.frame["data"]["verb"] == "dblclick", r.frame
     assert bay.ok("get", "text", "#out", session=s)["value"] == "not yet"
     bay.ok("eval", "document.getElementById('cover').remove()", session=s)  # negative control

@@ -241,10 +241,12 @@ async def cover_of(loc: Locator) -> dict[str, str] | None:
     return {k: clip(str(got.get(k) or ""), NAME_SHOWN) for k in ("role", "name", "selector")}
 
 
-def covered(target: str, cover: dict[str, str]) -> Refusal:
+def covered(verb: str, target: str, cover: dict[str, str]) -> Refusal:
+    """``target_covered``: ``verb`` on ``target`` would press ``cover`` instead."""
     name = f' "{cover["name"]}"' if cover["name"] else ""
     return Refusal(
         "target_covered",
+        verb=verb,
         target=target,
         cover=f"{cover['role']}{name} ({cover['selector']})",
         covered_by=cover,

@@ -320,7 +320,7 @@ async def _clear_of_covers(act: Act, loc: Locator) -> Any:
             if point:
                 return point
         cover = await nearest.cover_of(loc) or cover
-    raise nearest.covered(str(act.args.get("target") or "the element"), cover)
+    raise nearest.covered(act.verb, str(act.args.get("target") or "the element"), cover)
 
 
 @page_verb("click")
