@@ -73,14 +73,15 @@ document.addEventListener('pointerup', () => {
 report();
 </script>"""
 
-#: Fields that count their key events, a log of every keydown with its modifiers, a div that
-#: cannot take the focus, a multiple select, a canvas that draws while a button is down,
-#: and a page tall enough to scroll.
+#: Fields that count their key events, one that blurs itself as it gets the focus (MiniWoB's
+#: focus-text does), a log of every keydown with its modifiers, a div that cannot take the
+#: focus, a multiple select, a canvas that draws while a button is down, and a page tall
+#: enough to scroll.
 KEYS = """<!doctype html><title>keys</title>
 <style>body { margin: 0; } canvas { position: absolute; left: 0; top: 0; }</style>
 <canvas id=pad width=300 height=200></canvas>
 <div style="height: 220px"></div>
-<input id=k> <input id=other> <div id=plain>not focusable</div>
+<input id=k> <input id=other> <input id=flee> <div id=plain>not focusable</div>
 <select id=colors multiple>
   <option value=r>Red</option><option value=g>Green</option><option value=b>Blue</option>
 </select>
@@ -91,6 +92,8 @@ KEYS = """<!doctype html><title>keys</title>
 window.keydowns = 0;
 window.log = [];
 k.addEventListener('keydown', () => keydowns++);
+window.fled = 0;
+flee.addEventListener('focus', () => { fled++; flee.blur(); });
 document.addEventListener('keydown', e =>
   log.push((e.ctrlKey ? 'C' : '') + (e.shiftKey ? 'S' : '') + ':' + e.key));
 window.mouse = [];
@@ -158,6 +161,19 @@ def test_focus_sends_the_keys_to_the_element_and_refuses_what_cannot_take_it(
     frame = assert_refused(bay("focus", "#plain", session=s), "action_failed")
     assert "not focusable" in frame["message"], frame
     assert _value(bay, "document.activeElement.id", s) == "other"  # nothing moved
+    bay.ok("close", session=s)
+
+
+def test_focus_on_a_field_that_blurs_itself_is_not_refused_as_not_focusable(
+    bay: Bay, site: str
+) -> None:
+    """The page's own focus handler took the focus away again: the focus happened (the page
+    saw it), so the verb did its work; refusing 'not focusable' would send the agent looking
+    for another element."""
+    s = "in-flee"
+    bay.ok("open", f"{site}/keys", session=s)
+    bay.ok("focus", "#flee", session=s)
+    assert _value(bay, "fled", s) == 1
     bay.ok("close", session=s)
 
 

@@ -67,10 +67,17 @@ _FOCUSED_JS = """() => {
   const name = e.getAttribute('name');
   return e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (name ? `[name=${name}]` : '');
 }"""
-_HAS_FOCUS_JS = """(el) => {
+#: Focus the element and say whether it took the focus: it holds it now, or a focus event
+#: reached it (or a descendant) on the way — a page may blur a field in its own focus
+#: handler, and that focus happened all the same.
+_FOCUS_JS = """(el) => {
+  let got = false;
+  const on = () => { got = true; };
+  el.addEventListener('focus', on, true);
+  try { el.focus(); } finally { el.removeEventListener('focus', on, true); }
   let a = el.ownerDocument.activeElement;
   while (a && a.shadowRoot && a.shadowRoot.activeElement) a = a.shadowRoot.activeElement;
-  return a === el || (!!a && el.contains(a));
+  return got || a === el || (!!a && el.contains(a));
 }"""
 _VIEW_JS = "() => [window.innerWidth, window.innerHeight, window.scrollX, window.scrollY]"
 _SCROLL_JS = "() => [window.scrollX, window.scrollY]"
@@ -139,8 +146,7 @@ async def verb_focus(act: Act) -> Answer:
     without ``tabindex``), so keys the agent sends next never go elsewhere unnoticed."""
 
     async def run(loc: Locator) -> bool:
-        await loc.focus(timeout=act.ms_left())
-        return bool(await loc.evaluate(_HAS_FOCUS_JS, timeout=act.ms_left()))
+        return bool(await loc.evaluate(_FOCUS_JS, timeout=act.ms_left()))
 
     if not await act_on(act, str(act.args["target"]), run):
         raise Refusal(
