@@ -235,7 +235,6 @@ def test_snapshot_compaction_keeps_every_reference_to_what_can_be_acted_on() -> 
     ]
     flat = compact(raw, interactive=True)
     assert flat.splitlines() == [
-        '- heading "Hello" [ref=e2]',
         '- textbox "Name" [ref=e7]',
         '- link "Docs" [ref=e8]',
         '- button "Inner" [ref=f2e1]',

@@ -43,10 +43,6 @@ INTERACTIVE_ROLES = frozenset(
     }
 )
 
-#: Shown in the interactive list as landmarks of the page (where things are, and targets
-#: for ``scrollintoview``), though nothing is done to them.
-CONTEXT_ROLES = frozenset({"heading"})
-
 #: Structure an agent reads but never acts on: no reference is shown for these (Playwright
 #: still resolves one if an agent has it from elsewhere), unless the page made one clickable.
 NO_REF_ROLES = frozenset({"list", "listitem", "paragraph", "blockquote", "strong", "emphasis"})
@@ -341,13 +337,12 @@ def _is_wrapper(n: Node) -> bool:
     return n.role in _WRAPPERS and not n.name and n.text is None and n.kind is None and not n.props
 
 
-def _key(n: Node, *, show_ref: bool, name: str | None = None, flat: bool = False) -> str:
+def _key(n: Node, *, show_ref: bool, name: str | None = None) -> str:
     parts = [n.role]
     name = n.name if name is None else name
     if name:
         parts.append(json.dumps(name, ensure_ascii=False))
-    # In the flat list a heading's level says little its number does not.
-    parts += [f"[{a}]" for a in n.attrs if a != "active" and not (flat and a.startswith("level="))]
+    parts += [f"[{a}]" for a in n.attrs if a != "active"]
     if show_ref and n.ref is not None:
         parts.append(f"[ref={n.ref}]")
     if n.kind is not None and show_ref:
@@ -409,7 +404,7 @@ def tree_lines(roots: list[Node], depth: int | None = None) -> list[Line]:
 
 
 def interactive_nodes(roots: list[Node], depth: int | None = None) -> list[Node]:
-    """What can be acted on (and the headings between), in the tree's order; ``depth``
+    """What can be acted on, in the tree's order; ``depth``
     counts levels as the tree shows them (wrappers do not count)."""
     out: list[Node] = []
 
@@ -420,7 +415,7 @@ def interactive_nodes(roots: list[Node], depth: int | None = None) -> list[Node]
                 continue
             if depth is not None and level >= depth:
                 continue
-            if n.ref is not None and (n.actionable or n.role in CONTEXT_ROLES):
+            if n.actionable:
                 out.append(n)
             visit(n.children, level + 1)
 
@@ -434,7 +429,7 @@ def flat_lines(roots: list[Node], depth: int | None = None) -> list[Line]:
     out = []
     for n in interactive_nodes(roots, depth):
         name = n.own_text()
-        line = "- " + _key(n, show_ref=True, name=name, flat=True)
+        line = "- " + _key(n, show_ref=True, name=name)
         if n.text and n.text != name:  # a field's value
             line += ": " + _text(n.text)
         out.append(Line(line, n.ref))

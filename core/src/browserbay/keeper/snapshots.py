@@ -230,13 +230,13 @@ def _in_frame(f: Found) -> Found:
 
 
 async def interactive_elements(act: Act) -> list[Interactive]:
-    """The tab's interactive elements (what ``snapshot -i`` lists, headings left out), each
+    """The tab's interactive elements (what ``snapshot -i`` lists), each
     with its ref and its box in the page's viewport: takes a snapshot, so the refs are the
     tab's current ones."""
     taken = await take(act, boxes=True)
     out = []
     for n in interactive_nodes(taken.roots):
-        if not n.actionable or n.ref is None:
+        if n.ref is None:
             continue
         box = n.box
         if box is not None:
@@ -337,6 +337,9 @@ async def verb_snapshot(act: Act) -> Answer:
     page = paginate(lines, limit=limit, page=int(a.get("page") or 1))
     text = page.text
     nxt = None
+    if not text and page.number > 1 and page.lines:
+        last = -(-page.lines // limit) if limit else 1
+        text = f"page {page.number} is past the end: {page.lines} lines make {last} pages"
     if page.left:
         nxt = _command(act, page.number + 1, limit)
         text += (
