@@ -275,6 +275,28 @@ def test_tabs_history_screenshot_status_close(env: dict[str, str], demo: str) ->
     run(env, body, tools="core,tabs")
 
 
+def test_an_annotated_jpeg_screenshot_keeps_its_legend_and_mime_and_unchanged_has_no_image(
+    env: dict[str, str], demo: str
+) -> None:
+    async def body(session: ClientSession) -> None:
+        await session.call_tool("open", {"url": f"{demo}/form.html"})
+        args = {"annotate": True, "format": "jpeg", "max_px": 640}
+        shot = await session.call_tool("screenshot", args)
+        assert not shot.is_error, text(shot)
+        assert isinstance(shot.content[0], ImageContent)
+        assert shot.content[0].mime_type == "image/jpeg"
+        assert base64.b64decode(shot.content[0].data)[:2] == b"\xff\xd8"
+        said = text(shot)
+        assert re.search(r'\[(\d+)\] @e\1 button "Create account"', said), said
+        assert "scale 0.5" in said
+        again = await session.call_tool("screenshot", {**args, "if_changed": True})
+        assert not again.is_error, text(again)
+        assert not [c for c in again.content if isinstance(c, ImageContent)]
+        assert "unchanged" in text(again)
+
+    run(env, body, tools="core")
+
+
 def test_emulation_sets_what_the_page_sees_and_refuses_an_unknown_device(
     env: dict[str, str], demo: str
 ) -> None:

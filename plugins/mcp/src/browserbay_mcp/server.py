@@ -138,10 +138,16 @@ class Tools:
         with tempfile.TemporaryDirectory(prefix="bay-mcp-") as tmp:
             path = anyio.Path(tmp, "image")
             answer = await self.client.call(tool.name, {**args, arg: str(path)})
+            if not await path.exists():  # screenshot if_changed: unchanged, no image
+                return result(answer, self.words)
             data = await path.read_bytes()
-        # The answer's text names a file that is gone: the image is the result.
+        # The answer's first line names a file that is gone: the image is the result, with
+        # the lines after it (size, scale, an annotation's legend) and the answer's own mime.
         blob = base64.b64encode(data).decode()
-        answered = result(Answer(answer.verb, answer.session, answer.profile, {}, ""), self.words)
+        rest = answer.text.partition("\n")[2]
+        said = Answer(answer.verb, answer.session, answer.profile, {}, rest, answer.notice)
+        answered = result(said, self.words)
+        mime = str(answer.data.get("mime") or mime)
         answered.content.insert(0, types.ImageContent(data=blob, mime_type=mime))
         return answered
 
