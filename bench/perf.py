@@ -7,13 +7,16 @@ checkout, a baseline checkout (optional) and agent-browser, interleaved rep by r
 
 The order of the tools rotates every rep, so load from elsewhere on the machine (two cores
 shared with test runs) hits each alike; the load average is printed with the medians. Prints a
-block for a commit message; writes nothing. Run bench/setup.sh first.
+block for a commit message and appends it to bench/RESULTS-perf.md (``BENCH_WRITE=0``: not).
+Run bench/setup.sh first.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import functools
+import os
 import statistics
 import sys
 import tempfile
@@ -25,6 +28,17 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import click  # bench/click.py: a warm keeper of a checkout
 import run  # bench/run.py: the process bookkeeping and peer setup
+
+OUT = run.BENCH / "RESULTS-perf.md"
+HEADER = """# Before and after, side by side (bench/perf.py)
+
+Each block is one run: this checkout, a baseline checkout and agent-browser, interleaved rep
+by rep (the order rotates). Rows a (in the keeper, one connection, vs agent-browser's whole
+process), b (the whole `bay get title` process vs a bare Python start) and c (cold first open,
+keeper or daemon spawn included) of RESULTS.md. The machine is shared with other test runs:
+read the ratios, with the load average beside them.
+
+"""
 
 
 def rotate(tools: dict[str, Callable[[], float]], reps: int, warmup: int) -> dict[str, list[float]]:
@@ -163,10 +177,15 @@ def main() -> int:
     server, base = serve()
     url = f"{base}/form.html"
     parts: dict[str, Any] = {"a": part_a, "b": part_b, "c": part_c}
+    blocks = [
+        f"- {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {opts.reps} warm reps after 5 warm-up,"
+        f" {opts.cold_reps} cold after 1 discarded, {' vs '.join(roots)}"
+    ]
     try:
         for p in opts.parts.split(","):
             reps = opts.cold_reps if p == "c" else opts.reps
-            print(parts[p](b, url, roots, reps), flush=True)
+            blocks.append(parts[p](b, url, roots, reps))
+            print(blocks[-1], flush=True)
     finally:
         b.stop_all()
         server.shutdown()
@@ -174,6 +193,11 @@ def main() -> int:
         import shutil
 
         shutil.rmtree(work, ignore_errors=True)
+    if os.environ.get("BENCH_WRITE", "1") != "0":
+        if not OUT.exists():
+            OUT.write_text(HEADER)
+        with OUT.open("a") as f:
+            f.write("\n".join([*blocks[:1], "```", *blocks[1:], "```"]) + "\n\n")
     return 0
 
 

@@ -1296,9 +1296,15 @@ def foreign_load() -> str:
     table = proc_table()
     mine = descendants([os.getpid()], table)
     chromes = sum(1 for p in table.values() if p.exe == "chromium" and p.pid not in mine)
+    tests = sum(
+        1 for p in table.values() if p.pid not in mine and any("pytest" in c for c in p.cmd[:3])
+    )
     with open("/proc/loadavg") as f:
         load = " ".join(f.read().split()[:3])
-    return f"loadavg {load}; {chromes} Chromium processes of other users/runs"
+    return (
+        f"loadavg {load}; {chromes} Chromium processes of other users/runs, {tests} pytest "
+        "processes of others"
+    )
 
 
 def render_table(rows: list[Row], markdown: bool) -> str:
@@ -1417,11 +1423,20 @@ def write_results(rows: list[Row], facts: dict[str, str], notes: list[str]) -> N
         "",
     ]
     lines += [f"- {k}: {v}" for k, v in facts.items() if k != "date"]
+    lines += [
+        "",
+        "The machine is shared: other sessions' test suites and benchmarks run on the same two",
+        "cores (the load lines above), so every absolute time here is longer than on an idle",
+        "machine, some by several times. Both tools are measured interleaved, rep by rep, so",
+        "the ratios are the comparison; an idle machine's numbers would differ.",
+    ]
     lines += ["", "## Results", "", render_table(rows, markdown=True), "", "## Notes", ""]
     lines += [f"- {x}" for x in notes]
     lines += [
         "- The click row alone, with a baseline checkout in the same run: `bench/click.py`"
         " (runs in bench/RESULTS-click.md).",
+        "- Rows a, b and c before and after a change, a baseline checkout and agent-browser in"
+        " the same run: `bench/perf.py` (runs in bench/RESULTS-perf.md).",
     ]
     RESULTS.write_text("\n".join(lines) + "\n")
 
@@ -1480,6 +1495,8 @@ def main() -> int:
         if os.environ.get("BENCH_KEEP", "") in ("", "0"):
             shutil.rmtree(work, ignore_errors=True)
     info["load_end"] = foreign_load()
+    facts["load at the start"] = info["load_start"]
+    facts["load at the end"] = info["load_end"]
     order = {"a": 0, "a'": 1, "b": 2, "c": 3, "d": 4, "e": 5}
     rows.sort(key=lambda r: order.get(r.section, 9))
     notes = notes_text(info, b)
