@@ -338,7 +338,9 @@ class Har:
         }
 
 
-Owns = Callable[["Page"], bool]
+Owns = Callable[["Page | None"], bool]
+"""Whether a page is the lease's; None: a new page's first request, made before its page
+exists (a popup's navigation: Playwright routes it, but it has no frame yet)."""
 
 
 class LeaseNet:
@@ -374,18 +376,24 @@ class LeaseNet:
         async def handle(route: Route) -> None:
             request = route.request
             page: Page | None = None
-            with contextlib.suppress(Exception):  # a service worker's request has no frame
+            opening = False  # a popup's first request: routed before its page exists
+            try:
                 page = request.frame.page
+            except Exception:  # a service worker's request, or a page not made yet
+                opening = request.is_navigation_request()
             host = urlsplit(request.url).hostname or ""
-            if page is None or not owns(page) or (fence and not host_allowed(host, fence)):
+            ours = owns(page) if page is not None else opening and owns(None)
+            if not ours or (fence and not host_allowed(host, fence)):
                 await route.fallback()  # not ours, or outside the fence: the fence decides
                 return
             try:
                 if rule.abort:
-                    mark(page, request, "aborted")
+                    if page is not None:
+                        mark(page, request, "aborted")
                     await route.abort()
                 else:
-                    mark(page, request, "mocked")
+                    if page is not None:
+                        mark(page, request, "mocked")
                     await route.fulfill(
                         status=rule.status, body=rule.body, content_type=rule.content_type
                     )

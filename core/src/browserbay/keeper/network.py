@@ -99,10 +99,20 @@ def _requests(act: Act) -> Answer:
 
 def _owns(lease: Lease) -> netlog.Owns:
     """The lease's pages: in an ephemeral context every page is its lease's (a popup before
-    it is adopted too); in a persistent profile's, shared with other sessions, only its tabs."""
+    it is adopted too, its first request included); in a persistent profile's, shared with
+    other sessions, only its tabs — and a new page's first request (a popup not made yet,
+    whose opener no request names) only while no other session holds that browser: it could
+    be theirs, and a route never answers another session's page."""
     if lease.profile.ephemeral:
         return lambda _page: True
-    return lambda page: any(t.page is page for t in lease.tabs.values())
+
+    def owns(page: Page | None) -> bool:
+        if page is None:
+            running = lease.browser
+            return running is not None and running.users <= {lease.session.id}
+        return any(t.page is page for t in lease.tabs.values())
+
+    return owns
 
 
 def _marker(lease: Lease) -> Any:
