@@ -64,7 +64,8 @@ UNGATED: Mapping[str, str] = {
     "reload": "a navigation of the tab's own address",
     "login-check": "a navigation to a url, then a reading of where it settled",
     "eval": "the agent's own script, which may click anything: a policy that gates clicks "
-    "refuses eval in bay_before_verb (it sees the source's length, never the source)",
+    "refuses eval (and wait --fn, a script too) in bay_before_verb (it sees the source's "
+    "length, never the source)",
     "set": "the session's emulation (viewport, geolocation, headers…), no element",
     "cookies": "the session's cookie jar, no element",
     "storage": "the origin's storage, no element",
