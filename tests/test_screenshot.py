@@ -86,6 +86,40 @@ def test_annotate_labels_are_the_refs_click_acts_on(bay: Bay, demo: str, tmp_pat
     bay.ok("close", session=s)
 
 
+#: A clickable span inside a paragraph's text (snapshot gives it its own cN ref) and a div
+#: with a click handler and no role.
+ROLELESS_JS = """(() => {
+  document.body.insertAdjacentHTML('beforeend', `
+    <p>Read <span id=more style="cursor:pointer"
+      onclick="document.getElementById('out').textContent = 'more'">more</span> here.</p>
+    <div style="cursor:pointer" onclick="document.getElementById('out').textContent = 'menu'">
+      Open menu</div>`);
+  return 'ok';
+})()"""
+
+
+def test_an_element_without_a_role_is_labelled_with_its_own_ref(
+    bay: Bay, demo: str, tmp_path: Path
+) -> None:
+    s = "shot-roleless"
+    _page(bay, demo, s)
+    assert bay.ok("eval", ROLELESS_JS, session=s)["value"] == "ok"
+    r = bay("screenshot", "--annotate", str(tmp_path / "r.png"), session=s, json_=False)
+    assert r.code == 0, r
+    shot = bay.ok("screenshot", "--annotate", str(tmp_path / "r.png"), session=s)
+    labels = {x["name"]: x for x in shot["labels"]}
+    more, menu = labels["more"], labels["Open menu"]
+    assert more["ref"].startswith("c"), more  # its own ref, labelled whole: never [N]
+    assert more["label"] == more["ref"]
+    assert more["kind"] == menu["kind"] == "clickable"
+    assert f'[{more["label"]}] @{more["ref"]} generic "more" clickable' in r.stdout
+    bay.ok("click", "@" + more["ref"], session=s)
+    assert bay.ok("get", "text", "#out", session=s)["value"] == "more"
+    bay.ok("click", "@" + menu["ref"], session=s)
+    assert bay.ok("get", "text", "#out", session=s)["value"] == "menu"
+    bay.ok("close", session=s)
+
+
 def test_the_page_replacing_canvas_apis_neither_sees_nor_stops_the_labels(
     bay: Bay, demo: str, tmp_path: Path
 ) -> None:
@@ -215,7 +249,7 @@ def test_an_annotated_json_answer_is_typed_for_machines(
     assert {"width", "height", "scale", "bytes", "labels", "outside", "path"} <= set(shot)
     json.dumps(shot)
     for label in shot["labels"]:
-        assert set(label) == {"label", "ref", "role", "name", "box"}
+        assert set(label) - {"kind"} == {"label", "ref", "role", "name", "box"}
         assert len(label["box"]) == 4
     bay.ok("close", session=s)
 

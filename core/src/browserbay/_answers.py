@@ -180,6 +180,8 @@ class ShotLabel:
     role: str
     name: str
     box: tuple[int, int, int, int]
+    kind: str = ""
+    """``clickable``/``editable``/``focusable`` for an element judged from the DOM, else ``""``."""
 
     @classmethod
     def from_row(cls, row: Any) -> ShotLabel:
@@ -192,6 +194,7 @@ class ShotLabel:
             str(row.get("role", "")),
             str(row.get("name", "")),
             (x, y, w, h),
+            str(row.get("kind") or ""),
         )
 
 

@@ -201,6 +201,9 @@ class Target:
     ref: str
     role: str
     name: str
+    kind: str | None = None
+    """``clickable``/``editable``/``focusable`` when judged from the DOM (as ``snapshot -i``
+    says), else None."""
 
     @property
     def label(self) -> str:
@@ -230,12 +233,14 @@ class Box:
     def row(self, scale: float) -> dict[str, Any]:
         t = self.target
         box = [round(v * scale) for v in (self.x, self.y, self.w, self.h)]
-        return {"label": t.label, "ref": t.ref, "role": t.role, "name": t.name, "box": box}
+        row = {"label": t.label, "ref": t.ref, "role": t.role, "name": t.name, "box": box}
+        return row | ({"kind": t.kind} if t.kind else {})
 
     def line(self) -> str:
         t = self.target
         name = t.name if len(t.name) <= MAX_NAME else t.name[: MAX_NAME - 1] + "…"
-        return f"[{t.label}] @{t.ref} {t.role}" + (f' "{name}"' if name else "")
+        said = f"[{t.label}] @{t.ref} {t.role}" + (f' "{name}"' if name else "")
+        return said + (f" {t.kind}" if t.kind else "")
 
 
 @dataclass(frozen=True)
@@ -271,11 +276,12 @@ async def boxes_of(act: Act, full: bool) -> tuple[list[Box], int]:
     if full:
         sx, sy = await act.page.evaluate("() => [scrollX, scrollY]")
         dx, dy = dx + float(sx), dy + float(sy)
-    boxes = [
-        Box(Target(e.ref, e.role, e.name), e.box.x + dx, e.box.y + dy, e.box.width, e.box.height)
-        for e in elements
-        if e.box is not None and e.box.width >= 1 and e.box.height >= 1
-    ]
+    boxes = []
+    for e in elements:
+        b = e.box
+        if b is not None and b.width >= 1 and b.height >= 1:
+            target = Target(e.ref, e.role, e.name, e.kind)
+            boxes.append(Box(target, b.x + dx, b.y + dy, b.width, b.height))
     return boxes, len(elements)
 
 
