@@ -43,7 +43,7 @@ from browserbay.keeper.frames import jpeg_size
 from browserbay.keeper.pageverbs import Answer, page_verb
 from browserbay.keeper.snapshots import interactive_elements
 from browserbay.paths import ensure_private, write_private
-from browserbay.refusals import Refusal
+from browserbay.refusals import Refusal, printable
 
 if TYPE_CHECKING:
     from playwright.async_api import CDPSession, Page
@@ -239,7 +239,10 @@ class Box:
     def line(self) -> str:
         t = self.target
         name = t.name if len(t.name) <= MAX_NAME else t.name[: MAX_NAME - 1] + "…"
-        said = f"[{t.label}] @{t.ref} {t.role}" + (f' "{name}"' if name else "")
+        # Quoted as snapshot -i quotes it: a page's quote or newline in a name cannot make
+        # it read as another label's line.
+        quoted = printable(json.dumps(name, ensure_ascii=False))
+        said = f"[{t.label}] @{t.ref} {t.role}" + (f" {quoted}" if name else "")
         return said + (f" {t.kind}" if t.kind else "")
 
 
