@@ -384,7 +384,8 @@ Episode time limit raised to {episode_ms} ms for both tools. No agent step uses 
 agent's own reads besides snapshots are `get text` (`#query`, `#val`, `#math-problem`,
 `.ql-editor`), `get value`, `get box` and `get count`, counted like every other command.
 MiniWoB++ has no page that opens a JavaScript `alert`/`confirm`/`prompt` (its dialogs are jQuery
-UI dialogs, clicked like buttons), so `dialog accept|dismiss` is not exercised here.
+UI dialogs, clicked like buttons), so `dialog accept|dismiss` is not exercised here. Both tools
+spell every verb the agent uses alike (the adapter maps no name), and neither lacks one.
 
 - `--set hand`: tasks that need issue 18's verbs (drag, mouse, chords, keyboard, focus).
 - `--set core`: ordinary tasks (issue 19's measurement).

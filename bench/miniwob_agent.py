@@ -247,6 +247,9 @@ class Agent:
     def keyboard(self, action: str, text: str) -> None:
         self.run("keyboard", action, text)
 
+    def hover(self, target: str) -> None:
+        self.run("hover", target)
+
     def drag(self, source: str, target: str) -> None:
         self.run("drag", source, target)
 
@@ -439,16 +442,48 @@ def use_slider(a: Agent) -> None:
     _submit(a)
 
 
-@task("hand", "highlight-text")
-def highlight_text(a: Agent) -> None:
-    a.utterance()
-    x, y, w, h = a.box("#randomText")
+def _select_by_pointer(a: Agent, target: str) -> None:
+    """Select an element's text with the mouse: press at its top-left, release at its
+    bottom-right (through its middle, as a hand would)."""
+    x, y, w, h = a.box(target)
     a.mouse("move", x + 1, y + 2)
     a.mouse("down")
     a.mouse("move", x + w / 2, y + h / 2)
     a.mouse("move", x + w - 1, y + h - 2)
     a.mouse("up")
-    a.click(ref(find(a.snapshot(), "button", "Submit")))
+
+
+@task("hand", "highlight-text")
+def highlight_text(a: Agent) -> None:
+    a.utterance()
+    _select_by_pointer(a, "#randomText")
+    _submit(a)
+
+
+@task("hand", "highlight-text-2")
+def highlight_text_2(a: Agent) -> None:
+    m = re.search(r"the (\d)\w\w paragraph", a.utterance())
+    if not m:
+        raise TaskGaveUp("utterance not understood")
+    _select_by_pointer(a, f"#randomText p:nth-of-type({m.group(1)})")
+    _submit(a)
+
+
+@task("hand", "click-menu")
+def click_menu(a: Agent) -> None:
+    m = re.match(r"Select (.+)$", a.utterance())
+    if not m:
+        raise TaskGaveUp("utterance not understood")
+    path = m.group(1).split(">")
+    nodes = a.snapshot()
+    for i, label in enumerate(path):
+        item = find(nodes, "menuitem", label)
+        if i == len(path) - 1:
+            a.click(ref(item))
+        else:
+            a.hover(ref(item))
+            a.wait("400")  # jQuery UI opens a submenu 300 ms after the pointer came
+            nodes = a.snapshot()
 
 
 @task("hand", "copy-paste")
