@@ -297,3 +297,25 @@ def test_the_python_api_gives_a_typed_shot_whose_labels_click_acts_on(
             await client.close()
 
     anyio.run(main)
+
+
+def test_a_labels_box_divided_by_the_scale_is_the_elements_place_in_css_pixels(
+    bay: Bay, demo: str, tmp_path: Path
+) -> None:
+    s = "shot-coords"
+    bay.ok("open", f"{demo}/list.html?n=300", session=s)
+    add = "document.body.insertAdjacentHTML('beforeend', '<button id=end>End</button>')"
+    bay.ok("eval", add, session=s)
+    bay.ok("scroll", "text=End", session=s)
+    rect = "(() => { const r = document.getElementById('end').getBoundingClientRect();"
+    top, scroll_y = bay.ok("eval", rect + " return [r.top, scrollY]; })()", session=s)["value"]
+    cases = (([], top), (["--full"], top + scroll_y), (["--full", "--max-px", "2000"], None))
+    for args, expected in cases:
+        shot = bay.ok("screenshot", "--annotate", *args, str(tmp_path / "c.png"), session=s)
+        end = next(x for x in shot["labels"] if x["name"] == "End")
+        y = end["box"][1] / shot["scale"]
+        assert abs(y - (top + scroll_y if expected is None else expected)) <= 4, (args, y)
+        if expected is None:
+            assert shot["scale"] < 1
+            assert shot["height"] == 2000
+    bay.ok("close", session=s)
