@@ -16,7 +16,9 @@ removed from the page's DOM, so the page's mutation observers, listeners and lay
 an annotation (there is no overlay to forget on an error), and the page's own script cannot
 reach the canvas (an isolated world shares the DOM, not the script globals: a page that
 replaces ``OffscreenCanvas`` or ``createImageBitmap`` does not see the pixels of the
-cross-origin frames the picture holds). The labels keep their size whatever the scale.
+cross-origin frames the picture holds). The labels keep their size whatever the scale. (The
+capture itself is Playwright's, which hides the text fields' caret by setting their style for
+the moment of the picture, as every plain screenshot does: the labels add nothing to that.)
 
 ``--if-changed`` answers "unchanged" with no image when the picture is byte for byte this
 tab's last one (:attr:`Tab.shot_digest`, set by every screenshot of the tab).
@@ -292,8 +294,9 @@ async def boxes_of(act: Act, full: bool) -> tuple[list[Box], int]:
 
 
 class Painter:
-    """The tab's canvas in an isolated world (:data:`WORLD`), through a CDP session of its
-    own, detached when done (:meth:`open` is an async context manager)."""
+    """The tab's canvas in an isolated world (:data:`WORLD`, reused by name: one per
+    document), through a CDP session of its own that :meth:`close` detaches (``take`` does,
+    in a ``finally``)."""
 
     def __init__(self, cdp: CDPSession, context: int) -> None:
         self._cdp = cdp
