@@ -73,7 +73,7 @@ def test_a_ref_clicked_again_acts_once_each_time_and_is_still_refused_covered_or
         bay.ok("click", ref, session=s)
         assert bay.ok("get", "text", "#out", session=s)["value"] == f"pressed {n}"
     bay.ok("eval", COVER_JS, session=s)
-    assert_refused(bay("click", ref, "--timeout", "2", session=s), "action_failed")
+    assert_refused(bay("click", ref, "--timeout", "2", session=s), "target_covered")
     assert bay.ok("get", "text", "#out", session=s)["value"] == "pressed 3"
     bay.ok("eval", "document.getElementById('cover').remove()", session=s)
     bay.ok("eval", "document.getElementById('b').disabled = true", session=s)

@@ -502,6 +502,12 @@ def main() -> None:
     except BrokenPipeError:
         code = 1
     sys.stdout.flush()
+    sys.stderr.flush()
+    if "threading" not in sys.modules:
+        # Nothing is left to finish: the answer is out, the client writes files unbuffered
+        # (browserbay.transfer) and no thread or atexit hook runs on this path. Skipping the
+        # interpreter's teardown is ~13% of a warm command's CPU (4.7 of 35 ms, loaded).
+        os._exit(code)
     sys.exit(code)
 
 
