@@ -13,7 +13,17 @@ from browserbay import protocol
 from browserbay.keeper.requests import _redact, _validate
 from browserbay.paths import bay_paths
 from browserbay.refusals import CODES, EXIT_DEADLINE, EXIT_USAGE, Refusal, exit_code
-from browserbay.snapshot import compact, main_frame_prefix, strip_prefix
+from browserbay.snapshot import (
+    Box,
+    Found,
+    compact,
+    flat_lines,
+    judge,
+    main_frame_prefix,
+    parse,
+    strip_prefix,
+    tree_lines,
+)
 from browserbay.urls import normalize_url
 from browserbay.verbs import BY_NAME
 from browserbay_testing import assert_refused
@@ -243,6 +253,52 @@ def test_snapshot_compaction_keeps_every_reference_to_what_can_be_acted_on() -> 
     assert "Inner" not in shallow
     assert "- iframe [ref=e9]\n" in shallow  # no dangling ':' once the children are cut
     assert main_frame_prefix('- button "x" [ref=e3]') == ""
+
+
+QUOTED = """- generic [ref=e1] [box=0,0,800,400]:
+  - 'tab "Tab #1" [ref=e2] [box=0,0,60,20]'
+  - 'button "Step: two" [disabled] [ref=e3] [box=60,0,80,20]':
+    - img [ref=e4] [box=60,0,10,10]
+  - paragraph [ref=e5] [box=0,40,800,20]: "Read this: then click here."
+  - textbox "Note" [ref=e6] [box=0,70,200,20]: "line one\\nline \\"two\\""
+  - listitem [ref=e7] [cursor=pointer] [box=0,100,800,20]: apple"""
+
+
+def test_snapshot_lines_yaml_quoted_parse_as_the_nodes_they_are() -> None:
+    roots = parse(QUOTED)
+    tab, button, para, box, item = roots[0].children
+    assert (tab.role, tab.name, tab.ref) == ("tab", "Tab #1", "e2")
+    assert (button.name, button.attrs, [c.role for c in button.children]) == (
+        "Step: two",
+        ["disabled"],
+        ["img"],
+    )
+    assert para.text == "Read this: then click here."
+    assert box.text == 'line one\nline "two"'
+    assert item.kind == "clickable"  # Playwright saw the pointer
+    assert tab.box == Box(0, 0, 60, 20)
+    flat = [x.text for x in flat_lines(roots)]
+    assert flat == [
+        '- tab "Tab #1" [ref=e2]',
+        '- button "Step: two" [disabled] [ref=e3]',
+        '- textbox "Note" [ref=e6]: line one\\nline "two"',  # one line
+        '- listitem "apple" [ref=e7] clickable',
+    ]
+
+
+def test_judge_marks_nodes_and_gives_merged_elements_their_own_node() -> None:
+    roots = parse(QUOTED)
+    found = [
+        Found("c1", "clickable", Box(0, 40, 800, 20), "Read this"),  # the paragraph itself
+        Found("c2", "clickable", Box(100, 40, 40, 20), "click here"),  # a span inside it
+        Found("f2c1", "editable", Box(5, 5, 50, 10), "inner", frame="f2"),  # no node holds it
+    ]
+    judge(roots, found)
+    lines = [x.text for x in tree_lines(roots)]
+    assert "- paragraph [ref=e5] clickable:" in lines
+    assert '  - generic "click here" [ref=c2] clickable' in lines
+    assert "  - text: Read this: then click here." in lines  # the text stays, before it
+    assert lines[-1] == '- generic "inner" [ref=f2c1] editable'
 
 
 def test_bay_home_relocates_everything_and_long_homes_get_a_short_socket(tmp_path: Path) -> None:

@@ -212,7 +212,9 @@ COVER_JS = """(el) => {
   const r = el.getBoundingClientRect();
   if (r.width < 1 || r.height < 1 || el.disabled) return null;
   if (getComputedStyle(el).visibility !== 'visible') return null;
-  const hit = el.ownerDocument.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+  // Inside an open shadow root the document's hit is the host: ask the element's own root.
+  const root = el.getRootNode().elementFromPoint ? el.getRootNode() : el.ownerDocument;
+  const hit = root.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
   if (!hit || hit === el || el.contains(hit) || hit.contains(el)) return null;
   let c = hit;
   for (let n = hit; n && n !== el.ownerDocument.body && !n.contains(el); n = n.parentElement) {

@@ -169,7 +169,8 @@ async def _found_in(act: Act, path: str, prefix: str) -> list[Found]:
         if not isinstance(r, dict):
             continue
         x, y, w, h = (int(v) for v in r["box"])
-        out.append(Found(prefix + str(r["ref"]), str(r["kind"]), Box(x, y, w, h), str(r["text"])))
+        ref, kind, text = prefix + str(r["ref"]), str(r["kind"]), str(r["text"])
+        out.append(Found(ref, kind, Box(x, y, w, h), text, frame=prefix))
     return out
 
 
@@ -220,13 +221,9 @@ async def take(act: Act, *, boxes: bool = False) -> Taken:
     frames, offsets = _frames(act, roots)
     for prefix, path in frames.items():
         found += await _found_in(act, path, prefix)
-    judge(roots, [_in_frame(f) for f in found])
+    judge(roots, found)
     act.tab.frame_paths = frames
     return Taken(roots, frames, offsets)
-
-
-def _in_frame(f: Found) -> Found:
-    return Found(f.ref, f.kind, f.box, f.text, frame_of(f.ref))
 
 
 async def interactive_elements(act: Act) -> list[Interactive]:
