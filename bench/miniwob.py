@@ -200,7 +200,8 @@ def episode(tool: Tool, base: str, task: str, seed: int) -> Episode:
         )
         if agent.calls:  # what the tool said to the step that should have done it
             last = agent.calls[-1]
-            said = " / ".join((last.out + last.err).split("\n")).strip()[:120]
+            said = " / ".join(x.strip() for x in (last.out + last.err).splitlines() if x.strip())
+            said = said[:120]
             why += f"; the last command `{' '.join(last.argv[1:])[:80]}` answered {said!r}"
     return Episode(task, tool.name, seed, solved, reward, why, agent.calls)
 
