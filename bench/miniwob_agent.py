@@ -506,6 +506,19 @@ def copy_paste(a: Agent) -> None:
     a.click(ref(find(a.snapshot(), "button", "Submit")))
 
 
+@task("hand", "copy-paste-2")
+def copy_paste_2(a: Agent) -> None:
+    m = re.search(r"from the (?:(\d)\w\w )?text area", a.utterance())
+    if not m:
+        raise TaskGaveUp("utterance not understood")
+    a.click(f"#text-{m.group(1) or 1}")
+    a.press("Control+a")
+    a.press("Control+c")
+    a.click("#answer-input")
+    a.press("Control+v")
+    _submit(a)
+
+
 @task("hand", "enter-date")
 def enter_date(a: Agent) -> None:
     u = a.utterance()
