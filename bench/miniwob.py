@@ -92,6 +92,10 @@ CAUSES: dict[tuple[str, str], str] = {
     ("enter-date", "agent-browser"): "`keyboard type`, `type` and `fill` on the focused"
     " `<input type=date>` all answer `✓ Done` and leave its value empty (bay's key events reach"
     " the date field's segments)",
+    ("terminal", "agent-browser"): "its `keyboard type ls` answers `✓ Done` and the terminal"
+    " (a page that reads `keydown`'s `e.key`) shows an empty command; so does `type"
+    " #terminal-target ls`, while `press l` then `press s` types `ls`: its typing sends no key"
+    " events such a page reads; bay's `keyboard type` sends one keydown a character",
     ("enter-time", "agent-browser"): "as enter-date: typing into `<input type=time>` answers"
     " `✓ Done` and leaves the value empty",
 }

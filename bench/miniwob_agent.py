@@ -519,6 +519,28 @@ def copy_paste_2(a: Agent) -> None:
     _submit(a)
 
 
+@task("hand", "terminal")
+def terminal(a: Agent) -> None:
+    u = a.utterance()
+    m = re.search(r"ending with the extension \.(\w+)", u)
+    if not m and "no file extension" not in u:
+        raise TaskGaveUp("utterance not understood")
+    a.focus("#terminal-target")  # the page reads key events there, one keydown a character
+    a.keyboard("type", "ls")
+    a.press("Enter")
+    lines = a.text("#terminal-contents").splitlines()
+    at = [i for i, line in enumerate(lines) if line.split()[-1:] == ["ls"]]
+    if not at or at[-1] + 1 >= len(lines):
+        raise TaskGaveUp("the terminal shows no listing after ls")
+    listing = lines[at[-1] + 1].split()
+    ext = m.group(1) if m else ""
+    pick = [f for f in listing if (f.endswith("." + ext) if ext else "." not in f)]
+    if not pick:
+        raise TaskGaveUp(f"no file to delete in {listing!r}")
+    a.keyboard("type", f"rm {pick[0]}")
+    a.press("Enter")
+
+
 @task("hand", "enter-date")
 def enter_date(a: Agent) -> None:
     u = a.utterance()
