@@ -96,6 +96,9 @@ CAUSES: dict[tuple[str, str], str] = {
     " (a page that reads `keydown`'s `e.key`) shows an empty command; so does `type"
     " #terminal-target ls`, while `press l` then `press s` types `ls`: its typing sends no key"
     " events such a page reads; bay's `keyboard type` sends one keydown a character",
+    ("choose-date-easy", "agent-browser"): "the day's click set the field (`12/06/2016` in the"
+    " next snapshot) and the date picker fades out; agent-browser's click on Submit refuses at"
+    " once 'covered by <span inside div#ui-datepicker-div>', bay's waits until nothing covers it",
     ("enter-time", "agent-browser"): "as enter-date: typing into `<input type=time>` answers"
     " `✓ Done` and leaves the value empty",
 }

@@ -901,3 +901,15 @@ def search_engine(a: Agent) -> None:
     if len(results) <= index:
         raise TaskGaveUp(f"{len(results)} result links with a ref on page {page}")
     a.click(ref(results[index]))
+
+
+@task("core", "choose-date-easy")
+def choose_date_easy(a: Agent) -> None:
+    m = re.search(r"Select (\d\d)/(\d\d)/(\d{4})", a.utterance())
+    if not m:
+        raise TaskGaveUp("utterance not understood")
+    day = str(int(m.group(2)))
+    a.click(ref(find(a.snapshot(), "textbox")))  # the date picker opens on the month
+    nodes = a.snapshot()
+    a.click(ref(find(nodes, "link", day)))
+    _submit(a)
