@@ -66,7 +66,11 @@ PY_DOC = Path("/usr/share/doc/python3/html/tutorial/controlflow.html")
 
 @pytest.fixture(scope="module")
 def site() -> Iterator[str]:
-    with serve_pages({"/act": ACT, "/inner": INNER, "/change": CHANGE, "/many": MANY}) as base:
+    pages = {"/act": ACT, "/inner": INNER, "/change": CHANGE, "/many": MANY}
+    with serve_pages(pages) as base:
+        # another site (localhost, not 127.0.0.1): its iframe is out of process
+        other = base.replace("127.0.0.1", "localhost")
+        pages["/cross"] = f'<!doctype html><iframe id=x src="{other}/inner"></iframe>'
         yield base
 
 
@@ -130,6 +134,18 @@ def test_elements_clickable_without_a_role_get_a_ref_that_clicks(bay: Bay, site:
     bay.ok("frame", "#frame", session=s)
     assert _said(bay, s, "#in") == "frame span"
     bay.ok("frame", "main", session=s)
+    bay.ok("close", session=s)
+
+
+def test_an_own_ref_inside_a_cross_site_iframe_clicks(bay: Bay, site: str) -> None:
+    s = "snap-cross"
+    bay.ok("open", f"{site}/cross", session=s)
+    snap = bay.ok("snapshot", "-i", session=s)["snapshot"]
+    inner = _line(snap, '"frame span"')
+    assert re.search(r"\[ref=f\d+c\d+\]", inner), inner
+    bay.ok("click", _ref(inner), session=s)
+    bay.ok("frame", "#x", session=s)
+    assert _said(bay, s, "#in") == "frame span"
     bay.ok("close", session=s)
 
 
