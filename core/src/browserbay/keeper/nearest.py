@@ -33,9 +33,9 @@ if TYPE_CHECKING:
 
 #: Seconds a selector (or ``find``) that matches nothing is waited for before the refusal:
 #: enough for an element a page adds as it settles, never the whole deadline.
-ABSENT_WAIT = 2.0
+ABSENT_WAIT = 1.0
 #: Seconds an element covered by another is given to come clear (an overlay fading out).
-COVER_WAIT = 1.5
+COVER_WAIT = 0.5
 #: The most names a refusal lists, and the most characters of each.
 NEAREST_MAX = 5
 NAME_SHOWN = 40
