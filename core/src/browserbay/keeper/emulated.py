@@ -268,6 +268,15 @@ class LeaseEmulation:
             with contextlib.suppress(Exception):
                 await self.apply(page)
 
+    async def hold_on_context(self, context: BrowserContext) -> None:
+        """Put on ``context`` too what Playwright holds on a live context for each new page
+        before the page starts — the extra headers and offline — so a popup's first request
+        (made before the keeper sees its page, whose DevTools overrides come only after its
+        first load) has them. Only for a context that is the lease's own (an ephemeral one):
+        a persistent profile's is shared with other sessions."""
+        await context.set_extra_http_headers(self.settings.headers or {})
+        await context.set_offline(bool(self.settings.offline))
+
     async def grant_geolocation(self, pages: list[Page]) -> None:
         """The geolocation permission for the origins of ``pages`` (the lease's tabs): not
         for the context's other origins, which other sessions of a shared profile may show."""

@@ -125,6 +125,9 @@ async def verb_set(act: Act) -> Answer:
         if new.geo is not None:
             await emulation.grant_geolocation(pages)
         await emulation.change(new, pages)
+        context = act.lease.context
+        if act.lease.profile.ephemeral and context is not None:  # a popup's first request too
+            await emulation.hold_on_context(context)
     except BaseException as exc:
         if not had_geo:  # bad input changes nothing: no grant is left behind
             with anyio.CancelScope(shield=True):
