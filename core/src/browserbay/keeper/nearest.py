@@ -83,7 +83,7 @@ def named_in(snapshot: str, prefix: str) -> list[Named]:
 def query_of(target: str) -> str:
     """The words a target names (``#save-btn`` → ``save btn``; ``text=Save`` → ``Save``;
     a reference names none)."""
-    if re.fullmatch(r"@?(?:f\d+)?e\d+", target):
+    if re.fullmatch(r"@?(?:f\d+)?[ec]\d+", target):
         return ""
     target = re.sub(r"^(text|css|xpath|id|data-testid)=", "", target)
     return " ".join(re.findall(r"[^\W_]+", target))
