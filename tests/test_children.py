@@ -193,7 +193,7 @@ def test_a_restart_keeps_children(fresh_bay: Bay, demo: str, sockets: Path) -> N
     kid = Path(on_ok(bay, sock, "session", "child")["socket"])
     owned = bay.ok("session", "child", "plain-p", session=None)
     bay.stop()
-    bay.ok("keeper", "status", session=None)  # a new keeper, on the owner's channel
+    bay.ok("keeper", "start", session=None)  # a new keeper, on the owner's channel
 
     # The child's socket answers again, as the child.
     assert on_ok(bay, kid, "status")["session"]["id"] == "keep-p.1"
