@@ -120,7 +120,7 @@ def test_installing_with_an_idle_keeper_restarts_it(venv: Env) -> None:
         "bay_before_action",
     ]
     assert lines[-1] == "keeper: stopped; the next command starts one with this change"
-    assert venv.ok("keeper", "status")["pid"] != pid
+    assert venv.ok("keeper", "start")["pid"] != pid
     assert "approval_gate" in venv.plugin_names()
     assert venv.ok("uninstall", "browserbay-approval-gate")["removed"] == [
         {"name": "approval_gate", "distribution": "browserbay-approval-gate", "version": "0.1.0"}

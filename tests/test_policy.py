@@ -28,7 +28,9 @@ def _sources(bay: Bay) -> dict[str, tuple[Any, str]]:
 
 
 def _keeper_alive(bay: Bay) -> bool:
-    return bay("keeper", "status", session=None, env={"BAY_NO_AUTOSTART": "1"}).code == 0
+    """``keeper status`` starts no keeper: with none running it answers ``pid: null``."""
+    r = bay("keeper", "status", session=None)
+    return r.code == 0 and r.frame["data"]["pid"] is not None
 
 
 def test_a_setting_in_the_owners_config_file_takes_effect(fresh_bay: Bay) -> None:

@@ -126,8 +126,9 @@ class Bay:
         wait_for_no_keeper(self.home)
 
     def keeper_pid(self) -> int:
-        """The pid of this home's keeper (started by this call when none runs)."""
-        return int(self.ok("keeper", "status", session=None)["pid"])
+        """The pid of this home's keeper (started by this call when none runs: ``keeper
+        start`` answers the running one)."""
+        return int(self.ok("keeper", "start", session=None)["pid"])
 
     def recorded(self) -> list[dict[str, Any]]:
         path = self.home / "recorder.jsonl"
