@@ -91,8 +91,15 @@ def _pointed(act: Act, x: float, y: float) -> None:
         act.trace.point = (x, y)
 
 
+#: How an answer says a point's unit: CSS pixels of the viewport (what ``getBoundingClientRect``
+#: and ``bay screenshot`` use), said once per answer and short — a pointer answer is read on
+#: every step of a drag by hand (MiniWoB's hand set: 44-55 characters a step with the unit
+#: spelled out, against agent-browser's 7).
+UNIT = "css px"
+
+
 def _at(x: float, y: float) -> str:
-    return f"({x:g}, {y:g})"
+    return f"{x:g},{y:g} {UNIT}"
 
 
 async def _focused(page: Page) -> str:
@@ -133,7 +140,7 @@ async def verb_drag(act: Act) -> Answer:
     dropped = await act_on(act, str(act.args["target"]), run)
     if dropped is not None:
         _pointed(act, *dropped)
-    where = f" at {_at(*dropped)} (CSS px of the viewport)" if dropped else ""
+    where = f" at {_at(*dropped)}" if dropped else ""
     data: dict[str, Any] = {"target": act.args["target"], "to": to_target, "url": act.page.url}
     if dropped:
         data["point"] = list(dropped)
@@ -172,7 +179,7 @@ async def verb_scrollintoview(act: Act) -> Answer:
     if box is None:
         return data, "scrolled into view"
     shown = f"{box['x']:g},{box['y']:g} {box['width']:g}×{box['height']:g}"
-    return data, f"in view at {shown} (CSS px of the viewport)"
+    return data, f"in view at {shown} {UNIT}"
 
 
 # -- keys -------------------------------------------------------------------------------
@@ -284,7 +291,7 @@ async def verb_mouse(act: Act) -> Answer:
     page, state = act.page, page_input(act.page)
     mouse = page.mouse
     width, height, _, _ = await page.evaluate(_VIEW_JS)
-    unit = "CSS px of the viewport"
+    unit = "CSS px of the viewport"  # in a refusal, said whole
     try:
         if action == "move":
             x, y = _number(first, "x"), _number(second, "y")
@@ -302,7 +309,7 @@ async def verb_mouse(act: Act) -> Answer:
             _pointed(act, x, y)
             data: dict[str, Any] = {"action": action, "x": x, "y": y, "unit": "css_px"}
             data["url"] = page.url
-            return data, f"mouse at {_at(x, y)} ({unit})"
+            return data, f"mouse at {_at(x, y)}"
         if action in ("down", "up"):
             button = _button(first)
             if state.point is None:
@@ -319,14 +326,14 @@ async def verb_mouse(act: Act) -> Answer:
             _pointed(act, x, y)
             data = {"action": action, "button": button, "x": x, "y": y, "unit": "css_px"}
             data["url"] = page.url
-            return data, f"{button} button {action} at {_at(x, y)} ({unit})"
+            return data, f"{button} {action} at {_at(x, y)}"
         dy, dx = _number(first, "dy"), _number(second if second is not None else 0, "dx")
         await before_point(act, *(state.point or (0.0, 0.0)))
         await mouse.wheel(dx, dy)
         scroll = await _settled_scroll(page)
         data = {"action": action, "dx": dx, "dy": dy, "scroll": scroll, "unit": "css_px"}
         data["url"] = page.url
-        return data, f"wheel {dx:g},{dy:g}: the page is scrolled to {_at(*scroll)} ({unit})"
+        return data, f"wheel {dx:g},{dy:g}: scrolled to {_at(*scroll)}"
     except Refusal:
         raise
     except Exception as exc:
