@@ -38,6 +38,13 @@ for (const li of document.querySelectorAll('#list li')) {
 report();
 </script>"""
 
+#: MiniWoB's drag-shapes: the drop zone is an SVG ``rect`` with ``fill="none"``, so the point
+#: at its centre belongs to the ``svg`` around it (Playwright: "<svg> intercepts pointer
+#: events" until the deadline).
+SVG_DROP = """<!doctype html><title>svg drop</title>
+<svg id="area" width="300" height="200"><circle id="dot" cx="30" cy="30" r="15" fill="red"/>
+<rect id="zone" x="150" y="50" width="100" height="100" fill="none" stroke="black"/></svg>"""
+
 #: A sortable list driven by pointer events, as the libraries do without HTML5 drag: an item
 #: moves only once the pointer has gone 8 px, and the drop counts only after 3 moves.
 SORTABLE = """<!doctype html><title>sortable</title>
@@ -121,7 +128,8 @@ window.painted = () => {
 
 @pytest.fixture(scope="module")
 def site() -> Iterator[str]:
-    with serve_pages({"/dnd": DND, "/sortable": SORTABLE, "/keys": KEYS}) as base:
+    pages = {"/dnd": DND, "/sortable": SORTABLE, "/keys": KEYS, "/svgdrop": SVG_DROP}
+    with serve_pages(pages) as base:
         yield base
 
 
@@ -136,6 +144,19 @@ def test_drag_reorders_an_html5_drag_and_drop_list(bay: Bay, site: str) -> None:
     answer = bay.ok("drag", "#a", "#c", session=s)
     assert "point" in answer
     assert bay.ok("get", "text", "#order", session=s)["value"] == "bca"
+    bay.ok("close", session=s)
+
+
+def test_a_drag_onto_a_covered_drop_zone_is_refused_naming_the_cover(bay: Bay, site: str) -> None:
+    """On the old code this waited out the whole deadline and answered Playwright's raw
+    'Locator.drag_to: Timeout …ms exceeded' (MiniWoB drag-shapes)."""
+    s = "in-svgdrop"
+    bay.ok("open", f"{site}/svgdrop", session=s)
+    r = bay("drag", "#dot", "#zone", "--timeout", "20", session=s)
+    frame = assert_refused(r, "target_covered")
+    assert frame["data"]["target"] == "#zone", frame
+    assert "svg#area" in frame["message"], frame
+    assert "Timeout" not in frame["message"], frame
     bay.ok("close", session=s)
 
 

@@ -28,6 +28,7 @@ from browserbay.keeper.pageinput import page_input
 from browserbay.keeper.pageverbs import (
     Answer,
     act_on,
+    clear_of_covers,
     first_line,
     locate,
     mark_point,
@@ -134,6 +135,11 @@ async def verb_drag(act: Act) -> Answer:
 
     async def run(loc: Locator) -> tuple[float, float] | None:
         await before_action(act, to_target, to)  # the drop, as the source was
+        # Either end covered at its centre (an overlay; an SVG shape with fill="none", whose
+        # point is the svg's): refused naming the cover, where Playwright would retry the
+        # drag until the deadline and answer its raw timeout.
+        await clear_of_covers(act, loc)
+        await clear_of_covers(act, to, to_target)
         await loc.drag_to(to, steps=DRAG_STEPS, timeout=act.ms_left())
         return await _center(to, min(act.ms_left(), 2000))
 

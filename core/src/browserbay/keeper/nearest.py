@@ -215,9 +215,15 @@ COVER_JS = """(el) => {
   // Inside an open shadow root the document's hit is the host: ask the element's own root.
   const root = el.getRootNode().elementFromPoint ? el.getRootNode() : el.ownerDocument;
   const hit = root.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
-  if (!hit || hit === el || el.contains(hit) || hit.contains(el)) return null;
+  // An ancestor on top is not a cover (an inline link wrapped over two lines: its box's
+  // centre is the paragraph's) — except around an SVG shape, which takes no point it does
+  // not paint (fill="none"): there the press lands on the svg.
+  const shape = typeof SVGGraphicsElement !== 'undefined' && el instanceof SVGGraphicsElement
+    && !(el instanceof SVGSVGElement);
+  if (!hit || hit === el || el.contains(hit) || (hit.contains(el) && !shape)) return null;
   let c = hit;
-  for (let n = hit; n && n !== el.ownerDocument.body && !n.contains(el); n = n.parentElement) {
+  for (let n = hit; n && n !== el.ownerDocument.body && (n === hit || !n.contains(el));
+       n = n.parentElement) {
     const role = n.getAttribute('role');
     if (role || n.getAttribute('aria-label') || n.id) c = n;
     if (role === 'dialog' || role === 'alertdialog' || n.tagName === 'DIALOG') break;

@@ -281,7 +281,7 @@ async def pointer_on(act: Act, loc: Locator, run: Callable[[Locator, bool], Awai
     except Exception:
         point = False
     if not point:
-        point = await _clear_of_covers(act, loc)
+        point = await clear_of_covers(act, loc)
     ready = bool(point)
     if isinstance(point, list) and len(point) == 3:  # the live view's agent cursor
         await _mark(act, loc, float(point[0]), float(point[1]), inside_frame=bool(point[2]))
@@ -303,12 +303,12 @@ async def _mark(act: Act, loc: Locator, x: float, y: float, *, inside_frame: boo
     mark_point(act, x, y)
 
 
-async def _clear_of_covers(act: Act, loc: Locator) -> Any:
-    """An element another covers at its centre (an overlay, a banner) is given
-    :data:`nearest.COVER_WAIT` to come clear, then refused ``target_covered`` naming what
-    covers it: Playwright would retry the press until the deadline. Answers POINT_JS's
-    point once it is clear, or False when it is not ready for another reason (Playwright's
-    own wait says which)."""
+async def clear_of_covers(act: Act, loc: Locator, target: str | None = None) -> Any:
+    """An element (``target``, default the verb's own) another covers at its centre (an
+    overlay, a banner) is given :data:`nearest.COVER_WAIT` to come clear, then refused
+    ``target_covered`` naming what covers it: Playwright would retry the press until the
+    deadline. Answers POINT_JS's point once it is clear, or False when it is not ready for
+    another reason (Playwright's own wait says which)."""
     cover = await nearest.cover_of(loc)
     if cover is None:
         return False
@@ -320,7 +320,8 @@ async def _clear_of_covers(act: Act, loc: Locator) -> Any:
             if point:
                 return point
         cover = await nearest.cover_of(loc) or cover
-    raise nearest.covered(act.verb, str(act.args.get("target") or "the element"), cover)
+    named = target or str(act.args.get("target") or "the element")
+    raise nearest.covered(act.verb, named, cover)
 
 
 @page_verb("click")
