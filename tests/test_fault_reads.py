@@ -106,7 +106,7 @@ def test_a_directory_at_keeper_sock_is_moved_aside_not_a_dead_keeper(fresh_bay: 
     sock = bay_paths({"BAY_HOME": str(fresh_bay.home)}).ensure().socket
     sock.mkdir(mode=0o700)
     (sock / "something").write_text("the user's, kept")
-    status = fresh_bay.ok("keeper", "status")
+    status = fresh_bay.ok("keeper", "start")
     assert status["socket"] == str(sock)
     assert stat.S_ISSOCK(sock.lstat().st_mode)
     (moved,) = sock.parent.glob("keeper.sock.moved-*")
@@ -161,7 +161,7 @@ def test_spill_files_are_pruned_by_age_and_total_size(tmp_path: Path) -> None:
         outside = tmp_path / "not-a-spill.txt"
         outside.write_text("the user's")
         (out / "a-link.txt").symlink_to(outside)
-        b.ok("keeper", "status")  # the keeper starts and prunes
+        b.ok("keeper", "start")  # the keeper starts and prunes
         _wait_for(lambda: not stale.exists(), "the day-old spill file was not pruned at start")
         assert all(p.exists() for p in kept)  # 900 KB: under the 1 MiB bound
         # While it runs: more spill past the bound; the oldest go first, off the loop.

@@ -373,6 +373,8 @@ def test_a_tab_new_whose_browser_dies_as_it_loads_is_not_answered_ok() -> None:
             book.select(lease, None)
 
         class Leases:
+            dialogs = None  # no page of this stand-in opens a dialog
+
             async def ensure(self, session: Any, lease: Any) -> None:
                 return None
 

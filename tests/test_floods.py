@@ -76,7 +76,7 @@ def _log(bay: Bay) -> str:
 def test_the_keeper_raises_its_soft_descriptor_limit_to_the_hard_one(flood_bay: Bay) -> None:
     env = dict(flood_bay.env, BAY_SESSION="fd")
     subprocess.run(
-        ["prlimit", "--nofile=256:4096", BAY, "keeper", "status"],
+        ["prlimit", "--nofile=256:4096", BAY, "keeper", "start"],
         env=env,
         capture_output=True,
         timeout=60,

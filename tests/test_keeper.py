@@ -70,7 +70,7 @@ def test_status_stop_and_logs(fresh_bay: Bay, demo: str) -> None:
 
 
 def test_a_keeper_of_another_version_is_asked_to_exit_and_replaced(fresh_bay: Bay) -> None:
-    old = fresh_bay.ok("keeper", "status")["pid"]
+    old = fresh_bay.ok("keeper", "start")["pid"]
     code = (
         "import browserbay.protocol as p; p.__version__ = '0.0.0-other';"
         "from browserbay import client; import json;"
@@ -99,7 +99,8 @@ def test_orphans_of_a_killed_keeper_are_swept_at_the_next_start(fresh_bay: Bay, 
     assert list(tmp.glob("playwright*")), "Playwright's temp dirs belong under BAY_HOME"
     os.kill(status["pid"], signal.SIGKILL)
     assert _wait(lambda: not procfs.alive(status["pid"]))
-    # The next command starts a new keeper, which sweeps what the old one left.
+    # The next start makes a new keeper, which sweeps what the old one left.
+    fresh_bay.ok("keeper", "start")
     after = fresh_bay.ok("keeper", "status")
     assert browser["id"] in after["swept_at_start"]
     assert not list(tmp.glob("playwright*"))
