@@ -26,6 +26,7 @@ from browserbay.keeper.act import Act
 from browserbay.keeper.actions import before_action, before_keys, before_point
 from browserbay.keeper.pageinput import page_input
 from browserbay.keeper.pageverbs import (
+    UNIT,
     Answer,
     act_on,
     clear_of_covers,
@@ -92,13 +93,6 @@ def _pointed(act: Act, x: float, y: float) -> None:
         act.trace.point = (x, y)
 
 
-#: How an answer says a point's unit: CSS pixels of the viewport (what ``getBoundingClientRect``
-#: and ``bay screenshot`` use), said once per answer and short — a pointer answer is read on
-#: every step of a drag by hand (MiniWoB's hand set: 44-55 characters a step with the unit
-#: spelled out, against agent-browser's 7).
-UNIT = "css px"
-
-
 def _at(x: float, y: float) -> str:
     return f"{x:g},{y:g} {UNIT}"
 
@@ -146,11 +140,11 @@ async def verb_drag(act: Act) -> Answer:
     dropped = await act_on(act, str(act.args["target"]), run)
     if dropped is not None:
         _pointed(act, *dropped)
-    where = f" at {_at(*dropped)}" if dropped else ""
     data: dict[str, Any] = {"target": act.args["target"], "to": to_target, "url": act.page.url}
     if dropped:
         data["point"] = list(dropped)
-    return data, f"dragged onto {to_target}{where}"
+    # The agent named both ends; the answer says only where the drop landed.
+    return data, f"dropped at {_at(*dropped)}" if dropped else f"dragged onto {to_target}"
 
 
 @page_verb("focus")

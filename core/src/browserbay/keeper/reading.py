@@ -18,6 +18,7 @@ from browserbay.keeper import nearest
 from browserbay.keeper.act import Act
 from browserbay.keeper.actions import DESCRIBE_JS
 from browserbay.keeper.pageverbs import (
+    UNIT,
     Answer,
     act_on,
     act_on_located,
@@ -144,10 +145,8 @@ async def _box(act: Act, target: str) -> tuple[dict[str, float] | None, str]:
     if box is None:
         return None, "(no box: the element is not rendered)"
     value = {"x": box["x"], "y": box["y"], "width": box["width"], "height": box["height"]}
-    text = (
-        f"x={value['x']:g} y={value['y']:g} width={value['width']:g} height={value['height']:g}"
-        " (CSS pixels, from the top-left of the viewport)"
-    )
+    size = f"width={value['width']:g} height={value['height']:g}"
+    text = f"x={value['x']:g} y={value['y']:g} {size} {UNIT}"  # the manual says what css px is
     return value, text
 
 
