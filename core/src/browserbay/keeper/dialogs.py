@@ -129,12 +129,12 @@ class Dialogs:
             await entry.answered.wait()
             return
         if self._open.get(tab.id) is entry:
-            await self._answer(entry, accept=False, text=None)
-            self._say(
+            self._say(  # before the await, as in answer_by
                 tab.owner,
                 f"dialog: {describe(info)} on {tab.id} was dismissed by the bound: nobody "
                 f"answered it within {self.timeout:g}s (BAY_DIALOG_TIMEOUT)",
             )
+            await self._answer(entry, accept=False, text=None)
 
     def _forget(self, entry: _Open) -> None:
         """The dialog is no longer open (answered, or its tab closed): said before any
@@ -253,9 +253,11 @@ class Dialogs:
             return False
         info = entry.info
         typed = text is not None and info.kind == "prompt"
-        await self._answer(entry, accept=accept, text=text if typed else None)
         how = "accepted" if accept else "dismissed"
         if accept and typed:
             how += " with text they typed"
+        # Said before the answer is awaited: _answer forgets the dialog at once, so a verb of
+        # the session served meanwhile would otherwise see it neither open nor answered.
         self._say(tab.owner, f"dialog: {who} {how} the {describe(info)} on {tab_id}")
+        await self._answer(entry, accept=accept, text=text if typed else None)
         return True
