@@ -19,7 +19,7 @@ from browserbay.keeper.audit import AuditTrail
 from browserbay.keeper.backends import provider_row
 from browserbay.keeper.base import Answer, Lifecycle
 from browserbay.keeper.browsers import BrowserPool
-from browserbay.keeper.channels import Channel
+from browserbay.keeper.channels import OWNER, Channel
 from browserbay.keeper.grants import GrantBook, grant_row
 from browserbay.keeper.hints import listing as hints_listing
 from browserbay.keeper.profiles import ProfileBook, parse_domains
@@ -40,6 +40,9 @@ from browserbay.registry import Db, GroupDefaults, SiteHints
 from browserbay.settings import Configured
 
 log = logging.getLogger("browserbay.keeper")
+
+#: How long ``forget`` waits for its profile's closing browser to exit (seconds).
+CLOSING_WAIT = 10.0
 
 
 class AdminVerbs:
@@ -171,8 +174,21 @@ class AdminVerbs:
         return await self.profiles.adopt(args)
 
     async def forget(self, args: dict[str, Any], handle: str | None, channel: Channel) -> Answer:
+        """A browser still closing writes into its profile's directory as it exits (Chromium
+        saves its state last): the directory is archived and removed only once it is gone —
+        waited for up to :data:`CLOSING_WAIT` seconds, else the profile counts as running."""
+        row = self.profiles.find(str(args["profile"]), OWNER)
+        end = time.monotonic() + CLOSING_WAIT
+        while self._closing_profile(row.id) and time.monotonic() < end:  # noqa: ASYNC110
+            await anyio.sleep(0.1)  # the driver's close ends it: no event of ours to wait on
         return await self.profiles.forget(
-            str(args["profile"]), lambda pid: self._running_profile(pid) is not None
+            str(args["profile"]),
+            lambda pid: self._running_profile(pid) is not None or self._closing_profile(pid),
+        )
+
+    def _closing_profile(self, profile_id: str) -> bool:
+        return any(r.profile_id == profile_id for r in self.pool.stopping.values()) or any(
+            r.profile_id == profile_id and r.closing for r in self.pool.running.values()
         )
 
     async def profiles_listing(

@@ -125,6 +125,9 @@ class BrowserPool:
         #: Browser processes this machine may run at once (a shared ephemeral one counts once).
         self.max_browsers = max_browsers
         self.running: dict[str, Running] = {}
+        #: Browsers taken out of :attr:`running` by :meth:`stop` whose processes have not
+        #: exited yet: they still write into their profile's directory (``forget`` waits).
+        self.stopping: dict[str, Running] = {}
         self._launch_lock = anyio.Lock()
         #: What a browser's crash does to the leases on it (set by the keeper: the leases
         #: need the pool first, so the pool is told afterwards).
@@ -494,7 +497,11 @@ class BrowserPool:
             return
         running.closing = True
         self.running.pop(running.id, None)
-        await running.handle.close(CLOSE_TIMEOUT)
+        self.stopping[running.id] = running
+        try:
+            await running.handle.close(CLOSE_TIMEOUT)
+        finally:
+            self.stopping.pop(running.id, None)
         await self.db(self.browsers.stopped, running.id, reason)
         # The per-browser HOME (never a profile's own user-data-dir) goes with it.
         await anyio.to_thread.run_sync(lambda: shutil.rmtree(running.home, ignore_errors=True))
