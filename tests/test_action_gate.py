@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ import pytest
 from browserbay.keeper.actions import GATED, UNGATED
 from browserbay.verbs import VERBS
 from browserbay_testing import KEEPER_PLUGINS, Bay, assert_refused
+from browserbay_testing.pages import serve_pages
 
 GATE_SRC = Path(__file__).resolve().parents[1] / "examples" / "approval-gate" / "src"
 
@@ -66,36 +65,12 @@ class Site:
     cross: str
 
 
-def _server(pages: dict[str, str]) -> tuple[ThreadingHTTPServer, int]:
-    class Pages(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = pages.get(self.path.split("?")[0])
-            if body is None:
-                self.send_error(404)
-                return
-            data = body.encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Pages)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, server.server_address[1]
-
-
 @pytest.fixture(scope="module")
 def site() -> Iterator[Site]:
-    other, other_port = _server({"/inner": INNER})
-    cross = f"http://localhost:{other_port}"
-    main, port = _server({"/shop": SHOP.format(cross=cross)})
-    yield Site(f"http://127.0.0.1:{port}", cross)
-    main.shutdown()
-    other.shutdown()
+    with serve_pages({"/inner": INNER}) as other:
+        cross = other.replace("127.0.0.1", "localhost")  # another site: out of process
+        with serve_pages({"/shop": SHOP.format(cross=cross)}) as base:
+            yield Site(base, cross)
 
 
 @pytest.fixture(scope="module")

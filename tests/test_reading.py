@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -19,6 +17,7 @@ import pytest
 from browserbay.api import SyncClient
 from browserbay.errors import BayRefusal
 from browserbay_testing import KEEPER_PLUGINS, Bay, assert_refused
+from browserbay_testing.pages import serve_pages
 
 GATE_SRC = Path(__file__).resolve().parents[1] / "examples" / "approval-gate" / "src"
 
@@ -66,42 +65,21 @@ class Site:
     """http://localhost:OTHER: another origin (and site), so its iframe is out of process."""
 
 
-def _server(pages: dict[str, str]) -> tuple[ThreadingHTTPServer, int]:
-    class Pages(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = pages.get(self.path.split("?")[0])
-            if body is None:
-                self.send_error(404)
-                return
-            data = body.encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Pages)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, server.server_address[1]
-
-
 @pytest.fixture(scope="module")
 def site() -> Iterator[Site]:
-    other, other_port = _server({"/inner": INNER})
-    cross = f"http://localhost:{other_port}"
-    pages = {
+    with serve_pages({"/inner": INNER}) as other:
+        cross = other.replace("127.0.0.1", "localhost")  # another site: out of process
+        with serve_pages(_pages(cross)) as base:
+            yield Site(base, cross)
+
+
+def _pages(cross: str) -> dict[str, str]:
+    return {
         "/form": FORM,
         "/inner": INNER,
         "/outer": OUTER.format(cross=cross),
         "/nested": '<!doctype html><title>Nested</title><iframe id=n src="/outer"></iframe>',
     }
-    main, port = _server(pages)
-    yield Site(f"http://127.0.0.1:{port}", cross)
-    main.shutdown()
-    other.shutdown()
 
 
 def _ref(snapshot: str, needle: str) -> str:
