@@ -313,6 +313,12 @@ class Keeper:
         # lease, not on the browser's.
         key = plugin_verb.target(args) if plugin_verb and plugin_verb.target else None
         target = session.targets.get(key) if key else None
+
+        async def on(lease: Lease) -> SessionAnswer:
+            return await self._on_lease(
+                verb, handler, args, session, lease, deadline, timeout, channel, files, road, target
+            )
+
         if plugin_verb is not None and plugin_verb.lease_free:
             # It acts on no profile (bay keys, bay window): no lease is chosen, so neither
             # profile_required nor a browser's pause or restart applies; nothing of a browser
@@ -322,27 +328,13 @@ class Keeper:
             try:
                 check(None, held=target, exempt=exempt)
                 if target is None:
-                    return await self._on_lease(
-                        verb, handler, args, session, lease, deadline, timeout, channel, files, road
-                    )
+                    return await on(lease)
                 return await self.controls.run(
                     target,
                     verb,
                     args,
                     exempt,
-                    lambda: self._on_lease(
-                        verb,
-                        handler,
-                        args,
-                        session,
-                        lease,
-                        deadline,
-                        timeout,
-                        channel,
-                        files,
-                        road,
-                        target,
-                    ),
+                    lambda: on(lease),
                 )
             finally:
                 if fresh and lease.context is None:  # leave no lease behind it
@@ -357,19 +349,7 @@ class Keeper:
             verb,
             args,
             exempt,
-            lambda: self._on_lease(
-                verb,
-                handler,
-                args,
-                session,
-                lease,
-                deadline,
-                timeout,
-                channel,
-                files,
-                road,
-                target,
-            ),
+            lambda: on(lease),
         )
 
     async def _on_lease(
