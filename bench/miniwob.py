@@ -32,7 +32,6 @@ import contextlib
 import functools
 import os
 import shutil
-import signal
 import statistics
 import sys
 import tempfile
@@ -54,7 +53,18 @@ from miniwob_agent import (
     Tool,
     Unsupported,
 )
-from run import AB, BAY, BENCH, CHROMIUM, Bench, become_subreaper, foreign_load, machine, reap
+from run import (
+    AB,
+    BAY,
+    BENCH,
+    Bench,
+    become_subreaper,
+    foreign_load,
+    machine,
+    reap,
+    stop_on_signals,
+    tools_missing,
+)
 
 MINIWOB_DIR = BENCH / ".work" / "miniwob"  # bench/setup.sh: pip install --target here
 HTML = MINIWOB_DIR / "miniwob" / "html"
@@ -411,19 +421,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", choices=(*SETS, "all"), default="all")
     opts = parser.parse_args()
-    for path, what in ((BAY, "the bay CLI"), (AB, "agent-browser"), (CHROMIUM, "Chromium")):
-        if not os.access(path, os.X_OK):
-            print(f"miniwob: {what} not found at {path}: run bench/setup.sh", file=sys.stderr)
-            return 2
+    if tools_missing("miniwob"):
+        return 2
     if not (HTML / "core" / "core.js").exists():
         print(f"miniwob: no MiniWoB++ pages at {HTML}: run bench/setup.sh", file=sys.stderr)
         return 2
 
-    def on_term(signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    signal.signal(signal.SIGTERM, on_term)
-    signal.signal(signal.SIGHUP, on_term)
+    stop_on_signals()
     subreaper = become_subreaper()
     work = Path(tempfile.mkdtemp(prefix="bm", dir="/tmp"))  # short: Chromium's socket path
     b = Bench(work)

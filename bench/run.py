@@ -1441,17 +1441,29 @@ def write_results(rows: list[Row], facts: dict[str, str], notes: list[str]) -> N
     RESULTS.write_text("\n".join(lines) + "\n")
 
 
-def main() -> int:
+def tools_missing(name: str) -> bool:
+    """Whether bay, agent-browser or Chromium is missing (said on stderr as ``name:``)."""
     for path, what in ((BAY, "the bay CLI"), (AB, "agent-browser"), (CHROMIUM, "Chromium")):
         if not os.access(path, os.X_OK):
-            print(f"bench: {what} not found at {path}: run bench/setup.sh", file=sys.stderr)
-            return 2
+            print(f"{name}: {what} not found at {path}: run bench/setup.sh", file=sys.stderr)
+            return True
+    return False
+
+
+def stop_on_signals() -> None:
+    """SIGTERM and SIGHUP end a run like ^C does, so its ``finally`` stops what it started."""
 
     def on_term(signum: int, _frame: object) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
 
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGHUP, on_term)
+
+
+def main() -> int:
+    if tools_missing("bench"):
+        return 2
+    stop_on_signals()
     subreaper = become_subreaper()
 
     from browserbay.demo.server import serve
