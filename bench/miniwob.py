@@ -22,7 +22,9 @@ Ratios are taken on the episodes both tools solved.
 Knobs (a run with a subset of tasks prints its tables and leaves RESULTS-miniwob.md alone):
 ``BENCH_MINIWOB_SEEDS`` (episodes per task, default 3: both sets then take ~15 min on two
 busy cores), ``BENCH_MINIWOB_TASKS`` (a
-comma-separated subset), ``BENCH_MINIWOB_EPISODE_MS``, ``BENCH_KEEP=1`` keeps the /tmp work dir.
+comma-separated subset), ``BENCH_MINIWOB_EPISODE_MS``, ``BENCH_KEEP=1`` keeps the /tmp work dir,
+``BENCH_MINIWOB_TRANSCRIPT=<file>`` writes every counted command and what it printed (JSON
+lines: task, seed, tool, argv, out, err) to read what an agent reads, verb by verb.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import json
 import os
 import shutil
 import statistics
@@ -74,6 +77,7 @@ EPISODE_MS = int(os.environ.get("BENCH_MINIWOB_EPISODE_MS", "60000"))
 COMMAND_TIMEOUT = 45.0  # seconds: a safety net; both tools' own deadlines are shorter
 SESSION = "mw"
 SETS = ("hand", "core")
+TRANSCRIPT = os.environ.get("BENCH_MINIWOB_TRANSCRIPT", "")
 
 # The causes of failures this harness cannot tell from a reward alone, each reproduced by hand
 # (the command lines are in the final report of the session that wrote them).
@@ -220,6 +224,14 @@ def tasks_of(set_name: str) -> list[str]:
     return [n for n in names if not only or n in only]
 
 
+def write_transcript(ep: Episode) -> None:
+    with open(TRANSCRIPT, "a", encoding="utf-8") as f:
+        for c in ep.calls:
+            row = {"task": ep.task, "seed": ep.seed, "tool": ep.tool, "solved": ep.solved}
+            row.update(argv=c.argv[1:], out=c.out, err=c.err)
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
 def run_set(tools: list[Tool], base: str, set_name: str, b: Bench) -> list[Episode]:
     out: list[Episode] = []
     for task in tasks_of(set_name):
@@ -236,6 +248,8 @@ def run_set(tools: list[Tool], base: str, set_name: str, b: Bench) -> list[Episo
                     ep = Episode(task, tool.name, seed, False, None, f"harness: {exc}")
                     b.notes.append(f"{task} seed {seed} ({tool.name}): harness: {exc}")
                 out.append(ep)
+                if TRANSCRIPT:
+                    write_transcript(ep)
         mine = [e for e in out if e.task == task]
         tally = ", ".join(
             f"{t.name} {sum(e.solved for e in mine if e.tool == t.name)}/{SEEDS}" for t in tools

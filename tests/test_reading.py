@@ -98,7 +98,7 @@ def test_get_count_box_attr_and_styles(bay: Bay, site: Site) -> None:
     box = bay.ok("get", "box", "#big", session=s)["value"]
     assert box == {"x": 20, "y": 30, "width": 200, "height": 50}
     shown = bay("get", "box", "#big", session=s, json_=False).stdout
-    assert shown.strip() == "x=20 y=30 width=200 height=50 css px"
+    assert shown.strip() == "x=20 y=30 w=200 h=50"
     hidden = bay.ok("get", "box", "#hidden", session=s)
     assert hidden["value"] is None
     assert bay.ok("get", "attr", "#big", "data-kind", session=s)["value"] == "box"

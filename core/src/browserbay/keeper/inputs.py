@@ -26,7 +26,6 @@ from browserbay.keeper.act import Act
 from browserbay.keeper.actions import before_action, before_keys, before_point
 from browserbay.keeper.pageinput import page_input
 from browserbay.keeper.pageverbs import (
-    UNIT,
     Answer,
     act_on,
     clear_of_covers,
@@ -94,7 +93,9 @@ def _pointed(act: Act, x: float, y: float) -> None:
 
 
 def _at(x: float, y: float) -> str:
-    return f"{x:g},{y:g} {UNIT}"
+    """A point as the answers show it: CSS pixels of the viewport (the manual says so once;
+    ``--json`` has the exact numbers and ``unit``), to a tenth of a pixel."""
+    return f"{round(x, 1):g},{round(y, 1):g}"
 
 
 async def _focused(page: Page) -> str:
@@ -179,7 +180,7 @@ async def verb_scrollintoview(act: Act) -> Answer:
     if box is None:
         return data, "scrolled into view"
     shown = f"{box['x']:g},{box['y']:g} {box['width']:g}×{box['height']:g}"
-    return data, f"in view at {shown} {UNIT}"
+    return data, f"in view at {shown}"
 
 
 # -- keys -------------------------------------------------------------------------------
@@ -309,7 +310,7 @@ async def verb_mouse(act: Act) -> Answer:
             _pointed(act, x, y)
             data: dict[str, Any] = {"action": action, "x": x, "y": y, "unit": "css_px"}
             data["url"] = page.url
-            return data, f"mouse at {_at(x, y)}"
+            return data, f"at {_at(x, y)}"
         if action in ("down", "up"):
             button = _button(first)
             if state.point is None:
@@ -326,7 +327,10 @@ async def verb_mouse(act: Act) -> Answer:
             _pointed(act, x, y)
             data = {"action": action, "button": button, "x": x, "y": y, "unit": "css_px"}
             data["url"] = page.url
-            return data, f"{button} {action} at {_at(x, y)}"
+            # The point is the keeper's (it may differ from the agent's last move: a click
+            # since moved the pointer); the button only when it is not the usual left one.
+            said = action if button == "left" else f"{button} {action}"
+            return data, f"{said} at {_at(x, y)}"
         dy, dx = _number(first, "dy"), _number(second if second is not None else 0, "dx")
         await before_point(act, *(state.point or (0.0, 0.0)))
         await mouse.wheel(dx, dy)

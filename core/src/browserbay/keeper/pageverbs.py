@@ -34,13 +34,6 @@ _REF = re.compile(r"^@?(?P<ref>(?P<frame>f\d+)?(?P<kind>[ec])\d+)$")
 OWN_REF_ENGINE = "bay-ref"
 
 
-#: How an answer says a point's unit: CSS pixels of the viewport (what ``getBoundingClientRect``
-#: and ``bay screenshot`` use), said once per answer and short — a pointer answer is read on
-#: every step of a drag by hand (MiniWoB's hand set: 44-55 characters a step with the unit
-#: spelled out, against agent-browser's 7).
-UNIT = "css px"
-
-
 PageHandler = Callable[[Act], Awaitable[Answer]]
 
 PAGE_VERBS: dict[str, PageHandler] = {}

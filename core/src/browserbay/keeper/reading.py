@@ -18,7 +18,6 @@ from browserbay.keeper import nearest
 from browserbay.keeper.act import Act
 from browserbay.keeper.actions import DESCRIBE_JS
 from browserbay.keeper.pageverbs import (
-    UNIT,
     Answer,
     act_on,
     act_on_located,
@@ -145,8 +144,8 @@ async def _box(act: Act, target: str) -> tuple[dict[str, float] | None, str]:
     if box is None:
         return None, "(no box: the element is not rendered)"
     value = {"x": box["x"], "y": box["y"], "width": box["width"], "height": box["height"]}
-    size = f"width={value['width']:g} height={value['height']:g}"
-    text = f"x={value['x']:g} y={value['y']:g} {size} {UNIT}"  # the manual says what css px is
+    # CSS px (the manual says so once; --json has the names in full and the exact numbers).
+    text = " ".join(f"{k[0]}={round(v, 1):g}" for k, v in value.items())
     return value, text
 
 
