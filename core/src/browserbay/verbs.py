@@ -327,7 +327,7 @@ VERBS: tuple[Verb, ...] = (
         "open",
         PAGE,
         "Navigate the current tab to a URL (http, https or about:blank).",
-        (Arg("url", "pos", "the address to open"),),
+        (Arg("url", "pos", "the URL to open"),),
         needs=_CDP,
         mutates=True,
         example="bay open https://example.org",
@@ -337,12 +337,12 @@ VERBS: tuple[Verb, ...] = (
         PAGE,
         "The page's ARIA tree with [ref=eN] references to act on.",
         (
-            Arg("interactive", "flag", "only elements you can act on, flat", short="-i"),
-            Arg("depth", "value", "limit the tree depth", type="int", short="-d"),
+            Arg("interactive", "flag", "only what you can act on, flat", short="-i"),
+            Arg("depth", "value", "the tree's depth", type="int", short="-d"),
             Arg("selector", "value", "only the subtree of this @ref or selector", short="-s"),
-            Arg("delta", "flag", "only what changed since this tab's last snapshot, by ref"),
+            Arg("delta", "flag", "only what changed since the tab's last snapshot"),
             Arg("limit", "value", "lines per page (default 400; 0: no bound)", type="int"),
-            Arg("page", "value", "which page of lines to show (from 1)", type="int"),
+            Arg("page", "value", "which page of lines (from 1)", type="int"),
         ),
         needs=_CDP,
         example="bay snapshot -i",
@@ -361,10 +361,10 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         "drag",
         PAGE,
-        "Drag an element onto another: HTML5 drag and drop and pointer-driven lists alike.",
+        "Drag an element onto another (HTML5 or pointer-driven).",
         (
-            Arg("target", "pos", "the element to drag (an @eN reference or a selector)"),
-            Arg("to", "pos", "the element to drop it on (an @eN reference or a selector)"),
+            _T,
+            Arg("to", "pos", "where to drop it (a reference or selector too)"),
         ),
         needs=_CDP,
         mutates=True,
@@ -384,7 +384,7 @@ VERBS: tuple[Verb, ...] = (
         "fill",
         PAGE,
         "Replace the value of a text field.",
-        (_T, Arg("text", "pos", "the new value")),
+        (_T, Arg("text", "pos", "the value")),
         needs=_CDP,
         mutates=True,
         secret_args=("text",),
@@ -402,7 +402,7 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         "press",
         PAGE,
-        "Press a key or chord on the focused element (Enter, Tab, Control+a, Control+Shift+k).",
+        "Press a key or chord on the focused element (Enter, Control+a).",
         (Arg("key", "pos", "a key name as Playwright spells it"),),
         needs=_CDP,
         mutates=True,
@@ -447,16 +447,17 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         "mouse",
         PAGE,
-        "The mouse at page coordinates (CSS pixels of the viewport): move, down, up, wheel.",
+        "The mouse at viewport coordinates (CSS pixels).",
         (
-            Arg("action", "pos", "what to do", choices=("move", "down", "up", "wheel")),
+            Arg(
+                "action", "pos", "move, down, up or wheel", choices=("move", "down", "up", "wheel")
+            ),
             Arg(
                 "first",
                 "opt",
-                "move: x; wheel: dy (+ scrolls down); down/up: the button "
-                "(left, right, middle; default left)",
+                "move: x; wheel: dy (+ down); down/up: left|right|middle",
             ),
-            Arg("second", "opt", "move: y; wheel: dx (+ scrolls right)"),
+            Arg("second", "opt", "move: y; wheel: dx (+ right)"),
         ),
         needs=_CDP,
         mutates=True,
@@ -466,8 +467,8 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         "select",
         PAGE,
-        "Choose options of a <select> by value or label (several on a multiple select).",
-        (_T, Arg("values", "rest", "one or more option values or labels")),
+        "Choose options of a <select> by value or label.",
+        (_T, Arg("values", "rest", "option values or labels")),
         needs=_CDP,
         mutates=True,
         example="bay select @e9 red blue",
@@ -475,8 +476,8 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         "upload",
         PAGE,
-        "Set files of yours on a file input: your bay reads and sends them (50 MiB together).",
-        (_T, Arg("files", "rest", "one or more files, on your machine", type=FILE_IN)),
+        "Set files of yours on a file input (50 MiB in all).",
+        (_T, Arg("files", "rest", "files of yours", type=FILE_IN)),
         needs=_CDP,
         mutates=True,
         example="bay upload @e4 ./cv.pdf",
@@ -506,20 +507,20 @@ VERBS: tuple[Verb, ...] = (
         "wait",
         PAGE,
         "Wait for an element (visible, or --state), milliseconds, text, a URL, a load state "
-        "or a JavaScript condition.",
+        "or a JS condition.",
         (
-            Arg("what", "opt", "an @eN reference, a selector, or milliseconds"),
-            Arg("text", "value", "text that appears in the page (a substring)", short="-t"),
-            Arg("url", "value", "a glob the tab's URL matches (* is any characters)", short="-u"),
+            Arg("what", "opt", "a target, or milliseconds"),
+            Arg("text", "value", "a substring to appear", short="-t"),
+            Arg("url", "value", "a URL glob", short="-u"),
             Arg(
                 "load",
                 "value",
-                "a load state (given bare: load)",
+                "load, domcontentloaded or networkidle (given bare: load)",
                 choices=("load", "domcontentloaded", "networkidle"),
                 short="-l",
                 bare="load",
             ),
-            Arg("fn", "value", "a JavaScript expression that becomes truthy", short="-f"),
+            Arg("fn", "value", "a JS expression to become truthy", short="-f"),
             Arg(
                 "state",
                 "value",
@@ -628,8 +629,8 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         "screenshot",
         PAGE,
-        "Save a picture of the viewport (or --full page) and print its path, size and scale; "
-        "--annotate labels what can be acted on ([3] is @e3).",
+        "Screenshot the viewport (or --full page); --annotate numbers what you can act on "
+        "([3] is @e3).",
         (
             Arg(
                 "path",
@@ -637,18 +638,18 @@ VERBS: tuple[Verb, ...] = (
                 "where to write it, on your machine (default: the keeper's state dir)",
                 type=FILE_OUT,
             ),
-            Arg("full", "flag", "the whole page, not just the viewport"),
-            Arg("annotate", "flag", "label each interactive element with its ref's number"),
+            Arg("full", "flag", "the whole page"),
+            Arg("annotate", "flag", "draw the refs' numbers"),
             Arg(
                 "format",
                 "value",
-                "png (default) or jpeg (also from the path: .jpg)",
+                "png (default) or jpeg",
                 choices=("png", "jpeg"),
             ),
-            Arg("quality", "value", "JPEG quality 0-100 (default 80)", type="int"),
-            Arg("max_bytes", "value", "scale down to fit (default 3750000)", type="int"),
-            Arg("max_px", "value", "longest side in pixels (default 8000)", type="int"),
-            Arg("if_changed", "flag", "no image when it is the tab's last one again"),
+            Arg("quality", "value", "0-100 (default 80)", type="int"),
+            Arg("max_bytes", "value", "scale down to fit", type="int"),
+            Arg("max_px", "value", "the longest side (default 8000)", type="int"),
+            Arg("if_changed", "flag", "no image if the same as the tab's last"),
         ),
         needs=("has_cdp", "screenshots"),
         example="bay screenshot --annotate --format jpeg --max-px 1568 shot.jpg",
@@ -688,8 +689,8 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         "pdf",
         PAGE,
-        "Save the current page as PDF to a file of yours (headless browsers only).",
-        (Arg("path", "pos", "where to write it, on your machine", type=FILE_OUT),),
+        "Save the page as PDF to a file of yours (headless browsers only).",
+        (Arg("path", "pos", "a file of yours", type=FILE_OUT),),
         needs=_CDP,
         example="bay pdf page.pdf",
         # No owner_only: the PDF's bytes come back through the connection and the caller's
@@ -698,14 +699,12 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         "set",
         PAGE,
-        "Emulate for your tabs until close: viewport W H, device <name>, geo LAT LNG, "
-        "offline on|off, media dark|light [reduced-motion], timezone <IANA>, locale <tag>, "
-        "headers <json>.",
+        "Emulate a setting for your tabs until they close.",
         (
             Arg(
                 "setting",
                 "pos",
-                "what to emulate",
+                "viewport, device, geo, offline, media, timezone, locale or headers",
                 choices=(
                     "viewport",
                     "device",
@@ -720,9 +719,9 @@ VERBS: tuple[Verb, ...] = (
             Arg(
                 "value",
                 "opt",
-                "viewport: width; device: its name (Playwright's: 'iPhone 12'); geo: latitude; "
-                "offline: on (default) or off; media: dark, light or reduced-motion; timezone: "
-                "Europe/Berlin; locale: de-DE; headers: a JSON object",
+                "viewport: width; device: 'iPhone 12'…; geo: latitude; offline: on|off; "
+                "media: dark|light|reduced-motion; timezone: Europe/Berlin; locale: de-DE; "
+                "headers: JSON",
             ),
             Arg("second", "opt", "viewport: height; geo: longitude; media: reduced-motion"),
         ),
@@ -734,8 +733,8 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         "console",
         PAGE,
-        "The tab's console messages (the newest 500): type, text, location, time.",
-        (Arg("clear", "flag", "empty the tab's console log once shown"),),
+        "The tab's console messages (the newest 500).",
+        (Arg("clear", "flag", "empty the log after"),),
         needs=_CDP,
         example="bay console --clear",
     ),
@@ -750,33 +749,31 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         "network",
         PAGE,
-        "The tab's requests; routes that fail or answer requests of your pages; a HAR of "
-        "your requests (headers that carry credentials masked, no bodies).",
+        "The tab's requests; routes that mock or fail them; a HAR (credentials masked, no bodies).",
         (
             Arg(
                 "action",
                 "pos",
-                "requests, route <glob>, unroute [glob], or har start|stop",
+                "requests, route, unroute or har",
                 choices=("requests", "route", "unroute", "har"),
             ),
-            Arg("arg", "opt", "route/unroute: the URL glob (**/api/*); har: start or stop"),
-            Arg("file", "opt", "har stop: the file your client writes the HAR to", type=FILE_OUT),
-            Arg("filter", "value", "requests: only URLs containing this, or matching this glob"),
-            Arg("clear", "flag", "requests: empty the tab's request log once shown"),
-            Arg("abort", "flag", "route: matching requests fail (the page sees a network error)"),
-            Arg("body", "value", "route: answer matching requests with this body (JSON or text)"),
+            Arg("arg", "opt", "route/unroute: a URL glob (**/api/*); har: start|stop"),
+            Arg("file", "opt", "har stop: a file of yours", type=FILE_OUT),
+            Arg("filter", "value", "requests: a URL substring or glob"),
+            Arg("clear", "flag", "requests: empty the log after"),
+            Arg("abort", "flag", "route: fail the requests"),
+            Arg("body", "value", "route: JSON or text"),
             Arg(
                 "body_file",
                 "value",
-                "route: answer with this file's content instead (your client reads it)",
+                "route: the body from a file",
                 type=FILE_IN,
             ),
-            Arg("status", "value", "route: the answer's HTTP status (default 200)", type="int"),
+            Arg("status", "value", "route: default 200", type="int"),
             Arg(
                 "content_type",
                 "value",
-                "route: the answer's Content-Type (default: application/json for a JSON body, "
-                "else text/plain)",
+                "route: default by the body",
             ),
         ),
         needs=_CDP,
@@ -799,35 +796,33 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         "cookies",
         PAGE,
-        "Your browser's cookies: get (the default: name, domain, path, expires, flags, the "
-        "value clipped), set <name> <value>, clear (all, or --name / --domain).",
+        "Your browser's cookies (values clipped).",
         (
             Arg("action", "opt", "get (default), set or clear", choices=("get", "set", "clear")),
-            Arg("cookie", "opt", "set: the cookie's name"),
+            Arg("cookie", "opt", "set: its name"),
             Arg("value", "opt", "set: its value"),
-            Arg("url", "value", "set: the URL it is for (default: the current page's)"),
+            Arg("url", "value", "set: default the page's"),
             Arg(
                 "domain",
                 "value",
-                "set: its domain instead of --url (.example.org: subdomains "
-                "too); clear/get: only this domain's",
+                "set: instead of --url (.x.org: and subdomains); get/clear: filter",
             ),
-            Arg("path", "value", "set: its path (with --domain; default /)"),
-            Arg("http_only", "flag", "set: hidden from the page's scripts, sent to the server"),
-            Arg("secure", "flag", "set: sent over https only"),
+            Arg("path", "value", "set: default /"),
+            Arg("http_only", "flag", "set: hidden from scripts"),
+            Arg("secure", "flag", "set: https only"),
             Arg(
                 "same_site",
                 "value",
-                "set: Strict, Lax or None (None needs --secure)",
+                "set: None needs --secure",
                 choices=("Strict", "Lax", "None"),
             ),
             Arg(
                 "expires",
                 "value",
-                "set: when it expires, in epoch seconds (default: with the browser)",
+                "set: epoch seconds",
                 type="float",
             ),
-            Arg("name", "value", "clear/get: only the cookies of this name"),
+            Arg("name", "value", "get/clear: filter"),
         ),
         needs=_CDP,
         mutates=True,
@@ -837,12 +832,11 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         "storage",
         PAGE,
-        "The current page's localStorage or sessionStorage: get [key] (the default), "
-        "set <key> <value>, clear.",
+        "The page's localStorage or sessionStorage.",
         (
             Arg("area", "pos", "local or session", choices=("local", "session")),
             Arg("action", "opt", "get (default), set or clear", choices=("get", "set", "clear")),
-            Arg("key", "opt", "get: one key (default: every key); set: the key"),
+            Arg("key", "opt", "get: one (else all); set: it"),
             Arg("value", "opt", "set: its value"),
         ),
         needs=_CDP,
@@ -853,14 +847,13 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         "state",
         PAGE,
-        "Save your browser's storage state (cookies and localStorage, Playwright's format) to a "
-        "file of yours (0600, never printed), or load one into your own browser.",
+        "Save your cookies and localStorage to a file of yours (0600, never printed), or load one.",
         (
             Arg("action", "pos", "save or load", choices=("save", "load")),
             Arg(
                 "file",
                 "pos",
-                "the state file on your machine (save writes it, load reads it)",
+                "a file of yours",
                 type=FILE_OUT,
                 when={"action=load": FILE_IN},
             ),
@@ -875,10 +868,10 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         "tab",
         SESSION,
-        "Your tabs: list, new [url], close [id], or <id> to switch.",
+        "List, open, close or switch your tabs.",
         (
-            Arg("action", "opt", "list (default), new, close, or a tab id to switch to"),
-            Arg("arg", "opt", "the url for new, the tab id for close"),
+            Arg("action", "opt", "list (default), new, close, or a tab id to switch"),
+            Arg("arg", "opt", "new: a URL; close: a tab id"),
         ),
         needs=_CDP,
         example="bay tab new https://example.org",
@@ -886,11 +879,15 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         "dialog",
         SESSION,
-        "A dialog a page opened (alert, confirm, prompt, beforeunload) waits for you: accept "
-        "[text], dismiss, or status (what is open on your tabs).",
+        "Answer a page's dialog (alert, confirm, prompt, beforeunload), or list those open.",
         (
-            Arg("action", "pos", "what to do", choices=("accept", "dismiss", "status")),
-            Arg("text", "opt", "accept: your answer to a prompt (default: its default value)"),
+            Arg(
+                "action",
+                "pos",
+                "accept, dismiss or status",
+                choices=("accept", "dismiss", "status"),
+            ),
+            Arg("text", "opt", "accept: a prompt's answer"),
         ),
         needs=_CDP,
         mutates=True,
@@ -900,7 +897,7 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         "close",
         SESSION,
-        "Close your tabs and leases (kept for `bay resume`); other sessions are untouched.",
+        "Close your tabs and leases (kept for `bay resume`).",
     ),
     Verb(
         "resume",

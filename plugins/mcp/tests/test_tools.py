@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
 from browserbay.refusals import _ROWS, Refusal
 from browserbay.verbs import BY_NAME, TOOL_PROFILES, VERBS, agent_verb
-from browserbay_mcp.tools import profiles_of, tool_names
+from browserbay_mcp.tools import content_words, generate, profiles_of, tool_names
 from browserbay_mcp.wording import Wording
 
 
@@ -64,3 +65,54 @@ def test_commands_are_parsed_against_the_verb_table() -> None:
     assert words.text("bay select @e9 red blue") == 'select(target="@e9", values=["red", "blue"])'
     # In a verb's own help its options are its parameters.
     assert words.text("all, or --name / --domain", BY_NAME["cookies"]) == "all, or name / domain"
+
+
+def _generated(profiles: tuple[str, ...] = ("all",)) -> dict[str, Any]:
+    gen = generate(profiles, Wording(tool_names(profiles)), {"screenshot": "path"})
+    return {name: tool.listing() for name, tool in gen.tools.items()}
+
+
+def test_schemas_are_lean_enums_types_only_where_they_constrain_and_no_implied_help() -> None:
+    tools = _generated()
+    for name, tool in tools.items():
+        schema = tool["inputSchema"]
+        assert schema["type"] == "object"
+        assert "\n" not in tool["description"], name  # one line per tool
+        for arg, prop in schema.get("properties", {}).items():
+            spec = BY_NAME[name].arg(arg)
+            if spec.choices:  # the enum says the choices and that they are words
+                assert prop["enum"] == list(spec.choices)
+                assert "type" not in prop
+            elif spec.kind == "flag":
+                assert prop["type"] == "boolean"
+            elif spec.type in ("int", "float"):
+                assert prop["type"] in ("integer", "number")
+            elif spec.kind in ("rest", "many", "tail"):
+                assert prop["type"] == "array"
+            else:  # a word: a string, or a number / JSON value sent as its word
+                assert "type" not in prop, (name, arg)
+            assert "--" not in prop.get("description", ""), (name, arg)
+    # The choices are the enum, not prose; a help the name and the tool say is not repeated.
+    assert tools["cookies"]["inputSchema"]["properties"]["action"] == {
+        "enum": ["get", "set", "clear"]
+    }
+    assert "description" not in tools["open"]["inputSchema"]["properties"]["url"]
+    assert "description" not in tools["eval"]["inputSchema"]["properties"]["js"]
+    # An option the tool's description names (--full) is explained there.
+    shot = tools["screenshot"]["inputSchema"]["properties"]
+    assert "description" not in shot["full"]
+    assert "full page" in tools["screenshot"]["description"]
+    # What the name does not say stays.
+    assert shot["quality"]["description"].startswith("0-100")
+    assert tools["network"]["inputSchema"]["properties"]["arg"]["description"].startswith(
+        "route/unroute:"
+    )
+    # A tool with no argument lists no properties at all.
+    assert tools["back"]["inputSchema"] == {"type": "object"}
+
+
+def test_a_help_said_by_the_name_and_description_is_implied() -> None:
+    said = content_words
+    assert said("the URL to open") <= said("url open Navigate the current tab to a URL")
+    assert said("option values or labels") <= said("values select Choose options by label")
+    assert not said("route: default 200") <= said("status network The tab's requests")

@@ -57,16 +57,40 @@ def tool_names(profiles: Iterable[str] = DEFAULT_PROFILES) -> dict[str, str]:
     return {v.name: v.name for v in tool_verbs(list(profiles))}
 
 
+#: Words that say nothing about a value by themselves.
+_FILLER = frozenset(
+    {"a", "an", "the", "of", "to", "on", "in", "at", "by", "for", "with", "or", "and"}
+    | {"it", "its", "this", "your", "yours", "is", "be"}
+)
+
+
+def content_words(text: str) -> set[str]:
+    """The content words of ``text``, lowercased, a plural or possessive as its stem."""
+    found = (w.lower().removesuffix("'s") for w in re.findall(r"[A-Za-z][A-Za-z']*", text))
+    return {w.removesuffix("s") if len(w) > 3 else w for w in found} - _FILLER
+
+
 def _arg_schema(verb: Verb, arg: Arg, words: Wording) -> dict[str, Any]:
-    if arg.kind == "flag":
-        schema: dict[str, Any] = {"type": "boolean"}
+    """An argument's JSON schema: its type (none beside an ``enum``: the choices are words),
+    its choices, and its help unless the help only lists the choices or the tool's
+    description already names it as an option (``--full``: explained there)."""
+    if arg.choices:
+        schema: dict[str, Any] = {"enum": list(arg.choices)}
+    elif arg.kind == "flag":
+        schema = {"type": "boolean"}
     elif arg.kind in _LISTS:
         schema = {"type": "array", "items": {"type": "string"}}
-    else:
-        schema = {"type": _JSON_TYPES.get(arg.type, "string")}
-    if arg.choices:
-        schema["enum"] = list(arg.choices)
+    elif arg.type in _JSON_TYPES:
+        schema = {"type": _JSON_TYPES[arg.type]}
+    else:  # a word: a string, or a number or JSON value the server sends as its word
+        schema = {}
+    if arg.kind in ("flag", "value", "many") and re.search(
+        rf"(?<![\w-]){re.escape(arg.long)}(?![\w-])", verb.summary
+    ):
+        return schema
     help_ = words.text(arg.help, verb)
+    if content_words(help_) <= content_words(f"{arg.name} {verb.name} {verb.summary}"):
+        return schema  # the name and the tool's description say it already
     if arg.bare is not None:  # a command line's bare option: no such thing in a schema
         help_ = re.sub(r"\s*\(given bare: [^)]*\)", "", help_)
     if not set(re.findall(r"[A-Za-z-]+", help_)) - set(arg.choices) - _CHOICE_WORDS:
@@ -161,9 +185,7 @@ class Tool:
 
 
 #: The help of a file argument whose default, over MCP, is the image in the result.
-IMAGE_HELP = (
-    "a file to write it to, on the MCP server's machine (default: none, the image is returned)"
-)
+IMAGE_HELP = "a file to write instead of returning the image"
 #: An argument whose help is the same in at least this many tools is a term: said once, in
 #: the server's instructions, and left out of those tools' schemas.
 TERM_TOOLS = 3
@@ -181,7 +203,7 @@ class Generated:
         if not self.terms:
             return lead
         said = "; ".join(f"{name}: {help_}" for name, help_ in self.terms.items())
-        return f"{lead}\nArguments of several tools — {said}."
+        return f"{lead}\nShared arguments — {said}."
 
 
 def generate(
@@ -203,7 +225,9 @@ def generate(
         image = (images or {}).get(verb.name)
         if image in props:
             props[image]["description"] = IMAGE_HELP
-        schema: dict[str, Any] = {"type": "object", "properties": props}
+        schema: dict[str, Any] = {"type": "object"}
+        if props:
+            schema["properties"] = props
         required = [a.name for a in verb.args if a.kind in _REQUIRED]
         if required:
             schema["required"] = required
