@@ -742,6 +742,63 @@ class PauseInfo:
     """``time.time()`` when the pause began."""
     holder: str | None
     """The viewer driving now (None: nobody yet, or the driver left)."""
+    session: str = ""
+    """The session whose lease the human took: a pause holds every lease on that browser
+    (every session sharing the profile), this one's and its siblings'."""
+
+
+@dataclass(frozen=True)
+class LiveViewer:
+    """One live-view page open on a lease (told by its transport: ``LiveHost.viewing``)."""
+
+    id: str
+    """The transport's name for it (``viewer 3``)."""
+    mode: Literal["watch", "control"]
+
+
+@dataclass(frozen=True)
+class LeaseStatus:
+    """Who holds what on one lease, as ``bay status`` and the live pages show it
+    (``LiveHost.status``): the input holder, the viewer that drives, every viewer, the
+    pause, and the browser's memory as the keeper last measured it."""
+
+    session: str
+    profile: str
+    """The profile's id (a target lease: its key, ``w1``)."""
+    handle: str
+    input_holder: InputHolder
+    driver: str | None
+    """The viewer whose input reaches the page (None: nobody drives)."""
+    viewers: tuple[LiveViewer, ...]
+    pause: PauseInfo | None
+    pss_kib: int | None
+    """The browser's proportional set size at the last measure (None: not running, or
+    not measured yet)."""
+    memory_over: bool
+    """The browser is above the owner's ``BAY_MEMORY_NOTICE_MB`` line (and has not fallen
+    below the lower line since)."""
+
+    def as_row(self) -> dict[str, Any]:
+        pause = self.pause
+        return {
+            "session": self.session,
+            "profile": self.profile,
+            "handle": self.handle,
+            "input_holder": self.input_holder,
+            "driver": self.driver,
+            "viewers": [{"id": v.id, "mode": v.mode} for v in self.viewers],
+            "paused": None
+            if pause is None
+            else {
+                "origin": pause.origin,
+                "by": pause.by,
+                "reason": pause.reason,
+                "since": pause.since,
+                "session": pause.session,
+            },
+            "pss_kib": self.pss_kib,
+            "memory_over": self.memory_over,
+        }
 
 
 DialogKind = Literal["alert", "confirm", "prompt", "beforeunload"]
@@ -866,12 +923,26 @@ class LiveHost(Protocol):
     def release(self, session_id: str, profile_id: str, viewer: str) -> None:
         """The viewer that drives went away: the pause stays, nobody drives."""
 
-    def hand_back(self, session_id: str, profile_id: str, viewer: str, why: str) -> bool:
-        """Give the controls back to the agent (``why``: ``explicit``, ``idle``…); its next
-        answer carries a notice. False when the lease was not paused."""
+    def hand_back(
+        self, session_id: str, profile_id: str, viewer: str, why: str, note: str = ""
+    ) -> bool:
+        """Give the controls back to the agent (``why``: ``explicit``, ``idle``…) — of every
+        lease on that browser; each session's next answer carries a notice (with the
+        human's ``note``, clipped). False when the lease was not paused."""
 
     def note_input(self, session_id: str, profile_id: str) -> None:
-        """The human's input reached the page (the idle handback's clock)."""
+        """The human's input reached the page: the idle handback's clock, and activity for
+        the idle timeout of every session on that browser."""
+
+    def viewing(self, session_id: str, profile_id: str, viewer: LiveViewer, on: bool) -> None:
+        """A live-view page opened (``on``) or closed on the lease: ``bay status`` and
+        :meth:`status` list it."""
+
+    def status(self, session_id: str, profile_id: str) -> LeaseStatus | None:
+        """Who holds what on the session's lease (None: it holds none there)."""
+
+    def statuses(self) -> list[LeaseStatus]:
+        """:meth:`status` of every lease the keeper holds (an owner's dashboard)."""
 
     def expire_idle(self) -> None:
         """Hand back every pause whose driver gave no input for ``BAY_HANDBACK_IDLE``."""

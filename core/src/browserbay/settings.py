@@ -85,6 +85,11 @@ class BaySettings:
         "Seconds a dialog a page opened (alert, confirm, prompt, beforeunload) waits for an "
         "answer before the keeper dismisses it; the session's next answer says so.",
     )
+    memory_notice_mb: float = _setting(
+        0.0,
+        "MiB of memory (PSS) above which a browser is marked and its sessions told once "
+        "(again only after it fell below 80 % of it); never stopped for its size. 0: no line.",
+    )
     browser_grace: float = _setting(
         30.0, "Seconds a browser with no user left runs before it is stopped."
     )

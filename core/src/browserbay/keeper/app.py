@@ -47,6 +47,7 @@ from browserbay.keeper import (
 from browserbay.keeper.admin import AdminVerbs
 from browserbay.keeper.audit import AuditTrail
 from browserbay.keeper.base import Lifecycle, RegistryRunner, RestartGate
+from browserbay.keeper.brakes import Brakes
 from browserbay.keeper.browsers import BrowserPool
 from browserbay.keeper.children import Children
 from browserbay.keeper.choosing import LeaseChooser
@@ -59,6 +60,7 @@ from browserbay.keeper.files import Carrier, SessionFiles
 from browserbay.keeper.grants import GrantBook, GrantVerbs
 from browserbay.keeper.keeper import Housekeeping, Keeper
 from browserbay.keeper.leases import Leases
+from browserbay.keeper.memory import MemoryWatch
 from browserbay.keeper.pageverbs import PAGE_VERBS
 from browserbay.keeper.profiles import ProfileBook
 from browserbay.keeper.roads import Guards
@@ -185,6 +187,10 @@ class App:
         downloads = Downloads(paths.runtime / "downloads", settings.download_max_bytes)
         #: Every dialog a page opens, held until it is answered (bay dialog, the live view).
         self.dialogs = Dialogs(roster.by_id, settings.dialog_timeout)
+        #: Every tab's brake: a takeover stops the script its page runs.
+        brakes = Brakes()
+        #: Each browser's memory, measured each tick; over the owner's line, said once.
+        self.memory = MemoryWatch(self.pool, roster.by_id, settings.memory_notice_mb)
         self.leases = Leases(
             self.pool,
             tabs,
@@ -197,10 +203,13 @@ class App:
             idle_timeout=settings.idle_timeout,
             downloads=downloads,
             dialogs=self.dialogs,
+            brakes=brakes,
         )
         self.pool.on_crash = self.leases.crashed
         #: Who holds each lease's controls; the live-view transports' host.
-        self.controls = Controls(plugins, roster.by_id, settings.handback_idle, self.dialogs)
+        self.controls = Controls(
+            plugins, roster.by_id, settings.handback_idle, self.dialogs, brakes, self.memory
+        )
         self.live = make_transports(plugins, self.controls)
         #: The one guard path every road's actions pass (see browserbay.keeper.roads).
         self.guards = Guards(plugins, self.controls, self.gate.check, self.audit.write)
@@ -276,6 +285,7 @@ class App:
                 plugins,
                 settings,
                 children,
+                self.controls,
             ),
             TabVerbs(plugins, tabs, self.leases, self.profiles),
             backend,
@@ -302,7 +312,7 @@ class App:
             self.dialogs,
         )
         self.housekeeping = Housekeeping(
-            roster, self.leases, self.pool, self.gate, settings, children
+            roster, self.leases, self.pool, self.gate, settings, children, self.memory
         )
         self.triggers = TriggerIntake(
             paths,

@@ -1,11 +1,16 @@
 """Who holds a lease's controls: the agent, or a human who took over in a live view.
 
-A takeover (or a handoff the agent asked for) pauses the lease: the agent's next page, tab
-and plugin verbs on it are refused ``browser_paused``; the verbs running on it at that
-instant are cut and answered ``browser_interrupted``, naming what was cut and whether it may
-already have reached the page. The handback (explicit, or after ``BAY_HANDBACK_IDLE``
-seconds without the human's input) gives the controls back, and the agent's next answer
-carries a one-time notice: where its tab is now and what to run again.
+A takeover (or a handoff the agent asked for) pauses the whole browser: every lease on the
+taken profile — the taken session's and every other session's sharing that browser — holds
+the one pause. Their next page, tab and plugin verbs are refused ``browser_paused`` (naming
+who holds it); the verbs running on any of them at that instant are cut and answered
+``browser_interrupted``, naming what was cut and whether it may already have reached the
+page; the script each of its pages runs is stopped (:mod:`browserbay.keeper.brakes`). The
+human's input counts as activity for the idle timeout of every session on that browser. The
+handback (explicit, or after ``BAY_HANDBACK_IDLE`` seconds without the human's input) gives
+the controls back to all of them, and each session's next answer carries a one-time notice:
+where its tab is now, what to run again, and the human's note when they left one.
+A window's target lease is paused alone.
 
 :class:`Controls` is the :class:`browserbay.model.LiveHost` the keeper hands live-view
 transports.
@@ -21,10 +26,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 
 from browserbay import verbs
+from browserbay.keeper.brakes import Brakes
 from browserbay.keeper.dialogs import Dialogs
+from browserbay.keeper.memory import Measure, MemoryWatch
 from browserbay.keeper.pause import Inflight, Pause
 from browserbay.keeper.sessions import Lease, Session
-from browserbay.model import LiveTransport, PageDialog, PauseInfo
+from browserbay.model import LeaseStatus, LiveTransport, LiveViewer, PageDialog, PauseInfo
 from browserbay.refusals import Refusal, clip
 
 if TYPE_CHECKING:
@@ -38,6 +45,21 @@ _WHY = {
     "idle": "the human gave no input for {idle:g}s, so the controls came back to you",
     "timeout": "nobody handed the controls back within your --wait; they are yours again",
 }
+#: The most characters of a human's hand-back note the agent is told (it is never logged).
+NOTE_SHOWN = 300
+
+
+def _by(pause: Pause, session_id: str) -> str:
+    """Who holds the controls, as the refusals of ``session_id`` name it: the taken
+    session's own words, or — to another session on the same browser — with the session
+    whose lease was taken."""
+    if session_id == pause.session or not pause.session:
+        return pause.by
+    if pause.origin == "handoff":
+        return f"a handoff session {pause.session} asked for" + (
+            f": {pause.reason}" if pause.reason else ""
+        )
+    return f"{pause.by}, in the live view of session {pause.session}"
 
 
 def make_transports(plugins: Plugins, host: Controls) -> list[LiveTransport]:
@@ -61,6 +83,8 @@ class Controls:
         sessions: dict[str, Session],
         handback_idle: float = 300.0,
         dialogs: Dialogs | None = None,
+        brakes: Brakes | None = None,
+        memory: MemoryWatch | None = None,
     ):
         self.plugins = plugins
         self.sessions = sessions
@@ -68,24 +92,69 @@ class Controls:
         self.handback_idle = handback_idle
         #: The dialogs open on the tabs a viewer sees (None: a keeper without dialogs).
         self.dialogs = dialogs
+        #: Stops the scripts of a taken browser's pages (None: a keeper without browsers).
+        self.brakes = brakes
+        #: Each browser's memory as last measured (None: not measured).
+        self.memory = memory
+        #: Profile id -> the pause holding its browser: a lease on it that the takeover
+        #: did not find (a session that came to the profile meanwhile) joins at its verb.
+        self._paused: dict[str, Pause] = {}
+        #: (session id, profile id) -> the live-view pages open on that lease.
+        self._viewers: dict[tuple[str, str], dict[str, LiveViewer]] = {}
 
     # -- the keeper's side --------------------------------------------------------------
 
     def check(self, lease: Lease, exempt: bool) -> None:
-        """Refuse a verb on a paused lease (before anything runs)."""
-        pause = lease.control.pause
+        """Refuse a verb on a paused lease — a lease on a browser a human holds (before
+        anything runs)."""
+        pause = self._pause_of(lease)
         if pause is None or exempt:
             return
         raise Refusal(
             "browser_paused",
             profile=lease.handle,
             of=lease.controls_of,
-            by=pause.by,
+            by=_by(pause, lease.session.id),
             since=time.strftime("%H:%M:%S", time.localtime(pause.since)),
             seconds=round(time.time() - pause.since),
             reason=pause.reason,
             origin=pause.origin,
+            session=pause.session,
         )
+
+    def _pause_of(self, lease: Lease) -> Pause | None:
+        """The lease's pause; a browser lease without one joins its browser's (a session
+        that came to a taken profile after the takeover)."""
+        pause = lease.control.pause
+        if pause is not None or lease.window is not None:
+            return pause
+        held = self._paused.get(lease.profile.id)
+        if held is None or held.released.is_set():
+            return None
+        lease.control.hold(held)
+        return held
+
+    def _browser_leases(self, lease: Lease) -> list[Lease]:
+        """The taken lease first, then every other session's lease on the same browser (a
+        window's target lease: itself alone)."""
+        if lease.window is not None:
+            return [lease]
+        others = [
+            other
+            for session in self.sessions.values()
+            for other in session.leases.values()
+            if other is not lease and other.profile.id == lease.profile.id
+        ]
+        return [lease, *others]
+
+    def _members(self, pause: Pause) -> list[tuple[Session, Lease]]:
+        """Every lease holding ``pause``, with its session."""
+        return [
+            (session, lease)
+            for session in self.sessions.values()
+            for lease in [*session.leases.values(), *session.targets.values()]
+            if lease.control.pause is pause
+        ]
 
     async def run(
         self,
@@ -131,13 +200,14 @@ class Controls:
 
     @staticmethod
     def let_go(lease: Lease) -> None:
-        """The lease ended: nobody holds its controls any more (a handoff waiting wakes)."""
-        lease.control.release()
+        """The lease ended: it holds no pause any more. The taken lease's end gives every
+        lease on its browser its controls back (a handoff waiting wakes)."""
+        lease.control.leave()
 
     def _interrupted(self, lease: Lease, entry: Inflight) -> Refusal:
         pause = lease.control.pause
-        if pause is not None and entry.command not in pause.interrupted:
-            pause.interrupted.append(entry.command)
+        if pause is not None:
+            pause.cut(lease.session.id, entry.command)
         reached = (
             "it may already have reached the page: look before running it again"
             if entry.mutates
@@ -148,7 +218,7 @@ class Controls:
             verb=entry.verb,
             profile=lease.handle,
             of=lease.controls_of,
-            by=pause.by if pause is not None else "a human in the live view",
+            by=_by(pause, lease.session.id) if pause is not None else "a human in the live view",
             reached=reached,
             may_have_reached_page=entry.mutates,
             command=entry.command,
@@ -175,7 +245,7 @@ class Controls:
     ) -> PauseInfo:
         _session, lease = self._find(session_id, profile_id)
         now = time.monotonic()
-        pause = lease.control.pause
+        pause = self._pause_of(lease)
         if pause is not None:
             if viewer is None or pause.holder == viewer:
                 return pause.info()
@@ -184,36 +254,58 @@ class Controls:
                     "browser_paused",
                     profile=lease.handle,
                     of=lease.controls_of,
-                    by=pause.by,
+                    by=_by(pause, session_id),
                     since=time.strftime("%H:%M:%S", time.localtime(pause.since)),
                     holder=pause.holder,
                 )
             pause.holder, pause.claimed = viewer, now
+            self._stop_scripts(pause)
             self.plugins.hooks.bay_takeover(lease=lease.info(), viewer=viewer)
             return pause.info()
         if viewer is None:
             by = "a handoff you asked for" + (f": {reason}" if reason else "")
-            pause = Pause("handoff", by, reason, time.time(), now)
+            pause = Pause("handoff", by, reason, time.time(), now, session=session_id)
         else:
             by = f"a human in the live view ({viewer})"
-            pause = Pause("takeover", by, reason, time.time(), now, viewer, now)
-        lease.control.hold(pause)
-        for entry in lease.control.inflight:
-            entry.cut = True
-            entry.scope.cancel()
+            pause = Pause("takeover", by, reason, time.time(), now, viewer, now, session=session_id)
+        members = self._browser_leases(lease)
+        for member in members:
+            member.control.hold(pause)
+        if lease.window is None:
+            self._paused[lease.profile.id] = pause
+        for member in members:
+            for entry in member.control.inflight:
+                entry.cut = True
+                entry.scope.cancel()
+        self._stop_scripts(pause)
         if viewer is not None:
             self.plugins.hooks.bay_takeover(lease=lease.info(), viewer=viewer)
         return pause.info()
 
+    def _stop_scripts(self, pause: Pause) -> None:
+        """Stop the script every page of the paused browser runs (a busy loop the agent
+        started must not keep the human from their page)."""
+        if self.brakes is None:
+            return
+        pages = [
+            tab.page
+            for _session, lease in self._members(pause)
+            if lease.window is None
+            for tab in lease.tabs.values()
+        ]
+        self.brakes.stop(pages)
+
     def release(self, session_id: str, profile_id: str, viewer: str) -> None:
         lease = self.lease(session_id, profile_id)
-        pause = lease.control.pause if lease is not None else None
+        pause = self._pause_of(lease) if lease is not None else None
         if pause is not None and pause.holder == viewer:
             pause.holder = None
 
-    def hand_back(self, session_id: str, profile_id: str, viewer: str, why: str) -> bool:
-        session, lease = self._find(session_id, profile_id)
-        pause = lease.control.pause
+    def hand_back(
+        self, session_id: str, profile_id: str, viewer: str, why: str, note: str = ""
+    ) -> bool:
+        _session, lease = self._find(session_id, profile_id)
+        pause = self._pause_of(lease)
         if pause is None:
             return False
         if why == "explicit" and pause.holder not in (None, viewer):
@@ -221,11 +313,25 @@ class Controls:
                 "browser_paused",
                 profile=lease.handle,
                 of=lease.controls_of,
-                by=pause.by,
+                by=_by(pause, session_id),
                 since=time.strftime("%H:%M:%S", time.localtime(pause.since)),
                 holder=pause.holder,
             )
-        lease.control.release()
+        members = self._members(pause)
+        lease.control.release()  # every lease holding it
+        if self._paused.get(lease.profile.id) is pause:
+            del self._paused[lease.profile.id]
+        said = " ".join(note.split())  # one line; typed by the human: never logged
+        for session, member in members:
+            session.notices.append(self._notice(pause, session, member, why))
+            if said and why == "explicit":
+                session.notices.append(f'the human handed back: "{clip(said, NOTE_SHOWN)}"')
+        self.plugins.hooks.bay_handback(lease=lease.info(), viewer=viewer)
+        return True
+
+    def _notice(self, pause: Pause, session: Session, lease: Lease, why: str) -> str:
+        """What the handback tells one paused session: why, where its tab is now, what was
+        cut, and that its references may be stale."""
         words = _WHY.get(why, "the controls came back to you ({why})").format(
             idle=self.handback_idle, why=why
         )
@@ -237,6 +343,8 @@ class Controls:
         else:
             tab = lease.tabs.get(lease.current) if lease.current else None
             what = f"profile {lease.handle}"
+            if session.ref.id != pause.session:
+                what += f", taken in the live view of session {pause.session}"
             where = (
                 f"your current tab {tab.id} is at {clip(tab.page.url)}"
                 if tab is not None
@@ -244,18 +352,61 @@ class Controls:
             )
             fresh = "bay snapshot -i"
         notice = f"{words} ({what}, after {round(time.time() - pause.since)}s); {where}"
-        if pause.interrupted:
-            notice += "; run again what was cut: " + ", ".join(pause.interrupted)
-        notice += f"; references from before the pause may be stale: {fresh} first"
-        session.notices.append(notice)
-        self.plugins.hooks.bay_handback(lease=lease.info(), viewer=viewer)
-        return True
+        cut = pause.interrupted.get(session.ref.id)
+        if cut:
+            notice += "; run again what was cut: " + ", ".join(cut)
+        return notice + f"; references from before the pause may be stale: {fresh} first"
 
     def note_input(self, session_id: str, profile_id: str) -> None:
         lease = self.lease(session_id, profile_id)
-        pause = lease.control.pause if lease is not None else None
-        if pause is not None:
-            pause.last_input = time.monotonic()
+        pause = self._pause_of(lease) if lease is not None else None
+        if pause is None:
+            return
+        pause.last_input = now = time.monotonic()
+        for session, _lease in self._members(pause):  # the human is using their browser
+            session.last_used = max(session.last_used, now)
+
+    # -- who holds what (bay status, the live pages, an owner's dashboard) -------------
+
+    def viewing(self, session_id: str, profile_id: str, viewer: LiveViewer, on: bool) -> None:
+        key = (session_id, profile_id)
+        if on:
+            self._viewers.setdefault(key, {})[viewer.id] = viewer
+            return
+        open_ = self._viewers.get(key)
+        if open_ is not None:
+            open_.pop(viewer.id, None)
+            if not open_:
+                del self._viewers[key]
+
+    def status_of(self, lease: Lease) -> LeaseStatus:
+        """Who holds what on ``lease``: the one place ``bay status`` and the live view read
+        it."""
+        pause = self._pause_of(lease)
+        measure = self.memory.of(lease) if self.memory is not None else Measure(None, False)
+        key = (lease.session.id, lease.profile.id)
+        return LeaseStatus(
+            session=lease.session.id,
+            profile=lease.profile.id,
+            handle=lease.handle,
+            input_holder="user" if pause is not None else "agent",
+            driver=pause.holder if pause is not None else None,
+            viewers=tuple(self._viewers.get(key, {}).values()),
+            pause=pause.info() if pause is not None else None,
+            pss_kib=measure.pss_kib,
+            memory_over=measure.over,
+        )
+
+    def status(self, session_id: str, profile_id: str) -> LeaseStatus | None:
+        lease = self.lease(session_id, profile_id)
+        return self.status_of(lease) if lease is not None else None
+
+    def statuses(self) -> list[LeaseStatus]:
+        return [
+            self.status_of(lease)
+            for session in list(self.sessions.values())
+            for lease in [*session.leases.values(), *session.targets.values()]
+        ]
 
     def expire_idle(self) -> None:
         now = time.monotonic()
@@ -296,7 +447,7 @@ class Controls:
 
     async def wait_handback(self, session_id: str, profile_id: str, timeout: float) -> bool:
         lease = self.lease(session_id, profile_id)
-        pause = lease.control.pause if lease is not None else None
+        pause = self._pause_of(lease) if lease is not None else None
         if pause is None:
             return True
         with anyio.move_on_after(max(0.0, timeout)):

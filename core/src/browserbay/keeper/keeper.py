@@ -29,6 +29,7 @@ from browserbay.keeper.faults import disk_full, is_disk_full
 from browserbay.keeper.files import Carried, Carrier, party_of
 from browserbay.keeper.frames import ELEMENT_VERBS, PENDING, TRACED_VERBS, Recorder
 from browserbay.keeper.leases import Leases
+from browserbay.keeper.memory import MemoryWatch
 from browserbay.keeper.pageverbs import page_error
 from browserbay.keeper.requests import _context, _redact, _validate
 from browserbay.keeper.roads import Guards, frame_road
@@ -481,6 +482,7 @@ class Housekeeping:
         gate: RestartGate,
         settings: BaySettings,
         children: Children,
+        memory: MemoryWatch | None = None,
     ) -> None:
         self.roster = roster
         self.leases = leases
@@ -488,6 +490,8 @@ class Housekeeping:
         self.gate = gate
         self.settings = settings
         self.children = children
+        #: Measures each browser's memory at every tick (None: not measured).
+        self.memory = memory
 
     async def tick(self) -> None:
         """A session with a verb in flight is never idle."""
@@ -515,6 +519,8 @@ class Housekeeping:
                 for lease in running:
                     await self.leases.end(session, lease, "idle")
         await self.pool.stop_idle(self.settings.browser_grace)
+        if self.memory is not None:
+            await self.memory.tick()
 
     def _idle(self, session: Session) -> bool:
         """No verb for the idle timeout, and none by any of its child sessions either (a

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page
     from playwright.async_api import Response as PlaywrightResponse
 
+    from browserbay.keeper.brakes import Brakes
     from browserbay.keeper.dialogs import Dialogs
     from browserbay.keeper.downloads import Downloads
 
@@ -93,6 +94,7 @@ class Leases:
         idle_timeout: float = 900.0,
         downloads: Downloads | None = None,
         dialogs: Dialogs | None = None,
+        brakes: Brakes | None = None,
     ):
         self.pool = pool
         self.tabs = tabs
@@ -113,6 +115,8 @@ class Leases:
         #: Holds every dialog a page opens until it is answered (None: Playwright's silent
         #: dismissal, a keeper without dialogs).
         self.dialogs = dialogs
+        #: Each tab's brake session, which a takeover pulls (None: a keeper without).
+        self.brakes = brakes
 
     # -- what a lease is bound to -------------------------------------------------------
 
@@ -279,6 +283,8 @@ class Leases:
             self.downloads.watch(page, lambda: self.sessions.get(tab.owner))
         if self.dialogs is not None:
             self.dialogs.watch(page, tab)
+        if self.brakes is not None:
+            self.brakes.watch(page)
         return tab
 
     async def new_tab(self, lease: Lease) -> Tab:

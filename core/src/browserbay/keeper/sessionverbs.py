@@ -15,6 +15,7 @@ from browserbay.keeper.base import Answer
 from browserbay.keeper.channels import Channel, owner_only
 from browserbay.keeper.children import Children
 from browserbay.keeper.choosing import LeaseChooser
+from browserbay.keeper.controls import Controls
 from browserbay.keeper.guard import host_allowed
 from browserbay.keeper.hints import blocked
 from browserbay.keeper.leases import Leases, blocked_requests, goto_guarded
@@ -179,6 +180,7 @@ class SessionVerbs:
         plugins: Plugins,
         settings: BaySettings,
         children: Children,
+        controls: Controls,
     ) -> None:
         self.attachments = attachments
         self.sessions = sessions
@@ -191,6 +193,8 @@ class SessionVerbs:
         self.plugins = plugins
         self.settings = settings
         self.children = children
+        #: Who holds the input of each lease, its viewers, its browser's memory line.
+        self.controls = controls
 
     async def blocked(self, call: SessionCall) -> SessionAnswer:
         """A claim recorded for the user; no profile is touched."""
@@ -377,12 +381,18 @@ class SessionVerbs:
                 if lease.browser
                 else None
             )
+            held = self.controls.status_of(lease)
             leases.append(
                 {
                     "profile": lease.profile.as_row(),
                     "handle": lease.handle,
                     "browser": lease.browser.id if lease.browser else None,
                     "browser_pss_kib": pss,
+                    "memory_over": held.memory_over,
+                    "input_holder": held.input_holder,
+                    "driver": held.driver,
+                    "viewers": held.as_row()["viewers"],
+                    "paused": held.as_row()["paused"],
                     "tabs": [
                         dict(await t.row(), current=t.id == lease.current)
                         for t in list(lease.tabs.values())
@@ -421,7 +431,7 @@ class SessionVerbs:
         for item in leases:
             text += (
                 f"\n  {item['handle']}: browser {item['browser'] or 'not running'}"
-                f" · {len(item['tabs'])} tab(s)"
+                f" · {len(item['tabs'])} tab(s) · {_holds(item)}"
             )
             for t in item["tabs"]:
                 if t["frame"]:
@@ -430,6 +440,22 @@ class SessionVerbs:
             if item["proposal"]:
                 text += f"\n    {proposal_line(item['proposal'])}"
         return data, text, chosen.profile if chosen else None
+
+
+def _holds(item: dict[str, Any]) -> str:
+    """Who holds the input of a status row's lease, and who watches it, in words."""
+    paused = item["paused"]
+    if paused is None:
+        words = "input: agent"
+    else:
+        driver = item["driver"] or "nobody driving yet"
+        words = f"input: user ({driver}; a {paused['origin']} in session {paused['session']})"
+    viewers = [f"{v['id']} ({v['mode']})" for v in item["viewers"]]
+    if viewers:
+        words += f" · viewers: {', '.join(viewers)}"
+    if item["memory_over"]:
+        words += " · over the memory line"
+    return words
 
 
 def _only_narrows(fence: tuple[str, ...], asked: list[str], channel: Channel) -> None:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from browserbay import wsguard
+from browserbay.model import LiveViewer
 from browserbay.refusals import clip
 from browserbay_liveview_web.stream import TabStream
 from browserbay_liveview_web.tickets import CREDENTIAL_TTL, Credential, Mode, Vault
@@ -137,6 +138,16 @@ class Target:
                 await window.release()
         self.push(lease, {}, window)
 
+    def who(self) -> dict[str, Any] | None:
+        """Who holds what on the lease (the keeper's one status: bay status says the same):
+        the input holder, the viewer that drives, every viewer, the session whose live view
+        or handoff holds the browser."""
+        status = self.host.status(self.session_id, self.profile_id)
+        if status is None:
+            return None
+        row = status.as_row()
+        return {k: row[k] for k in ("input_holder", "driver", "viewers", "paused", "memory_over")}
+
     @staticmethod
     def _holder(pause: Any, viewer: Viewer) -> str:
         if pause is None:
@@ -153,6 +164,7 @@ class Target:
         dialogs: Mapping[str, PageDialog] | None = None,
     ) -> None:
         pause = lease.pause_info() if lease is not None else None
+        who = self.who()
         if window is not None:
             for viewer in list(self.viewers):
                 stream = viewer.stream
@@ -175,6 +187,7 @@ class Target:
                         "cursor": None,
                         "profile": lease.profile.label if lease is not None else "",
                         "session": self.session_id,
+                        "who": who,
                     }
                 )
             return
@@ -219,6 +232,7 @@ class Target:
                     "cursor": cursor,
                     "profile": lease.profile.label if lease is not None else "",
                     "session": self.session_id,
+                    "who": who,
                     "dialog": None
                     if dialog is None
                     else {
@@ -396,6 +410,7 @@ class WebTransport:
         if target is None:
             target = self.targets[key] = Target(self, *key)
         target.viewers.add(viewer)
+        self._viewing(target, viewer, True)
         viewer.start()
         target.ensure_running()
         target.poke.set()
@@ -428,7 +443,7 @@ class WebTransport:
             viewer.chosen_tab = str(tab) if tab else None
             target.poke.set()
 
-    async def _control(self, viewer: Viewer, kind: str) -> None:
+    async def _control(self, viewer: Viewer, kind: str, note: str = "") -> None:
         grant = viewer.credential.grant
         target = self.targets.get((grant.session_id, grant.profile_id))
         if target is None:
@@ -441,7 +456,9 @@ class WebTransport:
                 self.host.take_over(target.session_id, target.profile_id, viewer.id)
                 self._flush(viewer)
             else:
-                self.host.hand_back(target.session_id, target.profile_id, viewer.id, "explicit")
+                self.host.hand_back(
+                    target.session_id, target.profile_id, viewer.id, "explicit", note
+                )
         except KeyError:
             await _say(viewer, "this session holds no browser on that profile right now")
         except Exception as exc:  # a Refusal: somebody else drives
@@ -474,7 +491,8 @@ class WebTransport:
     async def _dispatch(self, viewer: Viewer, event: dict[str, Any]) -> None:
         """One input event of the human who drives, to the tab the viewer shows."""
         if event.get("t") in ("takeover", "handback"):
-            await self._control(viewer, str(event["t"]))
+            note = event.get("note")  # the human's hand-back note: to the agent, never logged
+            await self._control(viewer, str(event["t"]), note if isinstance(note, str) else "")
             return
         grant = viewer.credential.grant
         lease = self.host.lease(grant.session_id, grant.profile_id)
@@ -547,8 +565,15 @@ class WebTransport:
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 
+    def _viewing(self, target: Target, viewer: Viewer, on: bool) -> None:
+        """Tell the keeper who watches the lease (bay status lists the viewers)."""
+        seen = LiveViewer(viewer.id, viewer.credential.grant.mode)
+        with contextlib.suppress(Exception):
+            self.host.viewing(target.session_id, target.profile_id, seen, on)
+
     async def _leave(self, target: Target, viewer: Viewer) -> None:
         target.viewers.discard(viewer)
+        self._viewing(target, viewer, False)
         self.detach(viewer)
         await viewer.stop()
         with contextlib.suppress(Exception):

@@ -1,0 +1,120 @@
+"""A takeover takes the whole browser: every session sharing it is paused, the script the agent
+runs in the page is stopped, the human's input keeps every session on it alive, and the
+handback (with the human's note) reaches each of them. Real browsers, the real keeper and CLI."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from browserbay_testing import Bay, assert_refused, wait_for
+from browserbay_testing.live import (
+    finished,
+    in_background,
+    live_state,
+    live_stats,
+    open_live_link,
+    press_hand_back,
+    press_take_over,
+)
+
+pytestmark = pytest.mark.browser
+
+
+def _shared(bay: Bay, profile: str, *sessions: str) -> None:
+    """Sessions that all use one persistent profile: one browser between them."""
+    bay.ok("new", profile, session=sessions[0])
+    for s in sessions:
+        bay.ok("use", profile, session=s)
+
+
+def test_a_sibling_session_on_the_same_browser_is_refused_while_a_human_drives(
+    bay_with: Callable[..., Bay], demo: str, viewer: Any
+) -> None:
+    bay = bay_with()
+    _shared(bay, "shared", "sa", "sb")
+    bay.ok("open", f"{demo}/live.html?still", session="sa")
+    bay.ok("open", f"{demo}/form.html", session="sb")
+    # sb's verb in flight when the human takes sa's lease is cut too.
+    waiting = in_background(bay, "sb", "wait", "20000", "--timeout", "40")
+    time.sleep(1.0)
+    open_live_link(bay, "sa", viewer)
+    press_take_over(viewer)
+    cut = assert_refused(finished(waiting), "browser_interrupted")
+    assert cut["data"]["command"] == "bay wait 20000"
+    # The sibling's verbs are refused, naming who holds the browser.
+    frame = assert_refused(bay("get", "title", session="sb"), "browser_paused")
+    assert "session sa" in frame["data"]["by"]
+    assert "viewer" in frame["data"]["by"]
+    assert frame["data"]["session"] == "sa"
+    assert_refused(bay("open", f"{demo}/", session="sb"), "browser_paused")
+    assert_refused(bay("get", "title", session="sa"), "browser_paused")
+    # bay status names the input holder, for both, and the viewer.
+    mine = bay.ok("status", session="sa")["leases"][0]
+    assert mine["input_holder"] == "user"
+    assert mine["driver"] == live_state(viewer)["me"]
+    assert [v["mode"] for v in mine["viewers"]] == ["control"]
+    theirs = bay.ok("status", session="sb")["leases"][0]
+    assert theirs["input_holder"] == "user"
+    assert theirs["paused"]["session"] == "sa"
+    text = bay("status", session="sb", json_=False).stdout
+    assert "input: user" in text
+    # The handback, with a note: each session hears it, and where its own tab is.
+    viewer.fill("#handnote", "I signed in for you")
+    press_hand_back(viewer)
+    a = bay("get", "title", session="sa").frame
+    assert 'the human handed back: "I signed in for you"' in a["notice"]
+    assert "/live.html?still" in a["notice"]
+    b = bay("get", "title", session="sb").frame
+    assert b["ok"]
+    assert "taken in the live view of session sa" in b["notice"]
+    assert "/form.html" in b["notice"]
+    assert "run again what was cut: bay wait 20000" in b["notice"]
+    assert 'the human handed back: "I signed in for you"' in b["notice"]
+    assert bay.ok("status", session="sa")["leases"][0]["input_holder"] == "agent"
+
+
+def test_the_agents_busy_script_is_stopped_so_frames_keep_coming(
+    lbay: Bay, session: str, demo: str, viewer: Any
+) -> None:
+    lbay.ok("open", f"{demo}/live.html", session=session)
+    open_live_link(lbay, session, viewer)
+    busy = in_background(lbay, session, "eval", "(() => { while (true) {} })()", "--timeout", "60")
+    time.sleep(1.5)  # the page is busy: its animation (and so its frames) stop
+    before = live_stats(viewer)["frames"]
+    time.sleep(1.0)
+    assert live_stats(viewer)["frames"] <= before + 2, "the page still painted: not busy?"
+    press_take_over(viewer)
+    assert_refused(finished(busy), "browser_interrupted")
+    frames = live_stats(viewer)["frames"]
+    wait_for(lambda: live_stats(viewer)["frames"] > frames + 10, timeout=10, what="frames again")
+    press_hand_back(viewer)
+    assert lbay.ok("eval", "1 + 1", session=session)["value"] == 2  # the page works
+
+
+def test_the_humans_input_keeps_every_session_on_the_browser_alive(
+    bay_with: Callable[..., Bay], demo: str, viewer: Any
+) -> None:
+    bay = bay_with(BAY_IDLE_TIMEOUT="3", BAY_TICK="0.5", BAY_HANDBACK_IDLE="60")
+    _shared(bay, "kept", "ka", "kb")
+    bay.ok("open", f"{demo}/live.html?still", session="ka")
+    bay.ok("open", f"{demo}/form.html", session="kb")
+    open_live_link(bay, "ka", viewer)
+    press_take_over(viewer)
+    box = viewer.locator("#screen").bounding_box()
+    assert box is not None
+    end = time.monotonic() + 7  # more than twice the idle timeout
+    i = 0
+    while time.monotonic() < end:
+        viewer.mouse.move(box["x"] + 50 + (i % 40) * 5, box["y"] + 60)
+        i += 1
+        time.sleep(0.2)
+    assert live_state(viewer)["running"] is True
+    for s in ("ka", "kb"):
+        lease = bay.ok("status", session=s)["leases"][0]
+        assert lease["browser"] is not None, f"{s}'s lease ended while the human moved"
+        assert lease["input_holder"] == "user"
+    press_hand_back(viewer)
