@@ -3,14 +3,23 @@ cheap standard-library modules."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from browserbay import protocol
+from browserbay.refusals import Refusal
 from browserbay.verbs import VERBS
 from browserbay_cli.parse import UsageError, help_text, parse, usage_line
+from browserbay_testing.planted import fake_answer
 
 
 def test_parse_positional_flags_values_and_rest() -> None:
@@ -79,55 +88,110 @@ def test_help_and_usage_need_no_keeper(tmp_path: __import__("pathlib").Path) -> 
     assert not (tmp_path / "run" / "keeper.sock").exists()
 
 
-HOT_PATH = """
-import sys
-before = set(sys.modules)
-import browserbay_cli.main
-from browserbay_cli.parse import parse
-parse(["get", "title", "--json"])
-import browserbay.client
-new = sorted(set(sys.modules) - before)
-print("\\n".join(new))
-"""
+#: What a warm verb's whole ``bay`` process may import beyond a bare interpreter's start
+#: (``python -c pass``, site included): no ``json`` (nor the ``re`` and ``enum`` it loads),
+#: no ``socket`` (nor ``selectors``), no ``typing`` or ``dataclasses``. Each module costs
+#: ~0.1-0.5 ms of a command's ~12.
+HOT_PATH = {
+    "__future__",
+    "_json",
+    "_socket",
+    "browserbay",
+    "browserbay._version",
+    "browserbay.client",
+    "browserbay.identity",
+    "browserbay.protocol",
+    "browserbay.refusals",
+    "browserbay.render",
+    "browserbay.sockpath",
+    "browserbay.verbs",
+    "browserbay_cli",
+    "browserbay_cli.main",
+    "browserbay_cli.parse",
+}
 
 
-def test_the_hot_path_imports_only_cheap_standard_library_modules() -> None:
-    out = subprocess.run(
-        [sys.executable, "-c", HOT_PATH], capture_output=True, text=True, check=True
+def _imported(argv: list[str], env: dict[str, str], stdin: str = "") -> tuple[int, set[str]]:
+    """The exit code of ``argv`` and every module its process imported (``-X importtime``,
+    given by the environment so that it reaches the launcher's interpreter too)."""
+    r = subprocess.run(
+        argv,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env={**env, "PYTHONPROFILEIMPORTTIME": "1"},
+        timeout=30,
     )
-    loaded = set(out.stdout.split())
-    ours = {m for m in loaded if m.split(".")[0] in ("browserbay", "browserbay_cli")}
-    assert ours <= {
-        "browserbay",
-        "browserbay._version",
-        "browserbay.client",
-        "browserbay.identity",
-        "browserbay.protocol",
-        "browserbay.refusals",
-        "browserbay.render",
-        "browserbay.sockpath",
-        "browserbay.transfer",  # files through the connection: base64, os, stat only
-        "browserbay.verbs",
-        "browserbay_cli",
-        "browserbay_cli.main",
-        "browserbay_cli.parse",
-    }, ours
-    third_party = {
-        m.split(".")[0] for m in loaded - ours if m.split(".")[0] not in sys.stdlib_module_names
+    names = {
+        line.rsplit("|", 1)[1].strip()
+        for line in r.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
     }
-    assert not third_party, third_party
-    heavy = {
-        "typing",
-        "dataclasses",
-        "argparse",
-        "subprocess",
-        "asyncio",
-        "inspect",
-        "pluggy",
-        "anyio",
-        "playwright",
-    }
-    assert not (heavy & {m.split(".")[0] for m in loaded}), heavy & loaded
+    return r.returncode, names - {"package"}  # the header line's column title
+
+
+@contextlib.contextmanager
+def fake_keeper(home: Path) -> Iterator[list[dict[str, Any]]]:
+    """A keeper at ``home``'s socket that answers a hello, ``ok`` to every verb, and
+    ``target_not_found`` to ``click``: the client's whole run, with no browser behind it.
+    Yields the frames it received."""
+    run = home / "run"
+    run.mkdir(mode=0o700, parents=True)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(run / "keeper.sock"))
+    listener.listen(8)
+    got: list[dict[str, Any]] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn, conn.makefile("rb") as lines:
+                for line in lines:
+                    frame = json.loads(line)
+                    got.append(frame)
+                    if frame.get("verb") == "click":
+                        answer = dict(Refusal("target_not_found", target="@e9").frame())
+                        answer["id"] = frame["id"]
+                    else:
+                        answer = fake_answer(frame, text="the title")
+                    conn.sendall(protocol.encode(answer))
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield got
+    finally:
+        listener.shutdown(socket.SHUT_RDWR)
+        listener.close()
+        thread.join(5)
+
+
+def test_a_warm_verbs_whole_process_imports_only_the_hot_path(tmp_path: Path) -> None:
+    env = {"BAY_HOME": str(tmp_path), "BAY_SESSION": "hot", "PATH": "/usr/bin:/bin"}
+    bay = str(Path(sys.executable).with_name("bay"))
+    _, bare = _imported([sys.executable, "-c", "pass"], env)
+    with fake_keeper(tmp_path) as got:
+        for argv, stdin, code in [
+            (["get", "title"], "", 0),
+            (["get", "title", "--json"], "", 0),
+            (["fill", "@e1", "-"], "typed", 0),  # stdin
+            (["click", "@e9"], "", 1),  # a refusal
+            (["click", "@e9", "--json"], "", 1),
+        ]:
+            exit, loaded = _imported([bay, *argv], env, stdin)
+            assert exit == code, argv
+            assert loaded - bare <= HOT_PATH, (argv, sorted(loaded - bare - HOT_PATH))
+    assert [f.get("verb") for f in got if "verb" in f] == ["get", "get", "fill", "click", "click"]
+    fill = next(f for f in got if f.get("verb") == "fill")
+    assert fill["args"] == {"target": "@e1", "text": "typed"}
+
+
+def test_the_hot_path_modules_are_standard_library_only() -> None:
+    ours = {m for m in HOT_PATH if m.split(".")[0] in ("browserbay", "browserbay_cli")}
+    assert {m.split(".")[0] for m in HOT_PATH - ours} <= set(sys.stdlib_module_names)
 
 
 def test_every_local_verb_of_the_table_has_one_handler_in_the_client() -> None:

@@ -8,7 +8,6 @@ JSON object on stdout. Standard library only on this path.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -73,7 +72,7 @@ def _emit_json(frame: dict[str, Any], verb: str) -> None:
             if isinstance(value, str) and len(value) > MAX_OUTPUT:
                 data[key], cut = _cut(value, verb)
                 data.setdefault("cut", {})[key] = cut
-    sys.stdout.write(json_safe(json.dumps(frame, ensure_ascii=False)) + "\n")
+    sys.stdout.write(json_safe(protocol.dumps(frame)) + "\n")
 
 
 def _say(stream: Any, text: str) -> None:
@@ -339,8 +338,8 @@ def plugin_verbs(*, start: bool) -> dict[str, Any]:
             # hold any verb table); the keeper's socket check says why, below.
             if distrust(str(paths.runtime), directory=True) is not None:
                 raise PermissionError
-            with open(path) as f:
-                rows = json.load(f)
+            with open(path, encoding="utf-8") as f:
+                rows = protocol.loads(f.read())
             if rows.get("version") == __version__:
                 extra = {r["name"]: Verb.from_row(r) for r in rows.get("verbs", [])}
                 return {**BY_NAME, **extra}

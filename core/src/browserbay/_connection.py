@@ -109,7 +109,8 @@ class AsyncConnection:
             raise refused(r) from None
         except OSError as exc:
             raise unavailable(str(exc) or type(exc).__name__) from None
-        sock: socket.socket = conn.sock
+        # The thin client's socket is a bare ``_socket.socket``; anyio takes ``socket`` ones.
+        sock = socket.socket(fileno=conn.sock.detach())
         sock.settimeout(None)
         stream = await anyio.abc.UNIXSocketStream.from_socket(sock)
         self.keeper = conn.keeper

@@ -7,22 +7,25 @@ started, stopped or replaced (:func:`connect_session`), and the session is the o
 names unless the caller names another (the keeper refuses that one ``session_fixed``).
 
 Standard library only, and only cheap modules on the hot path (no typing, dataclasses,
-argparse or subprocess unless the keeper has to be spawned): a warm command costs one Python
-start plus one socket round trip.
+argparse or subprocess unless the keeper has to be spawned; ``_socket``, not ``socket``, which
+imports ``enum`` and ``selectors``; no ``json``, see :func:`browserbay.protocol.loads`): a warm
+command costs one Python start plus one socket round trip.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 import sys
 import time
+from _socket import AF_UNIX, SOCK_STREAM, SOL_SOCKET, socket
 
 from browserbay import identity, protocol, sockpath
 from browserbay.refusals import Refusal, printable
 from browserbay.sockpath import distrust, socket_path
 from browserbay.verbs import PAGE
+
+if sys.platform == "linux":
+    from _socket import SO_PEERCRED
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -56,7 +59,7 @@ class Connection:
     """One socket to the keeper, with the hello exchanged. ``session_socket``: its path when
     it is a session socket (None: the home's own socket)."""
 
-    def __init__(self, sock: socket.socket, session_socket: str | None = None):
+    def __init__(self, sock: socket, session_socket: str | None = None):
         self.sock = sock
         self.buf = b""
         self.keeper: dict[str, Any] = {}
@@ -137,13 +140,13 @@ class Connection:
         self.sock.close()
 
 
-def _connect(path: str) -> socket.socket | None:
+def _connect(path: str) -> socket | None:
     """A socket to the keeper at ``path``, or None when none listens there. Nothing is sent
     to a socket another user could control (``socket_untrusted``): its directory must be
     this user's own, 0700 and no symlink, the socket file this user's, and the process
     listening on it running as this user (``SO_PEERCRED``)."""
     _trust_path(path)
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s = socket(AF_UNIX, SOCK_STREAM)
     try:
         s.connect(path)
     except (FileNotFoundError, ConnectionRefusedError):
@@ -177,11 +180,10 @@ def _trust_path(path: str) -> None:
         raise Refusal("socket_untrusted", socket=path, reason=why, fix=fix)
 
 
-def _trust_peer(sock: socket.socket, path: str) -> None:
-    option = getattr(socket, "SO_PEERCRED", None)
-    if option is None:  # pragma: no cover - macOS: the directory and file checks only
+def _trust_peer(sock: socket, path: str) -> None:
+    if sys.platform != "linux":  # pragma: no cover - macOS: the directory and file checks only
         return
-    raw = sock.getsockopt(socket.SOL_SOCKET, option, 12)  # struct ucred: pid, uid, gid
+    raw = sock.getsockopt(SOL_SOCKET, SO_PEERCRED, 12)  # struct ucred: pid, uid, gid
     uid = int.from_bytes(raw[4:8], sys.byteorder)
     if uid != os.getuid():
         raise Refusal(
@@ -207,7 +209,7 @@ def connect_session(path: str) -> Connection:
     keeper of another version ``keeper_unavailable`` naming both versions. Trusted as
     :func:`_trust_session` says before a byte is sent."""
     _trust_session(path)
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s = socket(AF_UNIX, SOCK_STREAM)
     try:
         s.connect(path)
     except (FileNotFoundError, NotADirectoryError):
@@ -275,7 +277,7 @@ def _trust_session(path: str) -> None:
         raise Refusal("socket_untrusted", socket=path, reason=why, fix=fix)
 
 
-def _handshake(sock: socket.socket, session_socket: str | None = None) -> Connection:
+def _handshake(sock: socket, session_socket: str | None = None) -> Connection:
     conn = Connection(sock, session_socket)
     conn.send(protocol.hello("client"))
     reply = conn.read(time.monotonic() + 10.0)
@@ -465,7 +467,3 @@ def call(
         return r.frame()
     except (OSError, ValueError) as exc:
         return Refusal("keeper_unavailable", reason=str(exc) or type(exc).__name__).frame()
-
-
-def dumps(frame: dict[str, Any]) -> str:
-    return json.dumps(frame, ensure_ascii=False)

@@ -9,6 +9,7 @@ stopped, nothing is left running.
 
 from __future__ import annotations
 
+import _socket
 import os
 import shutil
 import socket
@@ -157,7 +158,7 @@ def _mode(path: Path) -> int | None:
         return None
 
 
-def _peer_pid(sock: socket.socket) -> int | None:
+def _peer_pid(sock: _socket.socket) -> int | None:
     """The pid at the other end of a unix socket (Linux ``SO_PEERCRED``)."""
     try:
         raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))

@@ -17,7 +17,6 @@ Standard library only and cheap to import: the CLI's hot path imports it.
 from __future__ import annotations
 
 import os
-import re
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -28,7 +27,7 @@ if TYPE_CHECKING:
 
 #: What a session id (and a group name) is, as the refusals say it.
 RULE = "1-128 of A-Z a-z 0-9 . _ : @ -"
-_ID = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
+_ID = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:@-"
 
 #: Where an identity came from: ``--session``, ``BAY_SESSION``, the calling shell's session,
 #: a program using the Python API, the session socket's hello.
@@ -38,7 +37,9 @@ ORIGINS = ("flag", "env", "shell", "api", "socket")
 def is_session_id(value: object) -> bool:
     """``value`` is a session id (or a group name): 1-128 characters of :data:`RULE`, the
     whole string (a trailing newline is not one of them)."""
-    return isinstance(value, str) and _ID.fullmatch(value) is not None
+    # Stripping every allowed character leaves nothing: all are allowed (``re``, with ``enum``,
+    # costs the thin client ~5 ms to import).
+    return isinstance(value, str) and 0 < len(value) <= 128 and not value.strip(_ID)
 
 
 def shell_session() -> str:

@@ -12,12 +12,11 @@ Control: ``{"id", "op": "shutdown"}`` asks the keeper to exit gracefully.
 
 from __future__ import annotations
 
-import json
-
 from browserbay._version import PROTOCOL, __version__
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import json
     from typing import Any
 
 #: Largest frame the keeper reads. A longer line gets a ``too_large`` error frame.
@@ -41,8 +40,80 @@ def compatible(other: dict[str, Any]) -> bool:
     return other.get("version") == __version__ and other.get("protocol") == PROTOCOL
 
 
+_CONSTANTS = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}
+
+
+class _Decoding:
+    """What :func:`json.loads` configures its C scanner with (``json.JSONDecoder()``'s
+    settings), for :func:`loads`."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    array_hook = None  # read from Python 3.15 on
+    parse_float = float
+    parse_int = int
+    parse_constant = _CONSTANTS.__getitem__
+
+
+def _not_serializable(o: object) -> object:
+    raise TypeError(f"Object of type {o.__class__.__name__} is not JSON serializable")
+
+
+try:  # CPython's own accelerator, which ``json`` drives: the same scanner and encoder
+    from _json import encode_basestring, make_encoder, make_scanner
+except ImportError:  # pragma: no cover - an interpreter without it: the json module
+    _scan = _wire = _text = None
+else:
+    # typeshed types its context as the scanner itself ("needs the attrs above (ducktype)")
+    _scan = make_scanner(_Decoding())  # type: ignore[arg-type]
+    #: ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))``
+    _wire = make_encoder(
+        {}, _not_serializable, encode_basestring, None, ":", ",", False, False, True
+    )
+    #: ``json.dumps(value, ensure_ascii=False)``
+    _text = make_encoder(
+        {}, _not_serializable, encode_basestring, None, ": ", ", ", False, False, True
+    )
+
+
 def encode(frame: dict[str, Any]) -> bytes:
-    return json.dumps(frame, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    """One frame as a line: compact JSON, UTF-8, ending in a newline."""
+    if _wire is None:  # pragma: no cover
+        import json
+
+        return json.dumps(frame, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    return "".join(_wire(frame, 0)).encode() + b"\n"
+
+
+def dumps(value: object) -> str:
+    """``json.dumps(value, ensure_ascii=False)``, to the character: what ``bay --json``
+    prints."""
+    if _text is None:  # pragma: no cover
+        import json
+
+        return json.dumps(value, ensure_ascii=False)
+    return "".join(_text(value, 0))
+
+
+def loads(text: str) -> Any:
+    """``json.loads(text)``: the same value, or the same ``json.JSONDecodeError``.
+
+    The thin client's hot path calls CPython's C scanner itself (:mod:`_json`, which
+    :mod:`json` wraps): ``import json`` costs ~6 ms of a ~12 ms command, as it loads ``re``
+    and, through it, ``enum``. ``json`` is imported only to say what is wrong with a text
+    the scanner does not take whole (or to read one with whitespace around it)."""
+    if _scan is not None:
+        try:
+            value, end = _scan(text, 0)
+        except (StopIteration, ValueError):
+            pass
+        else:
+            if end == len(text):
+                return value
+    import json
+
+    return json.loads(text)
 
 
 def decode(line: bytes, *, interruptible: bool = False) -> dict[str, Any]:
@@ -55,11 +126,15 @@ def decode(line: bytes, *, interruptible: bool = False) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise ValueError(f"not UTF-8 at byte {exc.start}") from None
     try:
-        value = _slow_decoder().decode(text) if interruptible else json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not JSON: {exc.msg} at column {exc.colno}") from None
+        value = _slow_decoder().decode(text) if interruptible else loads(text)
     except RecursionError:
         raise ValueError("nested too deeply") from None
+    except ValueError as exc:
+        import json  # loaded already: loads() reads a text its scanner refused with json
+
+        if isinstance(exc, json.JSONDecodeError):
+            raise ValueError(f"not JSON: {exc.msg} at column {exc.colno}") from None
+        raise
     if not isinstance(value, dict):
         raise ValueError("a frame must be a JSON object")
     if _depth(value) > MAX_DEPTH:
@@ -71,7 +146,7 @@ def decode(line: bytes, *, interruptible: bool = False) -> dict[str, Any]:
 
 
 def _slow_decoder() -> json.JSONDecoder:
-    import json.scanner
+    import json.scanner  # the keeper's, for a big frame: off the client's path
 
     decoder = json.JSONDecoder()
     decoder.scan_once = json.scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]

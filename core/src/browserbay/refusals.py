@@ -8,8 +8,6 @@ otherwise) and a line in ``docs/refusals.md``.
 
 from __future__ import annotations
 
-import re
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -467,26 +465,30 @@ def clip(value: Any, limit: int = CLIP) -> Any:
 
 #: Characters no text output may carry to a terminal: the C0 controls but newline and tab
 #: (ESC starts a sequence that sets the window title or clears the screen, BEL ends one),
-#: DEL, and the C1 controls (U+009B is a CSI on its own). ``re`` is loaded by ``json``
-#: already; a search that finds none costs microseconds, also on non-ASCII text.
-_TERMINAL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+#: DEL, and the C1 controls (U+009B is a CSI on its own).
+_TERMINAL = tuple(map(chr, (*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0))))
 #: In JSON, C0 controls are escaped by ``json.dumps`` itself; DEL and C1 are not.
-_JSON = re.compile("[\x7f-\x9f]")
+_JSON = _TERMINAL[-33:]
 
 
 def printable(text: str) -> str:
-    """``text`` safe to print to a terminal: its control characters as ``\\x1b`` etc."""
-    if _TERMINAL.search(text) is None:
-        return text
-    return _TERMINAL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """``text`` safe to print to a terminal: its control characters as ``\\x1b`` etc.
+
+    One scan per control character (``in``, at ``memchr`` speed: ~0.2 ms for 50,000
+    characters), not ``re``, which with ``enum`` costs the thin client ~5 ms to import."""
+    for c in _TERMINAL:
+        if c in text:
+            text = text.replace(c, f"\\x{ord(c):02x}")
+    return text
 
 
 def json_safe(line: str) -> str:
     """A line of JSON (``ensure_ascii=False``) with DEL and C1 as ``\\u009b`` escapes too:
     outside strings JSON holds none of them, so the line stays the same JSON."""
-    if _JSON.search(line) is None:
-        return line
-    return _JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
+    for c in _JSON:
+        if c in line:
+            line = line.replace(c, f"\\u{ord(c):04x}")
+    return line
 
 
 class _Blank(dict):  # type: ignore[type-arg]
