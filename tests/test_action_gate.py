@@ -85,6 +85,7 @@ def gated() -> Iterator[Bay]:
         BAY_GATE_APPROVALS=str(home / "approvals.txt"),
         BAY_GATE_WORDS="Buy,Card number,Delete",
         BAY_GATE_VERBS=PRESSING,
+        BAY_GATE_MODE="refuse",  # the ask path: tests/test_approvals.py
     )
     yield b
     b.stop()

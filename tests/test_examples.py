@@ -38,6 +38,7 @@ def gated() -> Iterator[Bay]:
         BAY_PLUGIN_MODULES="recorder,browserbay_approval_gate.plugin",
         BAY_AUDIT_FILE=str(home / "audit.jsonl"),
         BAY_GATE_APPROVALS=str(home / "approvals.txt"),
+        BAY_GATE_MODE="refuse",  # the ask path (a card in the live view): tests/test_approvals.py
     )
     yield b
     b.stop()

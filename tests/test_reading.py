@@ -235,6 +235,7 @@ def gated() -> Iterator[Bay]:
         BAY_PLUGIN_MODULES="recorder,browserbay_approval_gate.plugin",
         BAY_GATE_APPROVALS=str(home / "approvals.txt"),
         BAY_GATE_VERBS="click,dblclick",
+        BAY_GATE_MODE="refuse",  # the ask path: tests/test_approvals.py
     )
     yield b
     b.stop()

@@ -21,6 +21,7 @@ import pluggy
 from browserbay.model import (
     ActionTarget,
     ActionTrace,
+    Ask,
     BrowserInfo,
     DoctorCheck,
     Failure,
@@ -164,7 +165,7 @@ def bay_before_verb(call: VerbCall) -> Refusal | None:
 
 
 @hookspec
-def bay_before_action(call: VerbCall, target: ActionTarget) -> Refusal | None:
+def bay_before_action(call: VerbCall, target: ActionTarget) -> Refusal | Ask | None:
     """Called before every verb that acts on the page, with the element it will act on,
     however the agent reaches it (``target.via``): the element it named (``click``, ``fill``,
     ``type``, ``select``, ``check``, ``uncheck``, ``focus``, ``upload``, ``download``,
@@ -173,8 +174,10 @@ def bay_before_action(call: VerbCall, target: ActionTarget) -> Refusal | None:
     the keys (``press``, ``keydown``, ``keyup``: ``target.key``; ``keyboard type|inserttext``).
     ``target`` says what it is (role, accessible name, text, a selector hint, its frame).
     Return a :class:`~browserbay.refusals.Refusal` (``verb_refused``) to stop the action — an
-    approval gate for a "Buy" or "Delete" button — or None. Every implementation is called;
-    the first refusal wins and nothing has been done to the element. ``call.profile`` is the
+    approval gate for a "Buy" or "Delete" button —, an :class:`~browserbay.model.Ask` to have
+    a human approve or deny it in the live view while the verb waits (bounded), or None.
+    Every implementation is called; the first refusal wins over any Ask, the first Ask over
+    None, and nothing has been done to the element. ``call.profile`` is the
     profile the verb acts on, ``call.actor`` who acted; ``call.args`` never carry typed text.
 
     The keeper describes the element (one round trip to the page) only when some plugin

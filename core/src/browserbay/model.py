@@ -528,6 +528,88 @@ class ActionTarget:
     ``call.args``)."""
 
 
+#: How long an :class:`Ask` waits for a human by default (seconds; the verb's own deadline
+#: bounds it too).
+ASK_TIMEOUT = 120.0
+
+
+@dataclass(frozen=True)
+class Ask:
+    """An approval gate's third answer (``bay_before_action`` may return it besides a
+    :class:`~browserbay.refusals.Refusal` and None): neither let the action run nor refuse
+    it — ask a human. The verb waits, its element untouched, while the live view shows a card
+    (what, which page, which session) with Approve and Deny; approved, the action runs and the
+    agent gets its answer; denied, ``approval_denied``; nobody answering within ``timeout``
+    (or the verb's own deadline, whichever comes first), ``approval_timeout``."""
+
+    reason: str
+    """Why a human must approve it, shown on the card and in a refusal (``clicking the
+    button "Buy now" needs a human's approval``)."""
+    plugin: str = ""
+    """The plugin that asks (the keeper fills in ``a policy`` when empty)."""
+    timeout: float = ASK_TIMEOUT
+    """The longest the verb waits for an answer, in seconds."""
+
+
+@dataclass(frozen=True)
+class PendingApproval:
+    """An :class:`Ask` a human has not answered yet: what a live view's card and the
+    keeper's status (:meth:`LiveHost.pending`) show. Every string is clipped; none carries
+    typed text (``fill``/``type`` show only how many characters they would type)."""
+
+    id: str
+    """``a1``, ``a2``… (unique for the keeper's life)."""
+    session: str
+    profile: str
+    tab: str
+    verb: str
+    what: str
+    """The verb and its target, described (``click button "Buy now"``), at most 200
+    characters."""
+    url: str
+    """The address of the page it would act on, without query or fragment."""
+    reason: str
+    plugin: str
+    asked: float
+    """``time.time()`` when it was asked."""
+    expires: float
+    """``time.time()`` after which it is answered ``approval_timeout``."""
+
+    def as_row(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "session": self.session,
+            "profile": self.profile,
+            "tab": self.tab,
+            "verb": self.verb,
+            "what": self.what,
+            "url": self.url,
+            "reason": self.reason,
+            "plugin": self.plugin,
+            "asked": self.asked,
+            "expires": self.expires,
+        }
+
+
+@dataclass(frozen=True)
+class Pending:
+    """What one lease waits on a human for: its open dialogs and its unanswered approvals
+    (:meth:`LiveHost.pending`, read by a dashboard)."""
+
+    session: str
+    profile: str
+    dialogs: tuple[PageDialog, ...]
+    approvals: tuple[PendingApproval, ...]
+
+    def as_row(self) -> dict[str, Any]:
+        return {
+            "session": self.session,
+            "profile": self.profile,
+            "dialogs": [d.as_row() for d in self.dialogs],
+            "approvals": [a.as_row() for a in self.approvals],
+        }
+
+
 @dataclass(frozen=True)
 class Frame:
     """A picture of a tab's viewport: a JPEG whose pixels are CSS pixels, text fields masked."""
@@ -964,6 +1046,20 @@ class LiveHost(Protocol):
     ) -> bool:
         """A human in the live view answers the dialog open on the tab (``text``: a prompt's
         answer, never logged); the agent's next answer says so. False when none is open."""
+
+    def approvals_of(self, session_id: str, profile_id: str) -> list[PendingApproval]:
+        """The approvals the lease's verbs wait for, oldest first (empty: none)."""
+
+    def answer_approval(
+        self, session_id: str, profile_id: str, approval_id: str, approve: bool, viewer: str
+    ) -> bool:
+        """A human in the live view approves or denies one of the lease's pending approvals;
+        the waiting verb goes on (or is refused ``approval_denied``). False when it is not
+        pending (answered, timed out, or the verb was cut)."""
+
+    def pending(self) -> list[Pending]:
+        """Every lease that waits on a human — an open dialog, an unanswered approval — of
+        every session (a dashboard's view; empty: nobody waits)."""
 
 
 class LiveTransport(Protocol):

@@ -26,6 +26,7 @@ from browserbay.keytest import run_test
 from browserbay.model import (
     ActionTarget,
     ActionTrace,
+    Ask,
     BrowserInfo,
     DoctorCheck,
     Failure,
@@ -133,8 +134,19 @@ class Hooks:
     def bay_before_verb(self, call: VerbCall) -> Refusal | None:
         return _first(self._pm.hook.bay_before_verb(call=call))
 
-    def bay_before_action(self, call: VerbCall, target: ActionTarget) -> Refusal | None:
-        return _first(self._pm.hook.bay_before_action(call=call, target=target))
+    def bay_before_action(self, call: VerbCall, target: ActionTarget) -> Refusal | Ask | None:
+        """The first refusal, else the first Ask (a refusal is never overruled by a human's
+        approval of what another gate asked), else None."""
+        answers: list[Refusal | Ask | None] = self._pm.hook.bay_before_action(
+            call=call, target=target
+        )
+        wrong = [a for a in answers if a is not None and not isinstance(a, (Refusal, Ask))]
+        if wrong:  # a gate that answers nonsense is never taken for a yes
+            raise TypeError(f"bay_before_action answered a {type(wrong[0]).__name__}")
+        refused = next((a for a in answers if isinstance(a, Refusal)), None)
+        if refused is not None:
+            return refused
+        return next((a for a in answers if isinstance(a, Ask)), None)
 
     def gates_actions(self) -> bool:
         """Some plugin implements ``bay_before_action`` (the keeper then describes each

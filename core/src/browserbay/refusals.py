@@ -274,6 +274,17 @@ _ROWS = (
         "{fix}",
     ),
     Code(
+        "approval_denied",
+        "A human denied {what} ({by}); asked by {plugin}: {reason}",
+        "do not run it again: tell the user it was denied and ask what to do instead",
+    ),
+    Code(
+        "approval_timeout",
+        "Nobody answered within {waited:g}s whether to {what}; asked by {plugin}: {reason}",
+        "ask the user to open the live view (bay live) to approve it, then run it again "
+        "(--timeout {longer:g} waits longer)",
+    ),
+    Code(
         "backend_no_key",
         "The {provider} provider needs a key: {integration} has no {field} ({reason})",
         "bay keys set {integration} {field}   (the value is read from stdin or a hidden prompt)",
@@ -653,6 +664,8 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "stop and ask the human, quoting code and way out; never work around it",
         (
             "verb_refused",
+            "approval_denied",
+            "approval_timeout",
             "domain_refused",
             "devtools_refused",
             "profile_busy",

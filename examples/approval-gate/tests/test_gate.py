@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from browserbay_approval_gate import plugin
 
-from browserbay.model import ActionTarget, ProfileRef, SessionRef, VerbCall, VerbOutcome
+from browserbay.model import ActionTarget, Ask, ProfileRef, SessionRef, VerbCall, VerbOutcome
 from browserbay.refusals import Refusal
 
 SESSION = SessionRef("agent-1", "env")
@@ -26,7 +26,13 @@ def _target(name: str, text: str = "", role: str = "button") -> ActionTarget:
 
 @pytest.fixture(autouse=True)
 def _env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for var in ("BAY_GATE_WORDS", "BAY_GATE_VERBS", "BAY_GATE_APPROVALS"):
+    for var in (
+        "BAY_GATE_WORDS",
+        "BAY_GATE_VERBS",
+        "BAY_GATE_APPROVALS",
+        "BAY_GATE_MODE",
+        "BAY_GATE_ASK_TIMEOUT",
+    ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("BAY_AUDIT_FILE", str(tmp_path / "audit.jsonl"))
 
@@ -50,7 +56,26 @@ def test_gated_words_are_whole_words_in_any_case(name: str, text: str, word: str
     assert plugin.gated_word(name, text) == word
 
 
-def test_a_click_on_buy_is_refused_and_audited(tmp_path: Path) -> None:
+def test_a_click_on_buy_asks_a_human_and_is_audited(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    ask = plugin.bay_before_action(call=_call(), target=_target("Buy now"))
+    assert isinstance(ask, Ask)
+    assert ask.plugin == "approval-gate"
+    assert ask.reason == 'click on the button "Buy now" needs a human\'s approval ("Buy" is gated)'
+    assert ask.timeout == 120.0
+    monkeypatch.setenv("BAY_GATE_ASK_TIMEOUT", "30")
+    later = plugin.bay_before_action(call=_call(), target=_target("Buy now"))
+    assert isinstance(later, Ask)
+    assert later.timeout == 30.0
+    rows = _audit(tmp_path)
+    assert [(r["event"], r["decision"]) for r in rows] == [("gate", "asked")] * 2
+
+
+def test_a_click_on_buy_is_refused_and_audited(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("BAY_GATE_MODE", "refuse")
     refusal = plugin.bay_before_action(call=_call(), target=_target("Buy now"))
     assert isinstance(refusal, Refusal)
     assert refusal.code == "verb_refused"
@@ -94,7 +119,11 @@ def test_the_audit_sink_writes_one_line_per_verb_and_never_raises(
     plugin.bay_after_verb(call=call, outcome=VerbOutcome(False, "deadline", 1.0))  # logged only
 
 
-def test_click_stands_for_every_way_to_press_but_a_move_presses_nothing() -> None:
+def test_click_stands_for_every_way_to_press_but_a_move_presses_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("BAY_GATE_MODE", "refuse")
+
     def call(verb: str, **args: object) -> VerbCall:
         return VerbCall(verb, args, SESSION, PROFILE)
 

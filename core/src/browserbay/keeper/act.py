@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from browserbay.keeper.approvals import Approvals
 from browserbay.keeper.downloads import Downloads
 from browserbay.keeper.emulated import Device
 from browserbay.keeper.files import Carried
@@ -48,6 +50,11 @@ class Act:
     """The road the verb came by (:attr:`browserbay.model.VerbCall.road`)."""
     actor: str | None = None
     """Who acted, named by the keeper from the channel (:attr:`VerbCall.actor`)."""
+    approvals: Approvals | None = None
+    """Where an approval gate's Ask waits for a human (None: no human can answer; refused)."""
+    let_go: Callable[[], AbstractAsyncContextManager[None]] | None = None
+    """Lets go of the session's lock while the verb waits for a human's approval (the human's
+    ``bay live`` link, and the session's other verbs, are not held up meanwhile)."""
 
     @property
     def page(self) -> Page:

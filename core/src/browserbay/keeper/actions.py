@@ -21,6 +21,7 @@ hook, and an element that cannot be described is never acted on unasked: the ver
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -166,7 +167,7 @@ async def before_action(act: Act, target: str, loc: Locator) -> None:
         if not present:
             raise Refusal("target_not_found", target=target) from None
         raise _unread(act, exc) from None
-    _ask(act, _described(act, target, desc, "target"))
+    await _ask(act, _described(act, target, desc, "target"))
 
 
 async def before_point(act: Act, x: float, y: float) -> None:
@@ -182,7 +183,7 @@ async def before_point(act: Act, x: float, y: float) -> None:
             await el.dispose()
     except Exception as exc:
         raise _unread(act, exc) from None
-    _ask(act, _described(act, "", desc, "point", point=(x, y)))
+    await _ask(act, _described(act, "", desc, "point", point=(x, y)))
 
 
 async def before_keys(act: Act, key: str | None) -> None:
@@ -198,7 +199,7 @@ async def before_keys(act: Act, key: str | None) -> None:
             await el.dispose()
     except Exception as exc:
         raise _unread(act, exc) from None
-    _ask(act, _described(act, "", desc, "focus", key=key))
+    await _ask(act, _described(act, "", desc, "focus", key=key))
 
 
 async def _at_point(frame: Frame, x: float, y: float) -> ElementHandle:
@@ -266,7 +267,15 @@ def _described(
     )
 
 
-def _ask(act: Act, described: ActionTarget) -> None:
+def _what(verb: str, described: ActionTarget) -> str:
+    """The action in words for an approval card: ``click button "Buy now"``."""
+    name = f' "{described.name}"' if described.name else ""
+    thing = f"{described.role}{name}" if described.role or name else described.selector
+    key = f" ({described.key})" if described.key else ""
+    return f"{verb} {thing or 'the page'}{key}"
+
+
+async def _ask(act: Act, described: ActionTarget) -> None:
     call = VerbCall(
         act.verb,
         _redacted(act.verb, act.args),
@@ -275,6 +284,27 @@ def _ask(act: Act, described: ActionTarget) -> None:
         act.road,
         act.actor,
     )
-    refusal = act.plugins.hooks.bay_before_action(call=call, target=described)
-    if refusal is not None:
-        raise refusal.with_defaults(verb=act.verb, plugin="a policy")
+    answer = act.plugins.hooks.bay_before_action(call=call, target=described)
+    if isinstance(answer, Refusal):
+        raise answer.with_defaults(verb=act.verb, plugin="a policy")
+    if answer is None:
+        return
+    if act.approvals is None:  # nobody could approve it here: never taken for a yes
+        raise Refusal(
+            "verb_refused",
+            verb=act.verb,
+            plugin=answer.plugin or "a policy",
+            reason=answer.reason,
+            fix="ask the user to approve it in the live view of a keeper that shows approvals",
+        )
+    async with act.let_go() if act.let_go is not None else contextlib.nullcontext():
+        await act.approvals.ask(
+            answer,
+            session=act.lease.session.id,
+            profile=act.lease.profile.id,
+            tab=act.tab.id,
+            verb=act.verb,
+            what=_what(act.verb, described),
+            url=described.frame or _address(act.page.url),
+            deadline=act.deadline,
+        )

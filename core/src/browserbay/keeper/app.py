@@ -45,6 +45,7 @@ from browserbay.keeper import (
     waits,
 )
 from browserbay.keeper.admin import AdminVerbs
+from browserbay.keeper.approvals import Approvals
 from browserbay.keeper.audit import AuditTrail
 from browserbay.keeper.base import Lifecycle, RegistryRunner, RestartGate
 from browserbay.keeper.brakes import Brakes
@@ -208,7 +209,13 @@ class App:
         self.pool.on_crash = self.leases.crashed
         #: Who holds each lease's controls; the live-view transports' host.
         self.controls = Controls(
-            plugins, roster.by_id, settings.handback_idle, self.dialogs, brakes, self.memory
+            plugins,
+            roster.by_id,
+            settings.handback_idle,
+            self.dialogs,
+            brakes,
+            self.memory,
+            Approvals(),
         )
         self.live = make_transports(plugins, self.controls)
         #: The one guard path every road's actions pass (see browserbay.keeper.roads).

@@ -26,12 +26,21 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 
 from browserbay import verbs
+from browserbay.keeper.approvals import Approvals
 from browserbay.keeper.brakes import Brakes
 from browserbay.keeper.dialogs import Dialogs
 from browserbay.keeper.memory import Measure, MemoryWatch
 from browserbay.keeper.pause import Inflight, Pause
 from browserbay.keeper.sessions import Lease, Session
-from browserbay.model import LeaseStatus, LiveTransport, LiveViewer, PageDialog, PauseInfo
+from browserbay.model import (
+    LeaseStatus,
+    LiveTransport,
+    LiveViewer,
+    PageDialog,
+    PauseInfo,
+    Pending,
+    PendingApproval,
+)
 from browserbay.refusals import Refusal, clip
 
 if TYPE_CHECKING:
@@ -85,6 +94,7 @@ class Controls:
         dialogs: Dialogs | None = None,
         brakes: Brakes | None = None,
         memory: MemoryWatch | None = None,
+        approvals: Approvals | None = None,
     ):
         self.plugins = plugins
         self.sessions = sessions
@@ -101,6 +111,8 @@ class Controls:
         self._paused: dict[str, Pause] = {}
         #: (session id, profile id) -> the live-view pages open on that lease.
         self._viewers: dict[tuple[str, str], dict[str, LiveViewer]] = {}
+        #: The actions waiting for a human's approval (an approval gate's Ask).
+        self.approvals = approvals if approvals is not None else Approvals()
 
     # -- the keeper's side --------------------------------------------------------------
 
@@ -444,6 +456,33 @@ class Controls:
             return False
         who = f"a human in the live view ({viewer})"
         return await self.dialogs.answer_by(lease.tabs, tab_id, accept, text, who)
+
+    # -- what waits on a human: approvals, and the dashboard's status --------------------
+
+    def approvals_of(self, session_id: str, profile_id: str) -> list[PendingApproval]:
+        return self.approvals.of(session_id, profile_id)
+
+    def answer_approval(
+        self, session_id: str, profile_id: str, approval_id: str, approve: bool, viewer: str
+    ) -> bool:
+        """Answered by a human with a control link, driving or not (as a dialog is)."""
+        return self.approvals.answer(
+            session_id, profile_id, approval_id, approve, f"a human in the live view ({viewer})"
+        )
+
+    def pending(self) -> list[Pending]:
+        approvals: dict[tuple[str, str], list[PendingApproval]] = {}
+        for each in self.approvals.all():
+            approvals.setdefault((each.session, each.profile), []).append(each)
+        found: list[Pending] = []
+        for session in list(self.sessions.values()):
+            for lease in session.leases.values():
+                key = (session.ref.id, lease.profile.id)
+                dialogs = self.dialogs.open_on(lease.tabs) if self.dialogs is not None else {}
+                asked = approvals.pop(key, [])
+                if dialogs or asked:
+                    found.append(Pending(*key, tuple(dialogs.values()), tuple(asked)))
+        return found
 
     async def wait_handback(self, session_id: str, profile_id: str, timeout: float) -> bool:
         lease = self.lease(session_id, profile_id)

@@ -17,6 +17,7 @@ import anyio
 
 from browserbay import verbs
 from browserbay.keeper.act import Act
+from browserbay.keeper.approvals import lock_let_go
 from browserbay.keeper.audit import AuditTrail
 from browserbay.keeper.base import RestartGate
 from browserbay.keeper.browsers import BrowserPool
@@ -425,6 +426,8 @@ class Keeper:
                 self.leases.pool.devices,
                 road=road,
                 actor=channel.actor,
+                approvals=self.controls.approvals,
+                let_go=functools.partial(lock_let_go, session),
             )
             await lease.emulation.apply(tab.page)  # a tab that opened by itself (a popup)
             act.trace = self._recorder(act, row)
@@ -497,7 +500,7 @@ class Housekeeping:
         """A session with a verb in flight is never idle."""
         sessions = self.roster.by_id
         for session in list(sessions.values()):
-            if session.lock.locked() or not self._idle(session):
+            if session.lock.locked() or session.asking or not self._idle(session):
                 continue
             if any(self.gate.is_restarting(pid) for pid in session.leases):
                 continue  # its browser is being switched: the switch owns its leases now

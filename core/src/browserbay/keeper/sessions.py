@@ -362,6 +362,8 @@ class Session:
     """The registry has its row (written at its first verb in this keeper)."""
     acted_on: str | None = None
     """The profile id its previous answer acted on (None: none yet in this keeper)."""
+    asking: int = 0
+    """Its verbs waiting for a human's approval, its lock let go meanwhile (never idle)."""
 
     def said(self, profile: ProfileRef | None) -> ProfileRef | None:
         """``profile`` as this answer names it: ``changed`` when it is another than the one

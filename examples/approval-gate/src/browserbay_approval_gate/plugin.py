@@ -1,13 +1,16 @@
 """An integrator's plugin: an approval gate for purchases, and a JSONL audit sink.
 
-The gate (``bay_before_action``) refuses to press an element whose accessible name or
-visible text contains a gated word — "Buy", "Purchase", "Place order", "Pay now" by default
-— unless a human approved the session. It sees the element the keeper actually found, so an
-``@eN`` reference, ``#buy`` and ``text=Buy now`` are all gated alike, and ``click`` means every
-way to press it: a click or a double click, ``mouse down``/``up`` at its point, ``press``,
-``keydown``, ``keyup`` or ``keyboard type`` while it has the focus (Enter and Space press a
-button), ``check``/``uncheck``. The agent gets a typed
-``verb_refused`` refusal with a way out; nothing is done to the page.
+The gate (``bay_before_action``) asks a human before pressing an element whose accessible
+name or visible text contains a gated word — "Buy", "Purchase", "Place order", "Pay now" by
+default — unless a human approved the session beforehand: it answers
+:class:`~browserbay.model.Ask`, the verb waits while the live view shows a card with Approve
+and Deny, and the agent gets the click's answer or ``approval_denied`` (``approval_timeout``
+when nobody answers). With ``BAY_GATE_MODE=refuse`` it refuses instead (``verb_refused``).
+It sees the element the keeper actually found, so an ``@eN`` reference, ``#buy`` and ``text=Buy
+now`` are all gated alike, and ``click`` means every way to press it: a click or a double
+click, ``mouse down``/``up`` at its point, ``press``, ``keydown``, ``keyup`` or ``keyboard
+type`` while it has the focus (Enter and Space press a button), ``check``/``uncheck``.
+Nothing is done to the page until a human said yes.
 
 The audit sink (``bay_after_verb``) appends one JSON line per verb: when, which session and
 profile, the verb, its arguments as hooks see them (typed text is only ever a length), the
@@ -21,6 +24,10 @@ Configuration (read at each call, so a test or an operator can change it without
   stands for every pressing verb, :data:`PRESSING`).
 - ``BAY_GATE_APPROVALS``: a file of approved session ids, one a line: those sessions pass
   the gate (a human adds a line to approve).
+- ``BAY_GATE_MODE``: ``ask`` (default: a human approves or denies each gated press in the
+  live view) or ``refuse`` (refused ``verb_refused``; a human approves through the file).
+- ``BAY_GATE_ASK_TIMEOUT``: seconds an asked press waits for the human (default 120; the
+  verb's own ``--timeout`` bounds it too).
 - ``BAY_AUDIT_FILE``: the JSONL file the audit sink appends to; unset: no audit.
 """
 
@@ -34,7 +41,7 @@ import time
 from typing import Any
 
 from browserbay.hookspecs import hookimpl
-from browserbay.model import ActionTarget, VerbCall, VerbOutcome
+from browserbay.model import ASK_TIMEOUT, ActionTarget, Ask, VerbCall, VerbOutcome
 from browserbay.refusals import Refusal
 
 PLUGIN = "approval-gate"
@@ -103,8 +110,15 @@ def gated_verb(call: VerbCall) -> bool:
     return call.verb in verbs
 
 
+def ask_timeout() -> float:
+    try:
+        return max(1.0, float(os.environ.get("BAY_GATE_ASK_TIMEOUT", ASK_TIMEOUT)))
+    except ValueError:
+        return ASK_TIMEOUT
+
+
 @hookimpl
-def bay_before_action(call: VerbCall, target: ActionTarget) -> Refusal | None:
+def bay_before_action(call: VerbCall, target: ActionTarget) -> Refusal | Ask | None:
     if not gated_verb(call):
         return None
     word = gated_word(target.name, target.text)
@@ -116,7 +130,8 @@ def bay_before_action(call: VerbCall, target: ActionTarget) -> Refusal | None:
     elif target.via == "point" and target.point is not None:
         what += f" (at {target.point[0]:g}, {target.point[1]:g})"
 
-    decision = "approved" if approved(call.session.id) else "refused"
+    asking = os.environ.get("BAY_GATE_MODE", "ask") != "refuse"
+    decision = "approved" if approved(call.session.id) else "asked" if asking else "refused"
     audit(
         {
             "event": "gate",
@@ -136,10 +151,13 @@ def bay_before_action(call: VerbCall, target: ActionTarget) -> Refusal | None:
     )
     if decision == "approved":
         return None
+    reason = f'{call.verb} on {what} needs a human\'s approval ("{word}" is gated)'
+    if asking:
+        return Ask(reason, plugin=PLUGIN, timeout=ask_timeout())
     return Refusal(
         "verb_refused",
         plugin=PLUGIN,
-        reason=f'{call.verb} on {what} needs a human\'s approval ("{word}" is gated)',
+        reason=reason,
         fix="stop and ask the user: they approve by adding your session id to the approvals "
         "file, or do it themselves; do not look for another way to press it",
         target=target.target,

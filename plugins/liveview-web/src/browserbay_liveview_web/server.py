@@ -240,6 +240,7 @@ class Target:
                         "message": clip(dialog.message, 500),
                         "default": clip(dialog.default, 500),
                     },
+                    "approvals": approval_cards(self.host, self.session_id, self.profile_id),
                 }
             )
 
@@ -438,6 +439,8 @@ class WebTransport:
                 viewer.fps = min(60.0, max(1.0, float(event.get("n", 30))))
         elif kind == "dialog":
             await self._answer_dialog(target, viewer, event)
+        elif kind == "approval":
+            await answer_approval(target, viewer, event)
         elif kind == "tab":
             tab = event.get("id")
             viewer.chosen_tab = str(tab) if tab else None
@@ -608,6 +611,45 @@ class WebTransport:
         target = self.targets.get((session_id, profile_id))
         if target is not None:
             target.poke.set()
+
+
+# -- approval cards (an approval gate's Ask: the verb waits for a human) -------------------
+
+
+def approval_cards(host: LiveHost, session_id: str, profile_id: str) -> list[dict[str, Any]]:
+    """The lease's pending approvals as the page draws its cards (page-controlled text, set
+    as text by the page: the element's name, the page's address)."""
+    return [
+        {
+            "id": a.id,
+            "verb": a.verb,
+            "what": a.what,
+            "url": a.url,
+            "tab": a.tab,
+            "reason": a.reason,
+            "plugin": a.plugin,
+            "session": a.session,
+            "left": max(0, round(a.expires - time.time())),
+        }
+        for a in host.approvals_of(session_id, profile_id)
+    ]
+
+
+async def answer_approval(target: Target, viewer: Viewer, event: dict[str, Any]) -> None:
+    """Approve or deny one of the lease's pending approvals (a control link, driving or
+    not: the agent is waiting, not the page)."""
+    if viewer.mode != "control":
+        await _say(viewer, "this link can only watch: ask for a control link (bay live)")
+        return
+    approval = event.get("id")
+    if not isinstance(approval, str):
+        return
+    answered = target.host.answer_approval(
+        target.session_id, target.profile_id, approval, bool(event.get("approve")), viewer.id
+    )
+    if not answered:
+        await _say(viewer, "that approval is no longer waiting (answered, timed out or cut)")
+    target.poke.set()
 
 
 def _text(conn: ServerConnection, status: HTTPStatus, body: str) -> Response:

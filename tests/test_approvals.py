@@ -1,0 +1,161 @@
+"""An approval gate that asks instead of refusing: the verb waits while the live view shows a
+card (what, which page, which session) with Approve and Deny; the agent gets the action's
+answer or ``approval_denied``, and ``approval_timeout`` when nobody answers in time.
+
+Real Chromium for the session (run by the keeper, through the real CLI) and a second one for
+the human (Playwright here) showing the live page; the gate is examples/approval-gate in its
+default ``ask`` mode."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from browserbay_testing import KEEPER_PLUGINS, Bay, Result, assert_refused, wait_for
+
+pytestmark = pytest.mark.browser
+
+REPO = Path(__file__).resolve().parents[1]
+GATE_SRC = REPO / "examples" / "approval-gate" / "src"
+
+
+@pytest.fixture(scope="module")
+def asking() -> Iterator[Bay]:
+    """A keeper with the approval gate (ask mode) and the live view."""
+    home = Path(tempfile.mkdtemp(prefix="bay-ask-", dir="/tmp"))
+    b = Bay(
+        home,
+        PYTHONPATH=f"{KEEPER_PLUGINS}:{GATE_SRC}",
+        BAY_PLUGIN_MODULES="recorder,browserbay_approval_gate.plugin",
+        BAY_GATE_ASK_TIMEOUT="40",
+    )
+    yield b
+    b.stop()
+    shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture
+def pool() -> Iterator[ThreadPoolExecutor]:
+    with ThreadPoolExecutor(max_workers=2) as p:
+        yield p
+
+
+def _buy_ref(b: Bay, session: str) -> str:
+    snap = b.ok("snapshot", "-i", session=session)["snapshot"]
+    m = re.search(r'button "Buy now"[^\n]*\[ref=(e\d+)\]', snap)
+    assert m, snap
+    return "@" + m.group(1)
+
+
+def _live(b: Bay, session: str, viewer: Any, *flags: str) -> None:
+    viewer.goto(b.ok("live", *flags, session=session)["url"])
+    wait_for(lambda: viewer.evaluate("!!(window.__live && window.__live.state)"), what="state")
+
+
+def _card(viewer: Any) -> Any:
+    wait_for(lambda: viewer.locator(".approval").count() == 1, timeout=20, what="a card")
+    return viewer.locator(".approval")
+
+
+def _status(b: Bay, session: str) -> str:
+    return str(b.ok("get", "text", "#status", session=session)["value"])
+
+
+def test_an_approval_card_approves_one_click_and_denies_another(
+    asking: Bay, demo: str, viewer: Any, pool: ThreadPoolExecutor
+) -> None:
+    s = "buyer"
+    asking.ok("open", f"{demo}/shop.html", session=s)
+    buy = _buy_ref(asking, s)
+    _live(asking, s, viewer)
+    assert viewer.locator(".approval").count() == 0
+
+    # The click waits for the human; the card says what, where and whose.
+    clicked: Future[Result] = pool.submit(asking, "click", buy, session=s)
+    card = _card(viewer)
+    text = card.inner_text()
+    assert 'click button "Buy now"' in text
+    assert "/shop.html" in text
+    assert "session buyer" in text
+    assert "approval-gate" in text
+    assert not clicked.done()
+    card.locator(".approval-approve").click()
+    answer = clicked.result(timeout=30)
+    assert answer.code == 0, answer
+    assert _status(asking, s) == "Order placed: 1 kettle"
+    wait_for(lambda: viewer.locator(".approval").count() == 0, what="the card gone")
+
+    # Another press of the same button: denied by the human, nothing bought.
+    again: Future[Result] = pool.submit(asking, "click", "#buy", session=s)
+    _card(viewer).locator(".approval-deny").click()
+    frame = assert_refused(again.result(timeout=30), "approval_denied")
+    assert frame["data"]["by"].startswith("a human in the live view (viewer")
+    assert frame["way_out"].startswith("do not run it again")
+    assert _status(asking, s) == "Order placed: 1 kettle"
+    wait_for(lambda: viewer.locator(".approval").count() == 0, what="the card gone")
+    asking.ok("close", session=s)
+
+
+def test_while_a_verb_waits_for_approval_other_sessions_act_and_nobody_answering_times_out(
+    asking: Bay, demo: str, viewer: Any, pool: ThreadPoolExecutor
+) -> None:
+    s, other = "waiter", "other-shopper"
+    asking.ok("open", f"{demo}/shop.html", session=s)
+    asking.ok("open", f"{demo}/shop.html", session=other)
+    _live(asking, s, viewer)
+    began = time.monotonic()
+    waiting: Future[Result] = pool.submit(asking, "click", "#buy", "--timeout", "6", session=s)
+    _card(viewer)
+    # The keeper's loop and other sessions go on while the click waits.
+    asking.ok("click", "#wish", session=other)
+    assert _status(asking, other) == "Added to your wishlist"
+    assert not waiting.done()
+    frame = assert_refused(waiting.result(timeout=30), "approval_timeout")
+    took = time.monotonic() - began
+    assert 4 <= took < 15, took  # bounded by the verb's own deadline, less a moment to answer
+    assert "bay live" in frame["way_out"]
+    assert "--timeout" in frame["way_out"]
+    assert frame["data"]["waited"] <= 6
+    wait_for(lambda: viewer.locator(".approval").count() == 0, what="the card gone")
+    assert _status(asking, s) == ""  # nothing was bought
+    for each in (s, other):
+        asking.ok("close", session=each)
+
+
+def test_a_takeover_cuts_a_verb_waiting_for_approval_and_a_watch_link_cannot_answer(
+    asking: Bay, demo: str, viewer: Any, pool: ThreadPoolExecutor
+) -> None:
+    s = "taken"
+    asking.ok("open", f"{demo}/shop.html", session=s)
+    _live(asking, s, viewer, "--watch")
+    waiting: Future[Result] = pool.submit(asking, "click", "#buy", session=s)
+    card = _card(viewer)
+    assert card.locator("button").count() == 0  # a watch link shows the card only
+    # Sent by hand anyway: refused, the click still waits.
+    viewer.evaluate(
+        "() => { const ws = new WebSocket('ws://' + location.host + location.pathname + 'ws');"
+        " ws.onmessage = (m) => { if (typeof m.data !== 'string') return;"
+        " const s = JSON.parse(m.data); if (s.t === 'state' && s.approvals.length)"
+        " ws.send(JSON.stringify({t: 'approval', id: s.approvals[0].id, approve: true})); }; }"
+    )
+    viewer.wait_for_timeout(1500)
+    assert not waiting.done()
+    # A human with a control link takes over instead: the waiting click is cut.
+    control = viewer.context.new_page()
+    _live(asking, s, control)
+    control.click("#toggle")
+    frame = assert_refused(waiting.result(timeout=30), "browser_interrupted")
+    assert frame["data"]["command"].startswith("bay click")
+    wait_for(lambda: control.locator(".approval").count() == 0, what="the card gone")
+    control.click("#toggle")  # hand back
+    assert _status(asking, s) == ""
+    control.close()
+    asking.ok("close", session=s)
