@@ -11,7 +11,7 @@ import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterable, Mapping
     from typing import Any
 
 # Where a verb runs:
@@ -143,6 +143,7 @@ class Verb:
         "scope",
         "secret_args",
         "summary",
+        "tool_profile",
     )
 
     def __init__(
@@ -159,6 +160,7 @@ class Verb:
         plugin: str = "",
         pointer: bool = False,
         owner_only: tuple[str, ...] = (),
+        tool_profile: str = "",
     ):
         self.name = name
         self.scope = scope
@@ -176,6 +178,9 @@ class Verb:
         """The calls of it only the owner's channel may make (refused ``owner_only`` on a
         session socket), as conditions: ``*`` every call; ``name=value`` when argument
         ``name`` is ``value``; ``name`` when argument (or flag) ``name`` is given."""
+        self.tool_profile = tool_profile
+        """A plugin's verb: the MCP tool profile that offers it (``core``, ``network``…; empty:
+        ``all`` only). The core's verbs are named by the :data:`TOOL_PROFILES` rows instead."""
 
     def to_row(self) -> dict[str, object]:
         return {
@@ -190,6 +195,7 @@ class Verb:
             "plugin": self.plugin,
             "pointer": self.pointer,
             "owner_only": list(self.owner_only),
+            "tool_profile": self.tool_profile,
         }
 
     def arg(self, name: str) -> Arg:
@@ -316,6 +322,7 @@ class Verb:
             plugin=str(row.get("plugin") or ""),
             pointer=bool(row.get("pointer")),
             owner_only=tuple(str(c) for c in row.get("owner_only") or ()),
+            tool_profile=str(row.get("tool_profile") or ""),
         )
 
 
@@ -1231,14 +1238,24 @@ def agent_verb(verb: Verb) -> bool:
     return verb.scope != LOCAL and "*" not in verb.owner_only
 
 
-def tool_verbs(profiles: tuple[str, ...] | list[str]) -> tuple[Verb, ...]:
-    """The verbs the tool profiles ``profiles`` offer, in the table's order (a KeyError for
-    an unknown profile)."""
+def tool_profile_of(verb: Verb) -> str:
+    """The tool profile that offers ``verb``: the :data:`TOOL_PROFILES` row naming it, else
+    the one a plugin's row names (:attr:`Verb.tool_profile`), else ``all``."""
+    named = next((p.name for p in TOOL_PROFILES if verb.name in p.verbs), "")
+    return named or (verb.tool_profile if verb.tool_profile in TOOL_PROFILE else "all")
+
+
+def tool_verbs(
+    profiles: tuple[str, ...] | list[str], plugins: Iterable[Verb] = ()
+) -> tuple[Verb, ...]:
+    """The verbs the tool profiles ``profiles`` offer: the core's in the table's order, then
+    the ``plugins``' verbs (rows the keeper lists, :attr:`Verb.plugin` set) in theirs. A
+    KeyError for an unknown profile."""
     names = {p for p in profiles if TOOL_PROFILE[p]}
-    if "all" in names:
-        return tuple(v for v in VERBS if agent_verb(v))
-    wanted = {verb for p in names for verb in TOOL_PROFILE[p].verbs}
-    return tuple(v for v in VERBS if v.name in wanted and agent_verb(v))
+    rows = (*VERBS, *(v for v in plugins if v.plugin and v.name not in BY_NAME))
+    return tuple(
+        v for v in rows if agent_verb(v) and ("all" in names or tool_profile_of(v) in names)
+    )
 
 
 #: The file (in the runtime dir) where the keeper writes plugins' verbs for the thin client,

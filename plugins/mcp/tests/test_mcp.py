@@ -27,7 +27,7 @@ from mcp.types import CallToolResult, ImageContent, TextContent
 from browserbay.api import Client
 from browserbay.demo.server import serve
 from browserbay.refusals import CODES
-from browserbay.verbs import BY_NAME, VERBS
+from browserbay.verbs import BY_NAME, VERBS, Verb
 from browserbay_mcp.tools import tool_names
 
 BAY = str(Path(sys.executable).with_name("bay"))
@@ -92,15 +92,27 @@ def run(env: dict[str, str], body: Any, tools: str = "") -> None:
     anyio.run(functools.partial(_session_run, env, body, tools=tools))
 
 
+async def keeper_plugins(env: dict[str, str]) -> list[Verb]:
+    """The plugins' verbs the keeper of ``env`` lists (``bay verbs``)."""
+    async with Client("mcp-test", home=env["BAY_HOME"]) as api:
+        rows = (await api.call("verbs")).data["verbs"]
+    return [Verb.from_row(r) for r in rows if r["plugin"]]
+
+
 def test_tools_list_is_the_core_profile_generated_from_the_verb_table(env: dict[str, str]) -> None:
     async def body(session: ClientSession) -> None:
         listed = await session.list_tools()
         tools = {t.name: t for t in listed.tools}
-        # The census: one tool per agent verb of the core profile, none other.
-        assert set(tools) == set(tool_names(["core"]))
-        assert [t.name for t in listed.tools] == [v.name for v in VERBS if v.name in tools]
+        # The census: one tool per agent verb of the core profile (the core table's, then the
+        # installed plugins' of that profile: liveview-web's handoff and live), none other.
+        plugins = await keeper_plugins(env)
+        assert set(tools) == set(tool_names(["core"], plugins))
+        assert {"handoff", "live"} <= set(tools)
+        order = [*VERBS, *plugins]
+        assert [t.name for t in listed.tools] == [v.name for v in order if v.name in tools]
+        table = {v.name: v for v in order}
         for name, tool in tools.items():
-            verb = BY_NAME[name]
+            verb = table[name]
             assert tool.description == verb.summary or "bay " not in (tool.description or "")
             props = tool.input_schema.get("properties", {})
             assert list(props) == [a.name for a in verb.args], name
@@ -119,7 +131,8 @@ def test_tools_list_is_the_core_profile_generated_from_the_verb_table(env: dict[
 def test_tools_selects_profiles_and_an_unknown_one_is_refused(env: dict[str, str]) -> None:
     async def body(session: ClientSession) -> None:
         names = {t.name for t in (await session.list_tools()).tools}
-        assert names == set(tool_names(["core", "io", "network"]))
+        assert names == set(tool_names(["core", "io", "network"], await keeper_plugins(env)))
+        assert "trace" in names  # the trace plugin's verb is a tool of network
         assert {"upload", "mouse", "console", "network"} <= names
         assert "cookies" not in names
         off = await session.call_tool("cookies", {})
@@ -582,3 +595,48 @@ def test_a_confirm_is_named_by_the_tool_that_opened_it_and_answered_by_dialog(
         assert none["code"] == "no_dialog"
 
     run(env, body)
+
+
+def test_a_plugins_verbs_are_tools_of_the_profile_each_names_and_worded_for_mcp(
+    env: dict[str, str],
+) -> None:
+    """A real plugin (mcp_plugin.py) registered in the keeper this server starts: its verb of
+    profile ``core`` is a tool of the default server, called and refused like the core's;
+    its verb of no profile is a tool of ``all`` only; its owner-only verb is never a tool."""
+    here = str(Path(__file__).resolve().parent)
+    env = dict(env, PYTHONPATH=here, BAY_PLUGIN_MODULES="mcp_plugin")
+
+    async def core(session: ClientSession) -> None:
+        # Called before any listing: the server asks the keeper for its plugins' verbs.
+        hello = await session.call_tool("greet", {"name": "Ada", "loud": True})
+        assert not hello.is_error, text(hello)
+        assert text(hello) == "hello Ada!"
+        assert data(hello) == {"times": 1}  # "Ada" is said by the text
+        no_footer_nor_repeat(hello)
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        assert "greet" in tools
+        assert {"shelve", "wipe"}.isdisjoint(tools)
+        assert set(tools) == set(tool_names(["core"], await keeper_plugins(env)))
+        schema = tools["greet"].input_schema
+        assert schema["required"] == ["name"]
+        assert schema["properties"]["loud"] == {"type": "boolean", "description": "with a bang"}
+        # Its refusal's way out names its own tool (and a core one) as calls, no shell.
+        nobody = error(await session.call_tool("greet", {"name": "nobody"}))
+        assert nobody["code"] == "usage"
+        assert nobody["way_out"] == (
+            'greet(name="Ada", loud=true)  (or look with snapshot(interactive=true) first)'
+        )
+        unknown = error(await session.call_tool("greet", {"name": "Ada", "volume": 3}))
+        assert unknown["message"] == "greet has no argument 'volume'; its arguments: name, loud"
+        off = error(await session.call_tool("shelve", {}))
+        assert "no tool 'shelve'" in off["message"]
+
+    async def every(session: ClientSession) -> None:
+        names = {t.name for t in (await session.list_tools()).tools}
+        assert {"greet", "shelve"} <= names
+        assert "wipe" not in names
+        shelved = await session.call_tool("shelve", {})
+        assert text(shelved) == "shelved"
+
+    run(env, core)
+    run(env, every, tools="all")

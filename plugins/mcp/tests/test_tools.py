@@ -9,7 +9,17 @@ from typing import Any
 import pytest
 
 from browserbay.refusals import _ROWS, Refusal
-from browserbay.verbs import BY_NAME, TOOL_PROFILES, VERBS, agent_verb
+from browserbay.verbs import (
+    BY_NAME,
+    PLUGIN,
+    TOOL_PROFILES,
+    VERBS,
+    Arg,
+    Verb,
+    agent_verb,
+    tool_profile_of,
+    tool_verbs,
+)
 from browserbay_mcp.tools import content_words, generate, profiles_of, tool_names
 from browserbay_mcp.wording import Wording
 
@@ -116,3 +126,27 @@ def test_a_help_said_by_the_name_and_description_is_implied() -> None:
     assert said("the URL to open") <= said("url open Navigate the current tab to a URL")
     assert said("option values or labels") <= said("values select Choose options by label")
     assert not said("route: default 200") <= said("status network The tab's requests")
+
+
+def test_a_plugins_verb_joins_the_profile_its_row_names_and_all() -> None:
+    greet = Verb(
+        "greet", PLUGIN, "Greet.", (Arg("name", "pos", "whom"),), plugin="p", tool_profile="io"
+    )
+    loose = Verb("loose", PLUGIN, "No profile.", plugin="p")
+    owner = Verb("owner", PLUGIN, "Owner's.", owner_only=("*",), plugin="p", tool_profile="core")
+    plugins = [Verb.from_row(v.to_row()) for v in (greet, loose, owner)]  # as the keeper lists
+    assert [tool_profile_of(v) for v in plugins] == ["io", "all", "core"]
+    assert "greet" in tool_names(["io"], plugins)
+    assert "greet" not in tool_names(["core"], plugins)
+    assert {"greet", "loose"} <= set(tool_names(["all"], plugins))
+    assert "owner" not in tool_names(["all", "core"], plugins)
+    assert list(tool_names(["io"], plugins))[-1] == "greet"  # after the core table's
+    # A plugin's row never replaces a core verb's tool.
+    fake = Verb("open", PLUGIN, "Not the core's open.", plugin="p", tool_profile="io")
+    assert tool_verbs(["all"], [fake]).count(BY_NAME["open"]) == 1
+    assert fake not in tool_verbs(["all"], [fake])
+    # Its commands in a way out are tool calls too.
+    words = Wording(tool_names(["core"], plugins), {**BY_NAME, "greet": plugins[0]})
+    assert (
+        words.text("run bay greet Ada") == 'run greet(name="Ada") (not on this server: profile io)'
+    )

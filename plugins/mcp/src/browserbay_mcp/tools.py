@@ -51,10 +51,13 @@ def profiles_of(spec: str | None) -> tuple[str, ...]:
     return names
 
 
-def tool_names(profiles: Iterable[str] = DEFAULT_PROFILES) -> dict[str, str]:
+def tool_names(
+    profiles: Iterable[str] = DEFAULT_PROFILES, plugins: Iterable[Verb] = ()
+) -> dict[str, str]:
     """The tools a server with ``profiles`` lists, each to the verb it runs (tool name →
-    verb name; a census of the surfaces reads it)."""
-    return {v.name: v.name for v in tool_verbs(list(profiles))}
+    verb name; a census of the surfaces reads it); ``plugins``: the plugins' verb rows the
+    keeper lists."""
+    return {v.name: v.name for v in tool_verbs(list(profiles), plugins)}
 
 
 #: Words that say nothing about a value by themselves.
@@ -207,15 +210,23 @@ class Generated:
 
 
 def generate(
-    profiles: Iterable[str], words: Wording, images: Mapping[str, str] | None = None
+    profiles: Iterable[str],
+    words: Wording,
+    images: Mapping[str, str] | None = None,
+    plugins: Iterable[Verb] = (),
+    terms: Mapping[str, str] | None = None,
 ) -> Generated:
-    """The tools of ``profiles``; ``images``: verb → its file argument whose default is the
-    image in the result. No ``additionalProperties: false`` in a schema: the server refuses
-    an argument the tool has not anyway (:meth:`Tool.arguments`), and the tool list is what
-    every turn of the agent pays for."""
-    verbs = tool_verbs(list(profiles))
-    helps = Counter((a.name, a.help) for v in verbs for a in v.args)
-    terms = {name: words.text(h) for (name, h), n in helps.items() if n >= TERM_TOOLS}
+    """The tools of ``profiles`` (and of the ``plugins``' verbs the keeper lists); ``images``:
+    verb → its file argument whose default is the image in the result; ``terms``: the shared
+    arguments the server's instructions already say (they are sent once, at the start:
+    plugins' tools learnt later use those), else found among these tools. No
+    ``additionalProperties: false`` in a schema: the server refuses an argument the tool has
+    not anyway (:meth:`Tool.arguments`), and the tool list is what every turn of the agent
+    pays for."""
+    verbs = tool_verbs(list(profiles), plugins)
+    if terms is None:
+        helps = Counter((a.name, a.help) for v in verbs for a in v.args)
+        terms = {name: words.text(h) for (name, h), n in helps.items() if n >= TERM_TOOLS}
     tools: dict[str, Tool] = {}
     for verb in verbs:
         props = {a.name: _arg_schema(verb, a, words) for a in verb.args}
@@ -232,4 +243,4 @@ def generate(
         if required:
             schema["required"] = required
         tools[verb.name] = Tool(verb, words.text(verb.summary, verb), schema)
-    return Generated(tools, terms)
+    return Generated(tools, dict(terms))

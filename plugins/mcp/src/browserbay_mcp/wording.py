@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 
-from browserbay.verbs import BY_NAME, GLOBAL_OPTIONS, TOOL_PROFILES, Arg, Verb, agent_verb
+from browserbay.verbs import BY_NAME, GLOBAL_OPTIONS, Arg, Verb, agent_verb, tool_profile_of
 
 #: ``bay`` then a verb of the table, then its words: up to a delimiter (a backtick, a
 #: parenthesis, ``,``/``;``/``|``, two spaces, a line's end).
@@ -39,10 +39,12 @@ def _value(word: str) -> str:
 
 
 class Wording:
-    """Says CLI commands as the tool calls of a server whose tools are ``tools``."""
+    """Says CLI commands as the tool calls of a server whose tools are ``tools``; ``table``:
+    the verbs a command may name (the core's, plus the plugins' the keeper lists)."""
 
-    def __init__(self, tools: Collection[str]):
+    def __init__(self, tools: Collection[str], table: Mapping[str, Verb] = BY_NAME):
         self.tools = frozenset(tools)
+        self.table = table
 
     def text(self, text: str, verb: Verb | None = None) -> str:
         """``text`` with every ``bay <verb> …`` said as a tool call (or what to do instead);
@@ -55,7 +57,7 @@ class Wording:
 
     def _command(self, m: re.Match[str]) -> str:
         words = m.group(1).split(" ")
-        verb = BY_NAME.get(words[0])
+        verb = self.table.get(words[0])
         if verb is None:
             return m.group(0)  # no verb of the table (a plugin's, another tool's): as written
         args, used = self._parse(verb, words[1:])
@@ -71,7 +73,7 @@ class Wording:
             return f"{verb.name}({', '.join(args)})"
         if not agent_verb(verb):
             return "(ask the user to run: " + " ".join(["bay", verb.name, *words]) + ")"
-        profile = next((p.name for p in TOOL_PROFILES if verb.name in p.verbs), "all")
+        profile = tool_profile_of(verb)
         return f"{verb.name}({', '.join(args)}) (not on this server: profile {profile})"
 
     @staticmethod

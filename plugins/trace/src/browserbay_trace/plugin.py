@@ -112,6 +112,7 @@ TRACE_VERB = Verb(
     # The keeper writes --out as its user, over any file: outside a session's sandbox.
     owner_only=("out",),
     example="bay trace show --last 5",
+    tool_profile="network",  # with the console, errors and requests: what went wrong
 )
 
 
