@@ -38,6 +38,8 @@ for pkg in xvfb at-spi2-core dbus python3-pyatspi python3-gi gir1.2-gtk-3.0 util
 done
 # The snapshot tests read real pages nobody here wrote: the Python documentation.
 dpkg -s python3-doc >/dev/null 2>&1 || missing+=(python3-doc)
+# The live view's remote-bind tests make a non-loopback address of their own (a veth link).
+command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}" >&2
   apt_install "${missing[@]}"

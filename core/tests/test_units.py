@@ -48,6 +48,7 @@ def test_every_code_renders_without_placeholders_given_its_fields() -> None:
         "limit": 2,
         "plugin": "pl",
         "handle": "h",
+        "bind": "0.0.0.0:8443",
         "why": "w",
         "count": 2,
         "default": "d",

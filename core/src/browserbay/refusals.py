@@ -409,6 +409,19 @@ _ROWS = (
         "do not trust runs; otherwise use a chromium profile (bay new NAME), driven over a pipe",
     ),
     Code(
+        "live_tls_required",
+        "The live view would listen on {bind}, beyond loopback, without TLS: its links, "
+        "credentials and every frame would cross the network in clear",
+        "set BAY_LIVE_TLS=self-signed (or BAY_LIVE_TLS_CERT and BAY_LIVE_TLS_KEY), or "
+        "BAY_LIVE_BIND=127.0.0.1 behind a TLS reverse proxy (BAY_LIVE_PUBLIC_URL); then bay "
+        "keeper stop, and run bay live again",
+    ),
+    Code(
+        "live_tls_unreadable",
+        "The live view's TLS {what} cannot be used: {reason}",
+        "{fix}; then bay keeper stop, and run bay live again",
+    ),
+    Code(
         "disk_full",
         "'{verb}' could not write: the disk under {where} is full ({free} free; {reason})",
         "free space on that disk (or bay profiles, then bay forget <unused profile>), then run "
@@ -688,6 +701,8 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "internal_error",
             "socket_untrusted",
             "open_port_refused",
+            "live_tls_required",
+            "live_tls_unreadable",
             "disk_full",
             "owner_only",
             "profile_not_granted",

@@ -8,12 +8,14 @@ first link.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from browserbay.hookspecs import hookimpl
 from browserbay.model import LeaseInfo, PluginVerb, TransportRow, VerbContext
+from browserbay.paths import bay_paths
 from browserbay.refusals import Refusal
 from browserbay.scrub import scrub
 from browserbay.verbs import PLUGIN, Arg, Verb
@@ -91,7 +93,8 @@ async def live(ctx: VerbContext, transport: Transport) -> tuple[dict[str, Any], 
             return viewed
     mode: Mode = "watch" if ctx.args.get("watch") else "control"
     key = ctx.target.profile.id if ctx.target is not None else ctx.profile.id
-    url = await transport().link(ctx.session.id, key, mode)
+    web = transport()
+    url = await web.link(ctx.session.id, key, mode)
     data = {
         "url": url,
         "transport": KIND,
@@ -107,6 +110,13 @@ async def live(ctx: VerbContext, transport: Transport) -> tuple[dict[str, Any], 
         + (": the human can watch and press Take over" if mode == "control" else "")
         + ")"
     )
+    if web.fingerprint is not None:
+        data["tls_fingerprint"] = web.fingerprint
+    news = web.fingerprint_news()
+    if news is not None:
+        text += (
+            f"\nTLS certificate SHA-256 fingerprint (compare it with the browser's, once): {news}"
+        )
     if note:
         data["note"] = note
         text += f"\n{note}"
@@ -175,7 +185,7 @@ class LiveViewPlugin:
     def make_transport(self, host: LiveHost) -> WebTransport:
         from browserbay_liveview_web.server import WebTransport
 
-        transport = WebTransport(host)
+        transport = WebTransport(host, os.environ, bay_paths().state)
         self._transports.append(transport)
         return transport
 

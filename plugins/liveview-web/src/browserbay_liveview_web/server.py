@@ -1,5 +1,6 @@
-"""The live-view server: a page and a WebSocket on 127.0.0.1 (an ephemeral port), inside the
-keeper's event loop.
+"""The live-view server: a page and a WebSocket, inside the keeper's event loop, on
+127.0.0.1 (an ephemeral port) unless ``BAY_LIVE_BIND`` says otherwise — beyond loopback only
+over TLS (:mod:`browserbay_liveview_web.listen`).
 
 Routes (GET only):
 
@@ -20,18 +21,27 @@ import contextlib
 import json
 import logging
 import secrets
+import ssl
 import time
 import weakref
 from collections.abc import Mapping
 from http import HTTPStatus
 from http.cookies import CookieError, SimpleCookie
 from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from browserbay import wsguard
 from browserbay.model import LiveViewer
-from browserbay.refusals import clip
+from browserbay.refusals import Refusal, clip
+from browserbay_liveview_web.listen import (
+    BIND_ENV,
+    TLS_HANDSHAKE_TIMEOUT,
+    Listen,
+    read_listen,
+    tls_context,
+)
 from browserbay_liveview_web.stream import TabStream
 from browserbay_liveview_web.tickets import CREDENTIAL_TTL, Credential, Mode, Vault
 from browserbay_liveview_web.viewer import Stream, Viewer
@@ -246,10 +256,19 @@ class Target:
 
 
 class WebTransport:
-    """The ``web`` live-view transport: made by the keeper with its :class:`LiveHost`."""
+    """The ``web`` live-view transport: made by the keeper with its :class:`LiveHost`,
+    the keeper's environment (``BAY_LIVE_BIND`` and the rest of :mod:`.listen`, read when
+    the server starts) and its state directory (a self-signed certificate is kept there)."""
 
-    def __init__(self, host: LiveHost):
+    def __init__(self, host: LiveHost, env: Mapping[str, str], state: Path):
         self.host = host
+        self.env = env
+        self.state = state
+        #: Where the server listens and how links reach it (None until it starts).
+        self.listen: Listen | None = None
+        #: The TLS certificate's SHA-256 fingerprint (None without TLS).
+        self.fingerprint: str | None = None
+        self._fingerprint_told = False
         self.vault = Vault()
         self.targets: dict[tuple[str, str], Target] = {}
         self.streams: dict[str, Stream] = {}
@@ -266,34 +285,61 @@ class WebTransport:
     # -- the server -------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Bind 127.0.0.1 on an ephemeral port (once; the first link starts it)."""
+        """Listen where ``BAY_LIVE_BIND`` says (127.0.0.1, an ephemeral port, by default),
+        over TLS when configured (once; the first link starts it). Refused, with nothing
+        listening, when a bind beyond loopback has no TLS or the TLS files cannot be used."""
         if self._start_lock is None:
             self._start_lock = asyncio.Lock()
         async with self._start_lock:
             if self._server is not None:
                 return
-            from websockets.asyncio.server import serve
-
-            server = await serve(
-                self._handler,
-                "127.0.0.1",
-                0,
-                process_request=self._process_request,
-                create_connection=wsguard.capped_connection(),
-                open_timeout=wsguard.PREAUTH_TIMEOUT,
-                server_header=None,
-                compression=None,  # JPEG does not deflate; spare the CPU
-                max_size=256 * 1024,
-                max_queue=64,
-                write_limit=64 * 1024,
-                ping_interval=30,
-                ping_timeout=30,
-                logger=_quiet_logger(),
-            )
+            listen = read_listen(self.env, self.state)
+            tls = await asyncio.to_thread(tls_context, listen)
+            try:
+                server = await self._serve(listen, tls[0] if tls else None)
+            except OSError as exc:
+                raise Refusal(
+                    "usage",
+                    detail=f"the live view cannot listen on {listen.bind_words}: "
+                    f"{exc.strerror or exc}; set {BIND_ENV} to an address of this machine "
+                    "and a free port (then bay keeper stop)",
+                    verb="live",
+                ) from None
+            self.listen = listen
+            self.fingerprint = tls[1] if tls else None
             self._server = server
             self.port = next(iter(server.sockets)).getsockname()[1]
             self._idle_task = asyncio.get_running_loop().create_task(self._idle_loop())
-            log.info("live view listening on 127.0.0.1:%d", self.port)
+            log.info(
+                "live view listening on %s (%s)%s",
+                listen.base(self.port),
+                "TLS" if tls else "no TLS",
+                f", certificate SHA-256 {self.fingerprint}" if self.fingerprint else "",
+            )
+
+    async def _serve(self, listen: Listen, tls: ssl.SSLContext | None) -> Server:
+        from websockets.asyncio.server import serve  # loaded with the first link
+
+        extra: dict[str, Any] = {}
+        if tls is not None:
+            extra = {"ssl": tls, "ssl_handshake_timeout": TLS_HANDSHAKE_TIMEOUT}
+        return await serve(
+            self._handler,
+            listen.host,
+            listen.port,
+            **extra,
+            process_request=self._process_request,
+            create_connection=wsguard.capped_connection(),
+            open_timeout=wsguard.PREAUTH_TIMEOUT,
+            server_header=None,
+            compression=None,  # JPEG does not deflate; spare the CPU
+            max_size=256 * 1024,
+            max_queue=64,
+            write_limit=64 * 1024,
+            ping_interval=30,
+            ping_timeout=30,
+            logger=_quiet_logger(),
+        )
 
     async def stop(self) -> None:
         if self._idle_task is not None:
@@ -311,14 +357,27 @@ class WebTransport:
                 async with asyncio.timeout(3):
                     await server.wait_closed()
 
-    @property
-    def origin(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+    def _listening(self) -> Listen:
+        if self.listen is None:  # pragma: no cover - a request reaches only a started server
+            raise RuntimeError("the live view is not listening")
+        return self.listen
+
+    def base(self) -> str:
+        """What links start with: ``BAY_LIVE_PUBLIC_URL``, else this server's address."""
+        return self._listening().base(self.port)
 
     async def link(self, session_id: str, profile_id: str, mode: Mode) -> str:
         await self.start()
         ticket, grant = self.vault.ticket(session_id, profile_id, mode)
-        return f"{self.origin}/v/{grant.view}/?ticket={ticket}"
+        return f"{self.base()}/v/{grant.view}/?ticket={ticket}"
+
+    def fingerprint_news(self) -> str | None:
+        """The certificate's fingerprint, the first time it is asked (once per keeper: the
+        human compares it with the browser's warning)."""
+        if self.fingerprint is None or self._fingerprint_told:
+            return None
+        self._fingerprint_told = True
+        return self.fingerprint
 
     async def _idle_loop(self) -> None:
         while True:
@@ -331,16 +390,18 @@ class WebTransport:
     # -- HTTP -------------------------------------------------------------------------
 
     def _process_request(self, conn: ServerConnection, request: Request) -> Response | None:
-        allowed_hosts = (f"127.0.0.1:{self.port}", f"localhost:{self.port}")
-        if request.headers.get("Host") not in allowed_hosts:
-            return _text(conn, HTTPStatus.FORBIDDEN, "this server answers only to 127.0.0.1\n")
+        listen = self._listening()
+        if request.headers.get("Host") not in listen.hosts(self.port):
+            return _text(
+                conn, HTTPStatus.FORBIDDEN, "this server answers only to its own address\n"
+            )
         path, _, query = request.path.partition("?")
         parts = path.split("/")
         if len(parts) != 4 or parts[1] != "v" or parts[3] not in ("", "ws"):
             return _text(conn, HTTPStatus.NOT_FOUND, "not found\n")
         view = parts[2]
         if parts[3] == "ws":
-            if request.headers.get("Origin") != self.origin:
+            if request.headers.get("Origin") not in listen.origins(self.port):
                 return _text(conn, HTTPStatus.FORBIDDEN, "cross-origin live view refused\n")
             credential = self.vault.check(_cookie(request), view)
             if credential is None:
@@ -364,8 +425,9 @@ class WebTransport:
                     "ask for a new one (bay live)\n",
                 )
             cookie = (
-                f"{COOKIE}={credential.token}; Path=/v/{view}/; Max-Age={int(CREDENTIAL_TTL)}; "
-                "HttpOnly; SameSite=Strict"
+                f"{COOKIE}={credential.token}; Path={listen.prefix}/v/{view}/; "
+                f"Max-Age={int(CREDENTIAL_TTL)}; HttpOnly; SameSite=Strict"
+                + ("; Secure" if listen.secure else "")
             )
             return self._page(conn, cookie)
         if self.vault.check(_cookie(request), view) is None:
@@ -379,11 +441,11 @@ class WebTransport:
     def _page(self, conn: ServerConnection, cookie: str | None) -> Response:
         nonce = secrets.token_urlsafe(16)
         html = _page_html().replace("{nonce}", nonce).encode()
+        sockets = " ".join(o.replace("http", "ws", 1) for o in self._listening().origins(self.port))
         csp = (
             f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; "
-            f"img-src blob: data:; connect-src ws://127.0.0.1:{self.port} "
-            f"ws://localhost:{self.port}; base-uri 'none'; form-action 'none'; "
-            "frame-ancestors 'none'"
+            f"img-src blob: data:; connect-src {sockets}; base-uri 'none'; "
+            "form-action 'none'; frame-ancestors 'none'"
         )
         response = _text(conn, HTTPStatus.OK, "")
         headers = response.headers
