@@ -409,7 +409,7 @@ _ROWS = (
         "do not trust runs; otherwise use a chromium profile (bay new NAME), driven over a pipe",
     ),
     Code(
-        "live_tls_required",
+        "no_tls",
         "The live view would listen on {bind}, beyond loopback, without TLS: its links, "
         "credentials and every frame would cross the network in clear",
         "set BAY_LIVE_TLS=self-signed (or BAY_LIVE_TLS_CERT and BAY_LIVE_TLS_KEY), or "
@@ -417,7 +417,7 @@ _ROWS = (
         "keeper stop, and run bay live again",
     ),
     Code(
-        "live_tls_unreadable",
+        "tls_unreadable",
         "The live view's TLS {what} cannot be used: {reason}",
         "{fix}; then bay keeper stop, and run bay live again",
     ),
@@ -701,8 +701,8 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "internal_error",
             "socket_untrusted",
             "open_port_refused",
-            "live_tls_required",
-            "live_tls_unreadable",
+            "no_tls",
+            "tls_unreadable",
             "disk_full",
             "owner_only",
             "profile_not_granted",

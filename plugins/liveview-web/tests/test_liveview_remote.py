@@ -78,12 +78,12 @@ def test_plain_http_on_a_non_loopback_bind_is_refused_and_nothing_listens(
     """On the old code the keeper ignored BAY_LIVE_BIND: the link was http://127.0.0.1 (and
     with a bind honoured but no TLS check, ticket and cookie would cross the network in clear)."""
     bay = bay_with(BAY_LIVE_BIND=f"{remote_address}:0")
-    frame = assert_refused(bay("live", session=session), "live_tls_required")
+    frame = assert_refused(bay("live", session=session), "no_tls")
     assert remote_address in frame["data"]["bind"]
     assert "BAY_LIVE_TLS=self-signed" in frame["way_out"]
     assert listening_on(remote_address) == []
     assert bay.ok("open", "about:blank", session=session)  # the keeper serves on
-    assert_refused(bay("live", session=session), "live_tls_required")  # and stays refused
+    assert_refused(bay("live", session=session), "no_tls")  # and stays refused
 
 
 def test_an_unreadable_or_half_tls_configuration_is_refused(
@@ -99,7 +99,7 @@ def test_an_unreadable_or_half_tls_configuration_is_refused(
     reasons = []
     for env in cases:
         bay = bay_with(BAY_LIVE_BIND=remote_address, **env)
-        frame = assert_refused(bay("live", session=session), "live_tls_unreadable")
+        frame = assert_refused(bay("live", session=session), "tls_unreadable")
         reasons.append(frame["data"]["reason"])
         assert listening_on(remote_address) == []
         bay.stop()

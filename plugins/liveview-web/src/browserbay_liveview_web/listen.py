@@ -3,9 +3,9 @@
 ``BAY_LIVE_TLS=self-signed``).
 
 Read once, when the server starts (the first link). A bind that is not loopback without TLS
-is refused ``live_tls_required``: a link, a credential cookie and every frame would cross the
+is refused ``no_tls``: a link, a credential cookie and every frame would cross the
 network in clear. A certificate or key that cannot be loaded is refused
-``live_tls_unreadable``. Nothing listens after a refusal.
+``tls_unreadable``. Nothing listens after a refusal.
 
 The self-signed certificate is made with ``cryptography`` (an EC P-256 key, valid 90 days,
 naming every host a link or a request may use), kept under the keeper's state (the key
@@ -185,7 +185,7 @@ def read_listen(env: Mapping[str, str], state: Path) -> Listen:
         if not (cert and key):
             missing = KEY_ENV if cert else CERT_ENV
             raise Refusal(
-                "live_tls_unreadable",
+                "tls_unreadable",
                 what="certificate" if not cert else "key",
                 reason=f"{missing} is not set ({CERT_ENV} and {KEY_ENV} go together)",
                 fix=f"set {missing} too (PEM files), or unset both",
@@ -196,7 +196,7 @@ def read_listen(env: Mapping[str, str], state: Path) -> Listen:
         tls = TlsFiles(where / "self-signed.pem", where / "self-signed.key", self_signed=True)
     listen = Listen(host, port, loopback, public, tls)
     if not loopback and tls is None:
-        raise Refusal("live_tls_required", bind=listen.bind_words)
+        raise Refusal("no_tls", bind=listen.bind_words)
     return listen
 
 
@@ -219,7 +219,7 @@ def tls_context(listen: Listen) -> tuple[ssl.SSLContext, str] | None:
         der = ssl.PEM_cert_to_DER_cert(pem.decode("ascii", "replace"))
     except (OSError, ssl.SSLError, ValueError) as exc:
         raise Refusal(
-            "live_tls_unreadable",
+            "tls_unreadable",
             what=f"certificate {files.cert} and key {files.key}",
             reason=_why(exc),
             fix=(
@@ -267,7 +267,7 @@ def _ensure_self_signed(files: TlsFiles, names: list[str]) -> None:
         write_private(files.cert, cert_pem)
     except OSError as exc:
         raise Refusal(
-            "live_tls_unreadable",
+            "tls_unreadable",
             what=f"self-signed certificate in {files.cert.parent}",
             reason=f"it cannot be written: {exc.strerror or exc}",
             fix=f"make {files.cert.parent} writable by the keeper's user",
