@@ -7,6 +7,7 @@ acting), never behaviour hidden behind ``if provider == ...``.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -701,6 +702,10 @@ class VerbHost(Protocol):
     async def guard(self, method: str, params: Mapping[str, Any], road: str) -> None:
         """The keeper's guards on a CDP call relayed to the lease; raises the refusal."""
 
+    def waiting(self) -> AbstractAsyncContextManager[None]:
+        """While the verb waits for a human, the session's other verbs are served (they do
+        not queue behind it)."""
+
 
 @dataclass(frozen=True)
 class VerbContext:
@@ -773,6 +778,13 @@ class VerbContext:
         are a verb in all but name (``Page.navigate``, ``Target.createTarget``: ``open``) are
         judged as that verb; others pass."""
         await self.host.guard(method, params, road)
+
+    def waiting(self) -> AbstractAsyncContextManager[None]:
+        """``async with ctx.waiting(): ...``: the verb waits (for a human) without holding
+        its session: the session's other verbs are served meanwhile instead of queueing —
+        refused ``browser_paused`` while its browser is paused, ``bay live`` and ``bay
+        status`` answered. Touch nothing of the session inside (the other verbs may)."""
+        return self.host.waiting()
 
     async def progress(self, text: str) -> bool:
         """``await ctx.progress(text)``: a line the client prints (on stderr) while the verb

@@ -118,3 +118,36 @@ def test_the_humans_input_keeps_every_session_on_the_browser_alive(
         assert lease["browser"] is not None, f"{s}'s lease ended while the human moved"
         assert lease["input_holder"] == "user"
     press_hand_back(viewer)
+
+
+def test_a_waiting_handoff_holds_no_lock_a_fresh_link_works_and_other_verbs_are_refused(
+    lbay: Bay, session: str, demo: str, viewer: Any
+) -> None:
+    lbay.ok("open", f"{demo}/live.html?still", session=session)
+    proc = in_background(
+        lbay, session, "handoff", "--reason", "sign in", "--wait", "40", "--timeout", "60"
+    )
+    assert proc.stderr is not None
+    line, end = "", time.monotonic() + 20
+    while "ticket=" not in line and time.monotonic() < end:
+        line = proc.stderr.readline()
+    assert "ticket=" in line, line  # the first link, which the human lets expire
+    # The session's other verbs are answered at once, not queued behind the handoff.
+    started = time.monotonic()
+    frame = assert_refused(
+        lbay("get", "title", "--timeout", "20", session=session), "browser_paused"
+    )
+    assert frame["data"]["origin"] == "handoff"
+    assert time.monotonic() - started < 8
+    status = lbay.ok("status", "--timeout", "20", session=session)["leases"][0]
+    assert status["input_holder"] == "user"
+    assert status["paused"]["origin"] == "handoff"
+    # A fresh link while the handoff waits: the human takes over and hands back with it.
+    open_live_link(lbay, session, viewer)
+    press_take_over(viewer)
+    viewer.fill("#handnote", "done: signed in")
+    press_hand_back(viewer)
+    result = finished(proc, timeout=20)
+    assert result.code == 0, result
+    assert result.data["handed_back"] is True
+    assert 'the human handed back: "done: signed in"' in result.frame["notice"]

@@ -5,8 +5,11 @@ gets is data on its :class:`~browserbay.model.VerbContext`."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from browserbay.keeper.leases import Leases
 from browserbay.keeper.roads import Guards
@@ -55,3 +58,15 @@ class LeaseVerbHost:
 
     async def guard(self, method: str, params: Mapping[str, Any], road: str) -> None:
         await self._guards.cdp_call(self._lease, method, params, road)
+
+    @contextlib.asynccontextmanager
+    async def waiting(self) -> AsyncIterator[None]:
+        """The session's lock is let go while the verb waits, and taken back after — even
+        when the verb is cut meanwhile, so the keeper's own release finds it held."""
+        lock = self._session.lock
+        lock.release()
+        try:
+            yield
+        finally:
+            with anyio.CancelScope(shield=True):
+                await lock.acquire()

@@ -150,7 +150,10 @@ async def handoff(ctx: VerbContext, transport_of: Transport) -> tuple[dict[str, 
         f"handoff ({reason}): open this live view within 60 s, then press Hand "
         f"back when done:\n{url}"
     )
-    handed = await transport.host.wait_handback(sid, pid, float(wait))
+    # The wait holds no lock of the session: its other verbs are refused browser_paused at
+    # once (on every road, MCP's too), and `bay live` gives the human a fresh link.
+    async with ctx.waiting():
+        handed = await transport.host.wait_handback(sid, pid, float(wait))
     if not handed:
         transport.host.hand_back(sid, pid, "handoff", "timeout")
     page = await ctx.page()
