@@ -63,6 +63,7 @@ from browserbay.keeper.keeper import Housekeeping, Keeper
 from browserbay.keeper.leases import Leases
 from browserbay.keeper.memory import MemoryWatch
 from browserbay.keeper.pageverbs import PAGE_VERBS
+from browserbay.keeper.prewarm import Prewarm
 from browserbay.keeper.profiles import ProfileBook
 from browserbay.keeper.roads import Guards
 from browserbay.keeper.roster import Roster
@@ -205,6 +206,7 @@ class App:
             downloads=downloads,
             dialogs=self.dialogs,
             brakes=brakes,
+            prewarm=Prewarm(f"{snapshots.REF_ENGINE}=:warm"),
         )
         self.pool.on_crash = self.leases.crashed
         #: Who holds each lease's controls; the live-view transports' host.

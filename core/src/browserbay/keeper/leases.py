@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from browserbay.keeper.brakes import Brakes
     from browserbay.keeper.dialogs import Dialogs
     from browserbay.keeper.downloads import Downloads
+    from browserbay.keeper.prewarm import Prewarm
 
 __all__ = ["blocked_requests", "check_url_allowed", "goto_guarded", "host_allowed"]
 
@@ -95,6 +96,7 @@ class Leases:
         downloads: Downloads | None = None,
         dialogs: Dialogs | None = None,
         brakes: Brakes | None = None,
+        prewarm: Prewarm | None = None,
     ):
         self.pool = pool
         self.tabs = tabs
@@ -117,6 +119,9 @@ class Leases:
         self.dialogs = dialogs
         #: Each tab's brake session, which a takeover pulls (None: a keeper without).
         self.brakes = brakes
+        #: Builds each document's injected scripts before a verb needs them (None: each
+        #: document's first verb builds them).
+        self.prewarm = prewarm
 
     # -- what a lease is bound to -------------------------------------------------------
 
@@ -278,6 +283,9 @@ class Leases:
                 self.plugins.hooks.bay_lease_changed(lease=lease.info(), change="tabs")
 
         page.on("close", on_close)
+        session = self.sessions.get(tab.owner)
+        if self.prewarm is not None and session is not None:
+            self.prewarm.watch(page, session.lock)
         tab.log.watch(page, lease.net)  # its console, errors, requests; the lease's HAR
         if self.downloads is not None:  # kept in the session's own directory, bounded
             self.downloads.watch(page, lambda: self.sessions.get(tab.owner))
