@@ -24,7 +24,7 @@ from pathlib import Path
 from browserbay.demo.server import serve
 
 BAY = str(Path(sys.executable).with_name("bay"))
-NODE = re.compile(r'- (?:textbox|button) "([^"]+)".*?\[ref=(e\d+)\]')
+NODE = re.compile(r'- (?:textbox|button) "([^"]+)".*? @(e\d+)\b')
 
 
 @dataclass

@@ -22,6 +22,7 @@ import argparse
 import contextlib
 import datetime as dt
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -126,8 +127,8 @@ class Side:
 
 def ref(text: str, role: str) -> str:
     for line in text.splitlines():
-        if f"{role} " in line and "[ref=" in line:
-            return "@" + line.split("[ref=", 1)[1].split("]", 1)[0]
+        if f"{role} " in line and " @" in line:
+            return "@" + re.findall(r" @(\w+)", line)[0]
     raise RuntimeError(f"no {role} in the snapshot")
 
 

@@ -122,7 +122,8 @@ class AgentBrowserTool(Tool):
 _HEAD = re.compile(
     r"""^(?P<indent>\s*)-\s+'?(?P<role>[A-Za-z]+)(?:\s+"(?P<name>(?:[^"\\]|\\.)*)")?"""
 )
-_REF = re.compile(r"[\[,\s]ref=(?P<ref>(?:f\d+)?[ec]\d+)[\],]")
+# agent-browser's ``[ref=e5]`` / ``[level=1, ref=e5]``, bay's ``@e5``.
+_REF = re.compile(r"(?:[\[,\s]ref=|\s@)(?P<ref>(?:f\d+)?[ec]\d+)(?:[\],]|\b)")
 
 
 @dataclass
@@ -154,7 +155,8 @@ def _unquote(s: str) -> str:
 
 
 def parse_snapshot(text: str) -> list[Node]:
-    """Both tools print an indented YAML-ish tree: ``- role "name" [attrs] [ref=eN]: text``."""
+    """Both tools print an indented YAML-ish tree: ``- role "name" [attrs] [ref=eN]: text``
+    (bay writes the ref ``@eN``)."""
     roots: list[Node] = []
     stack: list[Node] = []
     for line in text.splitlines():

@@ -92,7 +92,8 @@ DOM_COUNTS_JS = """(() => {
 })()"""
 
 _LINE = re.compile(r"^\s*- (?P<role>[a-z]+)\b(?P<rest>.*)$")
-_REF = re.compile(r"\bref=(?P<ref>(?:f\d+)?[ec]\d+)\b")
+# A ref as agent-browser shows it (``[ref=e5]``, ``[level=1, ref=e5]``) or as bay does (``@e5``).
+_REF = re.compile(r"(?:\bref=|(?<= )@)(?P<ref>(?:f\d+)?[ec]\d+)\b")
 
 
 # -- processes ------------------------------------------------------------------------------
@@ -488,12 +489,16 @@ def url_line_chars(text: str) -> int:
 
 
 def noninteractive_ref_chars(text: str) -> int:
-    """Characters spent on `` [ref=eN]`` of nodes no agent can act on (lists, headings…)."""
+    """Characters spent on the refs (`` @eN``) of nodes no agent can act on (lists,
+    headings…)."""
     total = 0
     for line in text.splitlines():
         m = _LINE.match(line)
         if m and m.group("role") not in INTERACTIVE:
-            total += sum(len(r.group(0)) + 3 for r in _REF.finditer(m.group("rest")))
+            total += sum(
+                len(r.group(0)) + (3 if r.group(0).startswith("ref=") else 1)
+                for r in _REF.finditer(m.group("rest"))
+            )
     return total
 
 

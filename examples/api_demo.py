@@ -19,7 +19,7 @@ import anyio
 from browserbay import Client
 from browserbay.errors import BayRefusal, RefStale
 
-_NODE = re.compile(r'- (?P<role>[a-z]+) "(?P<name>[^"]*)".*\[ref=(?P<ref>e\d+)\]')
+_NODE = re.compile(r'- (?P<role>[a-z]+) "(?P<name>[^"]*)".* @(?P<ref>e\d+)\b')
 
 
 def refs_by_name(tree: str) -> dict[tuple[str, str], str]:

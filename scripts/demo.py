@@ -24,7 +24,7 @@ def bay(*args: str) -> dict:
 
 
 def ref(snapshot: str, role: str, name: str) -> str:
-    m = re.search(rf'{role} "{re.escape(name)}"[^\n]*\[ref=(e\d+)\]', snapshot)
+    m = re.search(rf'{role} "{re.escape(name)}"[^\n]*? @(e\d+)\b', snapshot)
     if m is None:
         sys.exit(f"no {role} {name!r} in the snapshot")
     return "@" + m.group(1)

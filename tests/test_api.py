@@ -19,7 +19,7 @@ from browserbay_testing import Bay, assert_refused
 
 
 def _ref(snapshot: str, role: str, name: str) -> str:
-    m = re.search(rf'{role} "{re.escape(name)}"[^\n]*\[ref=(e\d+)\]', snapshot)
+    m = re.search(rf'{role} "{re.escape(name)}"[^\n]*? @(e\d+)\b', snapshot)
     assert m, f"no {role} {name!r} in:\n{snapshot}"
     return "@" + m.group(1)
 

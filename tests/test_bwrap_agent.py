@@ -19,6 +19,7 @@ tests fail.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -164,7 +165,7 @@ def test_a_jailed_agent_drives_its_own_tab(world: World, agent: dict[str, str], 
     assert opened["session"]["id"] == AGENT
     snap = jail.bay("snapshot", "-i", env=agent).data["snapshot"]
     line = next(x for x in snap.splitlines() if 'button "Create account"' in x)
-    ref = "@" + line.split("[ref=")[1].split("]")[0]
+    ref = "@" + re.findall(r" @(\w+)", line)[0]
     assert jail.bay("click", ref, env=agent).frame["ok"]
     url = jail.bay("get", "url", env=agent).data["value"]
     assert url.startswith(f"{demo}/result"), url

@@ -173,8 +173,8 @@ def test_a_node_yaml_had_to_quote_stays_in_the_interactive_snapshot() -> None:
         "  - img [ref=e6]"
     )
     shown = compact(raw, interactive=True)
-    assert 'button "B \\u001b]0;x" [ref=e4]' in shown, shown
-    assert 'link "it\'s" [ref=e5]' in shown, shown
+    assert 'button "B \\u001b]0;x" @e4' in shown, shown
+    assert 'link "it\'s" @e5' in shown, shown
 
 
 # -- the Python API -----------------------------------------------------------------------

@@ -23,7 +23,7 @@ GATE_SRC = REPO / "examples" / "approval-gate" / "src"
 
 
 def _ref(snapshot: str, role: str, name: str) -> str:
-    m = re.search(rf'{role} "{re.escape(name)}"[^\n]*\[ref=(e\d+)\]', snapshot)
+    m = re.search(rf'{role} "{re.escape(name)}"[^\n]*? @(e\d+)\b', snapshot)
     assert m, f"no {role} {name!r} in:\n{snapshot}"
     return "@" + m.group(1)
 

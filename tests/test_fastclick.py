@@ -91,7 +91,7 @@ def test_a_ref_is_kept_from_its_second_click_and_dropped_when_not_ready() -> Non
     async def check(page: Any) -> dict[str, Any]:
         snap = await page.aria_snapshot(mode="ai")
         (line,) = [x for x in snap.splitlines() if 'button "Press"' in x]
-        sel = "aria-ref=" + line.split("[ref=")[1].split("]")[0]
+        sel = "aria-ref=" + line.split("[ref=")[1].split("]")[0]  # Playwright's own text
         out: dict[str, Any] = {}
         out["first"] = await fastclick.ready_point(page, sel, ref=True)
         kept = fastclick._HANDLES[page].handles

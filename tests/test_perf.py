@@ -6,6 +6,7 @@ asserted here.)"""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 
 from browserbay import procfs
@@ -57,7 +58,7 @@ def test_a_driver_that_cannot_start_is_refused_and_records_no_browser(demo: str)
 def _ref(b: Bay, s: str, name: str) -> str:
     text = b.ok("snapshot", "-i", session=s)["snapshot"]
     (line,) = [x for x in text.splitlines() if f'"{name}"' in x]
-    return "@" + line.split("[ref=")[1].split("]")[0]
+    return "@" + re.findall(r" @(\w+)", line)[0]
 
 
 def test_a_ref_clicked_again_acts_once_each_time_and_is_still_refused_covered_or_disabled(

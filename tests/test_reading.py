@@ -5,6 +5,7 @@ origins (127.0.0.1 and localhost, on different ports), a removed frame and a nav
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 import time
@@ -84,7 +85,7 @@ def _pages(cross: str) -> dict[str, str]:
 
 def _ref(snapshot: str, needle: str) -> str:
     line = next(x for x in snapshot.splitlines() if needle in x)
-    return "@" + line.split("[ref=")[1].split("]")[0]
+    return "@" + re.findall(r" @(\w+)", line)[0]
 
 
 # -- get --------------------------------------------------------------------------------
@@ -318,7 +319,7 @@ def test_frame_by_ref_from_a_page_snapshot(bay: Bay, site: Site) -> None:
     snap = bay.ok("snapshot", session=s)["snapshot"]
     iframe = _ref(snap, "iframe")
     inner_press = [x for x in snap.splitlines() if 'button "Press"' in x][1]
-    press = "@" + inner_press.split("[ref=")[1].split("]")[0]
+    press = "@" + re.findall(r" @(\w+)", inner_press)[0]
     assert press.startswith("@f")  # the page's snapshot shows the frame's refs prefixed
     bay.ok("frame", iframe, session=s)
     assert bay.ok("get", "text", "h1", session=s)["value"] == "Inside"

@@ -81,7 +81,7 @@ def _line(snap: str, needle: str) -> str:
 
 
 def _ref(line: str) -> str:
-    m = re.search(r"\[ref=([a-z0-9]+)\]", line)
+    m = re.search(r" @([a-z0-9]+)\b", line)
     assert m, line
     return "@" + m.group(1)
 
@@ -119,7 +119,7 @@ def test_elements_clickable_without_a_role_get_a_ref_that_clicks(bay: Bay, site:
     assert _said(bay, s) == "picked apple tart"
     # a span inside a paragraph: merged into its text by the ARIA tree, a node of its own here
     span = _line(snap, '"click this span"')
-    assert re.search(r"\[ref=c\d+\] clickable$", span), span
+    assert re.search(r" @c\d+ clickable$", span), span
     bay.ok("click", _ref(span), session=s)
     assert _said(bay, s) == "span in prose"
     full = bay.ok("snapshot", session=s)["snapshot"]
@@ -129,7 +129,7 @@ def test_elements_clickable_without_a_role_get_a_ref_that_clicks(bay: Bay, site:
     bay.ok("click", _ref(shadow), session=s)
     assert _said(bay, s) == "shadow clicked"
     inner = _line(snap, '"frame span"')
-    assert re.search(r"\[ref=f\d+c\d+\]", inner), inner
+    assert re.search(r" @f\d+c\d+\b", inner), inner
     bay.ok("click", _ref(inner), session=s)
     bay.ok("frame", "#frame", session=s)
     assert _said(bay, s, "#in") == "frame span"
@@ -142,7 +142,7 @@ def test_an_own_ref_inside_a_cross_site_iframe_clicks(bay: Bay, site: str) -> No
     bay.ok("open", f"{site}/cross", session=s)
     snap = bay.ok("snapshot", "-i", session=s)["snapshot"]
     inner = _line(snap, '"frame span"')
-    assert re.search(r"\[ref=f\d+c\d+\]", inner), inner
+    assert re.search(r" @f\d+c\d+\b", inner), inner
     bay.ok("click", _ref(inner), session=s)
     bay.ok("frame", "#x", session=s)
     assert _said(bay, s, "#in") == "frame span"
@@ -200,7 +200,7 @@ def test_scope_and_depth(bay: Bay, site: str) -> None:
     assert "apple pie" in scoped, scoped
     assert "Save: now" not in scoped, scoped
     tart = _ref(_line(whole, "apple tart"))
-    assert tart in "".join(f"@{r}" for r in re.findall(r"ref=([a-z0-9]+)", scoped))
+    assert tart in "".join(f"@{r}" for r in re.findall(r" @([a-z0-9]+)", scoped))
     bay.ok("click", tart, session=s)  # the refs stay the page's
     assert _said(bay, s) == "picked apple tart"
     by_ref = bay.ok("snapshot", "-s", _ref(_line(whole, "tablist")), session=s)["snapshot"]
@@ -218,20 +218,21 @@ def test_a_long_snapshot_pages_instead_of_cutting(bay: Bay, site: str) -> None:
     s = "snap-pages"
     bay.ok("open", f"{site}/many", session=s)
     one = bay.ok("snapshot", "-i", "--limit", "10", session=s)
-    assert (one["refs"], one["left"], one["refs_left"]) == (10, 20, 20), one
+    # the page's heading (context, with its ref) and its 30 links
+    assert (one["refs"], one["left"], one["refs_left"]) == (10, 21, 21), one
     assert one["next"] == "bay snapshot -i --limit 10 --page 2"
     assert one["snapshot"].splitlines()[-1].endswith(one["next"])
-    seen = re.findall(r"ref=(e\d+)", one["snapshot"])
+    seen = re.findall(r" @(e\d+)", one["snapshot"])
     page = 2
     while True:
         more = bay.ok("snapshot", "-i", "--limit", "10", "--page", str(page), session=s)
-        seen += re.findall(r"ref=(e\d+)", more["snapshot"])
+        seen += re.findall(r" @(e\d+)", more["snapshot"])
         if more["next"] is None:
             break
         page += 1
-    assert len(seen) == len(set(seen)) == 30  # the 30 links, each once
+    assert len(seen) == len(set(seen)) == 31  # the heading and the 30 links, each once
     past = bay.ok("snapshot", "-i", "--limit", "10", "--page", "9", session=s)
-    assert past["snapshot"] == "page 9 is past the end: 30 lines make 3 pages", past
+    assert past["snapshot"] == "page 9 is past the end: 31 lines make 4 pages", past
     bay.ok("close", session=s)
 
 
@@ -246,7 +247,7 @@ def test_the_python_tutorial_offers_its_links_inside_prose(bay: Bay) -> None:
             assert f'link "{name}"' in text, name
         assert snap["refs"] >= 100, snap["refs"]
         # a link reads by its content (only the logo's image link has none to read)
-        assert len(re.findall(r"^- link \[ref=", text, re.M)) <= 1, text
+        assert len(re.findall(r"^\s*- link @", text, re.M)) <= 1, text
         bay.ok("click", _ref(_line(text, 'link "while"')), session=s)
     bay.ok("close", session=s)
 

@@ -11,7 +11,7 @@ from browserbay_testing import Bay, assert_refused
 
 
 def _ref(snapshot: str, role: str, name: str) -> str:
-    m = re.search(rf'{role} "{re.escape(name)}"[^\n]*\[ref=(e\d+)\]', snapshot)
+    m = re.search(rf'{role} "{re.escape(name)}"[^\n]*? @(e\d+)\b', snapshot)
     assert m, f"no {role} {name!r} in:\n{snapshot}"
     return "@" + m.group(1)
 
@@ -46,7 +46,7 @@ def test_snapshot_fill_select_check_click_by_ref(bay: Bay, demo: str) -> None:
     bay.ok("check", terms, session=s)
     # A third snapshot after changes: same refs, new state shown.
     third = bay.ok("snapshot", session=s)["snapshot"]
-    assert f'textbox "Name" [ref={name[1:]}]: Ada Lovelace' in third
+    assert f'textbox "Name" {name}: Ada Lovelace' in third
     assert _ref(third, "checkbox", "I accept the terms") == terms
 
     bay.ok("click", submit, session=s)
@@ -65,9 +65,10 @@ def test_interactive_snapshot_is_flat_and_references_every_control(bay: Bay, dem
     s = "snap-i"
     bay.ok("open", f"{demo}/form.html", session=s)
     flat = bay.ok("snapshot", "-i", session=s)["snapshot"].splitlines()
-    assert all(line.startswith("- ") and "[ref=e" in line for line in flat), flat
+    assert all(line.startswith("- ") and " @e" in line for line in flat), flat
     roles = [line.split()[1] for line in flat]
-    assert roles == ["textbox", "textbox", "combobox", "checkbox", "button"]
+    # the heading says where the fields are; then every control
+    assert roles == ["heading", "textbox", "textbox", "combobox", "checkbox", "button"]
     full = bay.ok("snapshot", session=s)
     assert full["refs"] >= 5
     shallow = bay.ok("snapshot", "--depth", "1", session=s)["snapshot"]

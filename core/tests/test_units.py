@@ -237,22 +237,23 @@ def test_snapshot_compaction_keeps_every_reference_to_what_can_be_acted_on() -> 
     raw = strip_prefix(RAW, prefix)
     text = compact(raw)
     assert text.splitlines() == [
-        '- heading "Hello" [level=1] [ref=e2]',
-        '- textbox "Name" [ref=e7]',
-        '- link "Docs" [ref=e8] → /docs',
-        "- iframe [ref=e9]:",
-        '  - button "Inner" [ref=f2e1]',
+        '- heading "Hello" [level=1] @e2',
+        '- textbox "Name" @e7',
+        '- link "Docs" @e8 → /docs',
+        "- iframe @e9:",
+        '  - button "Inner" @f2e1',
         "- paragraph: para text",
     ]
     flat = compact(raw, interactive=True)
     assert flat.splitlines() == [
-        '- textbox "Name" [ref=e7]',
-        '- link "Docs" [ref=e8]',
-        '- button "Inner" [ref=f2e1]',
+        '- heading "Hello" [level=1] @e2',  # context: which section the refs below are in
+        '- textbox "Name" @e7',
+        '- link "Docs" @e8',
+        '- button "Inner" @f2e1',
     ]
     shallow = compact(raw, depth=1)
     assert "Inner" not in shallow
-    assert "- iframe [ref=e9]\n" in shallow  # no dangling ':' once the children are cut
+    assert "- iframe @e9\n" in shallow  # no dangling ':' once the children are cut
     assert main_frame_prefix('- button "x" [ref=e3]') == ""
 
 
@@ -280,10 +281,10 @@ def test_snapshot_lines_yaml_quoted_parse_as_the_nodes_they_are() -> None:
     assert tab.box == Box(0, 0, 60, 20)
     flat = [x.text for x in flat_lines(roots)]
     assert flat == [
-        '- tab "Tab #1" [ref=e2]',
-        '- button "Step: two" [disabled] [ref=e3]',
-        '- textbox "Note" [ref=e6]: line one\\nline "two"',  # one line
-        '- listitem "apple" [ref=e7] clickable',
+        '- tab "Tab #1" @e2',
+        '- button "Step: two" [disabled] @e3',
+        '- textbox "Note" @e6: line one\\nline "two"',  # one line
+        '- listitem "apple" @e7 clickable',
     ]
 
 
@@ -296,10 +297,45 @@ def test_judge_marks_nodes_and_gives_merged_elements_their_own_node() -> None:
     ]
     judge(roots, found)
     lines = [x.text for x in tree_lines(roots)]
-    assert "- paragraph [ref=e5] clickable:" in lines
-    assert '  - generic "click here" [ref=c2] clickable' in lines
+    assert "- paragraph @e5 clickable:" in lines
+    assert '  - generic "click here" @c2 clickable' in lines
     assert "  - text: Read this: then click here." in lines  # the text stays, before it
-    assert lines[-1] == '- generic "inner" [ref=f2c1] editable'
+    assert lines[-1] == '- generic "inner" @f2c1 editable'
+
+
+WRAPS = """- generic [ref=e1] [box=0,0,800,400]:
+  - navigation "site" [ref=e2]:
+    - list [ref=e3]:
+      - listitem [ref=e4] [cursor=pointer]:
+        - menuitem "Willa" [ref=e5]
+      - listitem [ref=e6] [cursor=pointer]:
+        - img "star" [ref=e7]
+        - button "Star" [ref=e8]
+  - heading [level=2] [ref=e9]:
+    - text: "4.3. The"
+    - link "range()" [ref=e10]:
+      - /url: "#range"
+    - text: Function
+  - link "range()" [ref=e11]:
+    - /url: "#range"
+  - generic [ref=e12] [cursor=pointer]:
+    - text: "Ada: unread"
+    - button "Archive" [ref=e13]"""
+
+
+def test_the_interactive_list_drops_wrappers_that_repeat_what_they_hold_and_keeps_context() -> None:
+    flat = compact(WRAPS, interactive=True).splitlines()
+    assert flat == [
+        '- navigation "site" @e2:',
+        '  - menuitem "Willa" @e5',  # its clickable li only repeats it
+        '  - listitem "star" @e6 clickable',  # an image besides its button: a target itself
+        '  - button "Star" @e8',
+        '- heading "4.3. The range() Function" [level=2] @e9:',  # named by all it holds
+        '  - link "range()" @e10',
+        '- link "range()" @e11',
+        '- generic "Ada: unread" @e12 clickable',  # a row with its own text besides Archive
+        '- button "Archive" @e13',
+    ]
 
 
 def test_bay_home_relocates_everything_and_long_homes_get_a_short_socket(tmp_path: Path) -> None:

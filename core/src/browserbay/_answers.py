@@ -141,7 +141,7 @@ class Page(Answer):
 
 
 class Snapshot(Answer):
-    """The page's ARIA tree with ``[ref=eN]`` references to act on."""
+    """The page's ARIA tree with ``@eN`` references to act on."""
 
     @property
     def tree(self) -> str:

@@ -219,7 +219,7 @@ class Client:
         page: int | None = None,
         timeout: float | None = None,
     ) -> Snapshot:
-        """The ARIA tree with ``[ref=eN]`` references (``interactive``: only what can be
+        """The ARIA tree with ``@eN`` references (``interactive``: only what can be
         acted on, flat; ``selector``: the subtree of an ``@ref`` or a selector; ``delta``:
         only what changed since the tab's last snapshot; ``limit``/``page``: which page of
         lines, ``data["next"]`` naming the next one)."""

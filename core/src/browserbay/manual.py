@@ -40,7 +40,7 @@ bay: a browser of your own. One command = one verb; a keeper daemon starts by it
 
 START
   bay open https://example.org   navigate (your first page verb opens your tab)
-  bay snapshot -i                what you can act on: - button "Save" [ref=e12]
+  bay snapshot -i                what you can act on: - button "Save" @e12
   bay click @e12                 act on a ref: fill @e5 "Ada", select @e9 pro, press Enter
   bay get title                  read: title, url, text, value, html; bay screenshot
   bay close                      done: closes your tabs (bay resume reopens them)

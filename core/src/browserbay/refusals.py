@@ -128,7 +128,7 @@ _ROWS = (
     Code(
         "not_a_frame",
         "{target} is not an iframe (it is <{tag}>): there is no frame to act inside",
-        "bay snapshot -i  (an iframe shows as: iframe [ref=eN]), then bay frame @eN",
+        "bay snapshot -i  (an iframe shows as: iframe @eN), then bay frame @eN",
     ),
     Code(
         "frame_gone",

@@ -10,8 +10,10 @@ editable or focusable without a role (``cursor: pointer``, ``onclick``, ``conten
 ``tabindex``), found in the DOM by the keeper (:class:`Found`) — a node Playwright has
 gets the marker, an element it merged into its parent's text becomes a node of its own with
 its own ref (``cN``). :func:`render` writes the tree (unnamed wrappers dropped, link targets
-on the link's line) or the flat interactive list, in pages of lines; :func:`delta` compares
-two snapshots of one document by ref.
+on the link's line) or the interactive list, in pages of lines; :func:`delta` compares
+two snapshots of one document by ref. What the agent reads shows a ref as it is typed in a
+command, ``@e5`` (agent-browser's and Playwright's ``[ref=e5]`` are six characters more on
+every line, and the agent has to rewrite them).
 """
 
 from __future__ import annotations
@@ -49,10 +51,18 @@ NO_REF_ROLES = frozenset({"list", "listitem", "paragraph", "blockquote", "strong
 
 _WRAPPERS = frozenset({"generic", "group", "none", "presentation"})
 
+#: Nodes the interactive list keeps for what they tell about the nodes under them (which
+#: section a link is in, which links are navigation), each with its ref (an agent can
+#: ``scrollintoview``, ``get text`` or ``snapshot -s`` it): headings and landmarks, their
+#: listed nodes indented under them. ``main`` is left out: it holds everything else, and
+#: indenting a whole page one level deeper tells nothing.
+CONTEXT_ROLES = frozenset(
+    {"heading", "navigation", "search", "banner", "contentinfo", "complementary", "region"}
+)
+
 #: How an element without an interactive role was judged actionable (the DOM said so).
 KINDS = ("clickable", "editable", "focusable")
 
-_REF = re.compile(r"\[ref=(?P<ref>(?:f\d+)?[ec]\d+)\]")
 _ATTR = re.compile(r" \[(?P<attr>[^\]]*)\]")
 _NAME_CLIP = 80
 
@@ -104,17 +114,58 @@ class Node:
             yield from c.walk()
 
     def own_text(self) -> str:
-        """Its name, or else the text it holds (a link named by its content shows it). A
-        generic element shows what it reads on the page when it holds text (its name is
-        often a long ``title``)."""
+        """Its name, or else what it reads on the page: the text it holds and the names of
+        the nodes in it (a link around ``<code>while</code>`` reads "while", a heading
+        around a link reads whole). A generic element shows what it reads on the page when
+        it holds text (its name is often a long ``title``)."""
         if self.name and not (self.role == "generic" and self.text):
             return self.name
-        parts = [n.text for n in self.walk() if n.text]
-        return _clip(" ".join(p.strip() for p in parts if p.strip()))
+        # What an actionable node holds that is listed on its own is not its name.
+        return _clip(_content(self, top=True, skip=self.actionable))
 
     @property
     def actionable(self) -> bool:
         return self.ref is not None and (self.role in INTERACTIVE_ROLES or self.kind is not None)
+
+    def only_wraps_actions(self) -> bool:
+        """Judged clickable or focusable from the DOM, and all it holds is nodes that can be
+        acted on themselves (a clickable ``li`` around a ``menuitem``, a focusable menu of
+        them): the inner nodes are the targets, and listing the wrapper repeats them. A
+        wrapper with text or a name of its own besides them (an inbox row around its star
+        button) is a target of its own."""
+        if self.kind not in ("clickable", "focusable") or self.role in INTERACTIVE_ROLES:
+            return False
+        if self.text or not any(c.actionable for c in self.walk() if c is not self):
+            return False
+        inner = " ".join(c.own_text() for c in self._actions_in())
+        return (not self.name or self.name == inner) and not _loose(self)
+
+    def _actions_in(self) -> Iterator[Node]:
+        for c in self.children:
+            if c.actionable:
+                yield c
+            else:
+                yield from c._actions_in()
+
+
+def _content(n: Node, *, top: bool = False, skip: bool = False) -> str:
+    if not top and skip and n.actionable:
+        return ""
+    if n.text is not None:
+        return n.text.strip()
+    if n.name and not top:
+        return n.name
+    return " ".join(p for p in (_content(c, skip=skip) for c in n.children) if p)
+
+
+def _loose(n: Node) -> bool:
+    """Whether ``n`` holds text or named nodes outside the actionable nodes in it."""
+    for c in n.children:
+        if c.actionable:
+            continue
+        if (c.text or "").strip() or (c.name and c.role not in _WRAPPERS) or _loose(c):
+            return True
+    return False
 
 
 def _clip(text: str) -> str:
@@ -344,7 +395,7 @@ def _key(n: Node, *, show_ref: bool, name: str | None = None) -> str:
         parts.append(json.dumps(name, ensure_ascii=False))
     parts += [f"[{a}]" for a in n.attrs if a != "active"]
     if show_ref and n.ref is not None:
-        parts.append(f"[ref={n.ref}]")
+        parts.append("@" + n.ref)
     if n.kind is not None and show_ref:
         parts.append(n.kind)
     return _text(" ".join(parts))
@@ -403,35 +454,51 @@ def tree_lines(roots: list[Node], depth: int | None = None) -> list[Line]:
     return out
 
 
-def interactive_nodes(roots: list[Node], depth: int | None = None) -> list[Node]:
-    """What can be acted on, in the tree's order; ``depth``
-    counts levels as the tree shows them (wrappers do not count)."""
-    out: list[Node] = []
+def _listed(roots: list[Node], depth: int | None) -> list[tuple[int, Node]]:
+    """The interactive list's nodes with their indent: what can be acted on (less the
+    wrappers that only repeat what they hold), and the :data:`CONTEXT_ROLES` nodes with what
+    is listed under them one indent deeper; ``depth`` counts levels as the tree shows them
+    (wrappers do not count)."""
+    out: list[tuple[int, Node]] = []
 
-    def visit(nodes: list[Node], level: int) -> None:
+    def visit(nodes: list[Node], level: int, indent: int) -> None:
         for n in nodes:
             if _is_wrapper(n):
-                visit(n.children, level)
+                visit(n.children, level, indent)
                 continue
             if depth is not None and level >= depth:
                 continue
-            if n.actionable:
-                out.append(n)
-            visit(n.children, level + 1)
+            if n.ref is not None and n.role in CONTEXT_ROLES and not n.actionable:
+                out.append((indent, n))
+                visit(n.children, level + 1, indent + 1)
+                continue
+            if n.actionable and not n.only_wraps_actions():
+                out.append((indent, n))
+            visit(n.children, level + 1, indent)
 
-    visit(roots, 0)
+    visit(roots, 0, 0)
     return out
+
+
+def interactive_nodes(roots: list[Node], depth: int | None = None) -> list[Node]:
+    """What can be acted on, in the tree's order (the interactive list without its
+    headings and landmarks)."""
+    return [n for _, n in _listed(roots, depth) if n.actionable]
 
 
 def flat_lines(roots: list[Node], depth: int | None = None) -> list[Line]:
     """The interactive list: one line per node that can be acted on, named by its content
-    when it has no name of its own (a link around ``<code>while</code>`` reads "while")."""
+    when it has no name of its own (a link around ``<code>while</code>`` reads "while"),
+    under the headings and landmarks it is in."""
+    listed = _listed(roots, depth)
     out = []
-    for n in interactive_nodes(roots, depth):
+    for i, (indent, n) in enumerate(listed):
         name = n.own_text()
-        line = "- " + _key(n, show_ref=True, name=name)
+        line = "  " * indent + "- " + _key(n, show_ref=True, name=name)
         if n.text and n.text != name:  # a field's value
             line += ": " + _text(n.text)
+        if n.role in CONTEXT_ROLES and i + 1 < len(listed) and listed[i + 1][0] > indent:
+            line += ":"
         out.append(Line(line, n.ref))
     return out
 
@@ -496,39 +563,32 @@ def signatures(roots: list[Node]) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Delta:
-    added: list[str]
-    removed: list[str]
-    changed: list[str]
+    """Each part: ref -> its line (the line after the change; a removed ref's line before)."""
+
+    added: dict[str, str]
+    removed: dict[str, str]
+    changed: dict[str, str]
 
     @property
     def empty(self) -> bool:
         return not (self.added or self.removed or self.changed)
 
     def lines(self) -> list[Line]:
-        out = [Line("+ " + s, _ref_in(s)) for s in self.added]
-        out += [Line("~ " + s, _ref_in(s)) for s in self.changed]
-        out += [Line("- " + s) for s in self.removed]
+        out = [Line("+ " + s, r) for r, s in self.added.items()]
+        out += [Line("~ " + s, r) for r, s in self.changed.items()]
+        out += [Line("- " + s) for s in self.removed.values()]
         return out
-
-
-def _ref_in(s: str) -> str | None:
-    m = _REF.search(s)
-    return m.group("ref") if m else None
 
 
 def delta(before: dict[str, str], after: dict[str, str]) -> Delta:
     return Delta(
-        added=[after[r] for r in after if r not in before],
-        removed=[before[r] for r in before if r not in after],
-        changed=[after[r] for r in after if r in before and before[r] != after[r]],
+        added={r: after[r] for r in after if r not in before},
+        removed={r: before[r] for r in before if r not in after},
+        changed={r: after[r] for r in after if r in before and before[r] != after[r]},
     )
 
 
 # -- refs -------------------------------------------------------------------------------
-
-
-def refs_in(text: str) -> list[str]:
-    return _REF.findall(text)
 
 
 def main_frame_prefix(raw: str) -> str:

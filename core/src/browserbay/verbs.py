@@ -342,7 +342,7 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         "snapshot",
         PAGE,
-        "The page's ARIA tree with [ref=eN] references to act on.",
+        "The page's ARIA tree with @eN references to act on.",
         (
             Arg("interactive", "flag", "only what you can act on, flat", short="-i"),
             Arg("depth", "value", "the tree's depth", type="int", short="-d"),

@@ -317,7 +317,11 @@ async def verb_snapshot(act: Act) -> Answer:
             before.lines,
             {k: v for k, v in sigs.items() if scoped is None or k in scoped},
         )
-        data["delta"] = {"added": d.added, "removed": d.removed, "changed": d.changed}
+        data["delta"] = {
+            "added": list(d.added.values()),
+            "removed": list(d.removed.values()),
+            "changed": list(d.changed.values()),
+        }
         lines = d.lines()
         note = (
             "no change since the last snapshot"
