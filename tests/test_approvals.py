@@ -50,7 +50,7 @@ def pool() -> Iterator[ThreadPoolExecutor]:
 
 def _buy_ref(b: Bay, session: str) -> str:
     snap = b.ok("snapshot", "-i", session=session)["snapshot"]
-    m = re.search(r'button "Buy now"[^\n]*\[ref=(e\d+)\]', snap)
+    m = re.search(r'button "Buy now"[^\n]*? @(e\d+)\b', snap)
     assert m, snap
     return "@" + m.group(1)
 
