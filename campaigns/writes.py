@@ -86,8 +86,9 @@ def transaction_audit(scratch: Path) -> tuple[list[dict[str, Any]], list[str]]:
         ("holds.set", reg.holds.set, (row.id, "s", "g")),
         ("holds.release", reg.holds.release, (row.id,)),
         ("groups.set", reg.groups.set, ("g", row.id)),
-        ("triggers.claim", reg.triggers.claim, ("u-1", "open", "s")),
-        ("triggers.finish", reg.triggers.finish, ("u-1", "{}")),
+        ("triggers.admit", reg.triggers.admit, ("u-1", "s", "{}", 0.0)),
+        ("triggers.claim", reg.triggers.claim, ("u-1",)),
+        ("triggers.finish", reg.triggers.finish, ("u-1", "s", "{}")),
         ("audit.record", reg.audit.record, ("s", row.id, "open", True, None)),
         ("profiles.used", reg.profiles.used, (row.id,)),
         ("attachments.detach", reg.attachments.detach, ("s", row.id, False)),
@@ -171,8 +172,9 @@ def child(path: str, seed: int) -> None:
                 reg.holds.release(pid)
         elif op == 9:
             uuid = f"u-{rng.getrandbits(32):08x}"
-            if reg.triggers.claim(uuid, "open", s) is None:
-                reg.triggers.finish(uuid, '{"ok": true}')
+            reg.triggers.admit(uuid, s, "{}", time.time())
+            if reg.triggers.claim(uuid).phase == "queued":
+                reg.triggers.finish(uuid, s, '{"ok": true}')
         else:
             reg.audit.record(s, pid, "open", True, None)
 
@@ -240,12 +242,12 @@ def store_campaign(kills: int, seed: int, root: Path) -> dict[str, Any]:
             "SELECT 'kept_tabs', count(*) FROM kept_tabs UNION ALL "
             "SELECT 'attachments', count(*) FROM attachments UNION ALL "
             "SELECT 'audit', count(*) FROM audit UNION ALL "
-            "SELECT 'trigger_claims', count(*) FROM trigger_claims",
+            "SELECT 'trigger_requests', count(*) FROM trigger_requests",
         )
     )
-    unfinished = registry_rows(path, "SELECT count(*) FROM trigger_claims WHERE result IS NULL")[0][
+    unfinished = registry_rows(path, "SELECT count(*) FROM trigger_requests WHERE result IS NULL")[
         0
-    ]
+    ][0]
     profiles = {r[0] for r in registry_rows(path, "SELECT id FROM profiles")}
     orphan_dirs = [d.name for d in (root / "profiles").iterdir() if d.name not in profiles]
     return {

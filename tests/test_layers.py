@@ -68,7 +68,6 @@ def test_every_core_module_is_in_a_layer() -> None:
 
 def test_every_provider_and_plugin_is_kept_off_the_keeper() -> None:
     # browserbay_testing is no plugin: the dev-only test support may reach into the keeper
-    # (its fault injector patches the trigger intake).
     plugins = set(_config()["root_packages"]) - {
         "browserbay",
         "browserbay_cli",

@@ -390,15 +390,73 @@ def test_groups_set_replaces_the_default(store: Store) -> None:
 # -- trigger claims -------------------------------------------------------------------------
 
 
-def test_triggers_claim_fresh_then_unfinished(store: Store) -> None:
-    assert store.registry.triggers.claim("u-1", "open", "s") is None
-    assert store.registry.triggers.claim("u-1", "open", "s") == ""  # claimed, never finished
+def _admit(store: Store, uuid: str, session: str = "s") -> None:
+    store.registry.triggers.admit(uuid, session, '{"action": "open"}', 100.0)
 
 
-def test_triggers_finish_stores_the_result(store: Store) -> None:
-    store.registry.triggers.claim("u-1", "open", "s")
-    store.registry.triggers.finish("u-1", '{"ok": true}')
-    assert store.registry.triggers.claim("u-1", "open", "s") == '{"ok": true}'
+def test_triggers_admit_queues_in_admission_order(store: Store) -> None:
+    triggers = store.registry.triggers
+    assert triggers.record("u-1") is None
+    _admit(store, "u-2")
+    _admit(store, "u-1", "t")
+    rows = triggers.unsettled()
+    assert [(r.uuid, r.phase, r.session) for r in rows] == [
+        ("u-2", "queued", "s"),
+        ("u-1", "queued", "t"),
+    ]
+    assert rows[0].seq < rows[1].seq
+    assert rows[0].request == '{"action": "open"}'
+    assert rows[0].published_at == 100.0
+
+
+def test_triggers_admit_of_a_recorded_uuid_changes_nothing(store: Store) -> None:
+    triggers = store.registry.triggers
+    _admit(store, "u-1")
+    triggers.claim("u-1")
+    again = triggers.admit("u-1", "other", '{"action": "stop"}', 200.0)
+    assert (again.phase, again.session, again.request) == ("claimed", "s", '{"action": "open"}')
+
+
+def test_triggers_claim_answers_the_record_before_it(store: Store) -> None:
+    triggers = store.registry.triggers
+    _admit(store, "u-1")
+    assert triggers.claim("u-1").phase == "queued"  # this call claimed it
+    assert triggers.claim("u-1").phase == "claimed"  # claimed before: unchanged
+    triggers.acting("u-1")
+    assert triggers.claim("u-1").phase == "acting"
+
+
+def test_triggers_the_first_terminal_result_wins(store: Store) -> None:
+    triggers = store.registry.triggers
+    _admit(store, "u-1")
+    triggers.claim("u-1")
+    assert triggers.finish("u-1", "s", '{"ok": true}') == '{"ok": true}'
+    assert triggers.finish("u-1", "s", '{"ok": false}') == '{"ok": true}'
+    record = triggers.record("u-1")
+    assert record is not None
+    assert (record.phase, record.result) == ("done", '{"ok": true}')
+
+
+def test_triggers_a_refusal_before_admission_is_recorded_and_final(store: Store) -> None:
+    triggers = store.registry.triggers
+    assert triggers.finish("u-1", None, '{"reason": "unsupported version"}') == (
+        '{"reason": "unsupported version"}'
+    )
+    # The same UUID, published again and valid now, is answered from the record.
+    assert triggers.admit("u-1", "s", "{}", 1.0).phase == "done"
+    assert triggers.finish("u-1", "s", '{"ok": true}') == '{"reason": "unsupported version"}'
+
+
+def test_triggers_unsettled_until_done_and_published(store: Store) -> None:
+    triggers = store.registry.triggers
+    _admit(store, "u-1")
+    _admit(store, "u-2")
+    triggers.claim("u-1")
+    triggers.acting("u-1")
+    triggers.finish("u-2", "s", "{}")
+    assert [(r.uuid, r.phase) for r in triggers.unsettled()] == [("u-1", "acting"), ("u-2", "done")]
+    triggers.published("u-2")
+    assert [r.uuid for r in triggers.unsettled()] == ["u-1"]
 
 
 # -- site hints -----------------------------------------------------------------------------
@@ -664,4 +722,27 @@ def test_a_profile_made_before_owners_is_the_owners_and_granted(tmp_path: Path) 
     reg = open_sqlite(path)
     (row,) = reg.profiles.all()
     assert (row.owner, row.sharing) == (THE_OWNER, "granted")
+    reg.close()
+
+
+def test_a_trigger_claim_made_before_migration_9_is_kept(tmp_path: Path) -> None:
+    """Migration 9 carries migration 3's claims over: a finished one is done (its result
+    stands), an unfinished one may have acted (``acting``: the next keeper answers it
+    ``interrupted by restart``, uncertain)."""
+    path = tmp_path / "r.sqlite3"
+    with sqlite3.connect(path) as db:
+        for script in MIGRATIONS[:8]:
+            db.executescript(script)
+        db.execute("PRAGMA user_version=8")
+        db.execute(
+            "INSERT INTO trigger_claims(uuid, action, session, claimed_at, result) "
+            "VALUES ('u-1', 'open', 's', 1.0, '{\"ok\": true}'), ('u-2', 'stop', 't', 2.0, NULL)"
+        )
+    reg = open_sqlite(path)
+    done, unfinished = reg.triggers.record("u-1"), reg.triggers.record("u-2")
+    assert done is not None
+    assert unfinished is not None
+    assert (done.phase, done.result, done.result_published) == ("done", '{"ok": true}', True)
+    assert (unfinished.phase, unfinished.session) == ("acting", "t")
+    assert [r.uuid for r in reg.triggers.unsettled()] == ["u-2"]
     reg.close()

@@ -10,7 +10,7 @@ nothing here ships in a product wheel.
 - :mod:`browserbay_testing.refusals` — :func:`assert_refused` (code, message, way out, exit
   status);
 - ``keeper_plugins/`` — the test plugins a test keeper loads with ``BAY_PLUGIN_MODULES``
-  (``recorder``, ``greeter``, ``keyed``, ``slowtriggers``, …), on its ``PYTHONPATH``;
+  (``recorder``, ``greeter``, ``keyed``, …), on its ``PYTHONPATH``;
 - fakes, each written against the vendor's documented contract and named as a fake:
   :mod:`~browserbay_testing.fakevendor` (a cloud vendor's key check),
   :mod:`~browserbay_testing.fakecloak` (CloakBrowser's download host);

@@ -57,6 +57,7 @@ from browserbay.keeper.dialogs import Dialogs
 from browserbay.keeper.dialogverbs import DialogVerbs
 from browserbay.keeper.downloads import Downloads
 from browserbay.keeper.driver import PlaywrightDriver
+from browserbay.keeper.faults import FaultPlan
 from browserbay.keeper.files import Carrier, SessionFiles
 from browserbay.keeper.grants import GrantBook, GrantVerbs
 from browserbay.keeper.keeper import Housekeeping, Keeper
@@ -336,6 +337,7 @@ class App:
             self.life,
             settings.trigger_poll,
             settings.trigger_max_age,
+            FaultPlan.from_environ(),
         )
 
     async def start(self) -> None:

@@ -1,12 +1,18 @@
 """Faults that must read as themselves: a full disk is ``disk_full`` (never
-``keeper_unavailable`` or ``internal_error``), with where and how to get out of it."""
+``keeper_unavailable`` or ``internal_error``), with where and how to get out of it — and the
+faults tests and campaigns inject on purpose (:class:`FaultPlan`)."""
 
 from __future__ import annotations
 
 import errno
+import os
 import shutil
+import signal
 import sqlite3
+import time
 from pathlib import Path
+
+import anyio
 
 from browserbay.refusals import Refusal
 
@@ -51,3 +57,56 @@ def disk_full(verb: str, where: Path, exc: BaseException) -> Refusal:
         else "the registry (SQLite) could not write"
     )
     return Refusal("disk_full", verb=verb, where=str(where), free=_free(where), reason=reason)
+
+
+class FaultPlan:
+    """Faults injected at named points of the keeper's work, for tests and campaigns only —
+    so that a kill lands at an exact step (after a trigger's claim, in the middle of writing
+    its result…) instead of at a random moment.
+
+    Read from ``BAY_FAULTS`` when the keeper starts; unset (every real keeper), every point
+    is a no-op. ``BAY_FAULTS`` is ``point@key=fault`` entries separated by commas: ``key`` is
+    what the point names (a trigger's request UUID) or ``*``; ``fault`` is ``kill``
+    (SIGKILL of the keeper itself) or ``sleep:<seconds>``. Example:
+    ``trigger.acting@0b0e…=kill``."""
+
+    def __init__(self, spec: str = ""):
+        self.faults: dict[tuple[str, str], str] = {}
+        for entry in filter(None, (e.strip() for e in spec.split(","))):
+            where, _, fault = entry.partition("=")
+            point, _, key = where.partition("@")
+            if fault != "kill" and not (fault.startswith("sleep:") and _seconds(fault[6:])):
+                raise ValueError(f"BAY_FAULTS: {entry!r} is not point@key=kill|sleep:<s>")
+            self.faults[(point, key or "*")] = fault
+
+    @classmethod
+    def from_environ(cls) -> FaultPlan:
+        return cls(os.environ.get("BAY_FAULTS", ""))
+
+    def _fault(self, point: str, key: str) -> str | None:
+        if not self.faults:
+            return None
+        return self.faults.get((point, key)) or self.faults.get((point, "*"))
+
+    def hit(self, point: str, key: str) -> None:
+        """The point, in a worker thread: a kill, or a blocking sleep."""
+        fault = self._fault(point, key)
+        if fault == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        elif fault is not None:
+            time.sleep(float(fault[6:]))
+
+    async def ahit(self, point: str, key: str) -> None:
+        """The point, on the event loop: a kill, or a sleep that blocks nothing else."""
+        fault = self._fault(point, key)
+        if fault == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        elif fault is not None:
+            await anyio.sleep(float(fault[6:]))
+
+
+def _seconds(text: str) -> bool:
+    try:
+        return float(text) >= 0
+    except ValueError:
+        return False

@@ -62,7 +62,7 @@ from browserbay.registry.switches import (
     Versions,
 )
 from browserbay.registry.tabs import PARKED, Kept, KeptTab, KeptTabs, SqliteKeptTabs
-from browserbay.registry.triggers import SqliteTriggerClaims, TriggerClaims
+from browserbay.registry.triggers import SqliteTriggerClaims, TriggerClaims, TriggerRecord
 
 __all__ = [
     "GROUP_PREFIX",
@@ -100,6 +100,7 @@ __all__ = [
     "Sharing",
     "SiteHints",
     "TriggerClaims",
+    "TriggerRecord",
     "Versions",
     "group_owner",
     "open_sqlite",

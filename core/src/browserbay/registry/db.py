@@ -177,6 +177,31 @@ MIGRATIONS: Sequence[str] = (
         CHECK (sharing IN ('owner', 'granted'));
     ALTER TABLE audit ADD COLUMN actor TEXT;
     """,
+    # 9: trigger requests, exactly once whatever happens — a record per request UUID from its
+    # admission (its place in its session's FIFO, kept across a restart), through its claim
+    # and the start of its action, to its first terminal result (a refusal too) and that
+    # result's publication. A claim of migration 3 without a result may have acted.
+    """
+    CREATE TABLE trigger_requests (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        uuid TEXT NOT NULL UNIQUE,
+        session TEXT,
+        request TEXT,
+        published_at REAL,
+        phase TEXT NOT NULL CHECK (phase IN ('queued', 'claimed', 'acting', 'done')),
+        claimed_at REAL,
+        result TEXT,
+        result_published INTEGER NOT NULL DEFAULT 0,
+        CHECK ((phase = 'done') = (result IS NOT NULL))
+    );
+    INSERT INTO trigger_requests(uuid, session, phase, claimed_at, result, result_published)
+        SELECT uuid, session, CASE WHEN result IS NULL THEN 'acting' ELSE 'done' END,
+               claimed_at, result, 1
+        FROM trigger_claims ORDER BY claimed_at;
+    DROP TABLE trigger_claims;
+    CREATE INDEX trigger_requests_unsettled ON trigger_requests(seq)
+        WHERE phase != 'done' OR result_published = 0;
+    """,
 )
 
 

@@ -1,45 +1,152 @@
-"""Trigger claims (migration 3): a request UUID is claimed durably before it is acted on,
-so a request is answered exactly once."""
+"""Trigger requests (migrations 3 and 9): one record per request UUID, so that a request is
+answered exactly once whatever happens — a repeated UUID, a ``kill -9`` at any step, a
+result file that could not be written.
+
+A record goes ``queued`` (admitted: its place in its session's FIFO, which a restart keeps)
+→ ``claimed`` (taken off the queue; nothing of it has run) → ``acting`` (its action is about
+to start: from here it may have taken effect) → ``done`` (its terminal result). A request
+refused before admission is recorded ``done`` at once. The first terminal result is final:
+nothing overwrites it. ``result_published`` says whether the result file was written.
+"""
 
 from __future__ import annotations
 
 import time
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Literal, Protocol, cast
 
 from browserbay.registry.db import Database
 
+Phase = Literal["queued", "claimed", "acting", "done"]
+
+
+@dataclass(frozen=True)
+class TriggerRecord:
+    uuid: str
+    seq: int
+    """Admission order (the FIFO of a session's requests)."""
+    session: str | None
+    request: str | None
+    """The admitted request as validated (JSON); None for one refused before admission."""
+    published_at: float | None
+    """The request file's modification time (its age is measured from it)."""
+    phase: Phase
+    result: str | None
+    """The terminal result (JSON), once ``done``."""
+    result_published: bool
+
+
+_SELECT = (
+    "SELECT uuid, seq, session, request, published_at, phase, result, result_published "
+    "FROM trigger_requests "
+)
+
+
+def _record(row: tuple[object, ...]) -> TriggerRecord:
+    uuid, seq, session, request, published_at, phase, result, published = row
+    return TriggerRecord(
+        str(uuid),
+        int(cast(int, seq)),
+        cast("str | None", session),
+        cast("str | None", request),
+        cast("float | None", published_at),
+        cast(Phase, phase),
+        cast("str | None", result),
+        bool(published),
+    )
+
 
 class TriggerClaims(Protocol):
-    def claim(self, uuid: str, action: str, session: str) -> str | None:
-        """Claim a request UUID before acting on it. Answers None for a fresh claim, the
-        stored result (JSON) for one already handled, or ``""`` for one claimed by a keeper
-        that died before it finished (the action may have taken effect)."""
+    def record(self, uuid: str) -> TriggerRecord | None:
+        """The UUID's record, or None for one never seen."""
 
-    def finish(self, uuid: str, result: str) -> None: ...
+    def admit(self, uuid: str, session: str, request: str, published_at: float) -> TriggerRecord:
+        """Queue an admitted request (``queued``, after every earlier admission). A UUID
+        already recorded is left as it is: its record is the answer."""
+
+    def claim(self, uuid: str) -> TriggerRecord:
+        """Take a ``queued`` request off its queue (``claimed``). Answers the record as it
+        was before: ``queued`` means this call claimed it; any other phase is unchanged."""
+
+    def acting(self, uuid: str) -> None:
+        """A ``claimed`` request's action is about to start (``acting``): from now on an
+        interruption may leave it done."""
+
+    def finish(self, uuid: str, session: str | None, result: str) -> str:
+        """The request's terminal result (``done``): the first one wins and is never
+        overwritten — a UUID never admitted (refused while validating) is recorded here.
+        Answers the result that stands."""
+
+    def published(self, uuid: str) -> None:
+        """Its result file was written."""
+
+    def unsettled(self) -> list[TriggerRecord]:
+        """Every record not ``done`` or not published, in admission order: what a new
+        keeper takes up before anything else."""
 
 
 class SqliteTriggerClaims:
     def __init__(self, db: Database):
         self.db = db
 
-    def claim(self, uuid: str, action: str, session: str) -> str | None:
+    def record(self, uuid: str) -> TriggerRecord | None:
+        row = self.db.execute(_SELECT + "WHERE uuid=?", (uuid,)).fetchone()
+        return _record(row) if row is not None else None
+
+    def admit(self, uuid: str, session: str, request: str, published_at: float) -> TriggerRecord:
+        self.db.execute(
+            "INSERT OR IGNORE INTO trigger_requests(uuid, session, request, published_at, phase) "
+            "VALUES (?, ?, ?, ?, 'queued')",
+            (uuid, session, request, published_at),
+        )
+        found = self.record(uuid)
+        assert found is not None
+        return found
+
+    def claim(self, uuid: str) -> TriggerRecord:
         conn = self.db.conn
         conn.execute("BEGIN IMMEDIATE")
         try:
-            row = conn.execute("SELECT result FROM trigger_claims WHERE uuid=?", (uuid,)).fetchone()
-            if row is None:
+            before = self.record(uuid)
+            if before is None:
+                raise KeyError(uuid)
+            if before.phase == "queued":
                 conn.execute(
-                    "INSERT INTO trigger_claims(uuid, action, session, claimed_at) "
-                    "VALUES (?, ?, ?, ?)",
-                    (uuid, action, session, time.time()),
+                    "UPDATE trigger_requests SET phase='claimed', claimed_at=? WHERE uuid=?",
+                    (time.time(), uuid),
                 )
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-        if row is None:
-            return None
-        return str(row[0]) if row[0] is not None else ""
+        return before
 
-    def finish(self, uuid: str, result: str) -> None:
-        self.db.execute("UPDATE trigger_claims SET result=? WHERE uuid=?", (result, uuid))
+    def acting(self, uuid: str) -> None:
+        self.db.execute(
+            "UPDATE trigger_requests SET phase='acting' WHERE uuid=? AND phase='claimed'", (uuid,)
+        )
+
+    def finish(self, uuid: str, session: str | None, result: str) -> str:
+        self.db.tx(
+            (
+                "INSERT OR IGNORE INTO trigger_requests(uuid, session, phase, result) "
+                "VALUES (?, ?, 'done', ?)",
+                (uuid, session, result),
+            ),
+            (
+                "UPDATE trigger_requests SET phase='done', result=? "
+                "WHERE uuid=? AND result IS NULL",
+                (result, uuid),
+            ),
+        )
+        row = self.db.execute("SELECT result FROM trigger_requests WHERE uuid=?", (uuid,))
+        return str(row.fetchone()[0])
+
+    def published(self, uuid: str) -> None:
+        self.db.execute("UPDATE trigger_requests SET result_published=1 WHERE uuid=?", (uuid,))
+
+    def unsettled(self) -> list[TriggerRecord]:
+        rows = self.db.execute(
+            _SELECT + "WHERE phase != 'done' OR result_published = 0 ORDER BY seq"
+        ).fetchall()
+        return [_record(r) for r in rows]
