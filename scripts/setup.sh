@@ -53,4 +53,7 @@ if ! command -v uv >/dev/null 2>&1; then
 fi
 
 uv sync --quiet --locked
+# `bay` as `python -S` with the client's directories on its path: ~3 ms less a command than
+# the console script uv installs (which reads the venv's 14 .pth files first).
+.venv/bin/python -m browserbay_cli.launcher >/dev/null
 echo "setup: ready (.venv/bin/bay)" >&2

@@ -33,6 +33,17 @@ OFF_HOT_PATH = ("mcp", "install", "uninstall", "doctor", "install-skill")
 MAX_OUTPUT = 50_000
 
 
+def whole_environment() -> None:
+    """The interpreter's whole module path (site-packages and their ``.pth`` files), for
+    what leaves the hot path — plugins, the MCP server, installed distributions' metadata —
+    when the lean launcher (:mod:`browserbay_cli.launcher`) started ``bay`` without ``site``
+    (``python -S``). Nothing when ``site`` ran at start, or has run since."""
+    if sys.flags.no_site and "site" not in sys.modules:
+        import site
+
+        site.main()
+
+
 def bay_paths() -> Any:
     """The full path set, imported only off the hot path (pathlib is not cheap)."""
     from browserbay.paths import bay_paths as full
@@ -227,6 +238,7 @@ def _local(verb: str, args: dict[str, Any], as_json: bool) -> int | None:
     if verb == "keeper" and session_socket() is not None:
         return None
     if verb == "help":
+        whole_environment()
         table = plugin_verbs(start=False)
         if args.get("verb"):
             text = help_text(args.get("verb"), table)
@@ -403,6 +415,7 @@ def run(argv: list[str]) -> int:
         except UsageError as exc:
             if exc.unknown_verb is None:
                 raise
+            whole_environment()  # a verb the core does not know: a plugin's, or none
             dist = _needed(exc)
             if dist is not None and not dist.installed:  # no keeper of ours could have it
                 return _refuse(_not_installed(exc, dist), as_json)
@@ -412,6 +425,7 @@ def run(argv: list[str]) -> int:
                 return _refuse(r, as_json)
             verb, args, options = parse(argv, table)
     except UsageError as exc:
+        whole_environment()  # a mistake: what would have worked may be a plugin's
         dist = _needed(exc)
         if dist is not None:
             return _refuse(_not_installed(exc, dist), as_json)
@@ -423,6 +437,7 @@ def run(argv: list[str]) -> int:
             print(f"bay {__version__}")
         return EXIT_OK
     if options.get("help"):
+        whole_environment()  # the plugins' verbs, and those not installed here
         if options.get("usage"):  # `bay --help`: bay's usage, plugin verbs as the keeper has them
             table = plugin_verbs(start=False)
         text = help_text(None if options.get("usage") else verb.name, table)
@@ -440,6 +455,7 @@ def run(argv: list[str]) -> int:
     try:
         _owner_only_here(verb, args)
         if verb.name in OFF_HOT_PATH:
+            whole_environment()
             from browserbay_cli.extras import run_extra  # heavier imports: off the hot path
 
             reply = run_extra(verb.name, args, options)
