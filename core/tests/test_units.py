@@ -320,7 +320,16 @@ WRAPS = """- generic [ref=e1] [box=0,0,800,400]:
     - /url: "#range"
   - generic [ref=e12] [cursor=pointer]:
     - text: "Ada: unread"
-    - button "Archive" [ref=e13]"""
+    - button "Archive" [ref=e13]
+  - search [ref=e14]:
+    - textbox "Query" [ref=e15]
+  - table [ref=e16]:
+    - row [ref=e17]:
+      - cell [ref=e18]:
+        - paragraph [ref=e19]: invoice 7
+      - cell [ref=e20]:
+        - button "Pay" [ref=e21]
+      - cell [ref=e22]"""
 
 
 def test_the_interactive_list_drops_wrappers_that_repeat_what_they_hold_and_keeps_context() -> None:
@@ -335,6 +344,10 @@ def test_the_interactive_list_drops_wrappers_that_repeat_what_they_hold_and_keep
         '- link "range()" @e11',
         '- generic "Ada: unread" @e12 clickable',  # a row with its own text besides Archive
         '- button "Archive" @e13',
+        "- search @e14:",  # a landmark by its own name only
+        '  - textbox "Query" @e15',
+        '- cell "invoice 7" @e18',  # what the row says about its button
+        '- button "Pay" @e21',  # its cell holds only the button; the empty cell is left out
     ]
 
 

@@ -51,14 +51,20 @@ NO_REF_ROLES = frozenset({"list", "listitem", "paragraph", "blockquote", "strong
 
 _WRAPPERS = frozenset({"generic", "group", "none", "presentation"})
 
+#: Landmarks the interactive list keeps, by their own name only (what they hold is listed
+#: under them). ``main`` is left out: it holds everything else, and indenting a whole page
+#: one level deeper tells nothing.
+LANDMARKS = frozenset({"navigation", "search", "banner", "contentinfo", "complementary", "region"})
+
+#: A data table's cells: what a row says about the control in it ("Ada", "unpaid", then its
+#: "Pay" button). Listed when they read something besides the controls in them.
+CELLS = frozenset({"cell", "gridcell", "columnheader", "rowheader"})
+
 #: Nodes the interactive list keeps for what they tell about the nodes under them (which
-#: section a link is in, which links are navigation), each with its ref (an agent can
-#: ``scrollintoview``, ``get text`` or ``snapshot -s`` it): headings and landmarks, their
-#: listed nodes indented under them. ``main`` is left out: it holds everything else, and
-#: indenting a whole page one level deeper tells nothing.
-CONTEXT_ROLES = frozenset(
-    {"heading", "navigation", "search", "banner", "contentinfo", "complementary", "region"}
-)
+#: section a link is in, which links are navigation, which row a button is in), each with
+#: its ref (an agent can ``scrollintoview``, ``get text`` or ``snapshot -s`` it), what is
+#: listed under them one indent deeper: headings, landmarks and cells.
+CONTEXT_ROLES = frozenset({"heading"}) | LANDMARKS | CELLS
 
 #: How an element without an interactive role was judged actionable (the DOM said so).
 KINDS = ("clickable", "editable", "focusable")
@@ -120,6 +126,8 @@ class Node:
         it holds text (its name is often a long ``title``)."""
         if self.name and not (self.role == "generic" and self.text):
             return self.name
+        if self.role in LANDMARKS:
+            return ""
         # What an actionable node holds that is listed on its own is not its name.
         return _clip(_content(self, top=True, skip=self.actionable))
 
@@ -469,6 +477,9 @@ def _listed(roots: list[Node], depth: int | None) -> list[tuple[int, Node]]:
             if depth is not None and level >= depth:
                 continue
             if n.ref is not None and n.role in CONTEXT_ROLES and not n.actionable:
+                if n.role in CELLS and not (n.text or n.name or _loose(n)):
+                    visit(n.children, level + 1, indent)  # empty, or only its controls
+                    continue
                 out.append((indent, n))
                 visit(n.children, level + 1, indent + 1)
                 continue
