@@ -654,8 +654,11 @@ def snap_rows(
             req("open", {"url": url})
             ab_out("open", url)
             dom = req("eval", {"js": DOM_COUNTS_JS})["data"]["value"]
-            full = req("snapshot", {})
-            inter = req("snapshot", {"interactive": True})
+            # The whole snapshot (agent-browser prints its whole tree): a first page of
+            # 400 lines against a whole tree would be no comparison.
+            full = req("snapshot", {"limit": 0})
+            inter = req("snapshot", {"interactive": True, "limit": 0})
+            first = req("snapshot", {})["data"]
             if full["text"] != full["data"]["snapshot"]:
                 b.notes.append("bay snapshot: the answer's text and data.snapshot differ")
             peer_full = ab_out("snapshot")[1].rstrip("\n")
@@ -680,6 +683,7 @@ def snap_rows(
                 "agent_browser": len(peer_full),
                 "agent_browser_i": len(peer_inter),
                 "bay_refs": full["data"].get("refs"),
+                "bay_first_page": {k: first.get(k) for k in ("lines", "refs", "left", "next")},
                 "dom_interactive": dom,
                 "bay_url_line_chars": url_line_chars(full["text"]),
                 "bay_noninteractive_ref_chars": noninteractive_ref_chars(full["text"]),
@@ -1390,6 +1394,12 @@ def notes_text(info: dict[str, Any], b: Bench) -> list[str]:
             f"has {s['bay_refs']} refs; of its {s['bay']:,} characters, "
             f"{s['bay_url_line_chars']:,} are `- /url:` lines and "
             f"{s['bay_noninteractive_ref_chars']:,} are refs on non-interactive nodes"
+            + (
+                f"; its first page (no --limit) shows {fp['lines']} lines, {fp['refs']} refs,"
+                f" {fp['left']} lines left, next `{fp['next']}`"
+                if (fp := s.get("bay_first_page")) and fp.get("left")
+                else ""
+            )
         )
     n.append(
         "Memory is PSS (/proc/<pid>/smaps_rollup), summed over the process tree (keeper + "

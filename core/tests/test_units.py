@@ -16,10 +16,12 @@ from browserbay.refusals import CODES, EXIT_DEADLINE, EXIT_USAGE, Refusal, exit_
 from browserbay.snapshot import (
     Box,
     Found,
+    Line,
     compact,
     flat_lines,
     judge,
     main_frame_prefix,
+    paginate,
     parse,
     strip_prefix,
     tree_lines,
@@ -349,6 +351,25 @@ def test_the_interactive_list_drops_wrappers_that_repeat_what_they_hold_and_keep
         '- cell "invoice 7" @e18',  # what the row says about its button
         '- button "Pay" @e21',  # its cell holds only the button; the empty cell is left out
     ]
+
+
+def test_a_page_of_the_tree_ends_between_nodes_not_inside_one() -> None:
+    items = [("  - listitem:", None), ("    - link", "a"), ("    - button", "b")] * 50
+    lines = [Line("- heading", "h"), *(Line(t, r) for t, r in items)]
+    seen: list[str] = []
+    for n in range(1, 20):
+        page = paginate(lines, limit=20, page=n)
+        if not page.text:
+            break
+        shown = page.text.splitlines()
+        assert len(shown) <= 20
+        assert shown[-1] == "    - button", shown
+        assert n == 1 or shown[0] == "  - listitem:", shown
+        seen += shown
+    assert seen == [x.text for x in lines]  # every line, once
+    assert page.pages == n - 1
+    flat = [Line(f"- link {i}", str(i)) for i in range(31)]  # one indent: exactly the limit
+    assert [paginate(flat, limit=10, page=k).refs for k in (1, 2, 3, 4)] == [10, 10, 10, 1]
 
 
 def test_bay_home_relocates_everything_and_long_homes_get_a_short_socket(tmp_path: Path) -> None:

@@ -528,16 +528,42 @@ class Page:
     """Refs on the lines after this page."""
     refs: int
     """Refs on this page."""
+    pages: int
+    """Pages the whole snapshot makes."""
+
+
+def _indent(line: Line) -> int:
+    return len(line.text) - len(line.text.lstrip(" "))
+
+
+def _page_ends(lines: list[Line], limit: int) -> list[int]:
+    """Where each page ends: at most ``limit`` lines, cut in the last tenth of them before
+    the least indented line there, so that a page does not end between a list item's link
+    and its button (the next page starts at a node, not inside one). The latest such line
+    wins; the interactive list (all at one indent) pages at exactly ``limit``."""
+    ends: list[int] = []
+    start = 0
+    slack = limit // 10
+    while start < len(lines):
+        end = start + limit
+        if end < len(lines) and slack:
+            window = range(end - slack, end + 1)
+            end = min(window, key=lambda i: (_indent(lines[i]), -i))
+        ends.append(min(end, len(lines)))
+        start = ends[-1]
+    return ends
 
 
 def paginate(lines: list[Line], *, limit: int | None, page: int = 1) -> Page:
-    """Page ``page`` (from 1) of ``limit`` lines (None or 0: all of it)."""
+    """Page ``page`` (from 1) of at most ``limit`` lines (None or 0: all of it)."""
     if not limit:
         limit = max(len(lines), 1)
     page = max(page, 1)
-    start = (page - 1) * limit
-    shown = lines[start : start + limit]
-    after = lines[start + limit :]
+    ends = _page_ends(lines, limit)
+    start = ends[page - 2] if 1 < page <= len(ends) + 1 else (0 if page == 1 else len(lines))
+    stop = ends[page - 1] if page <= len(ends) else len(lines)
+    shown = lines[start:stop]
+    after = lines[stop:]
     return Page(
         text="\n".join(x.text for x in shown),
         number=page,
@@ -545,6 +571,7 @@ def paginate(lines: list[Line], *, limit: int | None, page: int = 1) -> Page:
         left=len(after),
         refs_left=sum(1 for x in after if x.ref),
         refs=sum(1 for x in shown if x.ref),
+        pages=max(len(ends), 1),
     )
 
 

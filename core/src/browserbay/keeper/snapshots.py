@@ -339,8 +339,8 @@ async def verb_snapshot(act: Act) -> Answer:
     text = page.text
     nxt = None
     if not text and page.number > 1 and page.lines:
-        last = -(-page.lines // limit) if limit else 1
-        text = f"page {page.number} is past the end: {page.lines} lines make {last} pages"
+        many = "page" if page.pages == 1 else "pages"
+        text = f"page {page.number} is past the end: {page.lines} lines make {page.pages} {many}"
     if page.left:
         nxt = _command(act, page.number + 1, limit)
         text += (
