@@ -851,6 +851,17 @@ class LiveViewer:
 
 
 @dataclass(frozen=True)
+class LiveTab:
+    """One tab of a lease's browser as the live page's strip shows it (``LiveHost.tabs``)."""
+
+    id: str
+    session: str
+    """The session that holds it."""
+    own: bool
+    """It is the lease's own (the live page's session's): shown with its page, closable."""
+
+
+@dataclass(frozen=True)
 class LeaseStatus:
     """Who holds what on one lease, as ``bay status`` and the live pages show it
     (``LiveHost.status``): the input holder, the viewer that drives, every viewer, the
@@ -1037,6 +1048,17 @@ class LiveHost(Protocol):
 
     def statuses(self) -> list[LeaseStatus]:
         """:meth:`status` of every lease the keeper holds (an owner's dashboard)."""
+
+    def tabs(self, session_id: str, profile_id: str) -> list[LiveTab]:
+        """Every tab of the lease's browser, whose each is (its own first)."""
+
+    async def close_tab(self, session_id: str, profile_id: str, tab_id: str) -> bool:
+        """Close one of the lease's own tabs (a human with a control link); False when it
+        has no tab of that id."""
+
+    async def resume_tabs(self, session_id: str, profile_id: str) -> int:
+        """Reopen the session's kept tabs on the lease (the page's Resume, as ``bay resume``
+        does; its browser starts for them); how many parked tabs came back."""
 
     def expire_idle(self) -> None:
         """Hand back every pause whose driver gave no input for ``BAY_HANDBACK_IDLE``."""

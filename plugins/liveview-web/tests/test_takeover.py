@@ -151,3 +151,36 @@ def test_a_waiting_handoff_holds_no_lock_a_fresh_link_works_and_other_verbs_are_
     assert result.code == 0, result
     assert result.data["handed_back"] is True
     assert 'the human handed back: "done: signed in"' in result.frame["notice"]
+
+
+def test_the_tab_strip_says_whose_each_tab_is_closes_one_and_resumes_kept_tabs(
+    bay_with: Callable[..., Bay], demo: str, viewer: Any
+) -> None:
+    bay = bay_with()
+    _shared(bay, "strip", "ta", "tb")
+    bay.ok("open", f"{demo}/live.html?still", session="ta")
+    second = bay.ok("tab", "new", f"{demo}/form.html", session="ta")["tab"]
+    theirs = bay.ok("open", f"{demo}/", session="tb")["tab"]
+    open_live_link(bay, "ta", viewer)
+    wait_for(lambda: live_state(viewer).get("others"), what="the other session's tab")
+    # Another session's tab on the same browser: its id and session, never its page.
+    assert live_state(viewer)["others"] == [{"id": theirs, "session": "tb"}]
+    other = viewer.locator("#tabs button.other")
+    assert other.text_content() == f"{theirs} · tb"
+    assert "/" not in (other.get_attribute("title") or "")
+    assert "· ta" in (viewer.locator(f"#tabs button[data-tab='{second}']").text_content() or "")
+    # The session's own tab closes from the strip.
+    viewer.click(f"[data-close='{second}']")
+    wait_for(lambda: len(live_state(viewer)["tabs"]) == 1, what="the tab closed")
+    assert_refused(bay("tab", second, session="ta"), "tab_gone")
+    # Resume reopens what the session's last close parked (as bay resume does).
+    bay.ok("close", session="ta")  # this live view ends with the lease: a new link
+    wait_for(lambda: live_stats(viewer).get("ended"), what="the live view ended")
+    viewer.goto(bay.ok("live", session="ta")["url"])
+    wait_for(lambda: live_state(viewer).get("running") is False, what="a stopped browser")
+    viewer.click("#resume")
+    wait_for(lambda: live_state(viewer).get("running"), timeout=20, what="the tabs reopened")
+    listed = bay("tab", session="ta").frame
+    assert any("/live.html?still" in t["url"] for t in listed["data"]["tabs"])
+    notice = listed.get("notice") or ""
+    assert "a human in the live view reopened your kept tabs" in notice

@@ -60,6 +60,7 @@ from browserbay.keeper.driver import PlaywrightDriver
 from browserbay.keeper.faults import FaultPlan
 from browserbay.keeper.files import Carrier, SessionFiles
 from browserbay.keeper.grants import GrantBook, GrantVerbs
+from browserbay.keeper.humantabs import HumanTabs
 from browserbay.keeper.keeper import Housekeeping, Keeper
 from browserbay.keeper.leases import Leases
 from browserbay.keeper.memory import MemoryWatch
@@ -219,6 +220,7 @@ class App:
             brakes,
             self.memory,
             Approvals(),
+            HumanTabs(self.leases, tabs, plugins, roster.by_id),
         )
         self.live = make_transports(plugins, self.controls)
         #: The one guard path every road's actions pass (see browserbay.keeper.roads).

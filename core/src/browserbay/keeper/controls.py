@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import anyio
 
@@ -34,6 +34,7 @@ from browserbay.keeper.pause import Inflight, Pause
 from browserbay.keeper.sessions import Lease, Session
 from browserbay.model import (
     LeaseStatus,
+    LiveTab,
     LiveTransport,
     LiveViewer,
     PageDialog,
@@ -56,6 +57,16 @@ _WHY = {
 }
 #: The most characters of a human's hand-back note the agent is told (it is never logged).
 NOTE_SHOWN = 300
+
+
+class TabDesk(Protocol):
+    """The tab actions of a human in the live page (browserbay.keeper.humantabs)."""
+
+    def browser_tabs(self, lease: Lease) -> list[LiveTab]: ...
+
+    async def close(self, session: Session, lease: Lease, tab_id: str) -> bool: ...
+
+    async def resume(self, session: Session, lease: Lease) -> int: ...
 
 
 def _by(pause: Pause, session_id: str) -> str:
@@ -95,6 +106,7 @@ class Controls:
         brakes: Brakes | None = None,
         memory: MemoryWatch | None = None,
         approvals: Approvals | None = None,
+        desk: TabDesk | None = None,
     ):
         self.plugins = plugins
         self.sessions = sessions
@@ -111,6 +123,8 @@ class Controls:
         self._paused: dict[str, Pause] = {}
         #: (session id, profile id) -> the live-view pages open on that lease.
         self._viewers: dict[tuple[str, str], dict[str, LiveViewer]] = {}
+        #: The live page's tab strip and Resume (None: a keeper without them).
+        self.desk = desk
         #: The actions waiting for a human's approval (an approval gate's Ask).
         self.approvals = approvals if approvals is not None else Approvals()
 
@@ -433,6 +447,22 @@ class Controls:
                         "handing %s back to %s: the human went idle", lease.handle, session.ref.id
                     )
                     self.hand_back(session.ref.id, lease.profile.id, pause.holder or "-", "idle")
+
+    # -- the live page's tab strip and Resume ------------------------------------------
+
+    def tabs(self, session_id: str, profile_id: str) -> list[LiveTab]:
+        lease = self.lease(session_id, profile_id)
+        if lease is None or self.desk is None:
+            return []
+        return self.desk.browser_tabs(lease)
+
+    async def close_tab(self, session_id: str, profile_id: str, tab_id: str) -> bool:
+        session, lease = self._find(session_id, profile_id)
+        return self.desk is not None and await self.desk.close(session, lease, tab_id)
+
+    async def resume_tabs(self, session_id: str, profile_id: str) -> int:
+        session, lease = self._find(session_id, profile_id)
+        return 0 if self.desk is None else await self.desk.resume(session, lease)
 
     def dialogs_of(self, session_id: str, profile_id: str) -> dict[str, PageDialog]:
         lease = self.lease(session_id, profile_id)

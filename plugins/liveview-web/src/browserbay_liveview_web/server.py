@@ -207,6 +207,7 @@ class Target:
             for t, p in pages.items()
             if lease is not None
         ]
+        others = others_tabs(self.host, self.session_id, self.profile_id)
         for viewer in list(self.viewers):
             stream = viewer.stream
             shown = stream.tab_id if stream is not None else None
@@ -236,6 +237,7 @@ class Target:
                     "running": bool(pages),
                     "tab": shown,
                     "tabs": tabs,
+                    "others": others,
                     "url": page.url if page is not None else "",
                     "title": self.titles.get(shown or "", ""),
                     "viewers": len(self.viewers),
@@ -503,6 +505,8 @@ class WebTransport:
             await self._answer_dialog(target, viewer, event)
         elif kind == "approval":
             await answer_approval(target, viewer, event)
+        elif kind in ("close", "resume"):
+            await tab_action(target, viewer, event)
         elif kind == "tab":
             tab = event.get("id")
             viewer.chosen_tab = str(tab) if tab else None
@@ -711,6 +715,45 @@ async def answer_approval(target: Target, viewer: Viewer, event: dict[str, Any])
     )
     if not answered:
         await _say(viewer, "that approval is no longer waiting (answered, timed out or cut)")
+    target.poke.set()
+
+
+# -- takeover: the tab strip's other sessions, Close and Resume ---------------------------
+
+
+def others_tabs(host: LiveHost, session_id: str, profile_id: str) -> list[dict[str, str]]:
+    """The tabs other sessions hold on the same browser: by id and session only (their
+    pages are not this session's to show)."""
+    return [
+        {"id": t.id, "session": t.session} for t in host.tabs(session_id, profile_id) if not t.own
+    ]
+
+
+async def tab_action(target: Target, viewer: Viewer, event: dict[str, Any]) -> None:
+    """``close`` one of the session's own tabs, or ``resume`` its kept tabs (a control
+    link, driving or not)."""
+    if viewer.mode != "control":
+        await _say(viewer, "this link can only watch: ask for a control link (bay live)")
+        return
+    host, sid, pid = target.host, target.session_id, target.profile_id
+    try:
+        if event.get("t") == "close":
+            tab = event.get("id")
+            if not isinstance(tab, str) or not await host.close_tab(sid, pid, tab):
+                await _say(viewer, "that tab is not this session's, or is already closed")
+        else:
+            restored = await host.resume_tabs(sid, pid)
+            await _say(
+                viewer,
+                f"reopened {restored} kept tab(s)"
+                if restored
+                else "the session's kept tabs are open (none was parked)",
+            )
+    except KeyError:
+        await _say(viewer, "this session holds no browser on that profile right now")
+    except Exception as exc:  # a Refusal (its browser could not start), a deadline
+        log.info("a live view's %s failed: %s", event.get("t"), type(exc).__name__)
+        await _say(viewer, str(getattr(exc, "message", "that did not work")))
     target.poke.set()
 
 
