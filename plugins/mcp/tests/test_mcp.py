@@ -641,3 +641,107 @@ def test_a_plugins_verbs_are_tools_of_the_profile_each_names_and_worded_for_mcp(
 
     run(env, core)
     run(env, every, tools="all")
+
+
+#: A command said in a shell's words (``bay <verb>`` or a ``--option``), where an MCP agent
+#: has no shell to run it.
+CLI_WORDS = re.compile(r"`?\bbay [a-z]|(?<![\w-])--[a-z]")
+
+
+def no_cli_words(result: CallToolResult, page_text: str = "") -> str:
+    """A result's text and structured content with no command in a shell's words (but the
+    page's own ``page_text``, said as it is); its text."""
+    said = text(result)
+    for where in (said.replace(page_text, "") if page_text else said, json.dumps(data(result))):
+        assert not CLI_WORDS.search(where), where
+    return said
+
+
+def test_answer_bodies_and_refusals_say_tool_calls_not_commands_and_leave_the_page_be(
+    env: dict[str, str], demo: str, tmp_path: Path
+) -> None:
+    """Issue 19 item 5 over a real MCP session on a real page: the keeper's answers carry
+    `bay …` commands and `--options` in their text (a snapshot's next page, a key held,
+    a frame entered, a HAR recording, kept tabs) and in their refusals' messages; the MCP
+    server says each as the tool call, and leaves a page's own prose about a bay as it is."""
+    answer = tmp_path / "answer.json"
+    answer.write_text("{}")
+    prose = "Boats sail the bay open to all; the bay close to town is calm."
+    js = (
+        "document.body.insertAdjacentHTML('beforeend', '<p id=prose>" + prose + "</p>"
+        '<iframe srcdoc="<button>In</button>"></iframe>\'); 1'
+    )
+
+    async def body(session: ClientSession) -> None:
+        await session.call_tool("open", {"url": f"{demo}/list.html?n=40"})
+        paged = await session.call_tool("snapshot", {"interactive": True, "limit": 5})
+        said = no_cli_words(paged)
+        assert "snapshot(interactive=true, limit=5, page=2)" in said, said
+        assert "next" not in data(paged)  # the text says it (as a tool call)
+        await session.call_tool("open", {"url": f"{demo}/form.html"})
+        assert not (await session.call_tool("eval", {"js": js})).is_error
+        read = await session.call_tool("get", {"what": "text", "target": "#prose"})
+        assert no_cli_words(read, prose) == prose  # the page's words, as they are
+        framed = await session.call_tool("frame", {"target": "iframe"})
+        assert 'frame(target="main") leaves it' in no_cli_words(framed), text(framed)
+        await session.call_tool("frame", {"target": "main"})
+        held = await session.call_tool("keydown", {"key": "Shift"})
+        assert 'keyup(key="Shift") releases it' in no_cli_words(held), text(held)
+        await session.call_tool("keyup", {"key": "Shift"})
+        har = await session.call_tool("network", {"action": "har", "arg": "start"})
+        assert 'network(action="har", arg="stop")' in no_cli_words(har), text(har)
+        await session.call_tool("network", {"action": "har", "arg": "stop"})
+        # A refusal's message names the verb's options as its tool's parameters.
+        state = error(await session.call_tool("wait", {"state": "hidden"}))
+        assert "--" not in state["message"], state
+        assert "milliseconds, text, url, load, fn" in state["message"], state
+        assert state["way_out"] == "the wait tool's description and input schema"
+        both = error(
+            await session.call_tool(
+                "network", {"action": "route", "arg": "**/x", "body": "1", "body_file": str(answer)}
+            )
+        )
+        assert "body or body_file" in both["message"], both
+        closed = await session.call_tool("close", {})
+        assert "resume() reopens them" in no_cli_words(closed), text(closed)
+
+    run(env, body, tools="core,io,network,tabs")
+
+
+def test_a_session_in_handoff_is_refused_at_once_on_mcp_as_on_the_cli_never_blocked(
+    env: dict[str, str], demo: str
+) -> None:
+    """Issue 20 item 6 on the MCP road: while the agent's own handoff waits for a human, its
+    other calls on the same server are refused ``browser_paused`` at once — the code the
+    CLI gets for the same session — instead of queueing behind the handoff's exchange on
+    one connection (old code: the server's one client took its exchanges in turn, so a
+    call waited out the whole handoff)."""
+
+    async def body(session: ClientSession) -> None:
+        opened = await session.call_tool("open", {"url": f"{demo}/form.html"})
+        assert not opened.is_error, text(opened)
+        outcome: dict[str, CallToolResult] = {}
+
+        async def hand_off() -> None:
+            args = {"reason": "look at the form", "wait": 25}
+            outcome["handoff"] = await session.call_tool("handoff", args)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(hand_off)
+            await anyio.sleep(3)  # the handoff holds the browser now
+            started = anyio.current_time()
+            with anyio.fail_after(10):
+                paused = await session.call_tool("get", {"what": "title"})
+            took = anyio.current_time() - started
+            cli = subprocess.run(
+                [BAY, "get", "title", "--json"], env=env, capture_output=True, text=True
+            )
+            assert "handoff" not in outcome  # still waiting for its human
+            tg.cancel_scope.cancel()
+        refused = error(paused)
+        assert refused["code"] == "browser_paused", refused
+        assert took < 5, took
+        assert json.loads(cli.stdout)["code"] == "browser_paused", cli.stdout
+        assert "bay " not in refused["message"], refused
+
+    run(env, body)

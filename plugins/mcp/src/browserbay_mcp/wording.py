@@ -21,6 +21,12 @@ from browserbay.verbs import BY_NAME, GLOBAL_OPTIONS, Arg, Verb, agent_verb, too
 #: ``bay`` then a verb of the table, then its words: up to a delimiter (a backtick, a
 #: parenthesis, ``,``/``;``/``|``, two spaces, a line's end).
 _COMMAND = re.compile(r"`?\bbay ((?:[a-z][a-z-]*)(?: [^\s`(),;|]+)*)`?")
+#: Where a command stands in our own words: after a backtick, a parenthesis, a line's start,
+#: ``:``/``;``/``,``/``—``, two spaces, or a word that leads into one ("run", "then", "or"…).
+#: A page's prose ("the bay close to town") has ``bay`` after another word: left as written.
+_LEAD = re.compile(
+    r"(?:^|[(`\n]|[:;,—]\s+|\s\s|\b(?:run|then|or|and|to|try|with|via|see|use|first|do)\s+)$"
+)
 #: Words that end a command in prose ("bay tab list or bay tab new").
 _PROSE = frozenset({"or", "and", "then", "first", "to", "again", "for", "in", "with", "after"})
 #: Local verbs whose work a tool listing does for an MCP client.
@@ -56,6 +62,8 @@ class Wording:
         return said
 
     def _command(self, m: re.Match[str]) -> str:
+        if not m.group(0).startswith("`") and not _LEAD.search(m.string[: m.start()]):
+            return m.group(0)  # not where our words put a command: a page's text, as is
         words = m.group(1).split(" ")
         verb = self.table.get(words[0])
         if verb is None:
