@@ -584,7 +584,9 @@ async def _serve(
         outputs.prune(paths.outputs, settings.outputs_max_age, settings.outputs_max_bytes)
 
     registry = await anyio.to_thread.run_sync(open_sqlite, paths.registry)
-    plugins = load_plugins(strict=False)
+    # Imports and entry-point scans (~200 ms): in a worker thread, so the loop meanwhile
+    # carries the Playwright driver's start (a warm start began it) instead of holding it.
+    plugins = await anyio.to_thread.run_sync(functools.partial(load_plugins, strict=False))
     app = App(plugins, registry, paths, settings, configured, driver)
     life = app.life
     await app.start()
