@@ -98,7 +98,7 @@ def test_the_agents_busy_script_is_stopped_so_frames_keep_coming(
 def test_the_humans_input_keeps_every_session_on_the_browser_alive(
     bay_with: Callable[..., Bay], demo: str, viewer: Any
 ) -> None:
-    bay = bay_with(BAY_IDLE_TIMEOUT="3", BAY_TICK="0.5", BAY_HANDBACK_IDLE="60")
+    bay = bay_with(BAY_IDLE_TIMEOUT="5", BAY_TICK="0.5", BAY_HANDBACK_IDLE="60")
     _shared(bay, "kept", "ka", "kb")
     bay.ok("open", f"{demo}/live.html?still", session="ka")
     bay.ok("open", f"{demo}/form.html", session="kb")
@@ -106,7 +106,7 @@ def test_the_humans_input_keeps_every_session_on_the_browser_alive(
     press_take_over(viewer)
     box = viewer.locator("#screen").bounding_box()
     assert box is not None
-    end = time.monotonic() + 7  # more than twice the idle timeout
+    end = time.monotonic() + 11  # more than twice the idle timeout
     i = 0
     while time.monotonic() < end:
         viewer.mouse.move(box["x"] + 50 + (i % 40) * 5, box["y"] + 60)
