@@ -273,7 +273,7 @@ class TriggerIntake:
                     await self._take(name, mtime, tg)
                 if self.unpublished and time.monotonic() >= self._republish_at:
                     for stem, (answer, name) in list(self.unpublished.items()):
-                        await self._publish(stem, answer, name)
+                        await self._publish(stem, answer, name, retries=())
                 await anyio.sleep(self.poll)
 
     def _prepare(self) -> None:
@@ -596,13 +596,21 @@ class TriggerIntake:
 
     # -- publication ---------------------------------------------------------------------
 
-    async def _publish(self, stem: str, answer: str, name: str, recorded: bool = True) -> None:
+    async def _publish(
+        self,
+        stem: str,
+        answer: str,
+        name: str,
+        recorded: bool = True,
+        retries: tuple[float, ...] = PUBLISH_RETRIES,
+    ) -> None:
         """The result file (atomically; left as it is when it already holds this result),
-        then the request file is removed. A write that fails is retried, then retried from
-        the loop every :data:`REPUBLISH_EVERY` seconds, and logged — it never stops the
-        intake, and until it succeeds the request stays in ``_seen`` (never taken again)."""
+        then the request file is removed. A write that fails is retried after each of
+        ``retries``, then once every :data:`REPUBLISH_EVERY` seconds from the loop, and
+        logged — it never stops the intake, and until it succeeds the request stays in
+        ``_seen`` (never taken again)."""
         data = answer.encode("utf-8")
-        for delay in (0.0, *PUBLISH_RETRIES):
+        for delay in (0.0, *retries):
             await anyio.sleep(delay)
             try:
                 await anyio.to_thread.run_sync(self._write, stem, data, name)
