@@ -244,7 +244,9 @@ class Box:
         # Quoted as snapshot -i quotes it: a page's quote or newline in a name cannot make
         # it read as another label's line.
         quoted = printable(json.dumps(name, ensure_ascii=False))
-        said = f"[{t.label}] @{t.ref} {t.role}" + (f" {quoted}" if name else "")
+        # The label drawn is the ref without its ``e`` (``3`` is ``@e3``; ``c7`` is ``@c7``):
+        # the line gives the ref alone, which says the label too.
+        said = f"@{t.ref} {t.role}" + (f" {quoted}" if name else "")
         return said + (f" {t.kind}" if t.kind else "")
 
 
