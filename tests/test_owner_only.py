@@ -66,6 +66,9 @@ DECIDED: dict[str, tuple[str, ...]] = {
     "run": ("*",),  # the script runs as the keeper's user, outside the caller's sandbox
     "window": ("action=open",),  # runs a program as the keeper's user
     "trace": ("out",),  # writes the report wherever the caller says
+    # live --all: the dashboard shows every session's pages and can pause or stop any of
+    # them; live --revoke: none — it revokes the calling session's own links only
+    "live": ("all",),
     # get, is, find and frame: none — they read or act on the caller's own tab (its current
     # frame) and touch no file
     # set: none — DevTools overrides on the lease's own tabs only (the geolocation permission

@@ -24,8 +24,8 @@ TOKEN_BUDGET = 1500
 #: Verbs of the plugins that ship with browserbay, named in the manual whether or not they
 #: are installed here (a test checks the list against the workspace's plugins).
 SHIPPED_PLUGIN_VERBS: tuple[tuple[str, str], ...] = (
-    ("handoff", "a human acts for you"),
-    ("live", "live link; w1: a window"),
+    ("handoff", "human acts"),
+    ("live", "watch link; w1: window"),
     ("window", "native windows, tier 3"),
     ("keys", "provider keys: the human sets them"),
     ("provider", "install a provider's browser: the human's call"),

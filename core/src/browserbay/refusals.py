@@ -422,6 +422,11 @@ _ROWS = (
         "{fix}; then bay keeper stop, and run bay live again",
     ),
     Code(
+        "live_revoked",
+        "This live-view credential was revoked ({why}): the page is cut off",
+        "ask the agent or the owner for a new link (bay live)",
+    ),
+    Code(
         "disk_full",
         "'{verb}' could not write: the disk under {where} is full ({free} free; {reason})",
         "free space on that disk (or bay profiles, then bay forget <unused profile>), then run "
@@ -703,6 +708,7 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "open_port_refused",
             "no_tls",
             "tls_unreadable",
+            "live_revoked",
             "disk_full",
             "owner_only",
             "profile_not_granted",

@@ -188,6 +188,38 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def test_a_revoked_viewer_is_cut_off_and_refused(
+    bay_with: Callable[..., Bay],
+    remote_address: str,
+    session: str,
+    demo: str,
+    viewer_browser: Any,
+) -> None:
+    bay = bay_with(BAY_LIVE_BIND=f"{remote_address}:0", BAY_LIVE_TLS="self-signed")
+    bay.ok("open", f"{demo}/live.html", session=session)
+    url = bay.ok("live", session=session)["url"]
+    context = viewer_browser.new_context(viewport=PHONE, ignore_https_errors=True)
+    try:
+        viewer = context.new_page()
+        viewer.goto(url)
+        wait_for(lambda: stats(viewer).get("frames", 0) > 0, what="a first frame")
+        revoked = bay.ok("live", "--revoke", session=session)
+        assert revoked["revoked"] >= 1
+        wait_for(lambda: stats(viewer).get("ended"), what="the viewer cut off")
+        refusal = stats(viewer)["refusal"]
+        assert_refused(refusal, "live_revoked")
+        frames = stats(viewer)["frames"]
+        viewer.wait_for_timeout(1000)
+        assert stats(viewer)["frames"] == frames  # no frame after the cut
+        viewer.reload()
+        assert "live_revoked" in viewer.content()
+        # A new link works again.
+        viewer.goto(bay.ok("live", session=session)["url"])
+        wait_for(lambda: stats(viewer).get("frames", 0) > 0, what="a frame on a new link")
+    finally:
+        context.close()
+
+
 # -- the real thing: a phone over TLS on a non-loopback address --------------------------------
 
 

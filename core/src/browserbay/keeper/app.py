@@ -221,6 +221,7 @@ class App:
             self.memory,
             Approvals(),
             HumanTabs(self.leases, tabs, plugins, roster.by_id),
+            self.leases.close,
         )
         self.live = make_transports(plugins, self.controls)
         #: The one guard path every road's actions pass (see browserbay.keeper.roads).

@@ -107,6 +107,7 @@ class Controls:
         memory: MemoryWatch | None = None,
         approvals: Approvals | None = None,
         desk: TabDesk | None = None,
+        closer: Callable[[Session, Lease], Awaitable[int]] | None = None,
     ):
         self.plugins = plugins
         self.sessions = sessions
@@ -127,6 +128,9 @@ class Controls:
         self.desk = desk
         #: The actions waiting for a human's approval (an approval gate's Ask).
         self.approvals = approvals if approvals is not None else Approvals()
+        #: Ends one lease as ``bay close --profile`` does (``Leases.close``): the owner's
+        #: dashboard stops a session with it (None: a keeper without leases).
+        self.closer = closer
 
     # -- the keeper's side --------------------------------------------------------------
 
@@ -433,6 +437,17 @@ class Controls:
             for session in list(self.sessions.values())
             for lease in [*session.leases.values(), *session.targets.values()]
         ]
+
+    async def stop_lease(self, session_id: str, profile_id: str) -> bool:
+        """The owner stops a session's lease from the dashboard: a pause on it is let go
+        (nobody's takeover outlives the lease), then it ends as ``bay close --profile``
+        ends it (its tabs kept for ``bay resume``). False when it held no browser."""
+        session, lease = self._find(session_id, profile_id)
+        if self.closer is None or lease.window is not None or lease.context is None:
+            return False
+        self.let_go(lease)
+        await self.closer(session, lease)
+        return True
 
     def expire_idle(self) -> None:
         now = time.monotonic()

@@ -565,6 +565,13 @@ class Leases:
                 queue.remove(me)
             self._wake(profile_id)
 
+    async def close(self, session: Session, lease: Lease) -> int:
+        """End one lease as ``bay close --profile`` does: its tabs kept for ``bay resume``,
+        its exclusive hold released. Answers how many tabs were closed."""
+        closed = await self.end(session, lease, "closed")
+        await self.release_hold(session, lease.profile.id)
+        return closed
+
     async def release_hold(self, session: Session, profile_id: str) -> None:
         hold = await self.db(self.holds.get, profile_id)
         if hold is not None and hold.holder == session.ref.id:

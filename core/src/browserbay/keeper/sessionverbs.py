@@ -348,8 +348,7 @@ class SessionVerbs:
         if handle:  # one lease: the session and its children go on
             closed = 0
             for lease in leases:
-                closed += await self.leases.end(session, lease, "closed")
-                await self.leases.release_hold(session, lease.profile.id)
+                closed += await self.leases.close(session, lease)
         else:  # the whole session, and its child sessions with it
             closed, children = await self.children.close(session)
         text = f"closed {closed} tab(s); they are kept: bay resume reopens them"

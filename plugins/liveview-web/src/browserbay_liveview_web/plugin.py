@@ -75,7 +75,40 @@ def live_target(args: Mapping[str, Any]) -> str | None:
     return str(target) if target else None
 
 
+#: What a revoked page is told it was revoked by.
+REVOKED_BY = "bay live --revoke"
+
+
+async def live_dashboard(ctx: VerbContext, transport: Transport) -> tuple[dict[str, Any], str]:
+    """``bay live --all`` (the owner's channel only: the verb row's ``owner_only``): a link to
+    the dashboard of every session; with ``--revoke``, every dashboard credential revoked."""
+    web = transport()
+    if ctx.args.get("revoke"):
+        count = web.dashboard.revoke(REVOKED_BY + " --all")
+        return {"revoked": count, "dashboard": True}, f"revoked {count} dashboard credential(s)"
+    url = await web.dashboard_link()
+    data: dict[str, Any] = {"url": url, "transport": KIND, "dashboard": True, "expires_in_s": 60}
+    text = f"{url}\none use, open it within 60 s: every session's live state (owner's dashboard)"
+    return _with_fingerprint(web, data, text)
+
+
+def _with_fingerprint(
+    web: WebTransport, data: dict[str, Any], text: str
+) -> tuple[dict[str, Any], str]:
+    """``data.tls_fingerprint`` always; the text says it the first time only."""
+    if web.fingerprint is not None:
+        data["tls_fingerprint"] = web.fingerprint
+    news = web.fingerprint_news()
+    if news is not None:
+        text += (
+            f"\nTLS certificate SHA-256 fingerprint (compare it with the browser's, once): {news}"
+        )
+    return data, text
+
+
 async def live(ctx: VerbContext, transport: Transport) -> tuple[dict[str, Any], str]:
+    if ctx.args.get("all"):
+        return await live_dashboard(ctx, transport)
     wanted = live_target(ctx.args)
     if wanted is not None and ctx.target is None:
         raise Refusal(
@@ -94,6 +127,10 @@ async def live(ctx: VerbContext, transport: Transport) -> tuple[dict[str, Any], 
     mode: Mode = "watch" if ctx.args.get("watch") else "control"
     key = ctx.target.profile.id if ctx.target is not None else ctx.profile.id
     web = transport()
+    if ctx.args.get("revoke"):
+        count = web.revoke(ctx.session.id, key, REVOKED_BY)
+        data = {"revoked": count, "profile": ctx.profile.id}
+        return data, f"revoked {count} live-view credential(s): their pages are cut off"
     url = await web.link(ctx.session.id, key, mode)
     data = {
         "url": url,
@@ -110,13 +147,7 @@ async def live(ctx: VerbContext, transport: Transport) -> tuple[dict[str, Any], 
         + (": the human can watch and press Take over" if mode == "control" else "")
         + ")"
     )
-    if web.fingerprint is not None:
-        data["tls_fingerprint"] = web.fingerprint
-    news = web.fingerprint_news()
-    if news is not None:
-        text += (
-            f"\nTLS certificate SHA-256 fingerprint (compare it with the browser's, once): {news}"
-        )
+    data, text = _with_fingerprint(web, data, text)
     if note:
         data["note"] = note
         text += f"\n{note}"
@@ -238,10 +269,17 @@ class LiveViewPlugin:
                     (
                         Arg("target", "opt", "a window handle (w1) to show instead of the browser"),
                         Arg("watch", "flag", "a link that can only watch (no takeover)"),
+                        Arg(
+                            "all",
+                            "flag",
+                            "the owner's dashboard of every session (owner only)",
+                        ),
+                        Arg("revoke", "flag", "revoke the live links given so far: pages cut off"),
                     ),
                     needs=("has_cdp",),
                     example="bay live",
                     tool_profile="core",
+                    owner_only=("all",),
                 ),
                 self.live,
                 while_paused=True,

@@ -35,6 +35,7 @@ from urllib.parse import parse_qs
 from browserbay import wsguard
 from browserbay.model import LiveViewer
 from browserbay.refusals import Refusal, clip
+from browserbay_liveview_web.dashboard import Dashboard
 from browserbay_liveview_web.listen import (
     BIND_ENV,
     TLS_HANDSHAKE_TIMEOUT,
@@ -94,6 +95,7 @@ class Target:
     async def _refresher(self) -> None:
         while self.viewers:
             try:
+                self.transport.cut_expired(self)
                 await self.sync()
             except Exception:
                 log.exception("live view refresh failed")
@@ -271,6 +273,8 @@ class WebTransport:
         #: The TLS certificate's SHA-256 fingerprint (None without TLS).
         self.fingerprint: str | None = None
         self._fingerprint_told = False
+        #: The owner's dashboard (``/d/<view>/``).
+        self.dashboard = Dashboard(self)
         self.vault = Vault()
         self.targets: dict[tuple[str, str], Target] = {}
         self.streams: dict[str, Stream] = {}
@@ -373,6 +377,12 @@ class WebTransport:
         ticket, grant = self.vault.ticket(session_id, profile_id, mode)
         return f"{self.base()}/v/{grant.view}/?ticket={ticket}"
 
+    async def dashboard_link(self) -> str:
+        """A one-use link to the owner's dashboard (mint it for the owner's channel only)."""
+        await self.start()
+        ticket, grant = self.vault.dashboard_ticket()
+        return f"{self.base()}/d/{grant.view}/?ticket={ticket}"
+
     def fingerprint_news(self) -> str | None:
         """The certificate's fingerprint, the first time it is asked (once per keeper: the
         human compares it with the browser's warning)."""
@@ -399,18 +409,19 @@ class WebTransport:
             )
         path, _, query = request.path.partition("?")
         parts = path.split("/")
-        if len(parts) != 4 or parts[1] != "v" or parts[3] not in ("", "ws"):
+        if len(parts) != 4 or parts[1] not in ("v", "d") or parts[3] not in ("", "ws"):
             return _text(conn, HTTPStatus.NOT_FOUND, "not found\n")
-        view = parts[2]
+        view, route = parts[2], parts[1]
         if parts[3] == "ws":
             if request.headers.get("Origin") not in listen.origins(self.port):
                 return _text(conn, HTTPStatus.FORBIDDEN, "cross-origin live view refused\n")
-            credential = self.vault.check(_cookie(request), view)
+            credential = self._credential(request, view, route)
             if credential is None:
-                return _text(conn, HTTPStatus.UNAUTHORIZED, "no live-view credential\n")
+                return self._unauthorized(conn, request, view, "no live-view credential\n")
             held = sum(
                 v.credential is credential for t in self.targets.values() for v in t.viewers
             ) + sum(c is credential for c in self._by_conn.values())
+            held += sum(w.credential is credential for w in self.dashboard.watchers)
             full = wsguard.refusal(conn, held)
             if full is not None:
                 return _text(conn, HTTPStatus(full[0]), full[1])
@@ -419,6 +430,8 @@ class WebTransport:
         tickets = parse_qs(query).get("ticket")
         if tickets:
             credential = self.vault.redeem(tickets[0], view)
+            if credential is not None and credential.grant.dashboard != (route == "d"):
+                credential = None  # a lease's ticket on the dashboard's path, or back
             if credential is None:
                 return _text(
                     conn,
@@ -427,22 +440,37 @@ class WebTransport:
                     "ask for a new one (bay live)\n",
                 )
             cookie = (
-                f"{COOKIE}={credential.token}; Path={listen.prefix}/v/{view}/; "
+                f"{COOKIE}={credential.token}; Path={listen.prefix}/{route}/{view}/; "
                 f"Max-Age={int(CREDENTIAL_TTL)}; HttpOnly; SameSite=Strict"
                 + ("; Secure" if listen.secure else "")
             )
-            return self._page(conn, cookie)
-        if self.vault.check(_cookie(request), view) is None:
-            return _text(
-                conn,
-                HTTPStatus.UNAUTHORIZED,
-                "no live-view credential: open the link `bay live` printed\n",
+            return self._page(conn, cookie, route)
+        if self._credential(request, view, route) is None:
+            return self._unauthorized(
+                conn, request, view, "no live-view credential: open the link `bay live` printed\n"
             )
-        return self._page(conn, None)
+        return self._page(conn, None, route)
 
-    def _page(self, conn: ServerConnection, cookie: str | None) -> Response:
+    def _credential(self, request: Request, view: str, route: str) -> Credential | None:
+        """The request's valid credential for this view (a dashboard's on ``/d/`` only)."""
+        credential = self.vault.check(_cookie(request), view)
+        if credential is None or credential.grant.dashboard != (route == "d"):
+            return None
+        return credential
+
+    def _unauthorized(
+        self, conn: ServerConnection, request: Request, view: str, text: str
+    ) -> Response:
+        """401; a revoked credential is told so (``live_revoked``, with its way out)."""
+        why = self.vault.revoked(_cookie(request), view)
+        if why is not None:
+            refusal = Refusal("live_revoked", why=why)
+            text = f"live_revoked: {refusal.message}\n{refusal.way_out}\n"
+        return _text(conn, HTTPStatus.UNAUTHORIZED, text)
+
+    def _page(self, conn: ServerConnection, cookie: str | None, route: str = "v") -> Response:
         nonce = secrets.token_urlsafe(16)
-        html = _page_html().replace("{nonce}", nonce).encode()
+        html = _page_html(route).replace("{nonce}", nonce).encode()
         sockets = " ".join(o.replace("http", "ws", 1) for o in self._listening().origins(self.port))
         csp = (
             f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; "
@@ -468,6 +496,9 @@ class WebTransport:
         if credential is None:  # pragma: no cover - process_request refused it already
             return
         grant = credential.grant
+        if grant.dashboard:
+            await self.dashboard.serve(ws, credential)
+            return
         self._viewer_ids += 1
         viewer = Viewer(f"viewer {self._viewer_ids}", ws, credential, self._dispatch)
         key = (grant.session_id, grant.profile_id)
@@ -649,11 +680,46 @@ class WebTransport:
             self.host.release(target.session_id, target.profile_id, viewer.id)
         target.poke.set()
 
-    async def _drop(self, viewer: Viewer, reason: str, code: int) -> None:
+    async def _drop(
+        self,
+        viewer: Viewer | ServerConnection,
+        reason: str,
+        code: int,
+        refusal: Refusal | None = None,
+    ) -> None:
+        ws = viewer.ws if isinstance(viewer, Viewer) else viewer
+        ended: dict[str, Any] = {"t": "ended", "reason": reason}
+        if refusal is not None:
+            ended["refusal"] = refusal.frame()
         with contextlib.suppress(Exception):
-            await viewer.ws.send(json.dumps({"t": "ended", "reason": reason}))
+            await ws.send(json.dumps(ended))
         with contextlib.suppress(Exception):
-            await viewer.ws.close(code, reason)
+            await ws.close(code, clip(reason, 100))
+
+    def spawn_drop(self, ws: ServerConnection, why: str) -> None:
+        """Cut a page off: its last message carries the ``live_revoked`` refusal."""
+        refusal = Refusal("live_revoked", why=why)
+        self._spawn(self._drop(ws, refusal.message, WS_CLOSE_REVOKED, refusal))
+
+    # -- revocation (bay live --revoke) -----------------------------------------------
+
+    def revoke(self, session_id: str, profile_id: str, why: str) -> int:
+        """Every credential and ticket of the lease revoked, its open pages cut off now
+        (they, and a reload, are told ``live_revoked``). Answers how many pages were cut
+        plus credentials revoked that had none open."""
+        count = self.vault.revoke(session_id, profile_id, why)
+        target = self.targets.get((session_id, profile_id))
+        for viewer in list(target.viewers) if target is not None else []:
+            self.spawn_drop(viewer.ws, why)
+        return count
+
+    def cut_expired(self, target: Target) -> None:
+        """A page whose credential expired (or was revoked) while open is cut off."""
+        for viewer in list(target.viewers):
+            credential = viewer.credential
+            if self.vault.check(credential.token, credential.grant.view) is None:
+                why = self.vault.revoked(credential.token, credential.grant.view) or "expired"
+                self.spawn_drop(viewer.ws, why)
 
     # -- what the keeper tells us (hooks) ---------------------------------------------
 
@@ -783,12 +849,14 @@ async def _say(viewer: Viewer, text: str) -> None:
         await viewer.ws.send(json.dumps({"t": "error", "text": text, "at": time.time()}))
 
 
-_PAGE_CACHE: list[str] = []
+_PAGE_CACHE: dict[str, str] = {}
 
 
-def _page_html() -> str:
-    if not _PAGE_CACHE:
-        _PAGE_CACHE.append(
-            resources.files("browserbay_liveview_web").joinpath("page.html").read_text("utf-8")
+def _page_html(route: str = "v") -> str:
+    """The live page (``v``) or the dashboard (``d``), read once."""
+    if route not in _PAGE_CACHE:
+        name = "dashboard.html" if route == "d" else "page.html"
+        _PAGE_CACHE[route] = (
+            resources.files("browserbay_liveview_web").joinpath(name).read_text("utf-8")
         )
-    return _PAGE_CACHE[0]
+    return _PAGE_CACHE[route]

@@ -3,7 +3,10 @@
 ``bay live`` mints a one-use **ticket** (valid ``TICKET_TTL`` s) that the page exchanges for
 a **credential**: an HttpOnly, SameSite=Strict cookie (valid ``CREDENTIAL_TTL`` s) bound to one
 session's lease on one profile and to a mode (``watch`` or ``control``). A ticket used once is
-gone (a replay is refused like a forged one); ending the session revokes its credentials.
+gone (a replay is refused like a forged one); ending the session revokes its credentials, and
+so does ``bay live --revoke``: a revoked credential is remembered until it would have expired,
+so its page is told ``live_revoked`` rather than "no credential". The owner's dashboard
+(``bay live --all``) has tickets and credentials of its own (:data:`DASHBOARD`).
 Nothing here is ever logged or written to disk.
 """
 
@@ -18,6 +21,8 @@ from typing import Literal
 TICKET_TTL = 60.0
 CREDENTIAL_TTL = 24 * 3600.0
 Mode = Literal["watch", "control"]
+#: The session id of a dashboard grant: it names no session (every session is its view).
+DASHBOARD = ""
 
 
 @dataclass(frozen=True)
@@ -26,7 +31,12 @@ class Grant:
     profile_id: str
     mode: Mode
     view: str
-    """The view key: the page's path (``/v/<view>/``) and the cookie's scope."""
+    """The view key: the page's path (``/v/<view>/``, the dashboard's ``/d/<view>/``) and
+    the cookie's scope."""
+
+    @property
+    def dashboard(self) -> bool:
+        return self.session_id == DASHBOARD
 
 
 @dataclass
@@ -42,6 +52,8 @@ class Vault:
     _tickets: dict[str, tuple[Grant, float]] = field(default_factory=dict)
     _credentials: dict[str, Credential] = field(default_factory=dict)
     _views: dict[tuple[str, str], str] = field(default_factory=dict)
+    _revoked: dict[str, tuple[str, str, float]] = field(default_factory=dict)
+    """token -> (its view, why it was revoked, when it would have expired)."""
 
     def view(self, session_id: str, profile_id: str) -> str:
         """The stable view key of a lease (random: it names nothing)."""
@@ -85,15 +97,30 @@ class Vault:
             return None
         return credential
 
-    def revoke(self, session_id: str, profile_id: str) -> int:
-        """Every ticket and credential of the lease, gone now."""
+    def dashboard_ticket(self) -> tuple[str, Grant]:
+        """A ticket to the owner's dashboard (every session; mint it on the owner's channel
+        only)."""
+        return self.ticket(DASHBOARD, DASHBOARD, "control")
+
+    def revoked(self, token: str | None, view: str) -> str | None:
+        """Why the credential was revoked (None: it was not, or it would have expired)."""
+        entry = self._revoked.get(token or "")
+        if entry is None or entry[0] != view or entry[2] <= self.clock():
+            return None
+        return entry[1]
+
+    def revoke(self, session_id: str, profile_id: str, why: str = "") -> int:
+        """Every ticket and credential of the lease (the dashboard's: ``DASHBOARD`` twice),
+        gone now; ``why``: remember the credentials as revoked, so their pages are told."""
         gone = [
             t
             for t, c in self._credentials.items()
             if (c.grant.session_id, c.grant.profile_id) == (session_id, profile_id)
         ]
         for token in gone:
-            del self._credentials[token]
+            credential = self._credentials.pop(token)
+            if why:
+                self._revoked[token] = (credential.grant.view, why, credential.expires)
         for ticket, (grant, _expires) in list(self._tickets.items()):
             if (grant.session_id, grant.profile_id) == (session_id, profile_id):
                 del self._tickets[ticket]
@@ -107,3 +134,6 @@ class Vault:
         for token, credential in list(self._credentials.items()):
             if credential.expires <= now:
                 del self._credentials[token]
+        for token, (_view, _why, expires) in list(self._revoked.items()):
+            if expires <= now:
+                del self._revoked[token]
