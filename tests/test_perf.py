@@ -113,3 +113,39 @@ def test_a_moving_element_is_not_pressed_at_a_point_it_may_have_left(bay: Bay, d
     bay.ok("click", ref, session=s)
     assert bay.ok("get", "text", "#out", session=s)["value"] == "pressed 1"
     bay.ok("close", session=s)
+
+
+#: A jQuery-style animation: a script moves #b every frame (no CSS animation, nothing in
+#: document.getAnimations()), and jQuery's timer list says an animation runs, as
+#: jQuery(...).animate() / a jQuery UI accordion's slide do.
+SCRIPTED_JS = """(() => {
+  const b = document.getElementById('b');
+  b.style.position = 'relative';
+  let x = 0;
+  const step = () => { x = (x + 7) % 400; b.style.left = x + 'px'; };
+  window.jQuery = { timers: [{ elem: document.body }] };
+  window.__moving = setInterval(step, 10);
+  return 'moving';
+})()"""
+STOP_JS = "clearInterval(window.__moving); window.jQuery.timers.length = 0; 'still'"
+
+
+def test_a_script_animated_element_is_not_pressed_while_jquery_animates(
+    bay: Bay, demo: str
+) -> None:
+    # The fast path's one look sees CSS and Web Animations only: an element a jQuery
+    # animation moves (timers) was pressed at a point it may have left (MiniWoB++'s
+    # click-collapsible-2: a click on the accordion's link landed on another). With one
+    # running, the click goes to Playwright's, which waits for the element to stand still
+    # (here: never, so refused, nothing pressed). Negative control: once it stops.
+    s = "perf-scripted"
+    _page(bay, demo, s)
+    ref = _ref(bay, s, "Press")
+    assert bay.ok("eval", SCRIPTED_JS, session=s)["value"] == "moving"
+    refused = bay("click", ref, "--timeout", "2", session=s)
+    assert refused.code != 0, refused
+    assert bay.ok("get", "text", "#out", session=s)["value"] == "not yet"
+    assert bay.ok("eval", STOP_JS, session=s)["value"] == "still"
+    bay.ok("click", ref, session=s)
+    assert bay.ok("get", "text", "#out", session=s)["value"] == "pressed 1"
+    bay.ok("close", session=s)

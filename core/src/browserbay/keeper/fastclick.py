@@ -29,16 +29,21 @@ if TYPE_CHECKING:
 
 #: Is the element ready for a pointer, right now? In view (scrolled if needed), sized,
 #: enabled, visible, still (no running CSS animation, transition or Web Animation on it or
-#: an ancestor: a point taken now could miss it a frame later), and the topmost element at
-#: its centre (or inside that element): its centre, else false. One check for both click
-#: paths; what it cannot see (an element a script moves every frame) Playwright's
-#: stability wait would, on the path taken when this says false.
+#: an ancestor, and no jQuery animation anywhere in its window — jQuery moves elements from
+#: script timers, which getAnimations() does not list, and an accordion's sliding panel
+#: moves its neighbours: a point taken now could miss it a frame later), and the topmost
+#: element at its centre (or inside that element): its centre, else false. One check for
+#: both click paths; what it cannot see (another script that moves an element every frame)
+#: Playwright's stability wait would, on the path taken when this says false. (A page that
+#: fakes ``jQuery.timers`` can only send its clicks down that careful path.)
 READY_BODY = """
   if (!el.isConnected) return false;
   for (const a of el.ownerDocument.getAnimations()) {
     const t = a.effect && a.effect.target;
     if (a.playState === 'running' && t && t.contains(el)) return false;
   }
+  const jq = el.ownerDocument.defaultView && el.ownerDocument.defaultView.jQuery;
+  if (jq && jq.timers && jq.timers.length > 0) return false;
   el.scrollIntoView({block: 'nearest', inline: 'nearest'});
   const r = el.getBoundingClientRect();
   if (r.width < 1 || r.height < 1) return false;
