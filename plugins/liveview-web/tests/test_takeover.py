@@ -75,6 +75,9 @@ def test_a_sibling_session_on_the_same_browser_is_refused_while_a_human_drives(
     assert "run again what was cut: bay wait 20000" in b["notice"]
     assert 'the human handed back: "I signed in for you"' in b["notice"]
     assert bay.ok("status", session="sa")["leases"][0]["input_holder"] == "agent"
+    # The note is the human's typing: in the notices only, never in the keeper's log or audit.
+    assert "signed in for you" not in (bay.home / "logs" / "keeper.log").read_text()
+    assert "signed in for you" not in bay("audit", session="sa").stdout
 
 
 def test_the_agents_busy_script_is_stopped_so_frames_keep_coming(
