@@ -1059,6 +1059,7 @@ class LiveHost(Protocol):
     async def resume_tabs(self, session_id: str, profile_id: str) -> int:
         """Reopen the session's kept tabs on the lease (the page's Resume, as ``bay resume``
         does; its browser starts for them); how many parked tabs came back."""
+
     async def stop_lease(self, session_id: str, profile_id: str) -> bool:
         """End the session's lease as ``bay close --profile`` does (the owner's dashboard
         stops it; a pause on it is let go first). False when it held no browser."""
