@@ -453,3 +453,40 @@ def test_a_timed_out_or_failed_action_says_whether_it_began(bay: Bay, site: HitS
     answer = _result(d, failed)
     assert (answer["reason"], answer["uncertain"]) == ("action_failed", True), answer
     assert answer["error"].startswith("Page.goto: net::ERR_")
+
+
+def test_every_action_goes_through_the_approval_hooks_and_is_audited_as_the_trigger(
+    fresh_bay: Bay, demo: str
+) -> None:
+    """A plugin's ``bay_before_verb`` vetoes each trigger action as the verb it is (``open``,
+    ``resume``, ``close`` for ``stop``): refused ``verb_refused``, nothing done, one audit row
+    on the road ``trigger`` by the actor ``trigger``."""
+    veto = fresh_bay.home / "veto"
+    fresh_bay.env["BAY_TEST_REFUSE_FILE"] = str(veto)
+    d = _dir(fresh_bay)
+    fresh_bay.ok("open", f"{demo}/form.html", session="trig-veto")
+    veto.write_text("open\nresume\nclose\n")
+    answers = {
+        action: _result(
+            d,
+            _publish(d, {"version": 1, "action": action, "session": "trig-veto"}),
+        )
+        for action in ("open", "resume", "stop")
+    }
+    veto.unlink()
+    for action, answer in answers.items():
+        assert (answer["outcome"], answer["reason"], answer["uncertain"]) == (
+            "refused",
+            "verb_refused",
+            False,
+        ), action
+        assert "recorder" in answer["detail"]
+    assert fresh_bay.ok("get", "title", session="trig-veto")["value"] == "Sign up"  # running
+    rows = {
+        (r["verb"], r["road"], r["actor"], r["ok"], r["code"])
+        for r in fresh_bay.ok("audit")["audit"]
+        if r["road"] == "trigger"
+    }
+    assert rows == {
+        (verb, "trigger", "trigger", False, "verb_refused") for verb in ("open", "resume", "close")
+    }
