@@ -1,6 +1,7 @@
 """Before and after one change: rows a (warm click and get title in the keeper), b (the whole
-``bay get title`` process against bare Python) and c (cold first open) of RESULTS.md, for this
-checkout, a baseline checkout (optional) and agent-browser, interleaved rep by rep in ONE run.
+``bay get title`` process against a bare Python start, ``python -c pass``, with ``-S`` beside
+it) and c (cold first open) of RESULTS.md, for this checkout, a baseline checkout (optional)
+and agent-browser, interleaved rep by rep in ONE run.
 
     .venv/bin/python bench/perf.py [--parts a,b,c] [--reps 20] [--cold-reps 4]
                                    [--baseline /path/to/other/checkout]
@@ -118,8 +119,11 @@ def part_b(b: run.Bench, url: str, roots: dict[str, Path], reps: int) -> str:
         run.must(run.timed([bay_bin, "open", url], env)[1], f"{label}: bay open")
 
         tools[f"{label} get title"] = functools.partial(timed_ok, [bay_bin, "get", "title"], env)
-    floor = [str(run.VENV_PY), "-c", "import socket,json"]
-    tools["python floor"] = functools.partial(timed_ok, floor, run.clean_env())
+    # The floor is a bare start of the venv's interpreter (site included, as a console
+    # script has it); `-S` beside it is the lean launcher's start (no site).
+    for name, flags in (("python floor", []), ("python -S", ["-S"])):
+        argv = [str(run.VENV_PY), *flags, "-c", "pass"]
+        tools[name] = functools.partial(timed_ok, argv, run.clean_env())
     loads = [click.loadavg()]
     samples = rotate(tools, reps, 5)
     loads.append(click.loadavg())

@@ -574,8 +574,9 @@ def bench_warm(b: Bench, base: str, rows: list[Row], info: dict[str, Any]) -> No
 
         # b. the whole `bay get title` process vs the Python floor of the same venv.
         try:
-            bay_t, py_t, imp_t = [], [], []
-            floor = [str(VENV_PY), "-c", "import socket,json"]
+            bay_t, py_t, imp_t, lean_t = [], [], [], []
+            floor = [str(VENV_PY), "-c", "pass"]  # a bare start, site included
+            lean = [str(VENV_PY), "-S", "-c", "pass"]  # the lean launcher's start
             imports = [str(VENV_PY), "-c", "import browserbay_cli.main"]
             env = b.bay_env(bay_home, sess_name)
             for i in range(N_WARMUP + N_WARM):
@@ -585,10 +586,13 @@ def bench_warm(b: Bench, base: str, rows: list[Row], info: dict[str, Any]) -> No
                 must(cp, "python -c")
                 ti, cp = timed(imports, env, 30)
                 must(cp, "python -c import browserbay_cli.main")
+                ts, cp = timed(lean, env, 30)
+                must(cp, "python -S -c pass")
                 if i >= N_WARMUP:
                     bay_t.append(tb)
                     py_t.append(tp)
                     imp_t.append(ti)
+                    lean_t.append(ts)
             o, p = median_ms(bay_t), median_ms(py_t)
             rows.append(
                 Row("b", "`bay get title` process vs bare python", ms(o), ms(p), o / p, 1.25)
@@ -596,6 +600,7 @@ def bench_warm(b: Bench, base: str, rows: list[Row], info: dict[str, Any]) -> No
             info["b"] = {
                 "bay_get_title_ms": round(o, 1),
                 "python_floor_ms": round(p, 1),
+                "python_S_ms": round(median_ms(lean_t), 1),
                 "python_import_cli_ms": round(median_ms(imp_t), 1),
             }
         except Exception as exc:
