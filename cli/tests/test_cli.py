@@ -131,16 +131,27 @@ def _imported(argv: list[str], env: dict[str, str], stdin: str = "") -> tuple[in
 
 
 @contextlib.contextmanager
-def fake_keeper(home: Path) -> Iterator[list[dict[str, Any]]]:
-    """A keeper at ``home``'s socket that answers a hello, ``ok`` to every verb, and
-    ``target_not_found`` to ``click``: the client's whole run, with no browser behind it.
-    Yields the frames it received."""
+def fake_keeper(
+    home: Path, *, together: bool = False, **hello: Any
+) -> Iterator[list[dict[str, Any]]]:
+    """A keeper at ``home``'s socket that answers a hello (updated with ``hello``), ``ok`` to
+    every verb, ``target_not_found`` to ``click`` and ``stopping`` to the shutdown op: the
+    client's whole run, with no browser behind it. ``together``: it answers nothing until
+    it holds a connection's first two frames (a client that waits for the hello before it
+    sends its request waits in vain). Yields the frames it received."""
     run = home / "run"
     run.mkdir(mode=0o700, parents=True)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(run / "keeper.sock"))
     listener.listen(8)
     got: list[dict[str, Any]] = []
+
+    def answer(frame: dict[str, Any]) -> dict[str, Any]:
+        if frame.get("op") == "shutdown":
+            return {"id": frame.get("id"), "ok": True, "data": {"stopping": True}}
+        if frame.get("verb") == "click":
+            return dict(Refusal("target_not_found", target="@e9").frame(), id=frame["id"])
+        return fake_answer(frame, text="the title", **hello)
 
     def serve() -> None:
         while True:
@@ -149,22 +160,27 @@ def fake_keeper(home: Path) -> Iterator[list[dict[str, Any]]]:
             except OSError:
                 return
             with conn, conn.makefile("rb") as lines:
-                for line in lines:
-                    frame = json.loads(line)
-                    got.append(frame)
-                    if frame.get("verb") == "click":
-                        answer = dict(Refusal("target_not_found", target="@e9").frame())
-                        answer["id"] = frame["id"]
-                    else:
-                        answer = fake_answer(frame, text="the title")
-                    conn.sendall(protocol.encode(answer))
+                held: list[dict[str, Any]] = []
+                for n, line in enumerate(lines):
+                    held.append(json.loads(line))
+                    got.append(held[-1])
+                    if together and n == 0:
+                        continue
+                    for f in held:
+                        conn.sendall(protocol.encode(answer(f)))
+                    held = []
+                    if got[-1].get("op") == "shutdown":  # gone, as a keeper that stops
+                        listener.close()
+                        (run / "keeper.sock").unlink()
+                        return
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     try:
         yield got
     finally:
-        listener.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(OSError):
+            listener.shutdown(socket.SHUT_RDWR)
         listener.close()
         thread.join(5)
 
@@ -200,3 +216,31 @@ def test_every_local_verb_of_the_table_has_one_handler_in_the_client() -> None:
 
     assert set(main.OFF_HOT_PATH) == set(extras.HANDLERS)
     assert {v.name for v in VERBS if v.scope == LOCAL} == {*extras.HANDLERS, "help"}
+
+
+def test_a_warm_verb_writes_its_hello_and_its_request_together(tmp_path: Path) -> None:
+    """One round trip to the keeper, not two (on the old code the client waited for the
+    hello's answer, which this keeper gives only once it holds the request too: 10 s, then
+    keeper_unavailable)."""
+    env = {"BAY_HOME": str(tmp_path), "BAY_SESSION": "one-trip", "PATH": "/usr/bin:/bin"}
+    with fake_keeper(tmp_path, together=True) as got:
+        r = _run("get", "title", env=env)
+    assert (r.returncode, r.stdout) == (0, "the title\n"), r.stderr
+    assert ["hello" in f for f in got] == [True, False]
+    assert got[1]["session"] == {"id": "one-trip", "origin": "env"}
+
+
+def test_a_keeper_of_another_version_is_retired_before_the_verb_is_sent_again(
+    tmp_path: Path,
+) -> None:
+    """Its answer to the request written with the hello is dropped (a keeper of this code
+    refuses it unrun: tests/test_pipelined.py); it is asked to shut down (reason version),
+    and the verb goes to a keeper of this version — here none may start."""
+    env = {"BAY_HOME": str(tmp_path), "BAY_NO_AUTOSTART": "1", "PATH": "/usr/bin:/bin"}
+    with fake_keeper(tmp_path, version="0.0.1-other") as got:
+        r = _run("get", "title", "--json", env=env)
+    assert r.returncode == 1
+    assert json.loads(r.stdout)["code"] == "keeper_unavailable"
+    assert "the title" not in r.stdout
+    shutdowns = [f for f in got if f.get("op") == "shutdown"]
+    assert shutdowns == [{"id": "retire", "op": "shutdown", "reason": "version"}]

@@ -318,9 +318,24 @@ async def serve_connection(
                 await files.close()
 
 
+def _other_version(hello: object) -> str | None:
+    """What a client's hello states that differs from this keeper's version or protocol
+    (``"0.2.0 (protocol 2)"``), or None: a hello that states neither (a test's, a tool's)
+    is taken as it always was."""
+    if not isinstance(hello, dict):
+        return None
+    ours = protocol.hello("keeper")["hello"]
+    if all(hello.get(k, ours[k]) == ours[k] for k in ("version", "protocol")):
+        return None
+    return f"{hello.get('version', '?')} (protocol {hello.get('protocol', '?')})"
+
+
 async def _serve_frames(
     stream: anyio.abc.ByteStream, reader: FrameReader, app: App, channel: Channel, files: Carried
 ) -> None:
+    # A client of another version sent its hello: it replaces this keeper (the shutdown op)
+    # and nothing else it sends runs here, not even a request it wrote with its hello.
+    other: str | None = None
     while True:
         try:
             line = await reader.frame()
@@ -359,6 +374,18 @@ async def _serve_frames(
             reply["hello"]["pid"] = os.getpid()
             reply["hello"].update(channel.hello())
             await _send(stream, reply)
+            other = _other_version(frame["hello"])
+            continue
+        if other is not None and frame.get("op") != "shutdown":
+            ours = protocol.hello("keeper")["hello"]
+            reason = (
+                f"this keeper is version {ours['version']} (protocol {ours['protocol']}), the "
+                f"client {other}: nothing but the shutdown op runs after its hello"
+            )
+            await _send(
+                stream,
+                dict(Refusal("keeper_unavailable", reason=reason).frame(), id=frame.get("id")),
+            )
             continue
         if frame.get("op") == "shutdown" and not channel.is_owner:
             refusal = Refusal("owner_only", what="shutdown", command="bay keeper stop")
