@@ -1241,7 +1241,8 @@ def _families(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         schema = json.loads(json.dumps(members[0]["inputSchema"]))
         names = [m["name"] for m in members]
-        schema["properties"] = {"action": {"type": "string", "enum": names}, **schema["properties"]}
+        props = schema.get("properties", {})
+        schema["properties"] = {"action": {"enum": names}, **props}
         schema["required"] = ["action", *schema.get("required", [])]
         text = "; ".join(f"{m['name']}: {m['description']}" for m in members)
         folded.append({"name": names[0], "description": text, "inputSchema": schema})
@@ -1302,6 +1303,7 @@ def bench_mcp_tool_list(b: Bench, rows: list[Row], info: dict[str, Any]) -> None
     info["mcp"] = {
         "rows": [r[0] for r in MCP_ROWS],
         "per_tool": {n: _chars(by_ours[n]) for n in sorted(mine)},
+        "peer_tools": {n: _chars(by_theirs[n]) for n in sorted(peer)},
         "instructions": len(instructions),
     }
 
@@ -1350,6 +1352,15 @@ def notes_text(info: dict[str, Any], b: Bench) -> list[str]:
     )
     if "warm_p90" in info:
         n.append("a: p90 — " + json.dumps(info["warm_p90"]))
+    if "mcp" in info:
+        m = info["mcp"]
+        mine = ", ".join(f"{k} {v:,}" for k, v in m["per_tool"].items())
+        theirs = ", ".join(f"{k} {v:,}" for k, v in m["peer_tools"].items())
+        n.append(
+            f"f: compared at the {len(m['rows'])} rows ({', '.join(m['rows'])}), chars of each "
+            f"tool's tools/list JSON: bay (`bay mcp --tools all`) {mine}, + its instructions "
+            f"{m['instructions']:,}; @playwright/mcp (`--caps={PW_CAPS}`) {theirs}"
+        )
     if "b" in info:
         bb = info["b"]
         n.append(

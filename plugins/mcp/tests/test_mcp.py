@@ -68,12 +68,16 @@ def error(result: CallToolResult) -> dict[str, Any]:
     assert {k: v for k, v in data(result).items() if k != "data"} == shape
     assert shape["code"] in CODES
     assert "bay " not in shape["way_out"] or "ask the user to run" in shape["way_out"], shape
+    if "ask the user to run" not in shape["way_out"]:  # a shell's words only for the human
+        assert not CLI_WORDS.search(shape["message"] + "\n" + shape["way_out"]), shape
     return dict(shape, data=data(result).get("data", {}))
 
 
 def no_footer_nor_repeat(result: CallToolResult) -> None:
-    """No CLI footer in a result, and no string of its structured content its text says."""
+    """No CLI footer in a result, no command in a shell's words, and no string of its
+    structured content its text says."""
     shown = text(result)
+    assert not CLI_WORDS.search(shown + json.dumps(data(result))), shown
     assert "profile: ephemeral" not in shown, shown
     assert "(from the API)" not in shown, shown
     for key, value in data(result).items():

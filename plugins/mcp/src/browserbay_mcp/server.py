@@ -102,13 +102,15 @@ def result(answer: Answer, words: Wording) -> types.CallToolResult:
     return types.CallToolResult(content=content, structured_content=structured or None)
 
 
-def refused(frame: Mapping[str, Any], words: Wording) -> types.CallToolResult:
+def refused(
+    frame: Mapping[str, Any], words: Wording, called: Verb | None = None
+) -> types.CallToolResult:
     """A refusal as a tool error: ``{"code", "message", "way_out"}`` in its text (printable:
     a page's escapes are visible) and structured content, plus ``data`` there when any; its
     message and way out worded for MCP (the refused verb's ``--options`` are its
-    parameters)."""
+    parameters; ``called``: the verb of the tool called, when the refusal names none)."""
     fields = frame.get("data") or {}
-    verb = words.table.get(str(fields.get("verb") or ""))
+    verb = words.table.get(str(fields.get("verb") or "")) or called
     shape = {
         "code": str(frame.get("code")),
         "message": words.text(str(frame.get("message", "")), verb),
@@ -235,7 +237,7 @@ class Tools:
         try:
             args = tool.arguments(arguments)
         except Refusal as r:
-            return refused(r.frame(), self.words)
+            return refused(r.frame(), self.words, tool.verb)
         image = IMAGES.get(name)
         try:
             if image is not None and not args.get(image[0]):
@@ -243,7 +245,7 @@ class Tools:
             when = deadline(tool.verb, args, self.clients.first.timeout)
             return result(await self.clients.call(name, args, when), self.words)
         except BayRefusal as r:
-            return refused(r.frame(), self.words)
+            return refused(r.frame(), self.words, tool.verb)
 
     async def _image(
         self, tool: Tool, args: dict[str, Any], arg: str, mime: str

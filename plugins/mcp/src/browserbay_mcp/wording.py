@@ -22,10 +22,10 @@ from browserbay.verbs import BY_NAME, GLOBAL_OPTIONS, Arg, Verb, agent_verb, too
 #: parenthesis, ``,``/``;``/``|``, two spaces, a line's end).
 _COMMAND = re.compile(r"`?\bbay ((?:[a-z][a-z-]*)(?: [^\s`(),;|]+)*)`?")
 #: Where a command stands in our own words: after a backtick, a parenthesis, a line's start,
-#: ``:``/``;``/``,``/``—``, two spaces, or a word that leads into one ("run", "then", "or"…).
+#: ``:``/``;``/``,``/``—``, two spaces, or a word that leads into one ("run", "then", "by"…).
 #: A page's prose ("the bay close to town") has ``bay`` after another word: left as written.
 _LEAD = re.compile(
-    r"(?:^|[(`\n]|[:;,—]\s+|\s\s|\b(?:run|then|or|and|to|try|with|via|see|use|first|do)\s+)$"
+    r"(?:^|[(`\n]|[:;,—]\s+|\s\s|\b(?:run|then|or|and|to|try|with|via|by|see|use|first|do)\s+)$"
 )
 #: Words that end a command in prose ("bay tab list or bay tab new").
 _PROSE = frozenset({"or", "and", "then", "first", "to", "again", "for", "in", "with", "after"})
