@@ -309,7 +309,7 @@ def tls_side_by_side(trials: int, blocks: int) -> str:
         "",
         f"Measured {time.strftime('%Y-%m-%d %H:%M')} UTC by `bench/liveview.py --tls-only`: two "
         f"keepers side by side, one serving the live view plainly on 127.0.0.1 and one over TLS "
-        f"({scheme}, `BAY_LIVE_TLS=self-signed`: TLS 1.3, an EC P-256 certificate), each on the "
+        f"({scheme}, `BAY_LIVE_TLS=self-signed`: an EC P-256 certificate), each on the "
         f"still `/live.html`; {blocks} blocks of {per} mouse-downs, plain and TLS alternating "
         "block by block. Load average during the run: "
         + ", ".join(f"{v:.1f}" for v in loads)
