@@ -69,6 +69,7 @@ DECIDED: dict[str, tuple[str, ...]] = {
     # live --all: the dashboard shows every session's pages and can pause or stop any of
     # them; live --revoke: none — it revokes the calling session's own links only
     "live": ("all",),
+    "record": ("action=start",),  # the keeper writes the video at the caller's path
     # get, is, find and frame: none — they read or act on the caller's own tab (its current
     # frame) and touch no file
     # set: none — DevTools overrides on the lease's own tabs only (the geolocation permission

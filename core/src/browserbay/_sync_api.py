@@ -509,6 +509,29 @@ class SyncClient:
         ``data["bytes"]``); headless browsers only."""
         return self._request("pdf", {"path": path}, timeout, Answer)
 
+    def record_start(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        cursor: bool = False,
+        max_seconds: float | None = None,
+        max_mb: float | None = None,
+        timeout: float | None = None,
+    ) -> Answer:
+        """Record the current tab to ``path`` (``.webm`` or ``.mp4``), written by the keeper
+        (0600) when :meth:`record_stop` ends it; owner-only on a session socket."""
+        args: dict[str, Any] = {"action": "start", "path": path, "cursor": cursor}
+        if max_seconds is not None:
+            args["max_seconds"] = max_seconds
+        if max_mb is not None:
+            args["max_mb"] = max_mb
+        return self._request("record", args, timeout, Answer)
+
+    def record_stop(self, *, timeout: float | None = None) -> Answer:
+        """End the recording: ``data["frames"]``, ``data["size"]``, ``data["stopped"]`` (why it
+        had stopped by itself: a limit, the tab closed; None)."""
+        return self._request("record", {"action": "stop"}, timeout, Answer)
+
     def emulate(
         self,
         setting: str,

@@ -274,6 +274,13 @@ _ROWS = (
         "{fix}",
     ),
     Code(
+        "recording_running",
+        "Tab {tab} is already being recorded to {path}",
+        "bay record stop   (then bay record start <file> again)",
+    ),
+    Code("no_recording", "Nothing is being recorded in this session on this profile", "{fix}"),
+    Code("recorder_unavailable", "Recording is not available here: {reason}", "{fix}"),
+    Code(
         "approval_denied",
         "A human denied {what} ({by}); asked by {plugin}: {reason}",
         "do not run it again: tell the user it was denied and ask what to do instead",
@@ -657,6 +664,8 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "too_large",
             "file_unreadable",
             "file_unwritable",
+            "recording_running",
+            "no_recording",
             "bad_frame",
             "secret_on_argv",
             "secret_required",
@@ -682,6 +691,7 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "stop and ask the human, quoting code and way out; never work around it",
         (
             "verb_refused",
+            "recorder_unavailable",
             "approval_denied",
             "approval_timeout",
             "domain_refused",

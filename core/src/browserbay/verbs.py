@@ -704,6 +704,33 @@ VERBS: tuple[Verb, ...] = (
         # client writes them (browserbay.transfer); the keeper never opens the path.
     ),
     Verb(
+        "record",
+        PAGE,
+        "Record your current tab as a video: start <file.webm|.mp4> [--cursor], then stop.",
+        (
+            Arg("action", "pos", "start or stop", choices=("start", "stop")),
+            Arg("path", "opt", "start: the .webm or .mp4 file (the keeper writes it)", type=PATH),
+            Arg("cursor", "flag", "start: draw where your last pointer verb acted"),
+            Arg(
+                "max_seconds",
+                "value",
+                "start: stop after this long (600; at most 3600)",
+                type="float",
+            ),
+            Arg(
+                "max_mb",
+                "value",
+                "start: stop at this size in MiB (256; at most 2048)",
+                type="float",
+            ),
+        ),
+        needs=_CDP,
+        example="bay record start demo.webm",
+        # The keeper writes the video at the caller's path as its own user: owner-only on a
+        # session socket (browserbay.keeper.recording says why not FILE_OUT).
+        owner_only=("action=start",),
+    ),
+    Verb(
         "set",
         PAGE,
         "Emulate a setting for your tabs until they close.",

@@ -19,6 +19,7 @@ from browserbay.keeper.downloads import Downloads
 from browserbay.keeper.emulated import Device
 from browserbay.keeper.files import Carried
 from browserbay.keeper.frames import Recorder
+from browserbay.keeper.recorder import Recordings
 from browserbay.keeper.sessions import Lease, Tab
 from browserbay.plugins import Plugins
 from browserbay.refusals import Refusal
@@ -52,6 +53,10 @@ class Act:
     """Who acted, named by the keeper from the channel (:attr:`VerbCall.actor`)."""
     approvals: Approvals | None = None
     """Where an approval gate's Ask waits for a human (None: no human can answer; refused)."""
+    recordings: Recordings | None = None
+    """The keeper's recordings (``bay record``; None: a keeper that keeps none)."""
+    notify: Callable[[str], None] | None = None
+    """Says a notice with the session's next answer (a recording that stopped by itself)."""
     let_go: Callable[[], AbstractAsyncContextManager[None]] | None = None
     """Lets go of the session's lock while the verb waits for a human's approval (the human's
     ``bay live`` link, and the session's other verbs, are not held up meanwhile)."""

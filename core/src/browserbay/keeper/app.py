@@ -39,6 +39,7 @@ from browserbay.keeper import (
     inputs,
     network,
     pageverbs,
+    recording,
     shots,
     snapshots,
     state,
@@ -95,6 +96,7 @@ log = logging.getLogger("browserbay.keeper")
 #: route refuses to start when a page verb of the table has no handler).
 PAGE_VERB_MODULES = (
     pageverbs,
+    recording,
     snapshots,
     shots,
     inputs,

@@ -32,6 +32,7 @@ from browserbay.keeper.frames import ELEMENT_VERBS, PENDING, TRACED_VERBS, Recor
 from browserbay.keeper.leases import Leases
 from browserbay.keeper.memory import MemoryWatch
 from browserbay.keeper.pageverbs import page_error
+from browserbay.keeper.recorder import Recordings
 from browserbay.keeper.requests import _context, _redact, _validate
 from browserbay.keeper.roads import Guards, frame_road
 from browserbay.keeper.roster import Roster
@@ -94,6 +95,7 @@ class Keeper:
         audit: AuditTrail,
         carrier: Carrier,
         dialogs: Dialogs,
+        recordings: Recordings | None = None,
     ) -> None:
         self.plugins = plugins
         self.kept_tabs = kept_tabs
@@ -110,6 +112,8 @@ class Keeper:
         #: Where the files requests send and answer are staged (browserbay.keeper.files).
         self.carrier = carrier
         self.dialogs = dialogs
+        #: Each lease's recording (bay record).
+        self.recordings = recordings if recordings is not None else Recordings()
 
     # -- requests ---------------------------------------------------------------------
 
@@ -428,6 +432,8 @@ class Keeper:
                 actor=channel.actor,
                 approvals=self.controls.approvals,
                 let_go=functools.partial(lock_let_go, session),
+                recordings=self.recordings,
+                notify=session.notices.append,
             )
             await lease.emulation.apply(tab.page)  # a tab that opened by itself (a popup)
             act.trace = self._recorder(act, row)
