@@ -47,8 +47,16 @@ class Screencast:
     """The screencast of one tab (``tab_id``, its Playwright ``page``); ``on_gone`` is told
     once when the page closes under it."""
 
-    def __init__(self, tab_id: str, page: Page, on_gone: Callable[[Screencast], None]):
+    def __init__(
+        self,
+        tab_id: str,
+        page: Page,
+        on_gone: Callable[[Screencast], None],
+        max_edge: int = MAX_EDGE,
+        quality: int = JPEG_QUALITY,
+    ):
         self.tab_id = tab_id
+        self.max_edge, self.quality = max_edge, quality
         self.page = page
         self.viewers: set[FrameSink] = set()
         self.last: bytes | None = None
@@ -76,9 +84,9 @@ class Screencast:
             "Page.startScreencast",
             {
                 "format": "jpeg",
-                "quality": JPEG_QUALITY,
-                "maxWidth": MAX_EDGE,
-                "maxHeight": MAX_EDGE,
+                "quality": self.quality,
+                "maxWidth": self.max_edge,
+                "maxHeight": self.max_edge,
             },
         )
         await self.read_viewport()

@@ -42,8 +42,12 @@ FORMATS = {".webm": ("webm", "libvpx"), ".mp4": ("mp4", "libx264")}
 DEFAULT_SECONDS, MOST_SECONDS = 600.0, 3600.0
 DEFAULT_MB, MOST_MB = 256.0, 2048.0
 #: The rate the recording asks of the screencast (its acks are paced to twice the fastest
-#: sink's rate, so a recording alone costs the browser little).
-FPS = 15.0
+#: sink's rate: a recording alone costs the browser, and Playwright's connection every
+#: frame crosses, about 20 frames a second, not Chromium's 60; see bench/RESULTS-recording.md).
+FPS = 10.0
+#: The recording's own screencast: smaller and cheaper frames than the live view's.
+MAX_EDGE = 960
+JPEG_QUALITY = 50
 #: The agent's cursor drawn on the frames (``--cursor``): its radius in the frame's pixels.
 CURSOR_RADIUS = 9
 

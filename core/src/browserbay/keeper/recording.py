@@ -23,6 +23,8 @@ from browserbay.keeper.recorder import (
     DEFAULT_MB,
     DEFAULT_SECONDS,
     FORMATS,
+    JPEG_QUALITY,
+    MAX_EDGE,
     MOST_MB,
     MOST_SECONDS,
     Encoder,
@@ -99,7 +101,7 @@ async def start(act: Act, book: Recordings) -> Answer:
         ) from None
     encoder = Encoder(fd, part, dest, limits)
     tab = act.tab
-    cast = Screencast(tab.id, tab.page, lambda c: recording.gone(c))
+    cast = Screencast(tab.id, tab.page, lambda c: recording.gone(c), MAX_EDGE, JPEG_QUALITY)
     cursor = bool(act.args.get("cursor"))
 
     def point() -> tuple[float, float] | None:
