@@ -64,6 +64,9 @@ class Encoder(threading.Thread):
     last picture to the stop's time, flushes, and renames the file onto its destination."""
 
     def __init__(self, fd: int, part: Path, dest: Path, limits: Limits) -> None:
+        #: The recording's clock starts here (the first picture is shown from it: a video
+        #: lasts from the start to the stop, however late the first frame came).
+        self.begun = time.monotonic()
         super().__init__(name=f"bay-record-{dest.name}", daemon=False)
         self.part, self.dest, self.limits = part, dest, limits
         self.container, self.codec = FORMATS[dest.suffix.lower()]
@@ -120,13 +123,12 @@ class Encoder(threading.Thread):
         stream: Any = None
         last: Any = None
         last_pts = -1
-        begun: float | None = None
+        begun = self.begun
         while True:
             taken = self._take()
             if taken is None:
                 break
             jpeg, at, point = taken
-            begun = at if begun is None else begun
             for picture in decoder.decode(av.Packet(jpeg)):
                 if stream is None:
                     width, height = picture.width // 2 * 2, picture.height // 2 * 2
@@ -143,7 +145,8 @@ class Encoder(threading.Thread):
                 frame = picture.reformat(self.size[0], self.size[1], "yuv420p")
                 if point is not None:
                     _draw_cursor(frame, point)
-                last_pts = max(last_pts + 1, round((at - begun) * 1000))
+                # The first picture from the start; the others when they came.
+                last_pts = 0 if last is None else max(last_pts + 1, round((at - begun) * 1000))
                 frame.pts, frame.time_base = last_pts, Fraction(1, 1000)
                 for packet in stream.encode(frame):
                     out.mux(packet)
@@ -154,7 +157,7 @@ class Encoder(threading.Thread):
                     self.over = "time"
                 elif self.file.tell() >= self.limits.bytes:
                     self.over = "size"
-        if stream is not None and last is not None and self._end is not None and begun:
+        if stream is not None and last is not None and self._end is not None:
             held = round((self._end - begun) * 1000)
             if held > last_pts:  # the last picture lasts to the stop (a still page too)
                 last.pts = held
