@@ -109,10 +109,18 @@ def test_the_dashboard_shows_three_sessions_updating_and_opens_takes_over_and_st
             what="frames in the opened live view",
         )
         assert live.evaluate("window.__live.state.session") == sessions[1]
-        # Take over from the dashboard: the agent is paused at once.
-        with context.expect_page():
+        # Take over from the dashboard: the live view opens driving; the agent is paused.
+        with context.expect_page() as taken:
             card = page.locator(f'section.lease[data-session="{sessions[2]}"]')
             card.locator('button[data-act="takeover"]').click()
+        driving = taken.value
+        wait_for(
+            lambda: (
+                driving.evaluate("window.__live && window.__live.state")
+                and driving.evaluate("window.__live.state.holder") == "you"
+            ),
+            what="the opened live view driving",
+        )
         assert_refused(bay("get", "title", session=sessions[2]), "browser_paused")
         wait_for(
             lambda: any(

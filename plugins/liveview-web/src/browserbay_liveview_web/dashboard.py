@@ -2,9 +2,9 @@
 ``bay live --all``, which only the owner's channel may ask for) showing every lease the
 keeper holds — its session and profile, who holds the input and who watches, the pause,
 memory, pending approvals and dialogs, and each tab with a live thumbnail — from which the
-owner opens any session's live view, pauses it (a handoff-style pause: the agent is stopped
-at once, the owner then takes over in the live view) or stops it (its lease ends, as
-``bay close --profile`` does).
+owner opens any session's live view, takes it over (a live view whose page takes the
+controls as it opens: a takeover like any, bounded by ``BAY_HANDBACK_IDLE``) or stops it
+(its lease ends, as ``bay close --profile`` does).
 
 What it shows comes from the keeper's one status function (``LiveHost.statuses``, plus
 ``dialogs_of`` and ``approvals_of``): what the keeper learns to say, the dashboard shows.
@@ -47,8 +47,6 @@ THUMB_WIDTH = 320
 THUMB_BYTES = 96 * 1024
 #: Seconds one capture (or one send to a dashboard) may take.
 STEP_TIMEOUT = 2.0
-#: Why a dashboard pause says it paused the agent.
-PAUSED_BY_OWNER = "the owner paused it from the dashboard"
 
 
 class Server(Protocol):
@@ -57,7 +55,9 @@ class Server(Protocol):
     host: LiveHost
     vault: Vault
 
-    async def link(self, session_id: str, profile_id: str, mode: Mode) -> str: ...
+    async def link(
+        self, session_id: str, profile_id: str, mode: Mode, take_over: bool = False
+    ) -> str: ...
 
     def spawn_drop(self, ws: ServerConnection, why: str) -> None: ...
 
@@ -121,9 +121,7 @@ class Dashboard:
                 text = "stopped" if stopped else "it held no browser"
                 await _send(watcher, {"t": "done", "session": sid, "profile": pid, "text": text})
             else:
-                if kind == "takeover":
-                    self.host.take_over(sid, pid, None, PAUSED_BY_OWNER)
-                url = await self.transport.link(sid, pid, "control")
+                url = await self.transport.link(sid, pid, "control", kind == "takeover")
                 await _send(
                     watcher, {"t": "link", "session": sid, "profile": pid, "url": url, "kind": kind}
                 )

@@ -372,9 +372,13 @@ class WebTransport:
         """What links start with: ``BAY_LIVE_PUBLIC_URL``, else this server's address."""
         return self._listening().base(self.port)
 
-    async def link(self, session_id: str, profile_id: str, mode: Mode) -> str:
+    async def link(
+        self, session_id: str, profile_id: str, mode: Mode, take_over: bool = False
+    ) -> str:
+        """A one-use link to the lease's live view (``take_over``: its page takes the
+        controls as it opens)."""
         await self.start()
-        ticket, grant = self.vault.ticket(session_id, profile_id, mode)
+        ticket, grant = self.vault.ticket(session_id, profile_id, mode, take_over)
         return f"{self.base()}/v/{grant.view}/?ticket={ticket}"
 
     async def dashboard_link(self) -> str:
@@ -508,6 +512,9 @@ class WebTransport:
         target.viewers.add(viewer)
         self._viewing(target, viewer, True)
         viewer.start()
+        if credential.take_over:  # the dashboard's Take over: this page drives at once
+            credential.take_over = False
+            viewer.queue_input({"t": "takeover"})
         target.ensure_running()
         target.poke.set()
         try:

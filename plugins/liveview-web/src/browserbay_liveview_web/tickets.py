@@ -44,6 +44,9 @@ class Credential:
     grant: Grant
     token: str
     expires: float
+    take_over: bool = False
+    """Its page takes the controls as its first WebSocket opens (the dashboard's Take
+    over: the pause starts with a driver, so the idle handback bounds it); consumed then."""
 
 
 @dataclass
@@ -53,6 +56,8 @@ class Vault:
     _credentials: dict[str, Credential] = field(default_factory=dict)
     _views: dict[tuple[str, str], str] = field(default_factory=dict)
     _revoked: dict[str, tuple[str, str, float]] = field(default_factory=dict)
+    _taking: set[str] = field(default_factory=set)
+    """Tickets whose page takes over as it opens."""
     """token -> (its view, why it was revoked, when it would have expired)."""
 
     def view(self, session_id: str, profile_id: str) -> str:
@@ -68,21 +73,29 @@ class Vault:
                 return key
         return None
 
-    def ticket(self, session_id: str, profile_id: str, mode: Mode) -> tuple[str, Grant]:
+    def ticket(
+        self, session_id: str, profile_id: str, mode: Mode, take_over: bool = False
+    ) -> tuple[str, Grant]:
         self._expire()
         grant = Grant(session_id, profile_id, mode, self.view(session_id, profile_id))
         ticket = secrets.token_urlsafe(32)
         self._tickets[ticket] = (grant, self.clock() + TICKET_TTL)
+        if take_over and mode == "control":
+            self._taking.add(ticket)
         return ticket, grant
 
     def redeem(self, ticket: str, view: str) -> Credential | None:
         """One use: the ticket is gone whether or not it was good."""
         self._expire()
         entry = self._tickets.pop(ticket, None)
+        taking = ticket in self._taking
+        self._taking.discard(ticket)
         if entry is None or entry[0].view != view:
             return None
         grant = entry[0]
-        credential = Credential(grant, secrets.token_urlsafe(32), self.clock() + CREDENTIAL_TTL)
+        credential = Credential(
+            grant, secrets.token_urlsafe(32), self.clock() + CREDENTIAL_TTL, taking
+        )
         self._credentials[credential.token] = credential
         return credential
 
@@ -131,6 +144,7 @@ class Vault:
         for ticket, (_grant, expires) in list(self._tickets.items()):
             if expires <= now:
                 del self._tickets[ticket]
+                self._taking.discard(ticket)
         for token, credential in list(self._credentials.items()):
             if credential.expires <= now:
                 del self._credentials[token]
