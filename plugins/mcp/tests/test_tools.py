@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -72,6 +73,11 @@ def test_commands_are_parsed_against_the_verb_table() -> None:
     assert words.text("bay tab list") == 'tab(action="list") (not on this server: profile tabs)'
     assert words.text("bay keeper logs") == "(ask the user to run: bay keeper logs)"
     assert words.text("bay status shows it") == "status() shows it"
+    # Only where our words put a command: a page's prose about a bay is left as it is.
+    assert words.text("the bay close to town") == "the bay close to town"
+    assert words.text("until bay keyup Shift") == (
+        'until keyup(key="Shift") (not on this server: profile io)'
+    )
     assert words.text("bay select @e9 red blue") == 'select(target="@e9", values=["red", "blue"])'
     # In a verb's own help its options are its parameters.
     assert words.text("all, or --name / --domain", BY_NAME["cookies"]) == "all, or name / domain"
@@ -150,3 +156,9 @@ def test_a_plugins_verb_joins_the_profile_its_row_names_and_all() -> None:
     assert (
         words.text("run bay greet Ada") == 'run greet(name="Ada") (not on this server: profile io)'
     )
+
+
+def test_no_tool_description_tells_an_agent_to_run_a_shell_command() -> None:
+    for name, tool in _generated().items():
+        said = json.dumps(tool)
+        assert not re.search(r"\bbay [a-z]", said) or "ask the user to run" in said, name

@@ -25,7 +25,7 @@ _COMMAND = re.compile(r"`?\bbay ((?:[a-z][a-z-]*)(?: [^\s`(),;|]+)*)`?")
 #: ``:``/``;``/``,``/``—``, two spaces, or a word that leads into one ("run", "then", "by"…).
 #: A page's prose ("the bay close to town") has ``bay`` after another word: left as written.
 _LEAD = re.compile(
-    r"(?:^|[(`\n]|[:;,—]\s+|\s\s|\b(?:run|then|or|and|to|try|with|via|by|see|use|first|do)\s+)$"
+    r"(?:^|[(`\n]|[:;,—]\s+|\s\s|\b(?:run|then|or|and|to|try|with|via|by|until|see|use|first|do)\s+)$"
 )
 #: Words that end a command in prose ("bay tab list or bay tab new").
 _PROSE = frozenset({"or", "and", "then", "first", "to", "again", "for", "in", "with", "after"})
