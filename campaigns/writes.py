@@ -57,10 +57,10 @@ _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 def transaction_audit(scratch: Path) -> tuple[list[dict[str, Any]], list[str]]:
     """Each write method of the registry, traced: how many write statements it issued and
     whether they were all inside one transaction."""
-    from browserbay.registry import Database, KeptTab, ProfileRow, sqlite_registry
+    from browserbay.registry import Database, KeptTab, ProfileRow, sql_registry
 
     db = Database(scratch / "audit.sqlite3")
-    reg = sqlite_registry(db)
+    reg = sql_registry(db)
     statements: list[str] = []
     db.conn.set_trace_callback(statements.append)
     now = time.time()

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up browserbay on a fresh Debian/Ubuntu machine: Debian's Chromium (only when no
-# Chromium-family browser is there), the test tools (bubblewrap, Xvfb, …), uv, and the
-# workspace venv in .venv. Idempotent.
+# Chromium-family browser is there), the test tools (bubblewrap, Xvfb, PostgreSQL, …), uv,
+# and the workspace venv in .venv. Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,6 +38,8 @@ for pkg in xvfb at-spi2-core dbus python3-pyatspi python3-gi gir1.2-gtk-3.0 util
 done
 # The snapshot tests read real pages nobody here wrote: the Python documentation.
 dpkg -s python3-doc >/dev/null 2>&1 || missing+=(python3-doc)
+# The registry's contract suite runs on a real PostgreSQL too (initdb + pg_ctl, issue 22).
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 # The live view's remote-bind tests make a non-loopback address of their own (a veth link).
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 if [ ${#missing[@]} -gt 0 ]; then

@@ -9,6 +9,7 @@ tables' CHECK rules) are tested at the end, on SQLite only.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import stat
@@ -40,8 +41,11 @@ from browserbay.registry import (
     SessionState,
     group_owner,
     open_sqlite,
-    sqlite_registry,
+    sql_registry,
 )
+from browserbay.registry.db import Sql
+from browserbay.registry.pg import PgDatabase
+from browserbay_testing.postgres import PgServer
 
 
 @dataclass(frozen=True)
@@ -52,15 +56,26 @@ class Store:
     left); the schema is the same on every backend."""
 
 
-@pytest.fixture(params=["sqlite"])
+@pytest.fixture(params=["sqlite", "postgresql"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    db = Database(tmp_path / "registry.sqlite3")
+    """The registry on each backend: a SQLite file, and a schema of its own on the session's
+    one PostgreSQL server (the same migrations, the same repositories)."""
+    with contextlib.ExitStack() as stack:
+        db: Sql
+        if request.param == "sqlite":
+            db = Database(tmp_path / "registry.sqlite3")
+        else:
+            server: PgServer = request.getfixturevalue("postgres")
+            db = PgDatabase(stack.enter_context(server.schema_url()))
+        stack.callback(db.close)
+        yield Store(sql_registry(db), _reader(db))
 
+
+def _reader(db: Sql) -> Callable[..., list[tuple[Any, ...]]]:
     def rows(sql: str, *params: Any) -> list[tuple[Any, ...]]:
         return [tuple(r) for r in db.execute(sql, params).fetchall()]
 
-    yield Store(sqlite_registry(db), rows)
-    db.close()
+    return rows
 
 
 def _profile(pid: str = "bp-00000001", created: float = 1.0, **kw: Any) -> ProfileRow:

@@ -19,6 +19,7 @@ from browserbay.demo.server import serve
 from browserbay_testing.asuser import AsUser, as_nobody
 from browserbay_testing.bay import Bay
 from browserbay_testing.cdp import DebugBrowser, start_debug_browser
+from browserbay_testing.postgres import PgServer, pg_server
 
 CHROMIUM = "/usr/lib/chromium/chromium"
 
@@ -109,6 +110,14 @@ def viewer(viewer_browser: Any) -> Iterator[Any]:
     page = context.new_page()
     yield page
     context.close()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PgServer]:
+    """One real PostgreSQL server for the whole run (unix socket only, run as ``nobody``);
+    a test takes a schema of its own with ``postgres.schema_url()``."""
+    with pg_server() as server:
+        yield server
 
 
 @pytest.fixture

@@ -2,9 +2,12 @@
 
 Each repository is a narrow :class:`typing.Protocol` (profiles, sessions, attachment sets,
 kept tabs, holds, …) with typed rows; :class:`Registry` composes one of each, and a keeper
-service is given the repositories it uses, never the whole registry. The SQLite backend
-(:func:`open_sqlite`: one file in WAL mode, :mod:`browserbay.registry.db`) implements them
-all; a server database implements the same protocols without touching a caller.
+service is given the repositories it uses, never the whole registry. Each repository's one
+implementation writes portable SQL to a :class:`~browserbay.registry.db.Sql` store: the
+SQLite file (:func:`open_sqlite`: one file in WAL mode, :mod:`browserbay.registry.db`), the
+embedded default, or PostgreSQL (``BAY_REGISTRY=postgresql://…``,
+:mod:`browserbay.registry.pg`); :func:`open_registry` picks one. Both run the same
+migrations and pass the same contract suite (``core/tests/test_registry.py``).
 
 The keeper is the only writer, and calls every repository method from its one writer
 thread (``Keeper.db``), off the event loop.
@@ -25,7 +28,7 @@ from browserbay.registry.browsers import (
     SqliteBrowsers,
     SqliteKeeperRuns,
 )
-from browserbay.registry.db import MIGRATIONS, Database
+from browserbay.registry.db import MIGRATIONS, Database, Sql
 from browserbay.registry.grants import GrantRow, Grants, GrantTaken, SqliteGrants
 from browserbay.registry.hints import SiteHints, SqliteSiteHints
 from browserbay.registry.holds import (
@@ -99,12 +102,14 @@ __all__ = [
     "Sessions",
     "Sharing",
     "SiteHints",
+    "Sql",
     "TriggerClaims",
     "TriggerRecord",
     "Versions",
     "group_owner",
+    "open_registry",
     "open_sqlite",
-    "sqlite_registry",
+    "sql_registry",
 ]
 
 
@@ -152,8 +157,8 @@ class Registry:
         self.schema.close()
 
 
-def sqlite_registry(db: Database) -> Registry:
-    """The registry over an open SQLite :class:`Database`."""
+def sql_registry(db: Sql) -> Registry:
+    """The registry over an open store (the SQLite :class:`Database` or PostgreSQL's)."""
     return Registry(
         schema=db,
         runs=SqliteKeeperRuns(db),
@@ -175,4 +180,18 @@ def sqlite_registry(db: Database) -> Registry:
 
 def open_sqlite(path: Path) -> Registry:
     """The registry in the SQLite file at ``path`` (created private and migrated)."""
-    return sqlite_registry(Database(path))
+    return sql_registry(Database(path))
+
+
+def open_registry(url: str, path: Path) -> Registry:
+    """The registry ``BAY_REGISTRY`` names: empty, the SQLite file at ``path``; else a
+    ``postgresql://`` URL (:class:`~browserbay.registry.pg.RegistryUrlBad` when it is
+    none, :class:`~browserbay.registry.pg.RegistryUnreachable` when its server does not
+    answer within the connect timeout)."""
+    if not url:
+        return open_sqlite(path)
+    # psycopg's import takes a second and more on a loaded machine: only a keeper that
+    # uses PostgreSQL pays it (not a cycle: pg imports only the registry's db module).
+    from browserbay.registry.pg import PgDatabase
+
+    return sql_registry(PgDatabase(url))

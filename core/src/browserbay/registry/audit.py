@@ -7,7 +7,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-from browserbay.registry.db import Database
+from browserbay.registry.db import Sql
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class Audit(Protocol):
 
 
 class SqliteAudit:
-    def __init__(self, db: Database):
+    def __init__(self, db: Sql):
         self.db = db
 
     def record(

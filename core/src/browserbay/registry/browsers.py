@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
-from browserbay.registry.db import Database
+from browserbay.registry.db import Sql
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class KeeperRuns(Protocol):
 
 
 class SqliteBrowsers:
-    def __init__(self, db: Database):
+    def __init__(self, db: Sql):
         self.db = db
 
     def started(self, row: BrowserRow) -> None:
@@ -72,7 +72,7 @@ class SqliteBrowsers:
 
 
 class SqliteKeeperRuns:
-    def __init__(self, db: Database):
+    def __init__(self, db: Sql):
         self.db = db
 
     def started(self, pid: int, version: str) -> None:

@@ -1,8 +1,17 @@
-"""The registry's SQLite file: the connection, its settings and the numbered migrations.
+"""The registry's store: the numbered migrations, the :class:`Sql` a repository writes to,
+and its SQLite implementation (:class:`Database`: the file, its settings).
 
-One :class:`Database` is shared by every SQLite repository of :mod:`browserbay.registry`.
-The keeper is its only writer and calls it from one thread (``Keeper.db`` runs each call
-off the event loop, one at a time), so the connection is not locked here.
+One schema history serves every backend. The migrations and the repositories' statements
+are written once, in the SQL both engines speak (``?`` placeholders, ``ON CONFLICT``
+upserts, single-statement conditional updates instead of read-then-write); what differs is
+the store's business: a store renders the migrations' column types for its engine
+(:func:`browserbay.registry.pg.render_ddl`), binds the placeholders its driver's way, keeps
+its schema version (SQLite's ``user_version``; a table on PostgreSQL) and says what an
+all-or-nothing write is (``BEGIN IMMEDIATE``; a server transaction).
+
+A :class:`Database` is shared by every repository of :mod:`browserbay.registry`. The
+keeper is its only writer and calls it from one thread (``Keeper.db`` runs each call off
+the event loop, one at a time), so the connection is not locked here.
 """
 
 from __future__ import annotations
@@ -11,7 +20,7 @@ import os
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Protocol
 
 #: Ordered migrations. Never edit a released one: append a new one.
 MIGRATIONS: Sequence[str] = (
@@ -206,11 +215,42 @@ MIGRATIONS: Sequence[str] = (
 
 
 Statement = tuple[str, tuple[Any, ...]]
-"""One SQL statement and its parameters (a write of :meth:`Database.tx`)."""
+"""One SQL statement and its parameters (a write of :meth:`Sql.tx`)."""
+
+Dialect = Literal["sqlite", "postgresql"]
+
+
+class Rows(Protocol):
+    """What a statement answers: its rows (tuples, in the columns' order) and how many rows
+    it changed."""
+
+    @property
+    def rowcount(self) -> int: ...
+    def fetchone(self) -> Any: ...
+    def fetchall(self) -> list[Any]: ...
+
+
+class Sql(Protocol):
+    """The store a repository writes to: one statement, or several all or none. Statements
+    use ``?`` placeholders; the store binds them its driver's way."""
+
+    @property
+    def dialect(self) -> Dialect: ...
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> Rows: ...
+    def tx(self, *statements: Statement) -> None:
+        """Several writes, all or none."""
+
+    def schema_version(self) -> int: ...
+    def integrity_check(self) -> str:
+        """``"ok"``, or what is wrong."""
+
+    def close(self) -> None: ...
 
 
 class Database:
     """One SQLite file (WAL, synchronous=NORMAL, private mode 0600), migrated on open."""
+
+    dialect: Dialect = "sqlite"
 
     def __init__(self, path: Path):
         self.path = path
@@ -238,7 +278,7 @@ class Database:
         for number, script in enumerate(MIGRATIONS[current:], start=current + 1):
             self.conn.execute("BEGIN IMMEDIATE")
             try:
-                for statement in _statements(script):
+                for statement in statements(script):
                     self.conn.execute(statement)
                 self.conn.execute(f"PRAGMA user_version={number}")
                 self.conn.execute("COMMIT")
@@ -268,5 +308,6 @@ class Database:
         self.conn.close()
 
 
-def _statements(script: str) -> list[str]:
+def statements(script: str) -> list[str]:
+    """A migration's statements (no migration has a ``;`` inside a literal)."""
     return [s.strip() for s in script.split(";") if s.strip()]

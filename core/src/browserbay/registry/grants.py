@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from browserbay.registry.db import Database
+from browserbay.registry.db import Sql
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def _row(r: tuple[Any, ...]) -> GrantRow:
 
 
 class SqliteGrants:
-    def __init__(self, db: Database):
+    def __init__(self, db: Sql):
         self.db = db
 
     def create(self, row: GrantRow, now: float) -> None:

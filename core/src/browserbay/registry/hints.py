@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from browserbay.model import SiteHint
-from browserbay.registry.db import Database
+from browserbay.registry.db import Sql
 
 
 class SiteHints(Protocol):
@@ -18,7 +18,7 @@ class SiteHints(Protocol):
 
 
 class SqliteSiteHints:
-    def __init__(self, db: Database):
+    def __init__(self, db: Sql):
         self.db = db
 
     def add(self, hint: SiteHint) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import NamedTuple, Protocol
 
-from browserbay.registry.db import Database
+from browserbay.registry.db import Sql
 
 
 class Hold(NamedTuple):
@@ -39,7 +39,7 @@ class GroupDefaults(Protocol):
 
 
 class SqliteHolds:
-    def __init__(self, db: Database):
+    def __init__(self, db: Sql):
         self.db = db
 
     def get(self, profile_id: str) -> Hold | None:
@@ -67,7 +67,7 @@ class SqliteHolds:
 
 
 class SqliteGroupDefaults:
-    def __init__(self, db: Database):
+    def __init__(self, db: Sql):
         self.db = db
 
     def get(self, group: str) -> str | None:

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from browserbay.registry.db import Database
+from browserbay.registry.db import Sql
 
 #: The owner of a profile made on the owner's channel (the home's own socket), and of every
 #: profile that existed before owners did: the column's default in migration 8.
@@ -74,7 +74,7 @@ _COLS = (
 
 
 class SqliteProfiles:
-    def __init__(self, db: Database):
+    def __init__(self, db: Sql):
         self.db = db
 
     def create(self, row: ProfileRow) -> None:

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
-from browserbay.registry.db import Database, Statement
+from browserbay.registry.db import Sql, Statement
 
 
 class Attachment(NamedTuple):
@@ -77,7 +77,7 @@ class Attachments(Protocol):
 
 
 def _state_row(session: str) -> Statement:
-    return ("INSERT OR IGNORE INTO session_state(session) VALUES (?)", (session,))
+    return ("INSERT INTO session_state(session) VALUES (?) ON CONFLICT DO NOTHING", (session,))
 
 
 def _bump(session: str, by_other: bool) -> Statement:
@@ -95,7 +95,7 @@ def _bump(session: str, by_other: bool) -> Statement:
 
 
 class SqliteSessions:
-    def __init__(self, db: Database):
+    def __init__(self, db: Sql):
         self.db = db
 
     def seen(self, session_id: str, origin: str) -> None:
@@ -111,11 +111,11 @@ class SqliteSessions:
 
     def known(self, session_id: str) -> bool:
         row = self.db.execute(
-            "SELECT EXISTS(SELECT 1 FROM sessions WHERE id=?1) "
-            "OR EXISTS(SELECT 1 FROM session_state WHERE session=?1) "
-            "OR EXISTS(SELECT 1 FROM attachments WHERE session=?1) "
-            "OR EXISTS(SELECT 1 FROM kept_tabs WHERE session=?1)",
-            (session_id,),
+            "SELECT EXISTS(SELECT 1 FROM sessions WHERE id=?) "
+            "OR EXISTS(SELECT 1 FROM session_state WHERE session=?) "
+            "OR EXISTS(SELECT 1 FROM attachments WHERE session=?) "
+            "OR EXISTS(SELECT 1 FROM kept_tabs WHERE session=?)",
+            (session_id,) * 4,
         ).fetchone()
         return bool(row[0])
 
@@ -168,7 +168,7 @@ class SqliteSessions:
 
 
 class SqliteAttachments:
-    def __init__(self, db: Database):
+    def __init__(self, db: Sql):
         self.db = db
 
     def attach(self, session: str, profile_id: str, alias: str | None, by_other: bool) -> None:

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
-from browserbay.registry.db import Database
+from browserbay.registry.db import Sql
 
 
 class Recorded(NamedTuple):
@@ -70,14 +70,14 @@ class Proposals(Protocol):
 
 
 class SqliteVersions:
-    def __init__(self, db: Database):
+    def __init__(self, db: Sql):
         self.db = db
 
     def record(self, profile_id: str, major: int, backend: str) -> None:
         self.db.execute(
             "INSERT INTO profile_versions(profile, major, backend, at) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT(profile) DO UPDATE SET major=excluded.major, "
-            "backend=excluded.backend, at=excluded.at WHERE excluded.major >= major",
+            "ON CONFLICT(profile) DO UPDATE SET major=excluded.major, backend=excluded.backend, "
+            "at=excluded.at WHERE excluded.major >= profile_versions.major",
             (profile_id, major, backend, time.time()),
         )
 
@@ -89,7 +89,7 @@ class SqliteVersions:
 
 
 class SqliteProposals:
-    def __init__(self, db: Database):
+    def __init__(self, db: Sql):
         self.db = db
 
     def propose(self, proposal: Proposal) -> None:

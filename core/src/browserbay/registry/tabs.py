@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
-from browserbay.registry.db import Database
+from browserbay.registry.db import Sql
 
 #: Suffix of the key under which a deliberate close parks a lease's tabs for ``resume``.
 PARKED = "@closed"
@@ -48,7 +48,7 @@ class KeptTabs(Protocol):
 
 
 class SqliteKeptTabs:
-    def __init__(self, db: Database):
+    def __init__(self, db: Sql):
         self.db = db
 
     def keep(self, session: str, profile_id: str, tabs: list[KeptTab], state: str) -> None:

@@ -12,10 +12,10 @@ nothing overwrites it. ``result_published`` says whether the result file was wri
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, Protocol, cast
 
-from browserbay.registry.db import Database
+from browserbay.registry.db import Sql
 
 Phase = Literal["queued", "claimed", "acting", "done"]
 
@@ -86,7 +86,7 @@ class TriggerClaims(Protocol):
 
 
 class SqliteTriggerClaims:
-    def __init__(self, db: Database):
+    def __init__(self, db: Sql):
         self.db = db
 
     def record(self, uuid: str) -> TriggerRecord | None:
@@ -95,8 +95,8 @@ class SqliteTriggerClaims:
 
     def admit(self, uuid: str, session: str, request: str, published_at: float) -> TriggerRecord:
         self.db.execute(
-            "INSERT OR IGNORE INTO trigger_requests(uuid, session, request, published_at, phase) "
-            "VALUES (?, ?, ?, ?, 'queued')",
+            "INSERT INTO trigger_requests(uuid, session, request, published_at, phase) "
+            "VALUES (?, ?, ?, ?, 'queued') ON CONFLICT DO NOTHING",
             (uuid, session, request, published_at),
         )
         found = self.record(uuid)
@@ -104,22 +104,17 @@ class SqliteTriggerClaims:
         return found
 
     def claim(self, uuid: str) -> TriggerRecord:
-        conn = self.db.conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            before = self.record(uuid)
-            if before is None:
-                raise KeyError(uuid)
-            if before.phase == "queued":
-                conn.execute(
-                    "UPDATE trigger_requests SET phase='claimed', claimed_at=? WHERE uuid=?",
-                    (time.time(), uuid),
-                )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        return before
+        # One conditional update: of two claimers (two threads, two keepers on one server)
+        # exactly one changes the row, on every backend, with no lock taken by hand.
+        took = self.db.execute(
+            "UPDATE trigger_requests SET phase='claimed', claimed_at=? "
+            "WHERE uuid=? AND phase='queued'",
+            (time.time(), uuid),
+        ).rowcount
+        now = self.record(uuid)
+        if now is None:
+            raise KeyError(uuid)
+        return replace(now, phase="queued") if took else now
 
     def acting(self, uuid: str) -> None:
         self.db.execute(
@@ -129,8 +124,8 @@ class SqliteTriggerClaims:
     def finish(self, uuid: str, session: str | None, result: str) -> str:
         self.db.tx(
             (
-                "INSERT OR IGNORE INTO trigger_requests(uuid, session, phase, result) "
-                "VALUES (?, ?, 'done', ?)",
+                "INSERT INTO trigger_requests(uuid, session, phase, result) "
+                "VALUES (?, ?, 'done', ?) ON CONFLICT DO NOTHING",
                 (uuid, session, result),
             ),
             (
