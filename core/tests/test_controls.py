@@ -71,9 +71,9 @@ def test_a_takeover_pauses_and_the_handback_leaves_a_notice() -> None:
     with pytest.raises(Refusal):
         controls.take_over("s1", "ep-s1", "viewer 2")
     with pytest.raises(Refusal):
-        controls.hand_back("s1", "ep-s1", "viewer 2", "explicit")
-    assert controls.hand_back("s1", "ep-s1", "viewer 1", "explicit")
-    assert not controls.hand_back("s1", "ep-s1", "viewer 1", "explicit")
+        anyio.run(controls.hand_back, "s1", "ep-s1", "viewer 2", "explicit")
+    assert anyio.run(controls.hand_back, "s1", "ep-s1", "viewer 1", "explicit")
+    assert not anyio.run(controls.hand_back, "s1", "ep-s1", "viewer 1", "explicit")
     assert lease.control.pause is None
     assert lease.control.holder == "agent"
     assert len(session.notices) == 1
@@ -113,7 +113,7 @@ def test_a_verb_in_flight_is_cut_and_named_in_the_notice() -> None:
     frame = assert_refused(outcome["refusal"], "browser_interrupted")
     assert frame["data"]["command"] == "bay click @e3"
     assert frame["data"]["may_have_reached_page"] is True
-    controls.hand_back("s1", "ep-s1", "viewer 1", "explicit")
+    anyio.run(controls.hand_back, "s1", "ep-s1", "viewer 1", "explicit")
     assert "run again what was cut: bay click @e3" in session.notices[-1]
 
 
@@ -127,7 +127,7 @@ def test_idle_handback_and_handoff() -> None:
     info = controls.take_over("s1", "ep-s1", None, "log in")
     assert info.origin == "handoff"
     assert info.holder is None
-    controls.expire_idle()
+    anyio.run(controls.expire_idle)
     assert lease.control.pause is not None
     assert hooks.calls == []  # nobody took over yet
     # A viewer takes it up; then gives no input.
@@ -138,7 +138,7 @@ def test_idle_handback_and_handoff() -> None:
     async def wait() -> tuple[bool, bool]:
         early = await controls.wait_handback("s1", "ep-s1", 0.01)
         await anyio.sleep(0.1)
-        controls.expire_idle()
+        await controls.expire_idle()
         late = await controls.wait_handback("s1", "ep-s1", 1)
         return early, late
 

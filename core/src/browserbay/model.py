@@ -1028,7 +1028,7 @@ class LiveHost(Protocol):
     def release(self, session_id: str, profile_id: str, viewer: str) -> None:
         """The viewer that drives went away: the pause stays, nobody drives."""
 
-    def hand_back(
+    async def hand_back(
         self, session_id: str, profile_id: str, viewer: str, why: str, note: str = ""
     ) -> bool:
         """Give the controls back to the agent (``why``: ``explicit``, ``idle``…) — of every
@@ -1064,7 +1064,7 @@ class LiveHost(Protocol):
         """End the session's lease as ``bay close --profile`` does (the owner's dashboard
         stops it; a pause on it is let go first). False when it held no browser."""
 
-    def expire_idle(self) -> None:
+    async def expire_idle(self) -> None:
         """Hand back every pause whose driver gave no input for ``BAY_HANDBACK_IDLE``."""
 
     async def wait_handback(self, session_id: str, profile_id: str, timeout: float) -> bool:

@@ -31,7 +31,7 @@ from browserbay.keeper.brakes import Brakes
 from browserbay.keeper.dialogs import Dialogs
 from browserbay.keeper.memory import Measure, MemoryWatch
 from browserbay.keeper.pause import Inflight, Pause
-from browserbay.keeper.sessions import Lease, Session
+from browserbay.keeper.sessions import Lease, Session, Tab
 from browserbay.model import (
     LeaseStatus,
     LiveTab,
@@ -55,6 +55,8 @@ _WHY = {
     "idle": "the human gave no input for {idle:g}s, so the controls came back to you",
     "timeout": "nobody handed the controls back within your --wait; they are yours again",
 }
+#: How long the handback may read the paused tabs' titles (seconds, all at once).
+TITLE_LIMIT = 1.0
 #: The most characters of a human's hand-back note the agent is told (it is never logged).
 NOTE_SHOWN = 300
 
@@ -331,7 +333,7 @@ class Controls:
         if pause is not None and pause.holder == viewer:
             pause.holder = None
 
-    def hand_back(
+    async def hand_back(
         self, session_id: str, profile_id: str, viewer: str, why: str, note: str = ""
     ) -> bool:
         _session, lease = self._find(session_id, profile_id)
@@ -347,19 +349,46 @@ class Controls:
                 since=time.strftime("%H:%M:%S", time.localtime(pause.since)),
                 holder=pause.holder,
             )
+        # The titles of the paused sessions' tabs, read while the pause still holds: once
+        # it is let go the agents' verbs run, and their next answer must carry the notice.
+        titles = await self._titles(self._members(pause))
+        if self._pause_of(lease) is not pause:
+            return False  # handed back meanwhile (the human's click and the idle clock)
         members = self._members(pause)
         lease.control.release()  # every lease holding it
         if self._paused.get(lease.profile.id) is pause:
             del self._paused[lease.profile.id]
         said = " ".join(note.split())  # one line; typed by the human: never logged
         for session, member in members:
-            session.notices.append(self._notice(pause, session, member, why))
+            session.notices.append(self._notice(pause, session, member, why, titles))
             if said and why == "explicit":
                 session.notices.append(f'the human handed back: "{clip(said, NOTE_SHOWN)}"')
         self.plugins.hooks.bay_handback(lease=lease.info(), viewer=viewer)
         return True
 
-    def _notice(self, pause: Pause, session: Session, lease: Lease, why: str) -> str:
+    @staticmethod
+    async def _titles(members: list[tuple[Session, Lease]]) -> dict[str, str]:
+        """Tab id -> title of each member's current tab, read at once, all bounded by
+        :data:`TITLE_LIMIT` (a page that does not answer is named by its URL alone)."""
+        tabs = [
+            tab
+            for _session, lease in members
+            if lease.window is None and (tab := lease.tabs.get(lease.current or "")) is not None
+        ]
+        titles: dict[str, str] = {}
+
+        async def read(tab: Tab) -> None:
+            titles[tab.id] = await tab.title()
+
+        with anyio.move_on_after(TITLE_LIMIT):
+            async with anyio.create_task_group() as tg:
+                for tab in tabs:
+                    tg.start_soon(read, tab)
+        return titles
+
+    def _notice(
+        self, pause: Pause, session: Session, lease: Lease, why: str, titles: dict[str, str]
+    ) -> str:
         """What the handback tells one paused session: why, where its tab is now, what was
         cut, and that its references may be stale."""
         words = _WHY.get(why, "the controls came back to you ({why})").format(
@@ -375,8 +404,10 @@ class Controls:
             what = f"profile {lease.handle}"
             if session.ref.id != pause.session:
                 what += f", taken in the live view of session {pause.session}"
+            title = titles.get(tab.id, "") if tab is not None else ""
             where = (
                 f"your current tab {tab.id} is at {clip(tab.page.url)}"
+                + (f" (“{clip(title)}”)" if title else "")
                 if tab is not None
                 else "your browser has no tab open"
             )
@@ -449,7 +480,7 @@ class Controls:
         await self.closer(session, lease)
         return True
 
-    def expire_idle(self) -> None:
+    async def expire_idle(self) -> None:
         now = time.monotonic()
         for session in list(self.sessions.values()):
             for lease in [*session.leases.values(), *session.targets.values()]:
@@ -461,7 +492,9 @@ class Controls:
                     log.info(
                         "handing %s back to %s: the human went idle", lease.handle, session.ref.id
                     )
-                    self.hand_back(session.ref.id, lease.profile.id, pause.holder or "-", "idle")
+                    await self.hand_back(
+                        session.ref.id, lease.profile.id, pause.holder or "-", "idle"
+                    )
 
     # -- the live page's tab strip and Resume ------------------------------------------
 

@@ -186,7 +186,7 @@ async def handoff(ctx: VerbContext, transport_of: Transport) -> tuple[dict[str, 
     async with ctx.waiting():
         handed = await transport.host.wait_handback(sid, pid, float(wait))
     if not handed:
-        transport.host.hand_back(sid, pid, "handoff", "timeout")
+        await transport.host.hand_back(sid, pid, "handoff", "timeout")
     page = await ctx.page()
     title = ""
     try:

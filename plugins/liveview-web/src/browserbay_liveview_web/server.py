@@ -399,7 +399,7 @@ class WebTransport:
         while True:
             await asyncio.sleep(0.5)
             try:
-                self.host.expire_idle()
+                await self.host.expire_idle()
             except Exception:
                 log.exception("idle handback failed")
 
@@ -563,7 +563,7 @@ class WebTransport:
                 self.host.take_over(target.session_id, target.profile_id, viewer.id)
                 self._flush(viewer)
             else:
-                self.host.hand_back(
+                await self.host.hand_back(
                     target.session_id, target.profile_id, viewer.id, "explicit", note
                 )
         except KeyError:
