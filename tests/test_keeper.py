@@ -3,6 +3,7 @@ timeout, private file modes, secrets, and one session never blocking another."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -84,7 +85,11 @@ def test_a_keeper_of_another_version_is_asked_to_exit_and_replaced(fresh_bay: Ba
         timeout=60,
         check=True,
     )
-    assert '"ok": true' in out.stdout
+    # The keeper started in its place is of this code's version, not the patched client's:
+    # it runs nothing that client sends after its hello (keeper/daemon._other_version).
+    answer = json.loads(out.stdout)
+    assert answer["code"] == "keeper_unavailable", answer
+    assert "the client 0.0.0-other" in answer["message"]
     assert _wait(lambda: not procfs.alive(old))
     new = fresh_bay.ok("keeper", "status")["pid"]
     assert new != old
