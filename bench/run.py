@@ -1411,8 +1411,8 @@ def notes_text(info: dict[str, Any], b: Bench) -> list[str]:
             f"{s['bay_url_line_chars']:,} are `- /url:` lines and "
             f"{s['bay_noninteractive_ref_chars']:,} are refs on non-interactive nodes"
             + (
-                f"; its first page (no --limit) shows {fp['lines']} lines, {fp['refs']} refs,"
-                f" {fp['left']} lines left, next `{fp['next']}`"
+                f"; of its {fp['lines']} lines, the first page (no --limit) shows"
+                f" {fp['lines'] - fp['left']} ({fp['refs']} refs), next `{fp['next']}`"
                 if (fp := s.get("bay_first_page")) and fp.get("left")
                 else ""
             )
