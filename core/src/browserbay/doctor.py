@@ -34,7 +34,17 @@ HOOK_TIMEOUT_S = 30.0
 
 STATUS_ORDER = {"ok": 0, "warn": 1, "fail": 2}
 #: The order rows are shown in; areas a plugin names itself come after these.
-AREAS = ("browser", "display", "at-spi", "keychain", "plugins", "providers", "keeper", "disk")
+AREAS = (
+    "browser",
+    "display",
+    "at-spi",
+    "keychain",
+    "plugins",
+    "providers",
+    "keeper",
+    "registry",
+    "disk",
+)
 
 
 def run_checks(env: Mapping[str, str] | None = None) -> list[DoctorCheck]:
@@ -52,12 +62,13 @@ def run_checks(env: Mapping[str, str] | None = None) -> list[DoctorCheck]:
                 "fix what the message names (BAY_DISABLE_PLUGINS=<name> skips a plugin)",
             )
         ]
-        return rows + keeper_rows(env) + disk_rows(env)
+        return rows + keeper_rows(env) + registry_rows(env) + disk_rows(env)
     rows = [
         *hook_rows(plugins),
         *plugin_rows(plugins),
         *provider_rows(plugins),
         *keeper_rows(env),
+        *registry_rows(env),
         *disk_rows(env),
     ]
     rank = {area: n for n, area in enumerate(AREAS)}
@@ -165,6 +176,32 @@ def _peer_pid(sock: _socket.socket) -> int | None:
     except (OSError, AttributeError):
         return None
     return int(struct.unpack("3i", raw)[0])
+
+
+def registry_rows(env: Mapping[str, str]) -> list[DoctorCheck]:
+    """Which backend holds the registry (``BAY_REGISTRY``), and for PostgreSQL whether its
+    server takes a connection now (within the connect timeout; nothing is written)."""
+    url = env.get("BAY_REGISTRY", "")
+    if not url:
+        where = bay_paths(env).registry
+        return [DoctorCheck("registry", "registry", "ok", f"SQLite file {where}")]
+    # psycopg's import costs a second or more: only when PostgreSQL is configured.
+    from browserbay.registry import RegistryUnreachable, RegistryUrlBad, redact
+    from browserbay.registry.pg import probe
+
+    shown = redact(url)
+    try:
+        version = probe(url)
+    except RegistryUrlBad as exc:
+        detail = f"BAY_REGISTRY is no PostgreSQL URL: {exc}"
+        fix = "set BAY_REGISTRY=postgresql://USER@HOST/DBNAME, or unset it (the SQLite file)"
+        return [DoctorCheck("registry", "registry", "fail", detail, fix)]
+    except RegistryUnreachable as exc:
+        detail = f"PostgreSQL {shown} does not answer: {exc}"
+        fix = "start the server or fix BAY_REGISTRY; the keeper refuses registry_unreachable"
+        return [DoctorCheck("registry", "registry", "fail", detail, fix)]
+    schema = f"schema version {version}" if version else "no schema yet (the keeper makes it)"
+    return [DoctorCheck("registry", "registry", "ok", f"PostgreSQL {shown}: connects, {schema}")]
 
 
 def keeper_rows(env: Mapping[str, str]) -> list[DoctorCheck]:

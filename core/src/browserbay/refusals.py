@@ -228,6 +228,19 @@ _ROWS = (
         "bay keeper logs   (then run the command again; the keeper starts by itself)",
     ),
     Code(
+        "registry_url_bad",
+        "BAY_REGISTRY is no PostgreSQL URL: {reason}; the keeper did not start",
+        "set BAY_REGISTRY=postgresql://USER@HOST/DBNAME (or unset it: the SQLite file in "
+        "BAY_HOME), then run the command again",
+    ),
+    Code(
+        "registry_unreachable",
+        "The registry's PostgreSQL server ({where}) did not answer: {reason}; the keeper "
+        "did not start",
+        "start the server or fix BAY_REGISTRY (bay doctor checks it), then run the command "
+        "again; unset BAY_REGISTRY for the SQLite file in BAY_HOME",
+    ),
+    Code(
         "socket_untrusted",
         "The keeper's socket {socket} is not safe to talk to: {reason}; nothing was sent",
         "{fix}",
@@ -640,6 +653,10 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "keeper_unavailable",
             "browser_restarting",
         ),
+    ),
+    (
+        "the keeper's registry is not there: stop and ask the human, quoting the way out",
+        ("registry_url_bad", "registry_unreachable"),
     ),
     (
         "your downloads: bay downloads (list, get, clear)",

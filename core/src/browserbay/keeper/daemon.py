@@ -425,6 +425,41 @@ async def _serve_frames(
             return
 
 
+#: Seconds a keeper that cannot open its registry answers before it exits.
+REFUSING_IDLE = 2.0
+
+
+async def refuse_until_idle(
+    sock: socket.socket, refusal: Refusal, idle: float = REFUSING_IDLE
+) -> None:
+    """A keeper without its registry serves nothing, but the command that started it (and
+    any other that connects meanwhile) hears why, as a refusal with its code — not the log
+    tail of a keeper that exited. Every request is answered ``refusal``; once no client has
+    connected for ``idle`` seconds the keeper exits."""
+    log.error("%s (%s)", refusal.message, refusal.code)
+    listener = await anyio.abc.SocketListener.from_socket(sock)
+
+    async def answer(stream: anyio.abc.ByteStream) -> None:
+        reader = FrameReader(stream, Budget(), REFUSING_IDLE)
+        with contextlib.suppress(Exception):
+            async with stream:
+                while True:
+                    frame = protocol.decode(await reader.frame())
+                    if "hello" in frame:
+                        await _send(stream, protocol.hello("keeper"))
+                    else:
+                        await _send(stream, dict(refusal.frame(), id=frame.get("id")))
+                        return
+
+    async with listener, anyio.create_task_group() as tg:
+        while True:
+            with anyio.move_on_after(idle):
+                stream = await listener.accept()
+                tg.start_soon(answer, stream)
+                continue
+            break
+
+
 async def accept_loop(
     listener: anyio.abc.SocketListener,
     handler: Callable[[Any], Awaitable[None]],
@@ -603,14 +638,28 @@ async def _serve(
     from browserbay.keeper.app import App
     from browserbay.keeper.browsers import sweep_orphans
     from browserbay.plugins import load_plugins
-    from browserbay.registry import open_sqlite
+    from browserbay.registry import (
+        RegistryUnreachable,
+        RegistryUrlBad,
+        open_registry,
+        redact,
+    )
 
     settings = configured.settings
 
     def prune_outputs() -> None:
         outputs.prune(paths.outputs, settings.outputs_max_age, settings.outputs_max_bytes)
 
-    registry = await anyio.to_thread.run_sync(open_sqlite, paths.registry)
+    url = os.environ.get("BAY_REGISTRY", "")
+    try:
+        registry = await anyio.to_thread.run_sync(open_registry, url, paths.registry)
+    except RegistryUrlBad as exc:
+        await refuse_until_idle(sock, Refusal("registry_url_bad", reason=str(exc)))
+        return
+    except RegistryUnreachable as exc:
+        refusal = Refusal("registry_unreachable", where=redact(url), reason=str(exc))
+        await refuse_until_idle(sock, refusal)
+        return
     # Imports and entry-point scans (~200 ms): in a worker thread, so the loop meanwhile
     # carries the Playwright driver's start (a warm start began it) instead of holding it.
     plugins = await anyio.to_thread.run_sync(functools.partial(load_plugins, strict=False))

@@ -28,7 +28,14 @@ from browserbay.registry.browsers import (
     SqliteBrowsers,
     SqliteKeeperRuns,
 )
-from browserbay.registry.db import MIGRATIONS, Database, Sql
+from browserbay.registry.db import (
+    MIGRATIONS,
+    Database,
+    RegistryUnreachable,
+    RegistryUrlBad,
+    Sql,
+    redact,
+)
 from browserbay.registry.grants import GrantRow, Grants, GrantTaken, SqliteGrants
 from browserbay.registry.hints import SiteHints, SqliteSiteHints
 from browserbay.registry.holds import (
@@ -97,6 +104,8 @@ __all__ = [
     "Proposals",
     "Recorded",
     "Registry",
+    "RegistryUnreachable",
+    "RegistryUrlBad",
     "Schema",
     "SessionState",
     "Sessions",
@@ -109,6 +118,7 @@ __all__ = [
     "group_owner",
     "open_registry",
     "open_sqlite",
+    "redact",
     "sql_registry",
 ]
 
@@ -185,9 +195,9 @@ def open_sqlite(path: Path) -> Registry:
 
 def open_registry(url: str, path: Path) -> Registry:
     """The registry ``BAY_REGISTRY`` names: empty, the SQLite file at ``path``; else a
-    ``postgresql://`` URL (:class:`~browserbay.registry.pg.RegistryUrlBad` when it is
-    none, :class:`~browserbay.registry.pg.RegistryUnreachable` when its server does not
-    answer within the connect timeout)."""
+    ``postgresql://`` URL (:class:`RegistryUrlBad` when it is none,
+    :class:`RegistryUnreachable` when its server does not answer within the connect
+    timeout)."""
     if not url:
         return open_sqlite(path)
     # psycopg's import takes a second and more on a loaded machine: only a keeper that

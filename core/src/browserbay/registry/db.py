@@ -17,6 +17,7 @@ the event loop, one at a time), so the connection is not locked here.
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -218,6 +219,20 @@ Statement = tuple[str, tuple[Any, ...]]
 """One SQL statement and its parameters (a write of :meth:`Sql.tx`)."""
 
 Dialect = Literal["sqlite", "postgresql"]
+
+
+class RegistryUrlBad(ValueError):
+    """``BAY_REGISTRY`` is no PostgreSQL connection URL (the message says what is wrong)."""
+
+
+class RegistryUnreachable(RuntimeError):
+    """The registry's server did not take a connection within the connect timeout (the
+    message says why)."""
+
+
+def redact(url: str) -> str:
+    """A registry URL without its password, as logs, refusals and ``bay doctor`` show it."""
+    return re.sub(r"(://[^:/@?]*):[^@/?]*@", r"\1:***@", url)
 
 
 class Rows(Protocol):

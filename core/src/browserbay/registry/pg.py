@@ -21,7 +21,13 @@ import psycopg_pool
 from psycopg import conninfo
 
 from browserbay.registry import db as schema
-from browserbay.registry.db import Dialect, Statement
+from browserbay.registry.db import (
+    Dialect,
+    RegistryUnreachable,
+    RegistryUrlBad,
+    Statement,
+    redact,
+)
 
 #: Seconds a connection may take to be made (libpq counts whole seconds, at least 2).
 CONNECT_TIMEOUT = 5
@@ -54,14 +60,6 @@ def _bind(sql: str) -> str:
     return sql.replace("%", "%%").replace("?", "%s")
 
 
-class RegistryUrlBad(ValueError):
-    """``BAY_REGISTRY`` is no PostgreSQL connection URL (the message says what is wrong)."""
-
-
-class RegistryUnreachable(RuntimeError):
-    """The PostgreSQL server did not take a connection (the message says why)."""
-
-
 def check_url(url: str) -> dict[str, str]:
     """The URL's connection parameters, or :class:`RegistryUrlBad`."""
     if not url.startswith(("postgresql://", "postgres://")):
@@ -71,11 +69,6 @@ def check_url(url: str) -> dict[str, str]:
     except psycopg.ProgrammingError as exc:
         raise RegistryUrlBad(_first_line(exc)) from None
     return {k: str(v) for k, v in params.items() if v is not None}
-
-
-def redact(url: str) -> str:
-    """The URL without its password, as logs and ``bay doctor`` show it."""
-    return re.sub(r"(://[^:/@?]*):[^@/?]*@", r"\1:***@", url)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -179,3 +172,16 @@ class PgDatabase:
 def _version(conn: psycopg.Connection[Any]) -> int:
     row = conn.execute("SELECT max(version) FROM bay_schema").fetchone()
     return int(row[0]) if row and row[0] is not None else 0
+
+
+def probe(url: str, connect_timeout: int = CONNECT_TIMEOUT) -> int:
+    """Whether the server takes a connection, without writing anything (``bay doctor``):
+    the schema version found there (0: none yet; the keeper migrates it at its start).
+    :class:`RegistryUrlBad` or :class:`RegistryUnreachable` otherwise."""
+    check_url(url)
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=connect_timeout) as conn:
+            row = conn.execute("SELECT to_regclass('bay_schema') IS NOT NULL").fetchone()
+            return _version(conn) if row and row[0] else 0
+    except psycopg.Error as exc:
+        raise RegistryUnreachable(_first_line(exc)) from None

@@ -1,0 +1,96 @@
+"""``BAY_REGISTRY=postgresql://…`` through the real CLI and keeper, on the session's real
+PostgreSQL server (``postgres`` fixture): the keeper keeps its registry there and writes no
+SQLite file; a URL that is none, or a server that does not answer, is refused with its code
+by the keeper the command started — within the connect timeout, never a hang — and nothing
+is written; ``bay doctor`` says which backend and whether it connects."""
+
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from browserbay.registry import RegistryUnreachable
+from browserbay.registry.pg import PgDatabase
+from browserbay_testing import Bay, assert_refused
+from browserbay_testing.postgres import PgServer
+
+
+def test_a_keeper_on_postgresql_keeps_its_registry_there(
+    tmp_path: Path, postgres: PgServer
+) -> None:
+    bay = Bay(tmp_path)
+    with postgres.schema_url() as url:
+        try:
+            r = bay("keeper", "start", env={"BAY_REGISTRY": url})
+            assert r.code == 0, r
+            status = bay("keeper", "status", env={"BAY_REGISTRY": url}).frame["data"]
+            with psycopg.connect(url) as conn:
+                runs = conn.execute("SELECT pid, stopped_at FROM keeper_runs").fetchall()
+        finally:
+            bay.stop()
+        assert runs == [(status["pid"], None)], (runs, status)
+        assert not list(tmp_path.rglob("registry.sqlite3*"))  # the file was never made
+        with psycopg.connect(url) as conn:
+            (stopped,) = conn.execute("SELECT stopped_at FROM keeper_runs").fetchone()
+        assert stopped is not None  # its stop was recorded there too
+
+
+def test_a_malformed_bay_registry_is_refused_and_the_keeper_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    bay = Bay(tmp_path)
+    start = time.monotonic()
+    r = bay("open", "about:blank", env={"BAY_REGISTRY": "mysql://db.example/bay"})
+    frame = assert_refused(r, "registry_url_bad")
+    assert "postgresql://" in frame["message"]
+    assert "BAY_REGISTRY" in frame["way_out"]
+    assert time.monotonic() - start < 30
+    assert not list(tmp_path.rglob("registry.sqlite3*"))  # no fallback to the SQLite file
+
+
+def test_an_unreachable_registry_server_is_refused_with_its_reason(tmp_path: Path) -> None:
+    url = f"postgresql://bay:s3cret@/postgres?host={tmp_path}/no-server-here"
+    r = Bay(tmp_path)("open", "about:blank", env={"BAY_REGISTRY": url})
+    frame = assert_refused(r, "registry_unreachable")
+    assert "s3cret" not in r.stdout + r.stderr  # the password is never shown
+    assert (
+        frame["data"]["where"] == f"postgresql://bay:***@/postgres?host={tmp_path}/no-server-here"
+    )
+    assert "No such file" in frame["data"]["reason"] or "connect" in frame["data"]["reason"]
+    assert not list(tmp_path.rglob("registry.sqlite3*"))
+
+
+def test_a_server_that_never_answers_is_given_up_at_the_connect_timeout(tmp_path: Path) -> None:
+    """A socket that takes the connection and never speaks (a stuck server): libpq's connect
+    timeout ends the wait, the store says so — the keeper never hangs on it."""
+    stuck = socket.socket(socket.AF_UNIX)
+    stuck.bind(str(tmp_path / ".s.PGSQL.5432"))
+    stuck.listen(8)
+    start = time.monotonic()
+    with pytest.raises(RegistryUnreachable, match="timeout"):
+        PgDatabase(f"postgresql://bay@/postgres?host={tmp_path}", connect_timeout=2)
+    assert time.monotonic() - start < 10
+    stuck.close()
+
+
+def test_doctor_says_which_registry_and_whether_it_connects(
+    tmp_path: Path, postgres: PgServer
+) -> None:
+    bay = Bay(tmp_path)
+
+    def row(**env: str) -> dict[str, str]:
+        data = bay("doctor", session=None, env=env, timeout=120).frame["data"]
+        (found,) = [c for c in data["checks"] if c["area"] == "registry"]
+        return dict(found)
+
+    assert row()["detail"].startswith("SQLite file ")
+    with postgres.schema_url() as url:
+        good = row(BAY_REGISTRY=url)
+        assert (good["status"], "connects" in good["detail"]) == ("ok", True), good
+    bad = row(BAY_REGISTRY=f"postgresql://bay@/postgres?host={tmp_path}/none")
+    assert (bad["status"], "does not answer" in bad["detail"]) == ("fail", True), bad
+    assert row(BAY_REGISTRY="not a url")["status"] == "fail"
