@@ -13,11 +13,13 @@ import contextlib
 import os
 import sqlite3
 import stat
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from browserbay.model import SiteHint
@@ -761,3 +763,65 @@ def test_a_trigger_claim_made_before_migration_9_is_kept(tmp_path: Path) -> None
     assert (unfinished.phase, unfinished.session) == ("acting", "t")
     assert [r.uuid for r in reg.triggers.unsettled()] == ["u-2"]
     reg.close()
+
+
+# PostgreSQL's own promises (the same migrations, rendered for the server).
+
+
+def test_two_keepers_opening_one_postgresql_schema_migrate_it_once(postgres: PgServer) -> None:
+    """Two stores opening one empty schema at once: the advisory lock makes one migrate and
+    the other find it migrated (without it the second fails on tables that exist)."""
+    with postgres.fresh_schema_url() as url:
+        opened: list[PgDatabase] = []
+        failed: list[BaseException] = []
+
+        def open_one() -> None:
+            try:
+                opened.append(PgDatabase(url))
+            except BaseException as exc:
+                failed.append(exc)
+
+        threads = [threading.Thread(target=open_one) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert failed == []
+        assert [db.schema_version() for db in opened] == [len(MIGRATIONS)] * 2
+        assert opened[0].execute("SELECT count(*) FROM bay_schema").fetchone() == (1,)
+        for db in opened:
+            db.close()
+
+
+def test_a_failed_migration_on_postgresql_leaves_nothing_half_applied(
+    postgres: PgServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import browserbay.registry.db as registry_db
+
+    monkeypatch.setattr(
+        registry_db, "MIGRATIONS", (*MIGRATIONS, "CREATE TABLE t1 (a TEXT); CREATE TABLE oops (")
+    )
+    with postgres.fresh_schema_url() as url:
+        with pytest.raises(psycopg.errors.SyntaxError):
+            PgDatabase(url)
+        monkeypatch.setattr(registry_db, "MIGRATIONS", MIGRATIONS)
+        db = PgDatabase(url)  # nothing of the failed run stood in the way
+        assert db.schema_version() == len(MIGRATIONS)
+        assert db.execute("SELECT to_regclass('t1')").fetchone() == (None,)
+        db.close()
+
+
+def test_of_two_claimers_of_one_trigger_request_exactly_one_claims_it(store: Store) -> None:
+    """The claim is one conditional update: on a server two keepers may race for it."""
+    triggers = store.registry.triggers
+    triggers.admit("u-race", "s", "{}", 1.0)
+    answers: list[str] = []
+    threads = [
+        threading.Thread(target=lambda: answers.append(triggers.claim("u-race").phase))
+        for _ in range(4)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(answers) == ["claimed", "claimed", "claimed", "queued"]
