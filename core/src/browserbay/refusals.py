@@ -655,10 +655,6 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     (
-        "the keeper's registry is not there: stop and ask the human, quoting the way out",
-        ("registry_url_bad", "registry_unreachable"),
-    ),
-    (
         "your downloads: bay downloads (list, get, clear)",
         ("download_quota", "download_unknown"),
     ),
@@ -730,6 +726,8 @@ AGENT_REMEDIES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "key_host_mismatch",
             "display_unavailable",
             "install_failed",
+            "registry_url_bad",
+            "registry_unreachable",
             "internal_error",
             "socket_untrusted",
             "open_port_refused",
