@@ -1238,7 +1238,18 @@ TOOL_PROFILES: tuple[ToolProfile, ...] = (
     ToolProfile(
         "io",
         "the keyboard and mouse by hand, drag, files in and out",
-        ("drag", "keyboard", "keydown", "keyup", "mouse", "upload", "download", "downloads", "pdf"),
+        (
+            "drag",
+            "keyboard",
+            "keydown",
+            "keyup",
+            "mouse",
+            "upload",
+            "download",
+            "downloads",
+            "pdf",
+            "record",
+        ),
     ),
     ToolProfile(
         "network", "console, page errors, requests, routes, a HAR", ("console", "errors", "network")
