@@ -2,11 +2,12 @@
 
 The frames are the tab's CDP screencast (:class:`browserbay.screencast.Screencast`, the code
 the live view shows frames with: a recording is one more sink of it, on a CDP session of its
-own), encoded **off the event loop** by one thread per recording with PyAV (FFmpeg's
-libraries in the ``av`` wheel): VP8 in WebM, H.264 in MP4. The loop only hands the newest
-JPEG to the thread (latest wins: a slow encoder drops frames, it never queues them), stamped
-with its arrival time, so the video plays at the page's own pace; the last picture is held to
-the stop, so a still page records as long as it was recorded.
+own), encoded **off the event loop** by one process per recording with PyAV (FFmpeg's
+libraries in the ``av`` wheel; :mod:`browserbay.keeper.encoding`): VP8 in WebM, H.264 in
+MP4. The loop only writes the newest JPEG down the encoder's pipe when the pipe is free (latest
+wins: a slow encoder drops frames, it never queues them), stamped with its arrival time, so
+the video plays at the page's own pace; the last picture is held to the stop, so a still page
+records as long as it was recorded.
 
 Bounds: ``--max-seconds`` (default 600, at most 3600) and ``--max-mb`` (default 256, at most
 2048). Reaching one stops the recording, the file complete, and the session's next answer
@@ -21,13 +22,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
+import math
 import os
-import threading
+import struct
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +51,11 @@ FPS = 10.0
 #: The recording's own screencast: smaller and cheaper frames than the live view's.
 MAX_EDGE = 960
 JPEG_QUALITY = 50
-#: The agent's cursor drawn on the frames (``--cursor``): its radius in the frame's pixels.
-CURSOR_RADIUS = 9
+#: How long the encoder may take to close the file after the stop.
+ENCODER_GRACE = 60.0
+#: One record on the encoder's pipe: kind (``F`` a frame, ``E`` the end), seconds since the
+#: start, the cursor as fractions of the viewport (NaN: none), the JPEG's length.
+HEAD = struct.Struct("<cdddI")
 
 
 @dataclass(frozen=True)
@@ -58,134 +64,105 @@ class Limits:
     bytes: int
 
 
-class Encoder(threading.Thread):
-    """One recording's encoding thread: takes the newest frame the loop offered (latest
-    wins), decodes the JPEG, draws the cursor, encodes and muxes it; at the end holds the
-    last picture to the stop's time, flushes, and renames the file onto its destination."""
+class Encoder:
+    """One recording's encoder, in a process of its own (:mod:`browserbay.keeper.encoding`,
+    PyAV): the keeper's loop only writes the newest JPEG down a pipe when the pipe is free
+    (latest wins: a busy encoder drops frames, never queues them). A process, not a thread:
+    a thread of the keeper's would share its interpreter lock, and on a loaded machine a
+    descheduled holder stalls the loop (measured: a click 40x slower at load 38; see
+    bench/RESULTS-recording.md)."""
 
     def __init__(self, fd: int, part: Path, dest: Path, limits: Limits) -> None:
+        self.fd, self.part, self.dest, self.limits = fd, part, dest, limits
+        self.container, self.codec = FORMATS[dest.suffix.lower()]
         #: The recording's clock starts here (the first picture is shown from it: a video
         #: lasts from the start to the stop, however late the first frame came).
         self.begun = time.monotonic()
-        super().__init__(name=f"bay-record-{dest.name}", daemon=False)
-        self.part, self.dest, self.limits = part, dest, limits
-        self.container, self.codec = FORMATS[dest.suffix.lower()]
-        self.file = os.fdopen(fd, "wb")
-        self._cv = threading.Condition()
-        self._next: tuple[bytes, float, tuple[float, float] | None] | None = None
-        self._end: float | None = None
         self.frames = 0
         self.dropped = 0
         self.size = (0, 0)
         self.error: str | None = None
         self.over: str | None = None
-        """Which limit stopped it (``time`` or ``size``), read by the loop."""
+        """Which limit stopped it (``time`` or ``size``), as the encoder said."""
+        self._proc: asyncio.subprocess.Process | None = None
+        self._reader: asyncio.Task[None] | None = None
 
-    # -- the loop's side (never blocks) ---------------------------------------------------
+    async def start(self) -> None:
+        try:
+            self._proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "browserbay.keeper.encoding",
+                str(self.fd),
+                self.container,
+                self.codec,
+                repr(self.limits.seconds),
+                str(self.limits.bytes),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.DEVNULL,
+                pass_fds=(self.fd,),
+            )
+        finally:
+            os.close(self.fd)  # the encoder's now
+        self._reader = asyncio.get_running_loop().create_task(self._read())
+
+    async def _read(self) -> None:
+        """The encoder's status lines (JSON): its picture size, frames, a limit hit, an
+        error."""
+        proc = self._proc
+        if proc is None or proc.stdout is None:
+            return
+        async for line in proc.stdout:
+            try:
+                said = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(said, dict):
+                size = said.get("size")
+                if isinstance(size, list) and len(size) == 2:
+                    self.size = (int(size[0]), int(size[1]))
+                self.frames = int(said.get("frames", self.frames))
+                self.over = said.get("over") or self.over
+                self.error = said.get("error") or self.error
 
     def offer(self, jpeg: bytes, at: float, point: tuple[float, float] | None) -> None:
-        with self._cv:
-            if self._next is not None:
-                self.dropped += 1
-            self._next = (jpeg, at, point)
-            self._cv.notify()
+        proc = self._proc
+        if proc is None or proc.stdin is None or proc.stdin.is_closing():
+            return
+        if proc.stdin.transport.get_write_buffer_size():  # the last frame is not in yet
+            self.dropped += 1
+            return
+        fx, fy = point if point is not None else (math.nan, math.nan)
+        proc.stdin.write(HEAD.pack(b"F", at - self.begun, fx, fy, len(jpeg)) + jpeg)
 
-    def end(self, at: float) -> None:
-        with self._cv:
-            self._end = at
-            self._cv.notify()
+    async def end(self, at: float) -> None:
+        """The last picture lasts to ``at``; wait for the file to be closed, then put it at
+        its destination (or remove it: no frame came, or the encoder failed)."""
+        proc = self._proc
+        if proc is not None:
+            with contextlib.suppress(Exception):
+                if proc.stdin is not None:
+                    proc.stdin.write(HEAD.pack(b"E", at - self.begun, math.nan, math.nan, 0))
+                    await proc.stdin.drain()
+                    proc.stdin.close()
+            try:
+                with anyio.fail_after(ENCODER_GRACE):
+                    await proc.wait()
+                    if self._reader is not None:
+                        await self._reader
+            except TimeoutError:
+                proc.kill()
+                self.error = f"the encoder did not finish within {ENCODER_GRACE:g} s"
+            if proc.returncode and self.error is None:
+                self.error = f"the encoder exited with status {proc.returncode}"
+        await anyio.to_thread.run_sync(self._settle)
 
-    # -- the thread -----------------------------------------------------------------------
-
-    def run(self) -> None:
-        try:
-            self._encode()
-        except Exception as exc:  # a broken encoder must not take the keeper down
-            log.exception("recording %s failed", self.dest.name)
-            self.error = f"{type(exc).__name__}: {exc}"[:300]
-            with contextlib.suppress(OSError):
-                self.file.close()
-            with contextlib.suppress(OSError):
-                self.part.unlink()
-
-    def _take(self) -> tuple[bytes, float, tuple[float, float] | None] | None:
-        with self._cv:
-            while self._next is None and self._end is None:
-                self._cv.wait()
-            taken, self._next = self._next, None
-            return taken
-
-    def _encode(self) -> None:
-        import av  # the optional encoder, loaded by the thread that uses it
-
-        out = av.open(self.file, "w", format=self.container)
-        decoder = av.CodecContext.create("mjpeg", "r")
-        stream: Any = None
-        last: Any = None
-        last_pts = -1
-        begun = self.begun
-        while True:
-            taken = self._take()
-            if taken is None:
-                break
-            jpeg, at, point = taken
-            for picture in decoder.decode(av.Packet(jpeg)):
-                if stream is None:
-                    width, height = picture.width // 2 * 2, picture.height // 2 * 2
-                    stream = out.add_stream(self.codec, rate=int(FPS))
-                    stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
-                    stream.time_base = Fraction(1, 1000)
-                    stream.codec_context.time_base = Fraction(1, 1000)
-                    stream.options = (
-                        {"deadline": "realtime", "cpu-used": "8", "b": "1M"}
-                        if self.codec == "libvpx"
-                        else {"preset": "ultrafast", "tune": "zerolatency"}
-                    )
-                    self.size = (width, height)
-                frame = picture.reformat(self.size[0], self.size[1], "yuv420p")
-                if point is not None:
-                    _draw_cursor(frame, point)
-                # The first picture from the start; the others when they came.
-                last_pts = 0 if last is None else max(last_pts + 1, round((at - begun) * 1000))
-                frame.pts, frame.time_base = last_pts, Fraction(1, 1000)
-                for packet in stream.encode(frame):
-                    out.mux(packet)
-                last = frame
-                self.frames += 1
-            if self.over is None:
-                if at - begun >= self.limits.seconds:
-                    self.over = "time"
-                elif self.file.tell() >= self.limits.bytes:
-                    self.over = "size"
-        if stream is not None and last is not None and self._end is not None:
-            held = round((self._end - begun) * 1000)
-            if held > last_pts:  # the last picture lasts to the stop (a still page too)
-                last.pts = held
-                for packet in stream.encode(last):
-                    out.mux(packet)
-        if stream is not None:
-            for packet in stream.encode(None):
-                out.mux(packet)
-        out.close()
-        self.file.close()
-        if self.frames:
+    def _settle(self) -> None:
+        if self.frames and self.error is None:
             os.replace(self.part, self.dest)
         else:
             self.part.unlink(missing_ok=True)
-
-
-def _draw_cursor(frame: Any, point: tuple[float, float]) -> None:
-    """A dark dot ringed in white where the agent last pointed (on the luma plane only)."""
-    plane = frame.planes[0]
-    stride, width, height = plane.line_size, frame.width, frame.height
-    luma = bytearray(bytes(plane))
-    cx, cy, r = round(point[0]), round(point[1]), CURSOR_RADIUS
-    for y in range(max(0, cy - r), min(height, cy + r + 1)):
-        for x in range(max(0, cx - r), min(width, cx + r + 1)):
-            d = (x - cx) ** 2 + (y - cy) ** 2
-            if d <= r * r:
-                luma[y * stride + x] = 30 if d < (r - 2) ** 2 else 235
-    plane.update(bytes(luma))
 
 
 class Recording:
@@ -248,8 +225,7 @@ class Recording:
         try:
             self.cast.viewers.discard(self)
             await self.cast.stop()
-            self.encoder.end(time.monotonic())
-            await anyio.to_thread.run_sync(self.encoder.join)
+            await self.encoder.end(time.monotonic())
         finally:
             self.done.set()
 

@@ -105,15 +105,24 @@ async def start(act: Act, book: Recordings) -> Answer:
     cursor = bool(act.args.get("cursor"))
 
     def point() -> tuple[float, float] | None:
-        at, size = lease.agent_point, encoder.size
-        if at is None or at[0] != tab.id or cast.viewport is None or not size[0]:
+        """Where the agent last pointed on this tab, as fractions of its viewport."""
+        at = lease.agent_point
+        if at is None or at[0] != tab.id or cast.viewport is None:
             return None
-        return at[1] * size[0] / cast.viewport[0], at[2] * size[1] / cast.viewport[1]
+        return at[1] / cast.viewport[0], at[2] / cast.viewport[1]
 
     recording = Recording(
         encoder, cast, tab.id, raw, point if cursor else None, act.notify or (lambda _n: None)
     )
-    encoder.start()
+    try:
+        await encoder.start()
+    except OSError as exc:
+        await anyio.to_thread.run_sync(encoder.part.unlink)
+        raise Refusal(
+            "recorder_unavailable",
+            reason=f"the encoder process did not start: {exc}",
+            fix="bay doctor, then bay keeper logs",
+        ) from None
     cast.viewers.add(recording)
     try:
         await cast.start()
