@@ -39,6 +39,34 @@ def test_a_keeper_on_postgresql_keeps_its_registry_there(
         assert stopped is not None  # its stop was recorded there too
 
 
+def test_a_second_keeper_on_the_same_registry_is_refused_and_the_first_goes_on(
+    tmp_path: Path, postgres: PgServer
+) -> None:
+    """Two keepers on one set of tables would end each other's browsers as orphans at
+    start (sweep_orphans) and mark each other's live tabs dead: the second is refused."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first, second = Bay(tmp_path / "a"), Bay(tmp_path / "b")
+    with postgres.schema_url() as url:
+        try:
+            assert first("keeper", "start", env={"BAY_REGISTRY": url}).code == 0
+            r = second("open", "about:blank", env={"BAY_REGISTRY": url})
+            frame = assert_refused(r, "registry_unreachable")
+            assert frame["data"] == {"where": url, "reason": "another keeper holds it"}
+            status = first("keeper", "status").frame["data"]  # the first one goes on
+            with psycopg.connect(url) as conn:
+                runs = conn.execute("SELECT pid FROM keeper_runs").fetchall()
+            assert runs == [(status["pid"],)]  # the refused keeper wrote nothing
+        finally:
+            first.stop()
+            second.stop()  # (a keeper that wrongly started)
+        # the lock went with the first keeper: the next one starts
+        try:
+            assert second("keeper", "start", env={"BAY_REGISTRY": url}).code == 0
+        finally:
+            second.stop()
+
+
 def test_a_malformed_bay_registry_is_refused_and_the_keeper_writes_nothing(
     tmp_path: Path,
 ) -> None:

@@ -235,9 +235,9 @@ _ROWS = (
     ),
     Code(
         "registry_unreachable",
-        "The registry's PostgreSQL server ({where}) did not answer: {reason}; the keeper "
-        "did not start",
-        "start the server or fix BAY_REGISTRY (bay doctor checks it), then run the command "
+        "The registry at {where} cannot be used: {reason}; the keeper did not start",
+        "start its server or fix BAY_REGISTRY (bay doctor checks it; when another keeper "
+        "holds it, stop that one or give this one its own schema), then run the command "
         "again; unset BAY_REGISTRY for the SQLite file in BAY_HOME",
     ),
     Code(

@@ -425,39 +425,45 @@ async def _serve_frames(
             return
 
 
-#: Seconds a keeper that cannot open its registry answers before it exits.
+#: Seconds a keeper that cannot open its registry waits for a request before it exits.
 REFUSING_IDLE = 2.0
 
 
 async def refuse_until_idle(
     sock: socket.socket, refusal: Refusal, idle: float = REFUSING_IDLE
 ) -> None:
-    """A keeper without its registry serves nothing, but the command that started it (and
-    any other that connects meanwhile) hears why, as a refusal with its code — not the log
-    tail of a keeper that exited. Every request is answered ``refusal``; once no client has
-    connected for ``idle`` seconds the keeper exits."""
+    """A keeper without its registry serves nothing, but the command that started it hears
+    why, as a refusal with its code — not the log tail of a keeper that exited. The first
+    request is answered ``refusal`` (so is any other that came meanwhile), then the keeper
+    exits: the next command starts a new keeper, which tries the registry again. With no
+    request for ``idle`` seconds it exits too."""
     log.error("%s (%s)", refusal.message, refusal.code)
     listener = await anyio.abc.SocketListener.from_socket(sock)
+    answered = anyio.Event()
 
     async def answer(stream: anyio.abc.ByteStream) -> None:
-        reader = FrameReader(stream, Budget(), REFUSING_IDLE)
+        reader = FrameReader(stream, Budget(), idle)
         with contextlib.suppress(Exception):
             async with stream:
                 while True:
                     frame = protocol.decode(await reader.frame())
                     if "hello" in frame:
                         await _send(stream, protocol.hello("keeper"))
-                    else:
-                        await _send(stream, dict(refusal.frame(), id=frame.get("id")))
-                        return
+                        continue
+                    await _send(stream, dict(refusal.frame(), id=frame.get("id")))
+                    answered.set()
+                    return
 
     async with listener, anyio.create_task_group() as tg:
-        while True:
-            with anyio.move_on_after(idle):
-                stream = await listener.accept()
-                tg.start_soon(answer, stream)
-                continue
-            break
+
+        async def accept() -> None:
+            while True:
+                tg.start_soon(answer, await listener.accept())
+
+        tg.start_soon(accept)
+        with anyio.move_on_after(idle):
+            await answered.wait()
+        tg.cancel_scope.cancel()
 
 
 async def accept_loop(

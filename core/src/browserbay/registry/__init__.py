@@ -31,6 +31,7 @@ from browserbay.registry.browsers import (
 from browserbay.registry.db import (
     MIGRATIONS,
     Database,
+    RegistryInUse,
     RegistryUnreachable,
     RegistryUrlBad,
     Sql,
@@ -104,6 +105,7 @@ __all__ = [
     "Proposals",
     "Recorded",
     "Registry",
+    "RegistryInUse",
     "RegistryUnreachable",
     "RegistryUrlBad",
     "Schema",
@@ -197,11 +199,17 @@ def open_registry(url: str, path: Path) -> Registry:
     """The registry ``BAY_REGISTRY`` names: empty, the SQLite file at ``path``; else a
     ``postgresql://`` URL (:class:`RegistryUrlBad` when it is none,
     :class:`RegistryUnreachable` when its server does not answer within the connect
-    timeout)."""
+    timeout, :class:`RegistryInUse` when another keeper holds it)."""
     if not url:
         return open_sqlite(path)
     # psycopg's import takes a second and more on a loaded machine: only a keeper that
     # uses PostgreSQL pays it (not a cycle: pg imports only the registry's db module).
     from browserbay.registry.pg import PgDatabase
 
-    return sql_registry(PgDatabase(url))
+    db = PgDatabase(url)
+    try:
+        db.hold_sole()
+    except BaseException:
+        db.close()
+        raise
+    return sql_registry(db)

@@ -230,6 +230,11 @@ class RegistryUnreachable(RuntimeError):
     message says why)."""
 
 
+class RegistryInUse(RegistryUnreachable):
+    """Another keeper holds the registry (one keeper per registry until keepers form a
+    fleet, issue 22): unusable for this one, refused as an unreachable one is."""
+
+
 def redact(url: str) -> str:
     """A registry URL without its password, as logs, refusals and ``bay doctor`` show it."""
     return re.sub(r"(://[^:/@?]*):[^@/?]*@", r"\1:***@", url)

@@ -23,6 +23,7 @@ from psycopg import conninfo
 from browserbay.registry import db as schema
 from browserbay.registry.db import (
     Dialect,
+    RegistryInUse,
     RegistryUnreachable,
     RegistryUrlBad,
     Statement,
@@ -33,6 +34,8 @@ from browserbay.registry.db import (
 CONNECT_TIMEOUT = 5
 #: The advisory lock a migration holds (an arbitrary constant: "bay" in ASCII, then 1).
 MIGRATION_LOCK = 0x62617901
+#: The advisory lock a keeper holds on its schema for its life (with the schema's hash).
+KEEPER_LOCK = 0x62617902
 #: Connections the pool keeps; the keeper has one writer thread, `bay doctor` one probe.
 POOL_SIZE = 2
 
@@ -112,11 +115,28 @@ class PgDatabase:
         except psycopg_pool.PoolTimeout as exc:
             self.pool.close()
             raise RegistryUnreachable(_first_line(exc)) from None
+        self._sole: psycopg.Connection[Any] | None = None
         try:
             self.migrate()
         except BaseException:
             self.pool.close()
             raise
+
+    def hold_sole(self) -> None:
+        """Take the schema for this keeper alone, for as long as the store is open (a
+        session-level advisory lock on a connection of its own; the server drops it when
+        the keeper dies). A second keeper on the same tables would take the first one's
+        running browsers for orphans (``sweep_orphans``) and its live tabs for dead ones:
+        it is :class:`RegistryInUse` instead. Two keepers share a registry only as a fleet
+        (issue 22, items 2-5)."""
+        conn = psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
+        row = conn.execute(
+            "SELECT pg_try_advisory_lock(%s::int4, hashtext(current_schema()))", (KEEPER_LOCK,)
+        ).fetchone()
+        if not row or not row[0]:
+            conn.close()
+            raise RegistryInUse("another keeper holds it")
+        self._sole = conn
 
     def schema_version(self) -> int:
         with self.pool.connection() as conn:
@@ -167,6 +187,8 @@ class PgDatabase:
 
     def close(self) -> None:
         self.pool.close()
+        if self._sole is not None:
+            self._sole.close()
 
 
 def _version(conn: psycopg.Connection[Any]) -> int:
