@@ -19,24 +19,17 @@ from typing import Any
 
 import pytest
 
-from browserbay_testing import KEEPER_PLUGINS, Bay, Result, assert_refused, wait_for
+from browserbay_testing import Bay, Result, assert_refused, wait_for
+from browserbay_testing.live import approval_card, asking_gate_env
 
 pytestmark = pytest.mark.browser
-
-REPO = Path(__file__).resolve().parents[1]
-GATE_SRC = REPO / "examples" / "approval-gate" / "src"
 
 
 @pytest.fixture(scope="module")
 def asking() -> Iterator[Bay]:
     """A keeper with the approval gate (ask mode) and the live view."""
     home = Path(tempfile.mkdtemp(prefix="bay-ask-", dir="/tmp"))
-    b = Bay(
-        home,
-        PYTHONPATH=f"{KEEPER_PLUGINS}:{GATE_SRC}",
-        BAY_PLUGIN_MODULES="recorder,browserbay_approval_gate.plugin",
-        BAY_GATE_ASK_TIMEOUT="40",
-    )
+    b = Bay(home, **asking_gate_env())
     yield b
     b.stop()
     shutil.rmtree(home, ignore_errors=True)
@@ -60,11 +53,6 @@ def _live(b: Bay, session: str, viewer: Any, *flags: str) -> None:
     wait_for(lambda: viewer.evaluate("!!(window.__live && window.__live.state)"), what="state")
 
 
-def _card(viewer: Any) -> Any:
-    wait_for(lambda: viewer.locator(".approval").count() == 1, timeout=20, what="a card")
-    return viewer.locator(".approval")
-
-
 def _status(b: Bay, session: str) -> str:
     return str(b.ok("get", "text", "#status", session=session)["value"])
 
@@ -80,7 +68,7 @@ def test_an_approval_card_approves_one_click_and_denies_another(
 
     # The click waits for the human; the card says what, where and whose.
     clicked: Future[Result] = pool.submit(asking, "click", buy, session=s)
-    card = _card(viewer)
+    card = approval_card(viewer)
     text = card.inner_text()
     assert 'click button "Buy now"' in text
     assert "/shop.html" in text
@@ -95,7 +83,7 @@ def test_an_approval_card_approves_one_click_and_denies_another(
 
     # Another press of the same button: denied by the human, nothing bought.
     again: Future[Result] = pool.submit(asking, "click", "#buy", session=s)
-    _card(viewer).locator(".approval-deny").click()
+    approval_card(viewer).locator(".approval-deny").click()
     frame = assert_refused(again.result(timeout=30), "approval_denied")
     assert frame["data"]["by"].startswith("a human in the live view (viewer")
     assert frame["way_out"].startswith("do not run it again")
@@ -113,7 +101,7 @@ def test_while_a_verb_waits_for_approval_other_sessions_act_and_nobody_answering
     _live(asking, s, viewer)
     began = time.monotonic()
     waiting: Future[Result] = pool.submit(asking, "click", "#buy", "--timeout", "6", session=s)
-    _card(viewer)
+    approval_card(viewer)
     # The keeper's loop and other sessions go on while the click waits.
     asking.ok("click", "#wish", session=other)
     assert _status(asking, other) == "Added to your wishlist"
@@ -137,7 +125,7 @@ def test_a_takeover_cuts_a_verb_waiting_for_approval_and_a_watch_link_cannot_ans
     asking.ok("open", f"{demo}/shop.html", session=s)
     _live(asking, s, viewer, "--watch")
     waiting: Future[Result] = pool.submit(asking, "click", "#buy", session=s)
-    card = _card(viewer)
+    card = approval_card(viewer)
     assert card.locator("button").count() == 0  # a watch link shows the card only
     # Sent by hand anyway: refused, the click still waits.
     viewer.evaluate(

@@ -54,30 +54,3 @@ def bay_with() -> Iterator[Callable[..., Bay]]:
 @pytest.fixture
 def session(request: pytest.FixtureRequest) -> str:
     return f"lv-{request.node.name[:40]}-{os.getpid()}".replace("[", "-").replace("]", "")
-
-
-@pytest.fixture(scope="module")
-def remote_address() -> Iterator[str]:
-    """A non-loopback IPv4 address of this machine, made for the test: a veth pair (iproute2)
-    with 198.51.100.N/32 (TEST-NET-2) on one end, removed afterwards. Skipped only when the
-    kernel refuses the link."""
-    import subprocess
-
-    if shutil.which("ip") is None:
-        pytest.skip("iproute2 is not installed (scripts/setup.sh installs it)")
-    name = f"bblv{os.getpid() % 10000}"
-    address = f"198.51.100.{10 + os.getpid() % 200}"
-
-    def ip(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["ip", *args], capture_output=True, text=True, check=False)
-
-    made = ip("link", "add", name, "type", "veth", "peer", "name", f"{name}p")
-    if made.returncode != 0:
-        pytest.skip(f"the kernel refused a veth link: {made.stderr.strip()}")
-    try:
-        for step in (("addr", "add", f"{address}/32", "dev", name), ("link", "set", name, "up")):
-            done = ip(*step)
-            assert done.returncode == 0, done.stderr
-        yield address
-    finally:
-        ip("link", "del", name)

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from browserbay_testing import BAY, Bay, Result, assert_refused, wait_for
+from browserbay_testing.live import DIALOG_JS
 from browserbay_testing.pages import serve_pages
 
 pytestmark = pytest.mark.browser
@@ -520,15 +521,6 @@ def _rss_kib(pid: int) -> int:
 
 
 # -- a dialog the page opened -----------------------------------------------------------------
-
-DIALOG_JS = """(() => {
-  const out = (v) => { document.getElementById('out').textContent = v; };
-  document.body.insertAdjacentHTML('beforeend',
-    '<button id=ask>Ask</button><button id=sure>Sure?</button><p id=out>nothing yet</p>');
-  document.getElementById('ask').onclick = () => out('prompt ' + prompt('Your name?', 'Bob'));
-  document.getElementById('sure').onclick = () => out('confirm ' + confirm('Delete it?'));
-  return 'ok';
-})()"""
 
 
 def answered(bay: Bay, session: str) -> dict[str, Any] | None:

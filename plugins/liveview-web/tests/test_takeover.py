@@ -19,23 +19,17 @@ from browserbay_testing.live import (
     open_live_link,
     press_hand_back,
     press_take_over,
+    share_profile,
 )
 
 pytestmark = pytest.mark.browser
-
-
-def _shared(bay: Bay, profile: str, *sessions: str) -> None:
-    """Sessions that all use one persistent profile: one browser between them."""
-    bay.ok("new", profile, session=sessions[0])
-    for s in sessions:
-        bay.ok("use", profile, session=s)
 
 
 def test_a_sibling_session_on_the_same_browser_is_refused_while_a_human_drives(
     bay_with: Callable[..., Bay], demo: str, viewer: Any
 ) -> None:
     bay = bay_with()
-    _shared(bay, "shared", "sa", "sb")
+    share_profile(bay, "shared", "sa", "sb")
     bay.ok("open", f"{demo}/live.html?still", session="sa")
     bay.ok("open", f"{demo}/form.html", session="sb")
     # sb's verb in flight when the human takes sa's lease is cut too.
@@ -107,7 +101,7 @@ def test_the_humans_input_keeps_every_session_on_the_browser_alive(
     bay_with: Callable[..., Bay], demo: str, viewer: Any
 ) -> None:
     bay = bay_with(BAY_IDLE_TIMEOUT="5", BAY_TICK="0.5", BAY_HANDBACK_IDLE="60")
-    _shared(bay, "kept", "ka", "kb")
+    share_profile(bay, "kept", "ka", "kb")
     bay.ok("open", f"{demo}/live.html?still", session="ka")
     bay.ok("open", f"{demo}/form.html", session="kb")
     open_live_link(bay, "ka", viewer)
@@ -165,7 +159,7 @@ def test_the_tab_strip_says_whose_each_tab_is_closes_one_and_resumes_kept_tabs(
     bay_with: Callable[..., Bay], demo: str, viewer: Any
 ) -> None:
     bay = bay_with()
-    _shared(bay, "strip", "ta", "tb")
+    share_profile(bay, "strip", "ta", "tb")
     bay.ok("open", f"{demo}/live.html?still", session="ta")
     second = bay.ok("tab", "new", f"{demo}/form.html", session="ta")["tab"]
     theirs = bay.ok("open", f"{demo}/", session="tb")["tab"]

@@ -4,7 +4,7 @@ nothing here ships in a product wheel.
 
 - :mod:`browserbay_testing.plugin` — the pytest plugin (entry point ``pytest11``): the shared
   fixtures ``demo``, ``bay``, ``fresh_bay``, ``session_name``, ``place``, ``debug_browser``,
-  ``viewer_browser``, ``viewer`` and ``nobody``;
+  ``viewer_browser``, ``viewer``, ``remote_address`` and ``nobody``;
 - :mod:`browserbay_testing.bay` — :class:`Bay` (the real ``bay`` CLI against one home) and
   its :class:`Result`, :func:`wait_for`, :func:`wait_for_no_keeper`;
 - :mod:`browserbay_testing.refusals` — :func:`assert_refused` (code, message, way out, exit

@@ -20,6 +20,7 @@ from browserbay_testing.asuser import AsUser, as_nobody
 from browserbay_testing.bay import Bay
 from browserbay_testing.cdp import DebugBrowser, start_debug_browser
 from browserbay_testing.postgres import PgServer, pg_server
+from browserbay_testing.remote import veth_address
 
 CHROMIUM = "/usr/lib/chromium/chromium"
 
@@ -110,6 +111,13 @@ def viewer(viewer_browser: Any) -> Iterator[Any]:
     page = context.new_page()
     yield page
     context.close()
+
+
+@pytest.fixture(scope="module")
+def remote_address() -> Iterator[str]:
+    """A non-loopback IPv4 address of this machine (a veth end), for the module's tests."""
+    with veth_address() as address:
+        yield address
 
 
 @pytest.fixture(scope="session")
