@@ -33,6 +33,7 @@ def test_a_keeper_on_postgresql_keeps_its_registry_there(
         finally:
             bay.stop()
         assert runs == [(status["pid"], None)], (runs, status)
+        assert status["registry"] == url  # (no password in this URL to hide)
         assert not list(tmp_path.rglob("registry.sqlite3*"))  # the file was never made
         with psycopg.connect(url) as conn:
             (stopped,) = conn.execute("SELECT stopped_at FROM keeper_runs").fetchone()

@@ -36,7 +36,7 @@ from browserbay.model import SessionRef
 from browserbay.paths import BayPaths, ensure_private
 from browserbay.plugins import Plugins
 from browserbay.refusals import Refusal
-from browserbay.registry import Db, GroupDefaults, SiteHints
+from browserbay.registry import Db, GroupDefaults, Schema, SiteHints
 from browserbay.settings import Configured
 
 log = logging.getLogger("browserbay.keeper")
@@ -61,6 +61,7 @@ class AdminVerbs:
         table: Mapping[str, verbs.Verb],
         configured: Configured,
         grants: GrantBook,
+        store: Schema,
     ) -> None:
         self.plugins = plugins
         self.groups = groups
@@ -78,6 +79,8 @@ class AdminVerbs:
         """The keeper's settings and where each came from, for ``bay keeper status``."""
         self.grants = grants
         """The session sockets, listed by ``bay keeper status``."""
+        self.store = store
+        """The registry's store: where it is, for ``bay keeper status``."""
 
     def keeper_status(self) -> dict[str, Any]:
         return {
@@ -86,7 +89,7 @@ class AdminVerbs:
             "socket": str(self.paths.socket),
             "home": str(self.paths.home) if self.paths.home else None,
             "log": str(self.paths.keeper_log),
-            "registry": str(self.paths.registry),
+            "registry": self.store.location(),
             "uptime_s": round(time.time() - self.life.started, 1),
             "browsers": [r.as_row() for r in self.pool.running.values()],
             "sessions": [s.summary() for s in self.sessions.values()],

@@ -269,6 +269,7 @@ class App:
             table,
             configured if configured is not None else Configured(settings, {}),
             self.grants,
+            registry.schema,
         )
         backend = BackendSwitch(
             plugins,

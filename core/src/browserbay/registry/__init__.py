@@ -142,6 +142,10 @@ class Schema(Protocol):
     def integrity_check(self) -> str:
         """``"ok"``, or what is wrong."""
 
+    def location(self) -> str:
+        """Where the store is, as ``bay keeper status`` shows it: the SQLite file's path, or
+        the PostgreSQL URL without its password."""
+
     def close(self) -> None: ...
 
 

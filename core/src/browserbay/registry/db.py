@@ -264,6 +264,9 @@ class Sql(Protocol):
     def integrity_check(self) -> str:
         """``"ok"``, or what is wrong."""
 
+    def location(self) -> str:
+        """Where it is (a path, or a URL without its password)."""
+
     def close(self) -> None: ...
 
 
@@ -309,6 +312,9 @@ class Database:
 
     def integrity_check(self) -> str:
         return str(self.conn.execute("PRAGMA integrity_check").fetchone()[0])
+
+    def location(self) -> str:
+        return str(self.path)
 
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
         return self.conn.execute(sql, params)

@@ -174,6 +174,9 @@ class PgDatabase:
             return _first_line(exc)
         return "ok"
 
+    def location(self) -> str:
+        return redact(self.url)
+
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> _Result:
         with self.pool.connection() as conn:
             cur = conn.execute(_bind(sql), params)
