@@ -811,17 +811,26 @@ def test_a_failed_migration_on_postgresql_leaves_nothing_half_applied(
         db.close()
 
 
-def test_of_two_claimers_of_one_trigger_request_exactly_one_claims_it(store: Store) -> None:
-    """The claim is one conditional update: on a server two keepers may race for it."""
-    triggers = store.registry.triggers
-    triggers.admit("u-race", "s", "{}", 1.0)
-    answers: list[str] = []
-    threads = [
-        threading.Thread(target=lambda: answers.append(triggers.claim("u-race").phase))
-        for _ in range(4)
-    ]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+def test_of_two_stores_claiming_one_trigger_request_exactly_one_claims_it(
+    postgres: PgServer,
+) -> None:
+    """The claim is one conditional update: four stores on one server (four connections,
+    as keepers of a fleet would be) race for it and one wins. (A SQLite store is one
+    connection used from one thread: no race to run there.)"""
+    with postgres.schema_url() as url:
+        stores = [PgDatabase(url) for _ in range(4)]
+        sql_registry(stores[0]).triggers.admit("u-race", "s", "{}", 1.0)
+        answers: list[str] = []
+        threads = [
+            threading.Thread(
+                target=lambda db=db: answers.append(sql_registry(db).triggers.claim("u-race").phase)
+            )
+            for db in stores
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for db in stores:
+            db.close()
     assert sorted(answers) == ["claimed", "claimed", "claimed", "queued"]
