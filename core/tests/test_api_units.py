@@ -219,6 +219,8 @@ CALLS: dict[str, tuple[object, ...]] = {
     "dialog_accept": ("Ada",),
     **dict.fromkeys(("dialog_dismiss", "dialog_status"), ()),
     "pdf": ("page.pdf",),
+    "record_start": ("run.webm",),
+    "record_stop": (),
     "emulate": ("viewport", 800, 600),
 }
 

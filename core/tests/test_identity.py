@@ -4,12 +4,13 @@ where the copies it replaced disagreed or were wrong."""
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
 from browserbay import api, client, identity
 from browserbay.keeper.requests import _validate
-from browserbay.keeper.triggers import validate
+from browserbay.keeper.triggers import Refused, validate
 from browserbay.refusals import Refusal
 
 
@@ -48,8 +49,10 @@ def test_the_keeper_refuses_a_session_id_with_a_trailing_newline() -> None:
 
 def test_a_trigger_refuses_a_session_id_with_a_trailing_newline() -> None:
     name = "0b0f3a52-8c7e-4b8e-9a3d-6c1f2e4d5a6b"
-    with pytest.raises(ValueError, match="bad session id"):
-        validate(name, b'{"version": 1, "action": "stop", "session": "agent\\n"}')
+    body = {"version": 1, "action": "stop", "session": "agent\n"}
+    with pytest.raises(Refused) as refused:
+        validate(name, body, time.time())
+    assert refused.value.reason == "session must be a session id"
 
 
 def test_an_unknown_origin_is_the_api() -> None:
