@@ -86,6 +86,9 @@ def test_type_press_hover_scroll_wait_and_history(bay: Bay, demo: str) -> None:
     bay.ok("hover", "button", session=s)
     bay.ok("click", "input[name=email]", session=s)
     bay.ok("press", "Enter", session=s)  # submits the form
+    # the result page's URL first: a --load alone may be met by the form's own (loaded) page
+    # when the submission has not yet committed (seen once at CI on a fresh clone)
+    bay.ok("wait", "--url", "*/result*", session=s)
     bay.ok("wait", "--load", session=s)
     assert bay.ok("get", "title", session=s)["value"] == "Signed up"
     assert bay.ok("back", session=s)["title"] == "Sign up"
