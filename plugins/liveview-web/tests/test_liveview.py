@@ -15,19 +15,14 @@ from typing import Any
 import pytest
 
 from browserbay_testing import BAY, Bay, Result, assert_refused, wait_for
-from browserbay_testing.live import DIALOG_JS
+from browserbay_testing.live import DIALOG_JS, live_state, live_stats
 from browserbay_testing.pages import serve_pages
 
 pytestmark = pytest.mark.browser
 
 
-def stats(viewer: Any) -> dict[str, Any]:
-    value = viewer.evaluate("window.__live || null")
-    return value if isinstance(value, dict) else {}
-
-
-def state(viewer: Any) -> dict[str, Any]:
-    return stats(viewer).get("state") or {}
+stats = live_stats
+state = live_state
 
 
 def open_live(bay: Bay, session: str, viewer: Any, *flags: str) -> str:

@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from browserbay_testing.pages import send_html
+
 
 class HitSite:
     def __init__(self) -> None:
@@ -62,13 +64,7 @@ class HitSite:
                     body, status = f"<!doctype html><title>{parts[1]}</title>landed", 200
                 else:
                     body, status = "<!doctype html><title>hits</title>", 200
-                data = body.encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Content-Length", str(len(data)))
-                self.send_header("Cache-Control", "no-store")
-                self.end_headers()
-                self.wfile.write(data)
+                send_html(self, body, status)
 
         server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         server.daemon_threads = True

@@ -11,6 +11,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 
+def send_html(handler: BaseHTTPRequestHandler, body: str, status: int = 200) -> None:
+    """One uncached HTML answer of a test server's handler."""
+    data = body.encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "text/html; charset=utf-8")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.send_header("Cache-Control", "no-store")
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
 @contextlib.contextmanager
 def serve_pages(pages: Mapping[str, str]) -> Iterator[str]:
     """Serve ``pages`` (a path without its query -> the page's HTML) until the block ends;
@@ -29,13 +40,7 @@ def serve_pages(pages: Mapping[str, str]) -> Iterator[str]:
                 body, status = pages[url.path], 200
             else:
                 body, status = "<!doctype html><title>404</title>", 404
-            data = body.encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(data)))
-            self.send_header("Cache-Control", "no-store")
-            self.end_headers()
-            self.wfile.write(data)
+            send_html(self, body, status)
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
