@@ -9,7 +9,7 @@ text stays under :data:`TOKEN_BUDGET` tokens (tests/test_manual.py measures it).
 
 from __future__ import annotations
 
-from browserbay.refusals import remedy_lines
+from browserbay.refusals import OTHERWISE, remedy_lines
 from browserbay.verbs import KEEPER, LOCAL, PAGE, SESSION, VERBS
 
 TYPE_CHECKING = False
@@ -131,6 +131,9 @@ def _verb_lines(extra: Iterable[Verb], missing: Collection[str] = ()) -> list[st
 def _refusal_lines() -> list[str]:
     lines = ["REFUSALS (what to do: the codes)"]
     for text, codes in remedy_lines():
+        if text == OTHERWISE:  # the default: stated once, its codes not spelled out
+            lines.append(f"  any other code: {text}")
+            continue
         lines.append(f"  {text}:")
         lines += _wrap("    ", codes)
     return lines
