@@ -118,10 +118,10 @@ def test_the_tree_text_refs_boxes_and_census() -> None:
         "role": "push button",
         "name": "OK",
     }
-    assert '    - push button "OK" [ref=e3] actions=click box=10,10,80,30' in text
+    assert '    - push button "OK" @e3 actions=click box=10,10,80,30' in text
     assert 'value="Ada"' in text
     assert "(+7 children not walked: node budget)" in text
-    assert "- unreadable subtree [ref=e7]: the application did not answer" in text
+    assert "- unreadable subtree @e7: the application did not answer" in text
     assert census == {
         "nodes": 7,
         "action": 2,

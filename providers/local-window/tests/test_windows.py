@@ -64,7 +64,7 @@ def test_snapshot_shows_the_button_and_the_entry_with_refs(wbay: Bay, app: str) 
     assert snap["census"]["action"] >= 2
     assert snap["census"]["editable_text"] == 1
     assert snap["census"]["unreadable"] == 0
-    assert f'push button "Greet" [ref={button["ref"]}] actions=click' in snap["tree"]
+    assert f'push button "Greet" @{button["ref"]} actions=click' in snap["tree"]
     plain = wbay("window", "snapshot", app, json_=False)
     assert plain.code == 0
     assert "census: 6 nodes · 2 with actions · 1 with editable text" in plain.stdout

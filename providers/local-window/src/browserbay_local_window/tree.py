@@ -1,5 +1,6 @@
-"""An application's accessibility tree as text with ``[ref=eN]`` references, and the census of
-what it offers (nodes with actions, with editable text, unreadable).
+"""An application's accessibility tree as text with ``@eN`` references (as the browser's
+snapshot prints them), and the census of what it offers (nodes with actions, with editable
+text, unreadable).
 
 Boxes are in the window's own pixels — the same coordinates as its screenshot and as
 ``bay window click <h> --at X,Y``."""
@@ -98,11 +99,11 @@ _interactive = interactive
 def _line(node: dict[str, Any], ref: str, *, flat: bool) -> str:
     indent = "" if flat else "  " * int(node["d"])
     if node.get("unreadable") and node["role"] == "unreadable subtree":
-        return f"{indent}- unreadable subtree [ref={ref}]: {node['unreadable']}"
+        return f"{indent}- unreadable subtree @{ref}: {node['unreadable']}"
     parts = [f"{indent}- {node['role']}"]
     if node.get("name"):
         parts.append(_quote(node["name"]))
-    parts.append(f"[ref={ref}]")
+    parts.append(f"@{ref}")
     states = [s for s in node.get("states") or [] if s in SHOWN_STATES]
     if node.get("states") and "enabled" not in node["states"] and "sensitive" not in node["states"]:
         states.append("disabled")
