@@ -24,6 +24,7 @@ from typing import Any
 
 import anyio
 
+from browserbay import tracestore
 from browserbay.hookspecs import hookimpl
 from browserbay.model import (
     ActionTrace,
@@ -55,7 +56,7 @@ def tracing_on(env: Mapping[str, str] = os.environ) -> bool:
 
 
 def traces_root() -> Path:
-    return bay_paths().data / "traces"
+    return tracestore.traces_root(bay_paths())
 
 
 def _frame_row(frame: Frame | None) -> dict[str, int] | None:
