@@ -70,6 +70,7 @@ DECIDED: dict[str, tuple[str, ...]] = {
     # them; live --revoke: none — it revokes the calling session's own links only
     "live": ("all",),
     "record": ("action=start",),  # the keeper writes the video at the caller's path
+    "recording": ("*",),  # whether an agent is filmed is the owner's call (it is told)
     # get, is, find and frame: none — they read or act on the caller's own tab (its current
     # frame) and touch no file
     # set: none — DevTools overrides on the lease's own tabs only (the geolocation permission

@@ -4,8 +4,10 @@ by decoding the file the real keeper wrote of a real Chromium's tab."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
+import subprocess
 import time
 from pathlib import Path
 
@@ -118,3 +120,102 @@ def test_a_keeper_without_the_encoder_refuses_to_record(demo: str, tmp_path: Pat
         assert not out.exists()
     finally:
         b.stop()
+
+
+# -- continuous recording (bay recording on <profile>) -----------------------------------------
+
+
+def _segments(home: Path, profile_id: str) -> list[Path]:
+    d = home / "data" / "traces" / profile_id
+    return sorted(d.glob("rec-*.webm")) if d.is_dir() else []
+
+
+def test_a_profile_opted_in_has_every_tab_of_its_sessions_recorded_and_the_agent_is_told_once(
+    bay: Bay, demo: str
+) -> None:
+    s = "rec-cont"
+    made = bay.ok("new", "rec-cont-work", session=None)
+    pid = made["profile"]["id"] if "profile" in made else made["id"]
+    on = bay.ok("recording", "on", "rec-cont-work", session=None)
+    assert on["recording"] is True and on["changed"] is True
+    again = bay.ok("recording", "on", "rec-cont-work", session=None)  # twice: said, harmless
+    assert again["changed"] is False
+    bay.ok("use", "rec-cont-work", session=s)
+    first = bay("open", f"{demo}/live.html", session=s).frame
+    assert first["ok"] is True
+    assert "is being recorded" in first.get("notice", ""), first
+    bay.ok("tab", "new", f"{demo}/live.html", session=s)
+    later = bay("get", "title", session=s).frame
+    assert "is being recorded" not in later.get("notice", "")  # told once
+    listed = wait_for(
+        lambda: (
+            (rows := bay.ok("recording", "list", session=None)["profiles"])
+            and len(rows[0]["tabs"]) == 2
+            and rows
+        ),
+        what="both tabs recorded",
+    )
+    assert listed[0]["profile"] == pid
+    time.sleep(2)
+    off = bay.ok("recording", "off", "rec-cont-work", session=None)
+    assert off["changed"] is True
+    videos = _segments(bay.home, pid)
+    assert len(videos) == 2, videos  # one segment per tab, complete on disk
+    for video in videos:
+        assert stat.S_IMODE(os.stat(video).st_mode) == 0o600
+        side = video.with_suffix(".json")
+        assert stat.S_IMODE(os.stat(side).st_mode) == 0o600
+        said = json.loads(side.read_text())
+        assert said["session"] == s and said["video"] == video.name
+        assert said["ended"] > said["started"]
+        frames, seconds, codec = _decoded(video)
+        assert codec == "vp8" and frames > 0 and seconds > 1.0
+    assert not list((bay.home / "data" / "traces" / pid).glob(".*part"))
+    assert bay.ok("recording", "list", session=None)["profiles"] == []
+    bay.ok("close", session=s)
+
+
+def test_recording_bad_input_is_refused_with_a_way_out(bay: Bay) -> None:
+    frame = assert_refused(
+        bay("recording", "on", "no-such-profile", session=None), "profile_unknown"
+    )
+    assert "bay profiles" in frame["way_out"]
+    assert_refused(bay("recording", "on", session=None), "usage")
+    assert_refused(bay("recording", "off", "no-such-profile", session=None), "profile_unknown")
+    bay.ok("new", "rec-never", session=None)
+    assert bay.ok("recording", "off", "rec-never", session=None)["changed"] is False
+
+
+def test_a_full_disk_stops_the_recording_with_a_notice_and_the_keeper_goes_on(
+    demo: str, tmp_path: Path
+) -> None:
+    """The trace store on a 4 MiB tmpfs: no segment fits, the profile's recording stops, its
+    session is told, and the keeper keeps answering."""
+    home = tmp_path / "home"
+    traces = home / "data" / "traces"
+    traces.mkdir(parents=True, mode=0o700)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", str(traces)]
+    )
+    if mounted.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    b = Bay(home)
+    try:
+        b.ok("new", "rec-full", session=None)
+        b.ok("recording", "on", "rec-full", session=None)
+        b.ok("use", "rec-full", session="rec-full")
+        b.ok("open", f"{demo}/live.html", session="rec-full")
+        answer = wait_for(
+            lambda: (
+                "stopped" in (f := b("get", "title", session="rec-full").frame).get("notice", "")
+                and f
+            ),
+            what="the full disk's notice",
+        )
+        assert "is full" in answer["notice"] and "bay recording on rec-full" in answer["notice"]
+        assert b.ok("get", "title", session="rec-full")  # still serving
+        rows = b.ok("recording", "list", session=None)["profiles"]
+        assert "is full" in rows[0]["stopped"]
+    finally:
+        b.stop()
+        subprocess.run(["umount", str(traces)])

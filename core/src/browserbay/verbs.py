@@ -731,6 +731,20 @@ VERBS: tuple[Verb, ...] = (
         owner_only=("action=start",),
     ),
     Verb(
+        "recording",
+        KEEPER,
+        "Continuous recording of a persistent profile: on, every tab of its sessions is "
+        "recorded into its trace (pruned by the trace's retention); off; list.",
+        (
+            Arg("action", "pos", "what to do", choices=("list", "on", "off")),
+            Arg("profile", "opt", "on, off: the profile (label or id)"),
+        ),
+        mutates=True,
+        # Whether an agent is filmed is the owner's call (the agent is told, never asked).
+        owner_only=("*",),
+        example="bay recording on work",
+    ),
+    Verb(
         "set",
         PAGE,
         "Emulate a setting for your tabs until they close.",

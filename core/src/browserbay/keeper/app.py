@@ -53,6 +53,7 @@ from browserbay.keeper.brakes import Brakes
 from browserbay.keeper.browsers import BrowserPool
 from browserbay.keeper.children import Children
 from browserbay.keeper.choosing import LeaseChooser
+from browserbay.keeper.continuous import OPT_IN_FILE, Continuous, OptIns
 from browserbay.keeper.controls import Controls, make_transports
 from browserbay.keeper.dialogs import Dialogs
 from browserbay.keeper.dialogverbs import DialogVerbs
@@ -89,6 +90,7 @@ from browserbay.paths import BayPaths
 from browserbay.plugins import Plugins
 from browserbay.registry import Registry
 from browserbay.settings import BaySettings, Configured
+from browserbay.tracestore import Retention, traces_root
 
 log = logging.getLogger("browserbay.keeper")
 
@@ -116,6 +118,7 @@ def core_handlers(
     grants: GrantVerbs,
     downloads: fileverbs.DownloadVerbs,
     dialogs: DialogVerbs,
+    continuous: Continuous,
 ) -> dict[str, Handler]:
     """The core's verbs and their handlers (the page verbs register themselves with
     :func:`browserbay.keeper.pageverbs.page_verb`, in :data:`PAGE_VERB_MODULES`)."""
@@ -139,6 +142,7 @@ def core_handlers(
         "triggers": OnKeeper(admin.triggers),
         "audit": OnKeeper(admin.audit),
         "hints": OnKeeper(admin.hints),
+        "recording": OnKeeper(continuous.verb),
         "keeper": OnKeeper(admin.keeper),
         "session": OnKeeper(grants.session),
         "plugins": OnKeeper(admin.plugins_listing),
@@ -254,6 +258,14 @@ class App:
             SessionFiles(downloads.root, self.carrier.uploads_root),
         )
         self.grants.on_end = children.ended  # a grant revoked or expired: its children go
+        #: Continuous recording of the profiles the owner opted in (bay recording).
+        self.continuous = Continuous(
+            OptIns(paths.state / OPT_IN_FILE),
+            traces_root(paths),
+            Retention.from_env,
+            roster.by_id,
+            self.profiles,
+        )
         table = plugins.verb_table()
         self.admin = AdminVerbs(
             plugins,
@@ -308,6 +320,7 @@ class App:
             GrantVerbs(self.grants, children.child),
             fileverbs.DownloadVerbs(self.leases.downloads),
             DialogVerbs(self.dialogs),
+            self.continuous,
         )
         handlers.update({name: OnPlugin(pv) for name, pv in plugins.verbs.items()})
         self.route = VerbRoute(table, handlers)  # RouteError: the keeper does not start
@@ -326,6 +339,7 @@ class App:
             self.audit,
             self.carrier,
             self.dialogs,
+            continuous=self.continuous,
         )
         self.housekeeping = Housekeeping(
             roster, self.leases, self.pool, self.gate, settings, children, self.memory
@@ -362,6 +376,11 @@ class App:
 
     async def close(self) -> None:
         self.plugins.hooks.bay_keeper_stopping()
+        try:
+            with anyio.move_on_after(15):  # the segments complete on disk, then the browsers
+                await self.continuous.close()
+        except Exception:
+            log.exception("the continuous recordings failed to stop")
         for transport in self.live:  # viewers go before the browsers they watch
             try:
                 with anyio.move_on_after(5):

@@ -24,6 +24,7 @@ from browserbay.keeper.browsers import BrowserPool
 from browserbay.keeper.channels import OWNER, Channel, admit
 from browserbay.keeper.children import Children
 from browserbay.keeper.choosing import LeaseChooser
+from browserbay.keeper.continuous import Continuous
 from browserbay.keeper.controls import Controls
 from browserbay.keeper.dialogs import Dialogs
 from browserbay.keeper.faults import disk_full, is_disk_full
@@ -96,6 +97,7 @@ class Keeper:
         carrier: Carrier,
         dialogs: Dialogs,
         recordings: Recordings | None = None,
+        continuous: Continuous | None = None,
     ) -> None:
         self.plugins = plugins
         self.kept_tabs = kept_tabs
@@ -114,6 +116,8 @@ class Keeper:
         self.dialogs = dialogs
         #: Each lease's recording (bay record).
         self.recordings = recordings if recordings is not None else Recordings()
+        #: The owner's continuous recording of opted-in profiles (None: a keeper without).
+        self.continuous = continuous
 
     # -- requests ---------------------------------------------------------------------
 
@@ -212,6 +216,8 @@ class Keeper:
                                 raise
                             session.last_used = time.monotonic()
                             profile = session.said(profile)
+                            if self.continuous is not None:  # a tab it opened is recorded
+                                self.continuous.sync(session)
             except TimeoutError:
                 raise Refusal(
                     "deadline", verb=verb.name, timeout=timeout, longer=timeout * 2

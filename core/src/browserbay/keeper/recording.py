@@ -61,7 +61,7 @@ def _limits(act: Act) -> Limits:
     return Limits(seconds, int(mb * (1 << 20)))
 
 
-def _part(dest: Path) -> tuple[int, Path]:
+def part_file(dest: Path) -> tuple[int, Path]:
     """The 0600 temporary file beside the destination (its directory must be writable)."""
     part = dest.with_name(f".{dest.name}.{secrets.token_hex(4)}.part")
     return os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600), part
@@ -94,7 +94,7 @@ async def start(act: Act, book: Recordings) -> Answer:
         )
     limits = _limits(act)
     try:
-        fd, part = await anyio.to_thread.run_sync(_part, dest)
+        fd, part = await anyio.to_thread.run_sync(part_file, dest)
     except OSError as exc:
         raise Refusal(
             "file_unwritable", path=raw, reason=exc.strerror or type(exc).__name__
