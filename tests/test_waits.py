@@ -50,9 +50,16 @@ again();
 </script>"""
 
 
+#: A form whose submission is answered 1.5 s later: the navigation is requested at once and
+#: commits only when the answer comes.
+SLOW_FORM = """<!doctype html><title>slow form</title>
+<form action="/slow"><input type=hidden name=ms value=1500><input name=n value=1></form>"""
+
+
 @pytest.fixture(scope="module")
 def site() -> Iterator[str]:
-    with serve_pages({"/later": LATER, "/fetching": FETCHING, "/busy": BUSY}) as base:
+    pages = {"/later": LATER, "/fetching": FETCHING, "/busy": BUSY, "/slow-form": SLOW_FORM}
+    with serve_pages(pages) as base:
         yield base
 
 
@@ -118,6 +125,21 @@ def test_wait_for_networkidle_after_the_load(bay: Bay, site: str) -> None:
     assert bay.ok("wait", "--load", "domcontentloaded", session=s)["waited"] == "domcontentloaded"
     assert bay.ok("wait", "--load", session=s)["waited"] == "load"
     assert bay.ok("wait", "-l", session=s)["waited"] == "load"
+    bay.ok("close", session=s)
+
+
+def test_wait_load_after_a_submission_waits_for_the_next_document(bay: Bay, site: str) -> None:
+    """Enter submits the form; its answer takes 1.5 s. The old document is loaded already, so
+    a --load that looked only at the current document returned at once, on the form (and
+    the next verb read the form's page): the load it waits for is the requested one's."""
+    s = "w-submit"
+    bay.ok("open", f"{site}/slow-form", session=s)
+    bay.ok("click", "input[name=n]", session=s)
+    bay.ok("press", "Enter", session=s)  # the navigation is requested now, commits later
+    waited = bay.ok("wait", "--load", session=s)
+    assert "/slow?" in waited["url"], waited
+    assert "/slow?" in bay.ok("get", "url", session=s)["value"]
+    assert bay.ok("get", "text", "body", session=s)["value"] == "slow"
     bay.ok("close", session=s)
 
 

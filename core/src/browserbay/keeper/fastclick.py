@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import weakref
-from collections.abc import Awaitable
+from collections.abc import AsyncIterator, Awaitable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -80,13 +80,12 @@ class PagePointer:
         if params.get("frameId") == self.main_frame_id:
             self.stopped.set()
 
-    async def click(
-        self, page: Page, x: float, y: float, timeout: float, modifiers: int = 0
-    ) -> None:
-        """Press and release the left button at (x, y) with the held ``modifiers`` (CDP's
-        bits: a ``bay keydown Shift`` makes it a shift-click); wait (at most ``timeout``
-        seconds) for a main-frame navigation the click requested to commit, as Playwright
-        does."""
+    @contextlib.asynccontextmanager
+    async def settling(self, page: Page, timeout: float, what: str) -> AsyncIterator[None]:
+        """Around input sent to ``page``: after it, wait (at most ``timeout`` seconds) for a
+        main-frame navigation that input requested to commit (or stop without committing),
+        as Playwright's click does — so the answer, and the verb after it, see the page the
+        input led to, not the one it left. ``what``: the input, for the timeout's message."""
         committed = asyncio.Event()
 
         def on_navigated(frame: Frame) -> None:
@@ -101,19 +100,7 @@ class PagePointer:
         page.on("framenavigated", on_navigated)
         page.on("close", on_close)
         try:
-            event = {
-                "x": x,
-                "y": y,
-                "button": "left",
-                "clickCount": 1,
-                "pointerType": "mouse",
-                "modifiers": modifiers,
-            }
-            # Sent together (the session keeps their order): one wait instead of two.
-            await asyncio.gather(
-                self.cdp.send("Input.dispatchMouseEvent", {**event, "type": "mousePressed"}),
-                self.cdp.send("Input.dispatchMouseEvent", {**event, "type": "mouseReleased"}),
-            )
+            yield
             # A round trip after the input, as Playwright's: the events it caused are in.
             await self.cdp.send("Page.enable")
             if self.requested and not committed.is_set():
@@ -129,10 +116,30 @@ class PagePointer:
                     for w in waits:
                         w.cancel()
                 if not done:
-                    raise TimeoutError("the navigation the click started did not commit in time")
+                    raise TimeoutError(f"the navigation {what} started did not commit in time")
         finally:
             page.remove_listener("framenavigated", on_navigated)
             page.remove_listener("close", on_close)
+
+    async def click(
+        self, page: Page, x: float, y: float, timeout: float, modifiers: int = 0
+    ) -> None:
+        """Press and release the left button at (x, y) with the held ``modifiers`` (CDP's
+        bits: a ``bay keydown Shift`` makes it a shift-click), then :meth:`settling`."""
+        event = {
+            "x": x,
+            "y": y,
+            "button": "left",
+            "clickCount": 1,
+            "pointerType": "mouse",
+            "modifiers": modifiers,
+        }
+        async with self.settling(page, timeout, "the click"):
+            # Sent together (the session keeps their order): one wait instead of two.
+            await asyncio.gather(
+                self.cdp.send("Input.dispatchMouseEvent", {**event, "type": "mousePressed"}),
+                self.cdp.send("Input.dispatchMouseEvent", {**event, "type": "mouseReleased"}),
+            )
 
 
 _POINTERS: weakref.WeakKeyDictionary[Page, PagePointer | None] = weakref.WeakKeyDictionary()

@@ -389,9 +389,18 @@ async def verb_type(act: Act) -> Answer:
 
 @page_verb("press")
 async def verb_press(act: Act) -> Answer:
+    """The key, then — as after a click — a main-frame navigation it requested (Enter in a
+    form, a key handler's ``location =``) is waited for until it commits: the answer's URL
+    and the next verb (``wait --load`` too) are the new page's, not the one it left."""
     await before_keys(act, str(act.args["key"]))
+    key = str(act.args["key"])
     try:
-        await act.page.keyboard.press(str(act.args["key"]))
+        watch = await fastclick.pointer_of(act.page)  # None: no CDP here, the key alone
+        if watch is None:
+            await act.page.keyboard.press(key)
+        else:
+            async with watch.settling(act.page, act.ms_left() / 1000, "the key"):
+                await act.page.keyboard.press(key)
     except Exception as exc:
         raise Refusal("action_failed", verb="press", reason=first_line(exc)) from None
     return {"key": act.args["key"], "url": act.page.url}, "pressed"
