@@ -54,7 +54,12 @@ if ! command -v uv >/dev/null 2>&1; then
   export PATH="$HOME/.local/bin:$PATH"
 fi
 
-uv sync --quiet --locked
+# --compile-bytecode, and compileall for the workspace's own (editable) sources: with
+# PYTHONDONTWRITEBYTECODE set (a test harness's, a CI's) nothing is ever cached, and every
+# `bay` compiles its hot modules again and every keeper all of Playwright and anyio (~0.4 s
+# of CPU a keeper start, ~20 ms a warm command; bench/RESULTS-perf.md).
+uv sync --quiet --locked --compile-bytecode
+.venv/bin/python -m compileall -q -j 0 core/src cli/src testing/src plugins/*/src providers/*/src >/dev/null
 # `bay` as `python -S` with the client's directories on its path: ~3 ms less a command than
 # the console script uv installs (which reads the venv's 14 .pth files first).
 .venv/bin/python -m browserbay_cli.launcher >/dev/null
