@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 import pytest
@@ -71,6 +71,66 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
             db = PgDatabase(stack.enter_context(server.schema_url()))
         stack.callback(db.close)
         yield Store(sql_registry(db), _reader(db))
+
+
+@dataclass(frozen=True)
+class TwoKeepers:
+    a: Registry
+    b: Registry
+    rows: Callable[..., list[tuple[Any, ...]]]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def two_keepers(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TwoKeepers]:
+    """One registry as two keepers of a fleet see it: two stores, each with its own
+    connection(s) — two connections to one SQLite file, two pools on one PostgreSQL schema."""
+    with contextlib.ExitStack() as stack:
+        if request.param == "sqlite":
+            path = tmp_path / "registry.sqlite3"
+            dbs: list[Sql] = [Database(path), Database(path)]
+        else:
+            server: PgServer = request.getfixturevalue("postgres")
+            url = stack.enter_context(server.schema_url())
+            dbs = [PgDatabase(url), PgDatabase(url)]
+        for db in dbs:
+            stack.callback(db.close)
+        yield TwoKeepers(sql_registry(dbs[0]), sql_registry(dbs[1]), _reader(dbs[0]))
+
+
+T = TypeVar("T")
+
+
+def _race(rounds: int, *calls: Callable[[int], T]) -> list[list[T | Exception]]:
+    """Each round, the calls run at once (one thread each, released by one barrier); what
+    each answered or raised, per round, in the calls' order."""
+    results: list[list[T | Exception]] = []
+
+    def run(
+        barrier: threading.Barrier,
+        answers: list[T | Exception],
+        k: int,
+        call: Callable[[int], T],
+        i: int,
+    ) -> None:
+        barrier.wait()
+        try:
+            answers[k] = call(i)
+        except Exception as exc:
+            answers[k] = exc
+
+    for i in range(rounds):
+        barrier = threading.Barrier(len(calls))
+        answers: list[T | Exception] = [RuntimeError("never ran")] * len(calls)
+        threads = [
+            threading.Thread(target=run, args=(barrier, answers, k, c, i))
+            for k, c in enumerate(calls)
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        results.append(answers)
+    return results
 
 
 def _reader(db: Sql) -> Callable[..., list[tuple[Any, ...]]]:
@@ -369,18 +429,28 @@ def test_holds_get_is_none_when_free(store: Store) -> None:
     assert store.registry.holds.get("p") is None
 
 
-def test_holds_set_replaces_the_holder(store: Store) -> None:
-    store.registry.holds.set("p", "s1", "g1")
-    store.registry.holds.set("p", "s2", "g2")
+def test_holds_set_by_the_holding_group_replaces_the_holder(store: Store) -> None:
+    assert store.registry.holds.set("p", "s1", "g1")
+    assert store.registry.holds.set("p", "s2", "g1")
     hold = store.registry.holds.get("p")
     assert isinstance(hold, Hold)
-    assert (hold.holder, hold.group) == ("s2", "g2")
+    assert (hold.holder, hold.group) == ("s2", "g1")
     assert hold.since > 0
 
 
-def test_holds_release(store: Store) -> None:
+def test_holds_set_by_another_group_changes_nothing(store: Store) -> None:
+    assert store.registry.holds.set("p", "s1", "g1")
+    assert not store.registry.holds.set("p", "s2", "g2")
+    hold = store.registry.holds.get("p")
+    assert hold is not None
+    assert (hold.holder, hold.group) == ("s1", "g1")
+
+
+def test_holds_release_only_by_its_holder(store: Store) -> None:
     store.registry.holds.set("p", "s", "g")
-    store.registry.holds.release("p")
+    assert not store.registry.holds.release("p", "other")
+    assert store.registry.holds.get("p") is not None
+    assert store.registry.holds.release("p", "s")
     assert store.registry.holds.get("p") is None
 
 
@@ -763,6 +833,91 @@ def test_a_trigger_claim_made_before_migration_9_is_kept(tmp_path: Path) -> None
     assert (unfinished.phase, unfinished.session) == ("acting", "t")
     assert [r.uuid for r in reg.triggers.unsettled()] == ["u-2"]
     reg.close()
+
+
+# Two keepers writing one registry at once (issue 22): every check-then-write holds when the
+# check and the write of two keepers interleave — exactly one winner, no duplicate, no lost row.
+
+RACE_ROUNDS = 25
+
+
+def test_of_two_keepers_granting_one_session_at_once_exactly_one_wins(
+    two_keepers: TwoKeepers,
+) -> None:
+    """The check (a live grant of the session?) and the write were two steps: both keepers
+    saw none, and the later write deleted the earlier one's live grant (SQLite: both
+    answered granted, one grant lost) or died on the key (PostgreSQL: a UniqueViolation,
+    not GrantTaken)."""
+    a, b = two_keepers.a, two_keepers.b
+    rounds = _race(
+        RACE_ROUNDS,
+        lambda i: a.grants.create(_grant(f"r{i}", f"/run/a/r{i}-a.sock"), 100.0),
+        lambda i: b.grants.create(_grant(f"r{i}", f"/run/a/r{i}-b.sock"), 100.0),
+    )
+    for i, answers in enumerate(rounds):
+        won = [k for k, got in enumerate(answers) if got is None]
+        assert len(won) == 1, answers
+        assert isinstance(answers[1 - won[0]], GrantTaken), answers
+        row = a.grants.get(f"r{i}")
+        assert row is not None
+        assert row.socket == f"/run/a/r{i}-{'ab'[won[0]]}.sock"
+
+
+def test_two_keepers_attaching_to_one_session_at_once_give_each_its_own_place(
+    two_keepers: TwoKeepers,
+) -> None:
+    """An attachment's position was read (max + 1) in the statement that wrote it, before
+    the session's row was locked: two keepers on PostgreSQL read the same max and gave both
+    profiles one position."""
+    a, b = two_keepers.a, two_keepers.b
+    first, second = "bp-00000001", "bp-00000002"
+    a.profiles.create(_profile(first))
+    a.profiles.create(_profile(second))
+    for i in range(RACE_ROUNDS):  # sessions the registry knows already
+        a.sessions.ack_set(f"s{i}", [])
+    _race(
+        RACE_ROUNDS,
+        lambda i: a.attachments.attach(f"s{i}", first, None, by_other=False),
+        lambda i: b.attachments.attach(f"s{i}", second, None, by_other=False),
+    )
+    for i in range(RACE_ROUNDS):
+        assert sorted(x.profile for x in a.attachments.of_session(f"s{i}")) == [first, second]
+        positions = two_keepers.rows(
+            "SELECT position FROM attachments WHERE session=? ORDER BY position", f"s{i}"
+        )
+        assert [p[0] for p in positions] == [1, 2], i
+
+
+def test_of_two_keepers_holding_one_profile_at_once_exactly_one_holds_it(
+    two_keepers: TwoKeepers,
+) -> None:
+    """``set`` overwrote whatever hold stood: both keepers' sessions were told they held
+    the profile exclusively, and the later write took it from the earlier one."""
+    a, b = two_keepers.a, two_keepers.b
+    rounds = _race(
+        RACE_ROUNDS,
+        lambda i: a.holds.set(f"p{i}", "sa", "ga"),
+        lambda i: b.holds.set(f"p{i}", "sb", "gb"),
+    )
+    for i, answers in enumerate(rounds):
+        assert sorted(answers, key=str) == [False, True], answers
+        hold = a.holds.get(f"p{i}")
+        assert hold is not None
+        assert hold.holder == ("sa", "sb")[answers.index(True)]
+
+
+def test_of_two_keepers_lapsing_grants_at_once_each_grant_lapses_once(
+    two_keepers: TwoKeepers,
+) -> None:
+    """The expired grants were read, then marked: both keepers answered every one of them
+    (each would audit its end)."""
+    a, b = two_keepers.a, two_keepers.b
+    for i in range(RACE_ROUNDS):
+        a.grants.create(_grant(f"l{i}", f"/s/l{i}", expires_at=float(i)), 0.0)
+    (answers,) = _race(1, lambda _i: a.grants.lapse(100.0), lambda _i: b.grants.lapse(100.0))
+    assert not any(isinstance(x, Exception) for x in answers), answers
+    lapsed = [s for x in answers if isinstance(x, list) for s in x]
+    assert sorted(lapsed) == sorted(f"l{i}" for i in range(RACE_ROUNDS))
 
 
 # PostgreSQL's own promises (the same migrations, rendered for the server).

@@ -524,7 +524,7 @@ class Leases:
         holder, group, since = hold
         if group == session.group or not await self._holder_alive(holder, since):
             if group != session.group:
-                await self.db(self.holds.release, profile_id)
+                await self.db(self.holds.release, profile_id, holder)
             return
         raise self._busy(profile_id, holder, group, since, waiting=False)
 
@@ -547,8 +547,11 @@ class Leases:
                     log.info("reclaiming %s from stale holder %s", profile_id, hold.holder)
                     free = True
                 if free and queue[0] is me:
-                    await self.db(self.holds.set, profile_id, session.ref.id, session.group)
-                    return time.monotonic() - started
+                    if hold is not None and hold.group != session.group:  # the stale one
+                        await self.db(self.holds.release, profile_id, hold.holder)
+                    if await self.db(self.holds.set, profile_id, session.ref.id, session.group):
+                        return time.monotonic() - started
+                    continue  # another keeper's session took it meanwhile: look again
                 left = wait - (time.monotonic() - started)
                 if left <= 0:
                     if hold is None:  # free, but others queued first
@@ -573,9 +576,7 @@ class Leases:
         return closed
 
     async def release_hold(self, session: Session, profile_id: str) -> None:
-        hold = await self.db(self.holds.get, profile_id)
-        if hold is not None and hold.holder == session.ref.id:
-            await self.db(self.holds.release, profile_id)
+        if await self.db(self.holds.release, profile_id, session.ref.id):
             self._wake(profile_id)
 
     def _wake(self, profile_id: str) -> None:

@@ -16,10 +16,11 @@ the event loop, one at a time), so the connection is not locked here.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -250,6 +251,14 @@ class Rows(Protocol):
     def fetchall(self) -> list[Any]: ...
 
 
+class Tx(Protocol):
+    """Statements inside one transaction of :meth:`Sql.atomic` (``?`` placeholders)."""
+
+    @property
+    def dialect(self) -> Dialect: ...
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> Rows: ...
+
+
 class Sql(Protocol):
     """The store a repository writes to: one statement, or several all or none. Statements
     use ``?`` placeholders; the store binds them its driver's way."""
@@ -259,6 +268,16 @@ class Sql(Protocol):
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> Rows: ...
     def tx(self, *statements: Statement) -> None:
         """Several writes, all or none."""
+
+    def atomic(self) -> contextlib.AbstractContextManager[Tx]:
+        """One transaction whose statements may depend on what the earlier ones read (a
+        check, then the write it decides): committed when the block ends, rolled back when
+        it raises. Several keepers write one registry (issue 22), so a check made outside
+        the write's transaction may be stale by the time the write lands. SQLite takes its
+        one write lock first (``BEGIN IMMEDIATE``: a second writer waits, then reads what
+        the first wrote); PostgreSQL runs the block on one connection in a server
+        transaction (read committed: each statement sees what committed before it, and a
+        statement that must not race says so itself — a conditional upsert, a row lock)."""
 
     def schema_version(self) -> int: ...
     def integrity_check(self) -> str:
@@ -321,10 +340,15 @@ class Database:
 
     def tx(self, *statements: Statement) -> None:
         """Several writes, all or none."""
+        with self.atomic() as tx:
+            for sql, params in statements:
+                tx.execute(sql, params)
+
+    @contextlib.contextmanager
+    def atomic(self) -> Iterator[Tx]:
         self.conn.execute("BEGIN IMMEDIATE")
         try:
-            for sql, params in statements:
-                self.conn.execute(sql, params)
+            yield self
             self.conn.execute("COMMIT")
         except BaseException:
             self.conn.execute("ROLLBACK")

@@ -69,18 +69,20 @@ class SqliteGrants:
         self.db = db
 
     def create(self, row: GrantRow, now: float) -> None:
-        clash = self.db.execute(
-            "SELECT session, socket, profiles, parent, created_at, expires_at, revoked_at "
-            "FROM grants WHERE session=? OR socket=?",
-            (row.session, row.socket),
-        ).fetchall()
-        if any(_row(r).live(now) for r in clash):
-            raise GrantTaken(row.session)
-        self.db.tx(
-            ("DELETE FROM grants WHERE session=? OR socket=?", (row.session, row.socket)),
-            (
+        # The check and the write in one transaction, the write itself the check: the dead
+        # grants of the session or the socket go, then the row goes in unless a live one
+        # holds either key — of two keepers granting at once, the second's insert waits for
+        # the first's and finds it (never a lost grant, never a key error instead of
+        # GrantTaken).
+        with self.db.atomic() as tx:
+            tx.execute(
+                "DELETE FROM grants WHERE (session=? OR socket=?) AND (revoked_at IS NOT NULL "
+                "OR (expires_at IS NOT NULL AND expires_at <= ?))",
+                (row.session, row.socket, now),
+            )
+            took = tx.execute(
                 "INSERT INTO grants(session, socket, profiles, parent, created_at, expires_at, "
-                "revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 (
                     row.session,
                     row.socket,
@@ -90,8 +92,9 @@ class SqliteGrants:
                     row.expires_at,
                     row.revoked_at,
                 ),
-            ),
-        )
+            )
+            if took.rowcount == 0:
+                raise GrantTaken(row.session)  # rolled back: the dead grants stay too
 
     def get(self, session: str) -> GrantRow | None:
         r = self.db.execute(
@@ -125,13 +128,11 @@ class SqliteGrants:
         return cursor.rowcount > 0
 
     def lapse(self, now: float) -> list[str]:
+        # One statement: of two keepers lapsing at once, each grant is the one's that
+        # marked it (its end is audited once).
         rows = self.db.execute(
-            "SELECT session FROM grants WHERE revoked_at IS NULL AND expires_at <= ? "
-            "ORDER BY session",
+            "UPDATE grants SET revoked_at=expires_at WHERE revoked_at IS NULL "
+            "AND expires_at <= ? RETURNING session",
             (now,),
         ).fetchall()
-        self.db.execute(
-            "UPDATE grants SET revoked_at=expires_at WHERE revoked_at IS NULL AND expires_at <= ?",
-            (now,),
-        )
-        return [r[0] for r in rows]
+        return sorted(r[0] for r in rows)

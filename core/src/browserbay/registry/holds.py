@@ -22,8 +22,16 @@ class Holds(Protocol):
     """At most one exclusive hold per profile."""
 
     def get(self, profile_id: str) -> Hold | None: ...
-    def set(self, profile_id: str, holder: str, group: str) -> None: ...
-    def release(self, profile_id: str) -> None: ...
+    def set(self, profile_id: str, holder: str, group: str) -> bool:
+        """Hold the profile for ``holder`` of ``group`` when it is free or already held by
+        that group (the holder becomes this session); False when another group holds it,
+        and nothing is written. One conditional write: of two keepers setting at once,
+        exactly one group holds it."""
+
+    def release(self, profile_id: str, holder: str) -> bool:
+        """Let go of the hold if ``holder`` still holds it (False otherwise: a release
+        never takes a hold somebody else took meanwhile)."""
+
     def drop_orphans(self) -> int:
         """At keeper start: a hold whose holder does not have the profile attached is what a
         ``use --exclusive`` cut between its two writes (the hold, then the attachment)
@@ -48,16 +56,20 @@ class SqliteHolds:
         ).fetchone()
         return Hold(row[0], row[1], row[2]) if row else None
 
-    def set(self, profile_id: str, holder: str, group: str) -> None:
-        self.db.execute(
+    def set(self, profile_id: str, holder: str, group: str) -> bool:
+        took = self.db.execute(
             "INSERT INTO holds(profile, holder, group_name, since) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT(profile) DO UPDATE SET holder=excluded.holder, "
-            "group_name=excluded.group_name, since=excluded.since",
+            "ON CONFLICT(profile) DO UPDATE SET holder=excluded.holder, since=excluded.since "
+            "WHERE holds.group_name = excluded.group_name",
             (profile_id, holder, group, time.time()),
         )
+        return took.rowcount > 0
 
-    def release(self, profile_id: str) -> None:
-        self.db.execute("DELETE FROM holds WHERE profile=?", (profile_id,))
+    def release(self, profile_id: str, holder: str) -> bool:
+        gone = self.db.execute(
+            "DELETE FROM holds WHERE profile=? AND holder=?", (profile_id, holder)
+        )
+        return gone.rowcount > 0
 
     def drop_orphans(self) -> int:
         return self.db.execute(

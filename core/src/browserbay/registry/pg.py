@@ -12,7 +12,9 @@ be made within the connect timeout is :class:`RegistryUnreachable`, never a hang
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,6 +93,23 @@ class _Result:
 
     def fetchall(self) -> list[Any]:
         return self.rows
+
+
+def _run(conn: psycopg.Connection[Any], sql: str, params: tuple[Any, ...]) -> _Result:
+    cur = conn.execute(_bind(sql), params)
+    rows = cur.fetchall() if cur.description is not None else []
+    return _Result([tuple(r) for r in rows], cur.rowcount)
+
+
+@dataclass
+class _Tx:
+    """The statements of one :meth:`PgDatabase.atomic` block, on its one connection."""
+
+    conn: psycopg.Connection[Any]
+    dialect: Dialect = "postgresql"
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> _Result:
+        return _run(self.conn, sql, params)
 
 
 class PgDatabase:
@@ -179,14 +198,17 @@ class PgDatabase:
 
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> _Result:
         with self.pool.connection() as conn:
-            cur = conn.execute(_bind(sql), params)
-            rows = cur.fetchall() if cur.description is not None else []
-            return _Result([tuple(r) for r in rows], cur.rowcount)
+            return _run(conn, sql, params)
 
     def tx(self, *statements: Statement) -> None:
-        with self.pool.connection() as conn, conn.transaction():
+        with self.atomic() as tx:
             for sql, params in statements:
-                conn.execute(_bind(sql), params)
+                tx.execute(sql, params)
+
+    @contextlib.contextmanager
+    def atomic(self) -> Iterator[_Tx]:
+        with self.pool.connection() as conn, conn.transaction():
+            yield _Tx(conn)
 
     def close(self) -> None:
         self.pool.close()

@@ -172,8 +172,12 @@ class SqliteAttachments:
         self.db = db
 
     def attach(self, session: str, profile_id: str, alias: str | None, by_other: bool) -> None:
+        # The session's state row is written (so locked, on PostgreSQL) before the new
+        # position is read: a second keeper attaching to the same session waits for this
+        # one's commit, then reads the position it wrote (never two at one position).
         self.db.tx(
             _state_row(session),
+            ("UPDATE session_state SET last_profile=? WHERE session=?", (profile_id, session)),
             (
                 "INSERT INTO attachments(session, profile, alias, position, attached_at) "
                 "VALUES (?, ?, ?, (SELECT coalesce(max(position), 0) + 1 FROM attachments "
@@ -181,7 +185,6 @@ class SqliteAttachments:
                 "alias=coalesce(excluded.alias, attachments.alias)",
                 (session, profile_id, alias, session, time.time()),
             ),
-            ("UPDATE session_state SET last_profile=? WHERE session=?", (profile_id, session)),
             _bump(session, by_other),
         )
 
