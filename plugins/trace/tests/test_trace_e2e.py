@@ -21,6 +21,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import av
 import pytest
 from PIL import Image, ImageChops, ImageStat
 
@@ -423,3 +424,46 @@ def test_tracing_is_off_unless_the_keeper_starts_with_bay_trace(demo: str) -> No
     finally:
         b.stop()
         shutil.rmtree(home, ignore_errors=True)
+
+
+def test_the_report_links_each_action_to_its_moment_in_the_profiles_recording(
+    bay: Bay, demo: str
+) -> None:
+    """``bay recording on``: the report of a recorded profile's actions has, per action, a
+    ``<video>`` of the segment it happened in, by a path relative to the report, starting at
+    the action's offset — and that path is a video that decodes, at least that long."""
+    s = "rec-linked"
+    pid = bay.ok("new", "tr-rec", session=None)["id"]
+    bay.ok("recording", "on", "tr-rec", session=None)
+    bay.ok("use", "tr-rec", session=s)
+    bay.ok("open", f"{demo}/live.html?still", session=s)
+    time.sleep(1.0)
+    bay.ok("click", "#cell-1-0", session=s)
+    time.sleep(1.0)
+    bay.ok("click", "#cell-3-2", session=s)
+    time.sleep(0.5)
+    bay.ok("recording", "off", "tr-rec", session=None)  # the segment is complete on disk
+    report = bay.ok("trace", "show", "--last", "3", session=s)
+    path = Path(report["path"])
+    html = path.read_text()
+    # The open that made the tab came before its recording began; both clicks are in it.
+    linked = [a["verb"] for a in report["actions"] if a.get("recording")]
+    assert linked == ["click", "click"], report["actions"]
+    videos = re.findall(r'<video controls preload="metadata" src="([^"]+)"', html)
+    assert len(videos) == 2, html[-2000:]
+    offsets = []
+    for src in videos:
+        rel, _, t = src.partition("#t=")
+        assert not rel.startswith("/"), rel  # relative to the report
+        target = (path.parent / rel).resolve()
+        assert target.parent.name == pid
+        assert target.name.startswith("rec-")
+        with av.open(str(target)) as container:
+            frames = sum(1 for _ in container.decode(video=0))
+            seconds = float(container.duration or 0) / av.time_base
+        assert frames > 0
+        assert 0 <= float(t) <= seconds + 0.5, (t, seconds)
+        offsets.append(float(t))
+    assert offsets == sorted(offsets)  # the later action, later in the video
+    assert offsets[-1] - offsets[0] >= 0.9
+    bay.ok("close", session=s)

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from browserbay.keeper.frames import bare_url, jpeg_size
+from browserbay.tracestore import segments
+from browserbay_trace.plugin import link_recordings
 from browserbay_trace.report import render
 from browserbay_trace.store import Retention, TraceStore, prune, trace_key
 from browserbay_trace.writer import Job, Writer
@@ -223,3 +225,66 @@ def test_docs_name_exactly_the_traced_verbs() -> None:
         sentence = text[start : text.index(" —" if page == "trace.md" else "(not", start)]
         named = set(re.findall(r"`([a-z-]+)`", sentence))
         assert named == set(TRACED_VERBS), (page, sorted(named ^ set(TRACED_VERBS)))
+
+
+def _segment(d: Path, started: float, tab: str, seconds: float, size: int) -> Path:
+    name = f"rec-{int(started * 1000):013d}-{tab}"
+    video = d / f"{name}.webm"
+    video.write_bytes(b"\0" * size)
+    side = {
+        "video": video.name,
+        "tab": tab,
+        "session": "s1",
+        "started": started,
+        "ended": started + seconds,
+        "frames": 10,
+    }
+    (d / f"{name}.json").write_text(json.dumps(side))
+    for f in (video, d / f"{name}.json"):
+        os.utime(f, (started + seconds, started + seconds))
+    return video
+
+
+def test_a_recording_segment_is_one_unit_of_the_same_prune(tmp_path: Path) -> None:
+    """A segment and its sidecar go together, by the trace's own age and size bounds, beside
+    the actions they are pruned with."""
+    root = tmp_path / "traces"
+    d = root / "bp-0000abcd"
+    d.mkdir(parents=True)
+    now = time.time()
+    old = _segment(d, now - 9 * DAY, "t1", 60, 1000)
+    big = _segment(d, now - 3600, "t2", 60, 6000)
+    new = _segment(d, now - 60, "t3", 30, 6000)
+    store = TraceStore(root)
+    store.save("bp-0000abcd", "0000000000001-000000", _record("0000000000001-000000"), {})
+    got = prune(root, Retention(7 * DAY, 10_000), now)
+    left = sorted(p.name for p in d.iterdir())
+    assert old.name not in left
+    assert old.with_suffix(".json").name not in left
+    assert big.name not in left
+    assert big.with_suffix(".json").name not in left
+    assert new.name in left
+    assert new.with_suffix(".json").name in left
+    assert got["removed"] == 4
+
+
+def test_the_report_links_an_action_to_the_segment_of_its_tab_and_time(tmp_path: Path) -> None:
+    d = tmp_path / "bp-0000abcd"
+    d.mkdir()
+    now = time.time()
+    video = _segment(d, now - 100, "t1", 50, 10)
+    _segment(d, now - 100, "t2", 50, 10)
+    records = [
+        {"at": now - 80, "tab": "t1", "session": "s1", "verb": "click"},
+        {"at": now - 20, "tab": "t1", "session": "s1", "verb": "click"},  # after it ended
+        {"at": now - 80, "tab": "t1", "session": "s2", "verb": "click"},  # another session's
+    ]
+    link_recordings(records, segments(tmp_path, "bp-0000abcd"))
+    assert records[0]["recording"] == {"path": str(video), "offset": 20.0}
+    assert "recording" not in records[1]
+    assert "recording" not in records[2]
+    out = tmp_path / "reports"
+    out.mkdir()
+    page = render("t", records[:1], out)
+    assert f'src="../bp-0000abcd/{video.name}#t=20.00"' in page
+    assert "media-src 'self' file:" in page

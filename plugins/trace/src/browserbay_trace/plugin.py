@@ -100,6 +100,22 @@ def action_job(call: VerbCall, outcome: VerbOutcome, trace: ActionTrace, serial:
 
 # -- bay trace show ---------------------------------------------------------------------------
 
+
+def link_recordings(records: list[dict[str, Any]], segments: list[tracestore.Segment]) -> None:
+    """Each record whose action a finished segment of continuous recording covers (its tab,
+    its session, its time) gets ``recording``: the video's path and the action's offset into
+    it in seconds (``bay recording on``; docs/trace.md)."""
+    for record in records:
+        at, tab = float(record.get("at", 0)), str(record.get("tab"))
+        for seg in segments:
+            if seg.covers(tab, at) and seg.session == record.get("session"):
+                record["recording"] = {
+                    "path": str(seg.video),
+                    "offset": round(at - seg.started, 2),
+                }
+                break
+
+
 TRACE_VERB = Verb(
     "trace",
     PLUGIN,
@@ -148,13 +164,14 @@ def _report(ctx: VerbContext, last: int, writer: Writer | None) -> tuple[dict[st
     except ValueError as exc:  # a bad BAY_TRACE_DAYS or BAY_TRACE_MB: show, not prune
         warning = f"traces were not pruned: {exc}"
     records = store.actions(key, last, ctx.channel_session)
+    link_recordings(records, tracestore.segments(store.root, key))
     who = (
         f"session {ctx.session.id} (ephemeral)"
         if ctx.profile.ephemeral
         else f"{ctx.profile.label} ({ctx.profile.id})"
     )
     path = _out_path(ctx, key)
-    write_private(path, render(f"browserbay trace · {who}", records).encode())
+    write_private(path, render(f"browserbay trace · {who}", records, path.parent).encode())
     data: dict[str, Any] = {
         "path": str(path),
         "key": key,

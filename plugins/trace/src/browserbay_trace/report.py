@@ -1,12 +1,14 @@
 """The HTML report: one self-contained page (frames inlined as ``data:`` URIs, no script)
 with each action's before and after frames and, drawn over them in SVG, the target's box
 and the pointer's point. Everything the page shows is escaped; its Content-Security-Policy
-lets it load nothing but its own inlined pictures."""
+lets it load nothing but its own inlined pictures and, played from their files beside it, the
+segments of continuous recording its actions happened in (`bay recording on`)."""
 
 from __future__ import annotations
 
 import base64
 import html
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -29,10 +31,12 @@ figcaption { color: #555; font-size: .9em; }
 .box { fill: rgba(255, 0, 80, .12); stroke: #ff0050; stroke-width: 3; }
 .point { fill: #ff0050; stroke: #fff; stroke-width: 2; }
 .cross { stroke: #ff0050; stroke-width: 2; }
+.recording video { width: 560px; max-width: 100%; border: 1px solid #999; }
 .noframe { display: inline-block; width: 560px; padding: 2em 0; text-align: center;
   border: 1px dashed #999; color: #777; line-height: 1.4; }
 """
-CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+#: Its recordings are played from their files beside the report's (``media-src``).
+CSP = "default-src 'none'; img-src data:; media-src 'self' file:; style-src 'unsafe-inline'"
 
 
 def _e(value: object) -> str:
@@ -83,8 +87,26 @@ def _when(at: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(at)) + f".{int(at * 1000) % 1000:03d} UTC"
 
 
-def render(title: str, records: list[dict[str, Any]]) -> str:
-    """The page for ``records`` (oldest first), reading each one's frames from disk."""
+def _recording(record: dict[str, Any], here: Path | None) -> str:
+    """The segment of continuous recording the action happened in, played from the moment
+    it began: a ``<video>`` and a link by a path relative to the report's directory."""
+    rec = record.get("recording")
+    if not rec:
+        return ""
+    path = Path(str(rec["path"]))
+    href = os.path.relpath(path, here).replace(os.sep, "/") if here is not None else path.as_uri()
+    offset = float(rec.get("offset", 0))
+    src = f"{href}#t={offset:.2f}"
+    return (
+        f'<figure class="recording" data-offset="{offset:.2f}"><figcaption>the recording, '
+        f'{offset:.1f} s in: <a href="{_e(src)}">{_e(path.name)}</a></figcaption>'
+        f'<video controls preload="metadata" src="{_e(src)}"></video></figure>'
+    )
+
+
+def render(title: str, records: list[dict[str, Any]], here: Path | None = None) -> str:
+    """The page for ``records`` (oldest first), reading each one's frames from disk; ``here``:
+    the report's directory, which links to recordings are relative to."""
     out = [
         "<!doctype html><html><head><meta charset='utf-8'>",
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
@@ -114,6 +136,7 @@ def render(title: str, records: list[dict[str, Any]]) -> str:
             path = record.get("frames", {}).get(which)
             jpeg = _read(path) if path else None
             out.append(_figure(record, which, jpeg))
+        out.append(_recording(record, here))
         out.append("</div></section>")
     out.append("</body></html>")
     return "".join(out)
