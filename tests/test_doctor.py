@@ -148,3 +148,30 @@ def test_a_plugin_module_that_does_not_import_fails_the_plugin_manager_row(
     assert "no_such_module_here" in row["detail"]
     assert ("keeper", "keeper") in _rows(data)  # the core's other rows are still there
     assert code == 1
+
+
+def test_doctor_on_a_session_socket_checks_that_socket(tmp_path: Path) -> None:
+    """An agent whose only way in is the socket the owner granted (``BAY_SOCKET``, in a
+    sandbox that has no home) is told whether THAT socket answers and which session it is
+    bound to — not whether the owner's own socket, which it cannot reach, is listening."""
+    bay = Bay(tmp_path)
+    sid = "doc-sock"
+    directory = tmp_path / sid
+    directory.mkdir(mode=0o700)
+    path = directory / "bay.sock"
+    bay.ok("open", "about:blank", session=None)
+    try:
+        bay.ok("session", "grant", sid, "--socket", str(path), session=None)
+        _, data = _doctor(bay, BAY_SOCKET=str(path))
+        row = _rows(data)[("keeper", "session socket")]
+        assert row["status"] == "ok", row
+        assert str(path) in row["detail"] and f"session {sid}" in row["detail"], row
+        assert ("keeper", "keeper") not in _rows(data)  # the owner's socket is not its business
+        bay.ok("session", "revoke", sid, session=None)
+        code, data = _doctor(bay, BAY_SOCKET=str(path))
+        row = _rows(data)[("keeper", "session socket")]
+        assert row["status"] == "fail", row
+        assert "bay session grant" in row["fix"], row
+        assert code != 0
+    finally:
+        bay.stop()

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from browserbay import client, protocol
+from browserbay import client, identity, protocol, sockpath
 from browserbay.model import DoctorCheck
 from browserbay.paths import bay_paths
 from browserbay.plugins import PluginError, Plugins, load_plugins
@@ -204,9 +204,29 @@ def registry_rows(env: Mapping[str, str]) -> list[DoctorCheck]:
     return [DoctorCheck("registry", "registry", "ok", f"PostgreSQL {shown}: connects, {schema}")]
 
 
+def session_socket_rows(path: str) -> list[DoctorCheck]:
+    """On a session socket (``BAY_SOCKET``): does it answer, and which session is it bound
+    to? The agent's only way in — the owner's socket is neither reachable nor its concern.
+    Only the hello is exchanged: no verb, and nothing is ever started."""
+    try:
+        conn = client.connect_session(path)
+    except Refusal as exc:
+        fix = exc.way_out or client.ASK_OWNER
+        return [DoctorCheck("keeper", "session socket", "fail", f"{path}: {exc.message}", fix)]
+    hello = conn.keeper
+    conn.close()
+    sid = identity.fixed_by(hello) or "?"
+    detail = f"{path}: the keeper answers (version {hello.get('version')}); you are session {sid}"
+    return [DoctorCheck("keeper", "session socket", "ok", detail)]
+
+
 def keeper_rows(env: Mapping[str, str]) -> list[DoctorCheck]:
     """Is a keeper listening, and is the socket's directory private? Never starts one, and
-    never retires one of another version (``connect`` would)."""
+    never retires one of another version (``connect`` would). On a session socket
+    (``BAY_SOCKET``), that socket instead (:func:`session_socket_rows`)."""
+    granted = sockpath.session_socket(env)
+    if granted is not None:
+        return session_socket_rows(granted)
     paths = bay_paths(env)
     sock_path = paths.socket
     rows: list[DoctorCheck] = []
