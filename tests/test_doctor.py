@@ -165,7 +165,8 @@ def test_doctor_on_a_session_socket_checks_that_socket(tmp_path: Path) -> None:
         _, data = _doctor(bay, BAY_SOCKET=str(path))
         row = _rows(data)[("keeper", "session socket")]
         assert row["status"] == "ok", row
-        assert str(path) in row["detail"] and f"session {sid}" in row["detail"], row
+        assert str(path) in row["detail"], row
+        assert f"session {sid}" in row["detail"], row
         assert ("keeper", "keeper") not in _rows(data)  # the owner's socket is not its business
         bay.ok("session", "revoke", sid, session=None)
         code, data = _doctor(bay, BAY_SOCKET=str(path))
