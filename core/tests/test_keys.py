@@ -10,11 +10,13 @@ import functools
 import json
 import pickle
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from browserbay import keys as keys_module
+from browserbay import scrub
 from browserbay.keys import (
     PIN_SUFFIX,
     BookAdmin,
@@ -127,6 +129,52 @@ def test_sealing_moves_key_variables_out_of_the_environment(
     assert moved == ["BAY_INTEGRATIONS", "BAY_INTEGRATION_CLOAK_LICENSE_KEY", "BAY_KEYS_PASSPHRASE"]
     assert env == {"PATH": "/bin", "BAY_HOME": "/h"}
     assert key_environ()["BAY_INTEGRATION_CLOAK_LICENSE_KEY"] == "cb_x"
+
+
+def test_sealing_moves_the_fleet_secret_and_a_registry_url_with_a_password(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 22: the link's secret and a registry password are keys too; a registry URL
+    without a password stays where it is (nothing to hide, and nothing to re-exec for)."""
+    monkeypatch.setattr(keys_module, "_sealed", None)
+    with_pw = "postgresql://bay:s3cret-pw@db.internal/bay"
+    env = {"BAY_FLEET_SECRET": "f" * 40, "BAY_REGISTRY": with_pw, "BAY_FLEET_TTL": "15"}
+    assert seal_environment(env) == ["BAY_FLEET_SECRET", "BAY_REGISTRY"]
+    assert env == {"BAY_FLEET_TTL": "15"}
+    assert keys_module.registry_url() == with_pw
+    assert "s3cret-pw" not in scrub.scrub(f"connecting with s3cret-pw to {with_pw}")
+    plain = {"BAY_REGISTRY": "postgresql://bay@db.internal/bay?host=/run/pg"}
+    monkeypatch.setattr(keys_module, "_sealed", None)
+    assert seal_environment(plain) == []
+    assert keys_module.registry_password("postgresql://u@h/d?password=qp") == "qp"
+    assert keys_module.registry_password("postgresql://u:p%40x@h/d") == "p@x"
+    assert keys_module.registry_password("") is None
+
+
+def test_the_fleet_secret_file_must_be_private_and_long_enough(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(keys_module, "_sealed", {})
+    secret_file = tmp_path / "fleet.secret"
+    secret_file.write_text("a" * 64 + "\n")
+    secret_file.chmod(0o644)
+    env = {"BAY_FLEET_SECRET_FILE": str(secret_file)}
+    with pytest.raises(keys_module.FleetSecretError, match="may be read by others"):
+        keys_module.fleet_secret(env)
+    secret_file.chmod(0o600)
+    found = keys_module.fleet_secret(env)
+    assert found is not None
+    assert found.reveal() == "a" * 64
+    assert "a" * 64 not in repr(found)
+    secret_file.write_text("short")
+    with pytest.raises(keys_module.FleetSecretError, match="fewer than 32") as short:
+        keys_module.fleet_secret(env)
+    assert "short" not in str(short.value)  # the message never holds the value
+    link = tmp_path / "link"
+    link.symlink_to(secret_file)
+    with pytest.raises(keys_module.FleetSecretError, match="cannot be read"):
+        keys_module.fleet_secret({"BAY_FLEET_SECRET_FILE": str(link)})
+    assert keys_module.fleet_secret({}) is None
 
 
 # -- precedence ------------------------------------------------------------------------------

@@ -13,7 +13,8 @@ of the one provider child that needs it, under the vendor's own variable name) a
 test's one request (:mod:`browserbay.keytest`).
 
 The keeper calls :func:`exec_without_keys` first thing: when ``BAY_INTEGRATION_*``,
-``BAY_INTEGRATIONS`` or ``BAY_KEYS_PASSPHRASE`` are in its environment it re-executes itself
+``BAY_INTEGRATIONS``, ``BAY_KEYS_PASSPHRASE``, ``BAY_FLEET_SECRET`` or a ``BAY_REGISTRY``
+carrying a password are in its environment it re-executes itself
 with a clean one, handing their values over on an inherited file descriptor — removing a
 variable (``unsetenv``) never rewrites the initial block ``/proc/<pid>/environ`` shows. Then
 :func:`seal_environment` reads them into a private snapshot, so neither the keeper's
@@ -26,11 +27,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import sys
 import urllib.parse
 from collections.abc import Callable, Collection, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 from dataclasses import field as _field
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -43,6 +46,15 @@ INTEGRATION_PREFIX = "BAY_INTEGRATION_"
 INTEGRATIONS_VAR = "BAY_INTEGRATIONS"
 PASSPHRASE_VAR = "BAY_KEYS_PASSPHRASE"  # noqa: S105 - a variable name, not a password
 STORE_VAR = "BAY_KEYS_STORE"
+#: The fleet link's shared secret (issue 22): given directly, or as a file's path in
+#: :data:`FLEET_SECRET_FILE_VAR` (never on argv). A key like any other: sealed at start.
+FLEET_SECRET_VAR = "BAY_FLEET_SECRET"  # noqa: S105 - a variable name, not a secret
+FLEET_SECRET_FILE_VAR = "BAY_FLEET_SECRET_FILE"  # noqa: S105 - a variable name
+#: The registry's URL: sealed like a key when it carries a password (``postgresql://u:pw@…``),
+#: which lets its reader into every keeper's rows of the fleet.
+REGISTRY_VAR = "BAY_REGISTRY"
+#: The shortest fleet secret taken: 32 characters (an ``openssl rand -hex 16`` is exactly it).
+MIN_FLEET_SECRET = 32
 #: Set only by :func:`exec_without_keys` for the process it becomes: the inherited fd that
 #: holds the key variables (JSON), read once and closed by :func:`seal_environment`.
 KEYS_FD_VAR = "BAY_KEYS_FD"
@@ -65,9 +77,28 @@ SCOPES: Mapping[str, tuple[Source, ...]] = {
 _sealed: dict[str, str] | None = None
 
 
-def is_key_variable(name: str) -> bool:
-    """A variable that carries keys (or the key store's passphrase)."""
-    return name.startswith(INTEGRATION_PREFIX) or name in (INTEGRATIONS_VAR, PASSPHRASE_VAR)
+def is_key_variable(name: str, value: str = "") -> bool:
+    """A variable that carries keys: a provider's, the key store's passphrase, the fleet
+    link's secret — or the registry URL when ``value`` holds a password."""
+    if name == REGISTRY_VAR:
+        return registry_password(value) is not None
+    return name.startswith(INTEGRATION_PREFIX) or name in (
+        INTEGRATIONS_VAR,
+        PASSPHRASE_VAR,
+        FLEET_SECRET_VAR,
+    )
+
+
+def registry_password(url: str) -> str | None:
+    """The password in a registry URL's userinfo (``postgresql://user:pw@host/db``), or in
+    its ``password=`` query parameter; None when it has none."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("postgresql", "postgres"):
+        return None
+    if parts.password:
+        return urllib.parse.unquote(parts.password)
+    found = urllib.parse.parse_qs(parts.query).get("password")
+    return found[0] if found else None
 
 
 def exec_without_keys() -> None:
@@ -79,7 +110,7 @@ def exec_without_keys() -> None:
     was started with would stay readable there by every process of the user — an agent's
     shell included. A new ``exec`` is the only way to a clean block. Nothing happens when no
     key variable is set (the usual start costs nothing)."""
-    moved = {k: v for k, v in os.environ.items() if is_key_variable(k)}
+    moved = {k: v for k, v in os.environ.items() if is_key_variable(k, v)}
     if not moved:
         return
     data = json.dumps(moved).encode("utf-8")
@@ -95,7 +126,7 @@ def exec_without_keys() -> None:
         view = view[os.write(fd, view) :]
     os.lseek(fd, 0, os.SEEK_SET)
     os.set_inheritable(fd, True)
-    env = {k: v for k, v in os.environ.items() if not is_key_variable(k)}
+    env = {k: v for k, v in os.environ.items() if not is_key_variable(k, v)}
     env[KEYS_FD_VAR] = str(fd)
     argv = list(getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv])
     os.execve(sys.executable, argv, env)  # noqa: S606 - this same program, argv unchanged
@@ -135,7 +166,7 @@ def _handed_over(env: MutableMapping[str, str]) -> dict[str, str]:
     finally:
         os.close(fd)
     found = json.loads(b"".join(chunks) or b"{}")
-    return {str(k): str(v) for k, v in found.items() if is_key_variable(str(k))}
+    return {str(k): str(v) for k, v in found.items() if is_key_variable(str(k), str(v))}
 
 
 def hide_keys() -> None:
@@ -157,10 +188,16 @@ def seal_environment(environ: MutableMapping[str, str] | None = None) -> list[st
     global _sealed
     env = os.environ if environ is None else environ
     handed = _handed_over(env) if environ is None else {}
-    moved = {**handed, **{name: env.pop(name) for name in list(env) if is_key_variable(name)}}
+    names = [name for name, value in env.items() if is_key_variable(name, value)]
+    moved = {**handed, **{name: env.pop(name) for name in names}}
     _sealed = {**(_sealed or {}), **moved}
-    if moved.get(PASSPHRASE_VAR):
-        scrub.remember(moved[PASSPHRASE_VAR])
+    for value in (
+        moved.get(PASSPHRASE_VAR),
+        moved.get(FLEET_SECRET_VAR),
+        registry_password(moved.get(REGISTRY_VAR, "")),
+    ):
+        if value:
+            scrub.remember(value)
     return sorted(moved)
 
 
@@ -169,7 +206,70 @@ def key_environ() -> dict[str, str]:
     keeper), else those in this process's environment."""
     if _sealed is not None:
         return dict(_sealed)
-    return {k: v for k, v in os.environ.items() if is_key_variable(k)}
+    return {k: v for k, v in os.environ.items() if is_key_variable(k, v)}
+
+
+def registry_url() -> str:
+    """``BAY_REGISTRY`` as the keeper was started with it: from the sealed snapshot when it
+    carries a password (then it is in no environment the keeper hands on), else from the
+    environment; ``""`` for the SQLite file."""
+    return key_environ().get(REGISTRY_VAR) or os.environ.get(REGISTRY_VAR, "")
+
+
+class FleetSecretError(ValueError):
+    """The fleet secret cannot be read; the message says how to fix it (never its value)."""
+
+
+def fleet_secret(environ: Mapping[str, str] | None = None) -> Secret | None:
+    """The fleet link's shared secret: ``BAY_FLEET_SECRET`` from the sealed snapshot, else
+    the contents of the file ``BAY_FLEET_SECRET_FILE`` names (its surrounding whitespace
+    dropped) — a regular file of this user that no one else may read (as ``keys.key``).
+    None when neither is set (the keeper has no fleet link). Blocking (a file read): the
+    keeper calls it in a worker thread or before its loop."""
+    env = os.environ if environ is None else environ
+    value = key_environ().get(FLEET_SECRET_VAR, "") if environ is None else ""
+    value = value or env.get(FLEET_SECRET_VAR, "")
+    where = FLEET_SECRET_VAR
+    path = env.get(FLEET_SECRET_FILE_VAR, "")
+    if not value and path:
+        value, where = _secret_file(Path(path)), f"{FLEET_SECRET_FILE_VAR} ({path})"
+    if not value:
+        return None
+    if len(value) < MIN_FLEET_SECRET:
+        raise FleetSecretError(
+            f"{where} holds {len(value)} characters, fewer than {MIN_FLEET_SECRET}: make it "
+            "with `openssl rand -hex 32 > FILE` and give every keeper of the fleet the same"
+        )
+    scrub.remember(value)
+    return Secret(value)
+
+
+def _secret_file(path: Path) -> str:
+    fix = f"chmod 600 {path} (owned by the keeper's user), or name another file"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise FleetSecretError(
+            f"{FLEET_SECRET_FILE_VAR} {path} cannot be read ({exc.strerror or exc}): {fix}"
+        ) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise FleetSecretError(f"{FLEET_SECRET_FILE_VAR} {path} is not a regular file")
+        if st.st_mode & 0o077 or st.st_uid != os.getuid():
+            raise FleetSecretError(
+                f"{FLEET_SECRET_FILE_VAR} {path} may be read by others "
+                f"(mode {stat.S_IMODE(st.st_mode):o}, uid {st.st_uid}): {fix}"
+            )
+        data = os.read(fd, MAX_VALUE + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_VALUE:
+        raise FleetSecretError(f"{FLEET_SECRET_FILE_VAR} {path} is over {MAX_VALUE} bytes")
+    try:
+        return data.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise FleetSecretError(f"{FLEET_SECRET_FILE_VAR} {path} is not UTF-8 text") from None
 
 
 def env_name(integration_id: str, field: str) -> str:

@@ -28,7 +28,8 @@ Not here, on purpose:
 - what a plugin reads (``BAY_TRACE``, ``BAY_WINDOW_XVFB``, ``BAY_CHROMIUM_PATH``, …): a
   plugin's own settings are the plugin's;
 - key variables (``BAY_INTEGRATION_<ID>_<FIELD>``, ``BAY_INTEGRATIONS``,
-  ``BAY_KEYS_PASSPHRASE``): moved out of the environment at the keeper's start
+  ``BAY_KEYS_PASSPHRASE``, ``BAY_FLEET_SECRET``, a ``BAY_REGISTRY`` with a password): moved
+  out of the environment at the keeper's start
   (:mod:`browserbay.keys`), never held in a settings object; ``BAY_KEYS_STORE`` is read by
   the key book when ``bay keys set`` writes.
 """

@@ -643,6 +643,7 @@ async def _serve(
     from browserbay.keeper import outputs
     from browserbay.keeper.app import App
     from browserbay.keeper.browsers import sweep_orphans
+    from browserbay.keys import registry_url
     from browserbay.plugins import load_plugins
     from browserbay.registry import (
         RegistryUnreachable,
@@ -656,7 +657,7 @@ async def _serve(
     def prune_outputs() -> None:
         outputs.prune(paths.outputs, settings.outputs_max_age, settings.outputs_max_bytes)
 
-    url = os.environ.get("BAY_REGISTRY", "")
+    url = registry_url()  # sealed with the keys when it carries a password
     try:
         registry = await anyio.to_thread.run_sync(open_registry, url, paths.registry)
     except RegistryUrlBad as exc:

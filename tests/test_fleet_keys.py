@@ -1,0 +1,74 @@
+"""Issue 22 item 6: keys stay local where they must — a key scoped to one machine is never
+read by another keeper of the fleet, nor by anything the keeper starts.
+
+Where a key could be read by another keeper (or by a process of the user) in a fleet, and
+the test that closes each path:
+
+- the environment handed to the keeper's children: the fleet's own credentials (the link's
+  ``BAY_FLEET_SECRET``, the registry URL's password) were inherited by the Playwright driver
+  and every browser (``test_the_fleet_secret_and_the_registry_password_are_in_no_child_environ``);
+- a keys file on storage every keeper mounts (``BAY_FLEET_DATA``);
+- the registry, shared by the fleet: a profile's stored options (a ``--cdp-url`` carrying
+  a token), and the census that no key is in any of its tables;
+- a profile whose provider needs a key that another keeper holds: refused
+  ``provider_needs_local_key`` naming that keeper's host — never served by copying the key.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from browserbay_testing.keys import children, keyed_bay, private_home, proc_file
+from browserbay_testing.postgres import PgServer
+
+
+@pytest.fixture
+def home() -> Iterator[Path]:
+    with private_home() as path:
+        yield path
+
+
+def _with_password(url: str, password: str) -> str:
+    """The test server's URL with a password in its userinfo (the server trusts its private
+    socket and ignores it; a real one would check it)."""
+    return url.replace("postgresql://bay@", f"postgresql://bay:{password}@", 1)
+
+
+# -- path 1: the environment of the keeper and of everything it starts ------------------------
+
+
+def test_the_fleet_secret_and_the_registry_password_are_in_no_child_environ(
+    home: Path, postgres: PgServer
+) -> None:
+    """A keeper of a fleet is started with the link's secret and the registry's password;
+    before this, both stayed in its ``/proc/<pid>/environ`` and were inherited by the
+    Playwright driver and every browser — readable there by any process of the user (an
+    agent's shell), and carried to whatever the driver starts."""
+    fleet_secret = "fs-" + secrets.token_hex(16)
+    password = "pw-" + secrets.token_hex(12)
+    with postgres.schema_url() as url:
+        b = keyed_bay(home, BAY_DEFAULT_PROVIDER="chromium")
+        started = {"BAY_REGISTRY": _with_password(url, password), "BAY_FLEET_SECRET": fleet_secret}
+        try:
+            b.ok("keeper", "start", env=started)
+            b.ok("open", "about:blank", env=started)
+            status = b.ok("keeper", "status")
+            assert status["registry"].startswith("postgresql://bay:***@")  # it is on PostgreSQL
+            keeper = status["pid"]
+            tree = children(keeper)
+            assert [br["pid"] for br in status["browsers"] if br["pid"] in tree]
+            for pid in [keeper, *tree]:
+                environ = proc_file(pid, "environ")
+                assert environ, f"/proc/{pid}/environ unreadable"
+                assert fleet_secret.encode() not in environ, f"fleet secret in /proc/{pid}"
+                assert password.encode() not in environ, f"registry password in /proc/{pid}"
+            # Neither is printed: status names the registry without its password.
+            assert password not in str(status)
+            log = b.home.rglob("keeper.log*")
+            assert not any(password in p.read_text(errors="replace") for p in log)
+        finally:
+            b.stop()
