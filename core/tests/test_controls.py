@@ -3,6 +3,7 @@ the cut of verbs in flight, the handback's notice, the idle handback, the hooks.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import anyio
@@ -11,8 +12,9 @@ import pytest
 from browserbay import verbs
 from browserbay.hookspecs import hookimpl
 from browserbay.keeper.controls import Controls
+from browserbay.keeper.roads import Guards
 from browserbay.keeper.sessions import Lease, Session
-from browserbay.model import LeaseInfo, ProfileRef, SessionRef
+from browserbay.model import LeaseInfo, ProfileRef, SessionRef, VerbCall
 from browserbay.plugins import load_plugins
 from browserbay.refusals import Refusal
 from browserbay_testing import assert_refused
@@ -165,3 +167,41 @@ def test_a_lease_that_ends_while_paused_wakes_the_handoff() -> None:
 async def _later(fn: Any) -> None:
     await anyio.sleep(0.05)
     fn()
+
+
+def test_a_session_socket_sibling_is_not_told_which_session_a_human_took() -> None:
+    """Two sessions on one shared profile; a human takes the first's lease. The second's
+    verb is refused ``browser_paused`` either way, but only the owner's channel is told the
+    first session's id (and its handoff's reason): on a session socket it is ``another
+    session``."""
+    plugins = load_plugins({}, extra=[("recorder", Hooks())], entry_points=[])
+    profile = ProfileRef("bp-0000abcd", "work", "chromium", 1, False)
+    sessions: dict[str, Session] = {}
+    leases: dict[str, Lease] = {}
+    for sid in ("holder-7f3a9c", "sibling"):
+        ref = SessionRef(sid, "env")
+        sessions[sid] = Session(ref, sid)
+        leases[sid] = sessions[sid].leases[profile.id] = Lease(ref, profile)
+    controls = Controls(plugins, sessions, 300.0)
+
+    async def audit(_call: VerbCall, _ok: bool, _code: str | None) -> None:
+        return None
+
+    guards = Guards(plugins, controls, lambda _pid, _handle: None, audit)
+    for origin in ("takeover", "handoff"):
+        if origin == "takeover":
+            controls.take_over("holder-7f3a9c", profile.id, "viewer 1")
+        else:
+            controls.take_over("holder-7f3a9c", profile.id, None, "sign in for holder-7f3a9c")
+        sibling = leases["sibling"]
+        for actor, told in (("owner", True), ("session-socket:sibling", False), (None, False)):
+            call = VerbCall("click", {}, sibling.session, None, "cli", actor)
+            with pytest.raises(Refusal) as refused:
+                guards.check(call, sibling)
+            frame = assert_refused(refused.value, "browser_paused")
+            said = json.dumps(frame)
+            assert ("holder-7f3a9c" in said) is told, (origin, actor, said)
+            if not told:
+                assert "another session" in frame["data"]["by"]
+        anyio.run(controls.hand_back, "holder-7f3a9c", profile.id, "viewer 1", "explicit")
+        assert leases["sibling"].control.pause is None

@@ -71,12 +71,18 @@ class TabDesk(Protocol):
     async def resume(self, session: Session, lease: Lease) -> int: ...
 
 
-def _by(pause: Pause, session_id: str) -> str:
+def _by(pause: Pause, session_id: str, owner: bool = True) -> str:
     """Who holds the controls, as the refusals of ``session_id`` name it: the taken
     session's own words, or — to another session on the same browser — with the session
-    whose lease was taken."""
+    whose lease was taken. Not ``owner`` (a session socket's request): another session is
+    ``another session``, never its id nor its handoff's reason (an agent behind a session
+    socket learns no other session's name)."""
     if session_id == pause.session or not pause.session:
         return pause.by
+    if not owner:
+        if pause.origin == "handoff":
+            return "a handoff another session asked for"
+        return f"{pause.by}, in the live view of another session"
     if pause.origin == "handoff":
         return f"a handoff session {pause.session} asked for" + (
             f": {pause.reason}" if pause.reason else ""
@@ -136,22 +142,24 @@ class Controls:
 
     # -- the keeper's side --------------------------------------------------------------
 
-    def check(self, lease: Lease, exempt: bool) -> None:
+    def check(self, lease: Lease, exempt: bool, owner: bool = True) -> None:
         """Refuse a verb on a paused lease — a lease on a browser a human holds (before
-        anything runs)."""
+        anything runs). ``owner``: the request came on the owner's channel, which is told
+        which session's lease was taken; a session socket's is told ``another session``."""
         pause = self._pause_of(lease)
         if pause is None or exempt:
             return
+        own = pause.session == lease.session.id or owner
         raise Refusal(
             "browser_paused",
             profile=lease.handle,
             of=lease.controls_of,
-            by=_by(pause, lease.session.id),
+            by=_by(pause, lease.session.id, owner),
             since=time.strftime("%H:%M:%S", time.localtime(pause.since)),
             seconds=round(time.time() - pause.since),
-            reason=pause.reason,
+            reason=pause.reason if own else "",
             origin=pause.origin,
-            session=pause.session,
+            session=pause.session if own else "another session",
         )
 
     def _pause_of(self, lease: Lease) -> Pause | None:

@@ -106,8 +106,11 @@ class Guards:
         action ends (``bay close``, a trigger ``stop``): a human holding the controls of any
         of them, or a restart gap on any, refuses it too — nobody's road cuts a human off."""
         paused = held if held is not None else lease
+        # The owner (its socket, its trigger intake) is told whose lease a human took; a session
+        # socket, or a CDP endpoint whoever holds its URL, is told "another session".
+        owner = call.actor in ("owner", "trigger")
         for each in (*([paused] if paused is not None else []), *ending):
-            self.controls.check(each, exempt)
+            self.controls.check(each, exempt, owner)
         for each in (*([lease] if lease is not None else []), *ending):
             self.restart_gap(each.profile.id, each.handle)
         if lease is not None and call.profile is None:
