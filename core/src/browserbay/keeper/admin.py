@@ -240,6 +240,7 @@ class AdminVerbs:
         if args["action"] == "stop":
             self.life.begin_stop()
             return {"stopping": True, "pid": os.getpid()}, f"keeper {os.getpid()} is stopping"
+        await self.audit_trail.flush()  # the failures of rows held until now are counted
         status = self.keeper_status()
         text = (
             f"keeper pid {status['pid']} · version {status['version']} · up {status['uptime_s']}s\n"

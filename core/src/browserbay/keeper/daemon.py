@@ -423,6 +423,9 @@ async def _serve_frames(
             await stream.send(data)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             return
+        finally:  # the verb's audit row, now that its answer has left
+            with anyio.CancelScope(shield=True):
+                await app.keeper.audit.flush()
 
 
 #: Seconds a keeper that cannot open its registry waits for a request before it exits.
@@ -762,6 +765,7 @@ async def _serve(
         tg.cancel_scope.cancel()
     started = time.monotonic()
     with anyio.CancelScope(shield=True):
+        await app.keeper.audit.flush()  # the rows of the last answers
         await app.close()
         await app.db(registry.runs.stopped, os.getpid())
     registry.close()

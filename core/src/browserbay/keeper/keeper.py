@@ -135,6 +135,7 @@ class Keeper:
             finally:
                 with anyio.CancelScope(shield=True):
                     await files.close()
+                    await self.audit.flush()  # no connection sends the answer: now
         rid = frame.get("id")
         started = time.monotonic()
         call: VerbCall | None = None
@@ -262,7 +263,7 @@ class Keeper:
                         self._traced, dataclasses.replace(call, profile=recorder.profile), outcome
                     )
                 )
-            await self.audit.write(call, ok, code)
+            await self.audit.later(call, ok, code)  # written once the answer has left
         return answer
 
     def home_dir(self) -> Path:
