@@ -419,3 +419,20 @@ def test_a_pages_cookie_names_and_paths_are_clipped_in_the_listing(bay: Bay, sit
     assert "N" * 100 not in text
     assert "p" * 100 not in text
     bay.ok("close", session=s)
+
+
+def test_a_cookie_listing_is_bounded_and_says_how_to_filter(bay: Bay, site: str) -> None:
+    """A page picks how many cookies it sets: 150 came back as 150 rows in every ``cookies``
+    answer on the old code. At most MAX_COOKIES (100) are listed; the count says how many
+    there are and the text how to narrow the listing."""
+    s = "ck-many"
+    bay.ok("open", f"{site}/page", session=s)
+    bay.ok("eval", "for (let i = 0; i < 150; i++) document.cookie = 'c' + i + '=v'; 1", session=s)
+    listed = bay.ok("cookies", session=s)
+    assert listed["count"] == 150
+    assert len(listed["cookies"]) == 100
+    text = bay("cookies", session=s, json_=False).stdout
+    assert "50 more" in text
+    assert "--name" in text
+    assert bay.ok("cookies", "--name", "c149", session=s)["cookies"][0]["name"] == "c149"
+    bay.ok("close", session=s)

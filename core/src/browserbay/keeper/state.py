@@ -46,6 +46,9 @@ MAX_STATE = 1024 * 1024
 SAME_SITE = ("Strict", "Lax", "None")
 #: The most storage items one listing shows.
 MAX_ITEMS = 200
+#: The most cookies one listing shows (Chromium keeps up to 180 a host; a page on many hosts
+#: of one site, or a long-lived profile, holds thousands).
+MAX_COOKIES = 100
 
 
 def clip(value: str) -> str:
@@ -149,9 +152,14 @@ async def verb_cookies(act: Act) -> Answer:
                 "action_failed", verb="cookies", reason=f"{len(left)} cookie(s) are still there"
             )
         return {"cleared": len(mine), "url": act.page.url}, f"cleared {len(mine)} cookie(s)"
-    rows = [_cookie_row(c) for c in mine]
+    # A page chooses how many cookies it sets: at most MAX_COOKIES listed, as storage's
+    # items (the count says how many there are; a filter narrows the listing).
+    rows = [_cookie_row(c) for c in mine[:MAX_COOKIES]]
     text = "\n".join(_cookie_line(r) for r in rows) or "(no cookies)"
-    return {"cookies": rows, "url": act.page.url}, text
+    if len(mine) > MAX_COOKIES:
+        hidden = len(mine) - MAX_COOKIES
+        text += f"\n… {hidden} more (bay cookies --name <name> or --domain <domain>)"
+    return {"cookies": rows, "count": len(mine), "url": act.page.url}, text
 
 
 async def _set_cookie(act: Act, context: BrowserContext) -> Answer:
