@@ -20,8 +20,11 @@ import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
+import psycopg.sql
 import pytest
 
+from browserbay_testing import assert_refused
 from browserbay_testing.keys import children, keyed_bay, private_home, proc_file
 from browserbay_testing.postgres import PgServer
 
@@ -70,5 +73,52 @@ def test_the_fleet_secret_and_the_registry_password_are_in_no_child_environ(
             assert password not in str(status)
             log = b.home.rglob("keeper.log*")
             assert not any(password in p.read_text(errors="replace") for p in log)
+        finally:
+            b.stop()
+
+
+# -- path 2: the registry every keeper reads --------------------------------------------------
+
+
+def _rows_holding(url: str, needle: str) -> list[str]:
+    """Every ``table.column`` of the registry's schema holding ``needle`` in any row."""
+    found = []
+    with psycopg.connect(url) as conn:
+        tables = conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = "
+            "current_schema() AND table_type = 'BASE TABLE'"
+        ).fetchall()
+        for (table,) in tables:
+            rows = conn.execute(
+                psycopg.sql.SQL("SELECT * FROM {}").format(psycopg.sql.Identifier(table))
+            )
+            names = [d.name for d in rows.description or ()]
+            for row in rows.fetchall():
+                pairs = zip(names, row, strict=True)
+                found += [f"{table}.{n}" for n, v in pairs if needle in str(v)]
+    return found
+
+
+@pytest.mark.parametrize(
+    "shape",
+    ["ws://127.0.0.1:9/devtools/browser/x?token={}", "wss://bay:{}@cdp.example/devtools/browser"],
+)
+def test_a_cdp_url_carrying_a_token_is_never_stored_in_the_shared_registry(
+    home: Path, postgres: PgServer, shape: str
+) -> None:
+    """``bay new --provider cdp --cdp-url`` stores its URL as the profile's options: a
+    registry row, which every keeper of a fleet reads. Before this, a ``ws://`` URL with a
+    ``?token=`` (the shape hosted CDP services hand out) was stored as given, its token
+    readable by every keeper and anything with the registry's credentials."""
+    token = "tk" + secrets.token_hex(12)
+    with postgres.schema_url() as url:
+        b = keyed_bay(home, BAY_REGISTRY=url)
+        try:
+            r = b("new", "remote", "--provider", "cdp", "--cdp-url", shape.format(token))
+            frame = assert_refused(r, "option_carries_key")
+            assert token not in r.stdout + r.stderr  # the refusal names the part, not it
+            assert frame["data"]["option"] == "cdp-url"
+            assert _rows_holding(url, token) == []
+            assert "remote" not in str(b.ok("profiles"))  # nothing was made
         finally:
             b.stop()

@@ -34,6 +34,8 @@ from browserbay_testing import assert_refused
 def test_every_code_renders_without_placeholders_given_its_fields() -> None:
     fields = {
         "detail": "d",
+        "option": "cdp-url",
+        "part": "its query parameter token",
         "verb": "open",
         "provider": "p",
         "reason": "r",

@@ -409,6 +409,31 @@ def check_pins(row: IntegrationRow, res: Resolution) -> None:
             )
 
 
+def check_stored_option(name: str, value: str) -> None:
+    """Refuse ``option_carries_key`` for a provider option (``--cdp-url``) that carries a
+    credential — a URL's userinfo, or a query or fragment parameter whose name says it holds
+    one (:func:`browserbay.scrub.scrub_url`'s rule). Options are a registry row: in a fleet
+    every keeper reads it, so a key in it would leave the machine that holds it. The
+    refusal names which part, never its value."""
+    if "://" not in value:
+        return
+    parts = urllib.parse.urlsplit(value.strip())
+    part = ""
+    if "@" in parts.netloc:
+        part = "the user:password before its host"
+    else:
+        for where, text in (("query", parts.query), ("fragment", parts.fragment)):
+            for pair in text.split("&"):
+                param, eq, given = pair.partition("=")
+                if eq and given and scrub.credential_name(urllib.parse.unquote_plus(param)):
+                    part = f"its {where} parameter {_clip(param, 40)}"
+                    break
+            if part:
+                break
+    if part:
+        raise Refusal("option_carries_key", option=name.replace("_", "-"), part=part)
+
+
 def _clip(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + f"…(+{len(text) - limit})"
 

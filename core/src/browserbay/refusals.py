@@ -327,6 +327,13 @@ _ROWS = (
         "use a provider that runs here (bay plugins lists them), or one that needs no key",
     ),
     Code(
+        "option_carries_key",
+        "--{option} carries a credential ({part}): a provider option is stored in the "
+        "registry, which every keeper of a fleet reads, and a key is never stored there",
+        "give --{option} without it (if it was a real key, rotate it); a vendor that needs a "
+        "key is a cloud provider: bay keys set <integration> api_key keeps it on this machine",
+    ),
+    Code(
         "secret_on_argv",
         "'{verb}' never takes the {arg} on the command line: it would be visible in the "
         "process list and your shell history (if it was a real key, rotate it)",

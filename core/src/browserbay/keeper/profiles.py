@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 import anyio
 
 from browserbay.keeper.channels import OWNER, Channel, Grant
+from browserbay.keys import check_stored_option
 from browserbay.model import ProfileRef, ProviderRow
 from browserbay.paths import BayPaths, ensure_private
 from browserbay.plugins import Plugins
@@ -368,6 +369,8 @@ class ProfileBook:
     async def _options(self, prow: ProviderRow, args: dict[str, Any]) -> dict[str, str]:
         """The provider options given to ``new`` (``--cdp-url``), checked by the provider."""
         given = {name: str(args[name]) for name in PROVIDER_OPTIONS if args.get(name)}
+        for name, value in given.items():
+            check_stored_option(name, value)  # a registry row every keeper reads: no key
         for name in given:
             if name not in prow.options:
                 raise Refusal(
