@@ -131,3 +131,30 @@ def test_a_refusal_wins_over_an_ask_and_nonsense_is_never_a_yes() -> None:
     nonsense = load_plugins({}, extra=[("n", Nonsense()), ("a", Asks())], entry_points=[])
     with pytest.raises(TypeError):
         nonsense.hooks.bay_before_action(call, target)
+
+
+@pytest.mark.anyio
+async def test_a_plugins_long_reason_is_clipped_on_the_card_and_in_the_refusal() -> None:
+    """A gate's ``Ask.reason`` (and its plugin name) is shown clipped: on the card the live
+    view and ``bay status`` read, and in the agent's ``approval_timeout``, which says what the
+    card said (the plugin's name was 300 characters there, 80 on the card)."""
+    controls = _controls()
+    got: list[Refusal] = []
+
+    async def asking() -> None:
+        try:
+            await _ask(controls, Ask("why " * 2000, plugin="gate-" * 100, timeout=0.6))
+        except Refusal as r:
+            got.append(r)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(asking)
+        await anyio.sleep(0.1)
+        (card,) = controls.approvals_of("s1", PROFILE.id)
+        assert len(card.reason) < 320
+        assert len(card.plugin) < 100
+    frame = assert_refused(got[0], "approval_timeout")
+    assert len(frame["message"]) < 800
+    assert len(frame["data"]["reason"]) < 320
+    assert frame["data"]["plugin"] == card.plugin  # the card's words, clipped alike
+    assert frame["data"]["reason"] == card.reason

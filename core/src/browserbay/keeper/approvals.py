@@ -81,7 +81,8 @@ class Approvals:
             asked=now,
             expires=now + wait,
         )
-        fields = {"verb": verb, "what": shown.what, "plugin": plugin, "reason": ask.reason}
+        # The refusal says what the card says: the plugin's words, clipped alike.
+        fields = {"verb": verb, "what": shown.what, "plugin": shown.plugin, "reason": shown.reason}
         entry = _Open(shown)
         if wait >= SHORTEST:
             self._open[shown.id] = entry
