@@ -147,3 +147,27 @@ def test_a_takeover_cuts_a_verb_waiting_for_approval_and_a_watch_link_cannot_ans
     assert _status(asking, s) == ""
     control.close()
     asking.ok("close", session=s)
+
+
+def test_the_sessions_next_page_verb_never_overtakes_a_verb_waiting_for_approval(
+    asking: Bay, demo: str, pool: ThreadPoolExecutor
+) -> None:
+    """While a click waits for a human, the same session's next page verb (a click the gate
+    does not ask about) waits behind it — it must not act on the page before the card's verb
+    is answered — whereas ``bay live`` (how the human gets the card) answers at once."""
+    s = "queued"
+    asking.ok("open", f"{demo}/shop.html", session=s)
+    waiting: Future[Result] = pool.submit(asking, "click", "#buy", "--timeout", "5", session=s)
+    time.sleep(1.0)  # the click reaches its gate and waits
+    began = time.monotonic()
+    link = asking.ok("live", session=s)  # the human's link: not held up by the wait
+    assert link["url"]
+    assert time.monotonic() - began < 3
+    nxt: Future[Result] = pool.submit(asking, "click", "#wish", session=s)
+    time.sleep(1.5)
+    assert not waiting.done()
+    assert not nxt.done(), nxt.result()  # old code: the wishlist click ran at once
+    assert_refused(waiting.result(timeout=30), "approval_timeout")
+    assert nxt.result(timeout=30).code == 0
+    assert _status(asking, s) == "Added to your wishlist"
+    asking.ok("close", session=s)

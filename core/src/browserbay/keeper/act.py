@@ -59,7 +59,8 @@ class Act:
     """Says a notice with the session's next answer (a recording that stopped by itself)."""
     let_go: Callable[[], AbstractAsyncContextManager[None]] | None = None
     """Lets go of the session's lock while the verb waits for a human's approval (the human's
-    ``bay live`` link, and the session's other verbs, are not held up meanwhile)."""
+    ``bay live`` link and ``bay status`` are not held up meanwhile; the session's page verbs
+    wait behind it: browserbay.keeper.approvals.behind_asking)."""
 
     @property
     def page(self) -> Page:

@@ -5,11 +5,13 @@ a refusal: the verb then waits here, its element untouched, until a human with a
 of the live view approves or denies it (:meth:`Approvals.answer`), or the wait runs out —
 ``Ask.timeout``, or the verb's own deadline less a moment to answer, whichever comes first.
 
-The wait is the verb's own task awaiting an event: the keeper's loop goes on, and the only
-lock held is the waiting session's own (its next verb queues behind this one, as it would
-behind any verb). A human answers, takes over (which cuts the waiting verb:
-``browser_interrupted``, and the card goes), or answers a dialog without any lock; other
-sessions, even on the same browser, act meanwhile. A card goes away however the wait ends.
+The wait is the verb's own task awaiting an event: the keeper's loop goes on, and the
+session's lock is let go (:func:`lock_let_go`) so that its verbs that do not act on its pages
+(``bay live``: the human's link to the card; ``bay status``) answer meanwhile, while its page
+verbs wait behind the asking one (:func:`behind_asking`): never overtaking it. A human
+answers, takes over (which cuts the waiting verb: ``browser_interrupted``, and the card goes),
+or answers a dialog without any lock; other sessions, even on the same browser, act meanwhile.
+A card goes away however the wait ends.
 """
 
 from __future__ import annotations
@@ -126,8 +128,13 @@ class Approvals:
 @contextlib.asynccontextmanager
 async def lock_let_go(session: Session) -> AsyncIterator[None]:
     """The session's lock, let go while one of its verbs waits for a human (taken again
-    before the verb acts: the wait may be cut, the taking never is). The session is not idle
-    meanwhile (the housekeeping skips a session with ``asking``)."""
+    before the verb acts: the wait may be cut, the taking never is), so the verbs that do
+    not act on its pages — ``bay live`` (the human's link to the card), ``bay status``,
+    ``bay handoff`` — are not held up. Its page verbs wait their turn behind it
+    (:func:`behind_asking`). The session is not idle meanwhile (the housekeeping skips a
+    session with ``asking``)."""
+    if session.asking == 0:
+        session.answered = anyio.Event()
     session.asking += 1
     session.lock.release()
     try:
@@ -136,4 +143,21 @@ async def lock_let_go(session: Session) -> AsyncIterator[None]:
         with anyio.CancelScope(shield=True):
             await session.lock.acquire()
         session.asking -= 1
+        if session.asking == 0:
+            session.answered.set()  # the verbs behind it go, once it has acted and answered
         session.last_used = time.monotonic()
+
+
+async def behind_asking(session: Session) -> None:
+    """Called holding the session's lock by a verb that acts on the session's pages: while
+    another of its verbs waits for a human's approval, wait (the lock let go) until that one
+    has been answered and has acted. The card's verb is never overtaken by the session's
+    next verb: what the human approves is the page as it was when asked."""
+    while session.asking:
+        answered = session.answered
+        session.lock.release()
+        try:
+            await answered.wait()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await session.lock.acquire()

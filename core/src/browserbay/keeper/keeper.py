@@ -17,7 +17,7 @@ import anyio
 
 from browserbay import verbs
 from browserbay.keeper.act import Act
-from browserbay.keeper.approvals import lock_let_go
+from browserbay.keeper.approvals import behind_asking, lock_let_go
 from browserbay.keeper.audit import AuditTrail
 from browserbay.keeper.base import RestartGate
 from browserbay.keeper.browsers import BrowserPool
@@ -39,6 +39,7 @@ from browserbay.keeper.roads import Guards, frame_road
 from browserbay.keeper.roster import Roster
 from browserbay.keeper.route import (
     Check,
+    Handler,
     LeaseCall,
     OnKeeper,
     OnKeeperAsked,
@@ -71,6 +72,15 @@ from browserbay.settings import BaySettings
 log = logging.getLogger("browserbay.keeper")
 #: How long undoing a verb answered ``deadline`` may take (closing the tabs it opened).
 UNDO_LIMIT = 10.0
+
+
+def acts_on_pages(handler: Handler) -> bool:
+    """A verb that acts on the session's tabs (a page verb, a tab verb, a plugin's verb that
+    a takeover pauses) — not one of its session verbs (``status``, ``close``) or a plugin's
+    that works while paused (``live``, ``handoff``)."""
+    if isinstance(handler, OnPlugin):
+        return not handler.verb.while_paused
+    return isinstance(handler, (OnPage, OnLease))
 
 
 def _holdings(session: Session) -> tuple[set[str], set[str]]:
@@ -186,6 +196,8 @@ class Keeper:
                     else:
                         session = self.roster.session(ref, group)
                         async with session.lock:
+                            if acts_on_pages(handler):
+                                await behind_asking(session)  # never overtakes an approval
                             held = _holdings(session)
                             try:
                                 await self.roster.first_sight(session)

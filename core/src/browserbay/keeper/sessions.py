@@ -364,6 +364,9 @@ class Session:
     """The profile id its previous answer acted on (None: none yet in this keeper)."""
     asking: int = 0
     """Its verbs waiting for a human's approval, its lock let go meanwhile (never idle)."""
+    answered: anyio.Event = field(default_factory=anyio.Event)
+    """Set when none of its verbs waits for approval any more: its page verbs that came
+    meanwhile go then (browserbay.keeper.approvals.behind_asking)."""
 
     def said(self, profile: ProfileRef | None) -> ProfileRef | None:
         """``profile`` as this answer names it: ``changed`` when it is another than the one
