@@ -294,8 +294,11 @@ def registry_problems(path: Path) -> list[str]:
                 if seen > sv:
                     problems.append(f"session_state of {session}: seen {seen} > set {sv}")
         if "profiles" in tables:
+            # A keeper stores a directory under its data root relative to it (migration 10):
+            # a BAY_HOME's data/ beside the registry's state/.
+            data = path.parent.parent / "data"
             for pid, directory, adopted in db.execute("SELECT id, dir, adopted FROM profiles"):
-                if not adopted and not Path(directory).is_dir():
+                if not adopted and not (data / directory).is_dir():
                     problems.append(f"profile {pid} has no directory {directory}")
         return problems
     finally:

@@ -40,20 +40,25 @@ def test_a_keeper_on_postgresql_keeps_its_registry_there(
         assert stopped is not None  # its stop was recorded there too
 
 
-def test_a_second_keeper_on_the_same_registry_is_refused_and_the_first_goes_on(
+def test_a_second_keeper_with_a_copied_keeper_id_is_refused_and_the_first_goes_on(
     tmp_path: Path, postgres: PgServer
 ) -> None:
-    """Two keepers on one set of tables would end each other's browsers as orphans at
-    start (sweep_orphans) and mark each other's live tabs dead: the second is refused."""
+    """Keepers of a fleet share the tables, each under its own keeper id; two homes with one
+    id (a copied state/keeper-id) would sweep each other's browsers and tabs as their own:
+    the second is refused, and says which file to remove."""
     (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "state").mkdir(parents=True)
     first, second = Bay(tmp_path / "a"), Bay(tmp_path / "b")
     with postgres.schema_url() as url:
         try:
             assert first("keeper", "start", env={"BAY_REGISTRY": url}).code == 0
+            copied = (tmp_path / "a" / "state" / "keeper-id").read_text()
+            (tmp_path / "b" / "state" / "keeper-id").write_text(copied)
             r = second("open", "about:blank", env={"BAY_REGISTRY": url})
             frame = assert_refused(r, "registry_unreachable")
-            assert frame["data"] == {"where": url, "reason": "another keeper holds it"}
+            assert frame["data"]["where"] == url
+            assert copied.strip() in frame["data"]["reason"]
+            assert "state/keeper-id" in frame["data"]["reason"]
             status = first("keeper", "status").frame["data"]  # the first one goes on
             with psycopg.connect(url) as conn:
                 runs = conn.execute("SELECT pid FROM keeper_runs").fetchall()

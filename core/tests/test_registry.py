@@ -10,10 +10,12 @@ tables' CHECK rules) are tested at the end, on SQLite only.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sqlite3
 import stat
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +36,8 @@ from browserbay.registry import (
     GrantRow,
     GrantTaken,
     Hold,
+    KeeperRow,
+    KeeperStart,
     Kept,
     KeptTab,
     ProfileRow,
@@ -56,6 +60,13 @@ class Store:
     rows: Callable[..., list[tuple[Any, ...]]]
     """``rows(sql, *params)``: read the store's tables directly (what a write-only method
     left); the schema is the same on every backend."""
+    db: Sql
+    second: Callable[[], Sql]
+    """Another connection to the same store (a race's other side)."""
+
+    def keeper(self, keeper_id: str, data_root: Path | None = None) -> Registry:
+        """The registry as another keeper of the fleet sees it (the same tables)."""
+        return sql_registry(self.db, keeper_id, data_root)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -64,13 +75,18 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     one PostgreSQL server (the same migrations, the same repositories)."""
     with contextlib.ExitStack() as stack:
         db: Sql
+        second: Callable[[], Sql]
         if request.param == "sqlite":
-            db = Database(tmp_path / "registry.sqlite3")
+            path = tmp_path / "registry.sqlite3"
+            db = Database(path)
+            second = functools.partial(Database, path)
         else:
             server: PgServer = request.getfixturevalue("postgres")
-            db = PgDatabase(stack.enter_context(server.schema_url()))
+            url = stack.enter_context(server.schema_url())
+            db = PgDatabase(url)
+            second = functools.partial(PgDatabase, url)
         stack.callback(db.close)
-        yield Store(sql_registry(db), _reader(db))
+        yield Store(sql_registry(db), _reader(db), db, second)
 
 
 @dataclass(frozen=True)
@@ -183,6 +199,210 @@ def test_runs_started_and_stopped(store: Store) -> None:
     runs.stopped(41)
     got = store.rows("SELECT pid, version, stopped_at IS NULL FROM keeper_runs ORDER BY pid")
     assert got == [(41, "1.0", 0), (42, "1.1", 1)]
+
+
+# -- the fleet: keepers and claims (migration 10) -------------------------------------------
+
+_A, _B = "kp-aaaaaaaa", "kp-bbbbbbbb"
+
+
+def _start(kid: str = _A, host: str = "host-a", listen: str | None = None) -> KeeperStart:
+    return KeeperStart(kid, host, listen, 4242, "1.0")
+
+
+def test_keepers_register_and_get(store: Store) -> None:
+    keepers = store.registry.keepers
+    assert keepers.get(_A) is None
+    keepers.register(_start(listen="10.0.0.1:7070"))
+    row = keepers.get(_A)
+    assert isinstance(row, KeeperRow)
+    assert (row.id, row.host, row.listen, row.pid, row.version) == (
+        _A,
+        "host-a",
+        "10.0.0.1:7070",
+        4242,
+        "1.0",
+    )
+    assert row.stopped_at is None
+    assert 0 <= row.beat_age < 5
+    assert row.alive(15.0)
+    assert abs(row.beat_at - time.time()) < 60  # seconds since the epoch, on the store's clock
+
+
+def test_keepers_register_again_is_a_new_start_of_the_same_row(store: Store) -> None:
+    keepers = store.registry.keepers
+    keepers.register(_start())
+    keepers.stop(_A)
+    keepers.register(_start(host="host-a2"))
+    (row,) = keepers.all()
+    assert (row.host, row.stopped_at) == ("host-a2", None)
+
+
+def test_keepers_beat_renews_and_says_whether_the_row_exists(store: Store) -> None:
+    keepers = store.registry.keepers
+    assert keepers.beat(_A) is False
+    keepers.register(_start())
+    store.rows("UPDATE keepers SET beat_at = beat_at - 100")  # (writes; answers no rows)
+    assert not keepers.alive(15.0)
+    assert keepers.beat(_A) is True
+    assert [k.id for k in keepers.alive(15.0)] == [_A]
+
+
+def test_keepers_stop_keeps_the_row_and_it_is_not_alive(store: Store) -> None:
+    keepers = store.registry.keepers
+    keepers.register(_start())
+    keepers.register(_start(_B, "host-b"))
+    keepers.stop(_A)
+    assert [k.id for k in keepers.all()] == [_A, _B]
+    assert [k.id for k in keepers.alive(15.0)] == [_B]
+    a = keepers.get(_A)
+    assert a is not None
+    assert a.stopped_at is not None
+    assert not a.alive(15.0)
+
+
+def test_claims_take_a_free_claim_and_not_a_held_one(store: Store) -> None:
+    claims = store.registry.claims
+    assert claims.holder("p") is None
+    mine = claims.take("p", _A, 15.0)
+    assert (mine.profile, mine.keeper_id, mine.released) == ("p", _A, False)
+    assert mine.held(15.0)
+    theirs = claims.take("p", _B, 15.0)  # held by A: B is answered A's claim
+    assert theirs.keeper_id == _A
+    assert theirs.since == mine.since
+    again = claims.take("p", _A, 15.0)  # A again: a renewal, the same since
+    assert (again.keeper_id, again.since) == (_A, mine.since)
+
+
+def test_claims_release_frees_it_and_keeps_the_last_keeper(store: Store) -> None:
+    claims = store.registry.claims
+    claims.take("p", _A, 15.0)
+    assert claims.release("p", _B) is False  # not B's
+    assert claims.release("p", _A) is True
+    assert claims.release("p", _A) is False  # once
+    last = claims.holder("p")
+    assert last is not None
+    assert (last.keeper_id, last.released) == (_A, True)
+    assert not last.held(15.0)
+    assert claims.take("p", _B, 15.0).keeper_id == _B
+
+
+def test_claims_expire_after_the_ttl_without_renewal(store: Store) -> None:
+    claims = store.registry.claims
+    claims.take("p", _A, 15.0)
+    claims.take("q", _A, 15.0)
+    store.rows("UPDATE profile_claims SET renewed_at = renewed_at - 20 WHERE profile='p'")
+    assert claims.take("p", _B, 15.0).keeper_id == _B  # A stopped beating 20 s ago
+    assert claims.take("q", _B, 15.0).keeper_id == _A  # renewed just now: still A's
+    store.rows("UPDATE profile_claims SET renewed_at = renewed_at - 20 WHERE profile='q'")
+    assert claims.expire(15.0) == ["q"]
+    assert claims.expire(15.0) == []
+    q = claims.holder("q")
+    assert q is not None
+    assert q.released
+
+
+def test_claims_renew_and_release_all_are_the_keepers_own(store: Store) -> None:
+    claims = store.registry.claims
+    claims.take("p", _A, 15.0)
+    claims.take("q", _A, 15.0)
+    claims.take("r", _B, 15.0)
+    store.rows("UPDATE profile_claims SET renewed_at = renewed_at - 10")
+    assert claims.renew(_A) == 2
+    ages = {c: claims.holder(c) for c in "pqr"}
+    assert all(v is not None for v in ages.values())
+    assert [c for c, v in ages.items() if v is not None and v.age < 5] == ["p", "q"]
+    assert claims.counts(15.0) == {_A: 2, _B: 1}
+    assert claims.release_all(_A) == 2
+    assert claims.counts(15.0) == {_B: 1}
+
+
+def test_of_two_keepers_racing_for_a_claim_exactly_one_wins(store: Store) -> None:
+    """Two connections (two keepers), two threads, one free claim, many rounds: each round
+    exactly one of them holds it, and both are answered the same holder."""
+    other = store.second()
+    try:
+        mine, theirs = store.registry.claims, sql_registry(other, _B).claims
+        for n in range(20):
+            profile = f"bp-race{n:04d}"
+            answers: dict[str, str] = {}
+            barrier = threading.Barrier(2)
+
+            def race(
+                claims: Any,
+                kid: str,
+                profile: str = profile,
+                barrier: threading.Barrier = barrier,
+                answers: dict[str, str] = answers,
+            ) -> None:
+                barrier.wait()
+                answers[kid] = claims.take(profile, kid, 15.0).keeper_id
+
+            threads = [
+                threading.Thread(target=race, args=(mine, _A)),
+                threading.Thread(target=race, args=(theirs, _B)),
+            ]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            (winner,) = set(answers.values())  # both were answered the one holder
+            assert winner in (_A, _B)
+            assert store.rows("SELECT keeper_id FROM profile_claims WHERE profile=?", profile) == [
+                (winner,)
+            ]
+    finally:
+        other.close()
+
+
+def test_a_neighbours_start_leaves_a_live_keepers_rows_alone(store: Store) -> None:
+    """The start-up sweeps of keeper B (its unstopped browsers, its live tabs, its grants'
+    lapse, its runs) see only B's rows: keeper A's running browser, live tabs and grants
+    stay as they are."""
+    a, b = store.keeper(_A), store.keeper(_B)
+    a.browsers.started(_browser("bb-a"))
+    a.kept_tabs.keep("s", "p", _TABS, "live")
+    a.grants.create(_grant("ga", "/a/ga.sock", expires_at=50.0), 0.0)
+    a.runs.started(7, "1.0")
+    b.runs.started(7, "1.0")  # the same pid on another machine
+    assert b.browsers.unstopped() == []
+    assert b.kept_tabs.mark_live_auto() == 0
+    assert b.grants.lapse(100.0) == []
+    assert b.grants.live(0.0) == []
+    b.runs.stopped(7)
+    assert a.browsers.unstopped() == [_browser("bb-a")]
+    assert a.kept_tabs.kept("s", "p").state == "live"
+    assert [g.session for g in a.grants.live(0.0)] == ["ga"]
+    assert store.rows(
+        "SELECT keeper_id, stopped_at IS NULL FROM keeper_runs ORDER BY keeper_id"
+    ) == [(_A, True), (_B, False)]
+    assert a.kept_tabs.mark_live_auto() == len(_TABS)  # its own next start: its own tabs
+
+
+def test_kept_tabs_take_over_moves_a_gone_keepers_live_tabs_to_this_one(store: Store) -> None:
+    a, b = store.keeper(_A), store.keeper(_B)
+    a.kept_tabs.keep("s", "p", _TABS, "live")
+    a.kept_tabs.keep("s", "q", _TABS, "live")
+    assert b.kept_tabs.take_over("p") == len(_TABS)
+    assert b.kept_tabs.kept("s", "p").state == "auto"
+    assert a.kept_tabs.mark_live_auto() == len(_TABS)  # only q is still A's
+
+
+def test_profiles_under_the_data_root_are_stored_relative_to_it(
+    store: Store, tmp_path: Path
+) -> None:
+    """Two keepers mounting the shared data at different places both find the profile's
+    directory; an adopted one outside the root stays where it is."""
+    here, there = tmp_path / "mnt-a", tmp_path / "mnt-b"
+    a = store.keeper(_A, here)
+    a.profiles.create(_profile("bp-00000001", dir=str(here / "profiles" / "bp-00000001")))
+    a.profiles.create(_profile("bp-00000002", created=2.0, dir="/home/me/chrome", adopted=True))
+    assert store.rows("SELECT dir FROM profiles ORDER BY created_at") == [
+        ("profiles/bp-00000001",),
+        ("/home/me/chrome",),
+    ]
+    dirs = [r.dir for r in store.keeper(_B, there).profiles.all()]
+    assert dirs == [str(there / "profiles" / "bp-00000001"), "/home/me/chrome"]
 
 
 # -- browsers -------------------------------------------------------------------------------

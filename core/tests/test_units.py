@@ -116,6 +116,7 @@ def test_every_code_renders_without_placeholders_given_its_fields() -> None:
         "value": "xl",
         "options": '"s" (Small)',
         "tag": "div",
+        "keeper": "kp-00000001",
     }
     for code in CODES:
         r = Refusal(code, **fields)

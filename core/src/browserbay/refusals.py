@@ -266,6 +266,20 @@ _ROWS = (
         "{fix}",
     ),
     Code(
+        "profile_host_down",
+        "Profile {profile}'s browser ran on keeper {keeper} on {host} (since {since}), which "
+        "is gone, and its data cannot be reached from this keeper",
+        "start the keeper on {host} again, or keep profiles' data on storage every keeper "
+        "mounts (BAY_FLEET_DATA) so another keeper serves it; bay keeper status lists the fleet",
+    ),
+    Code(
+        "fleet_link_refused",
+        "Profile {profile}'s browser runs on keeper {keeper} on {host}; this keeper cannot "
+        "forward to it: {reason}",
+        "run the command on {host}, whose keeper serves the profile; bay keeper status lists "
+        "the fleet",
+    ),
+    Code(
         "browser_cap",
         "{limit} browsers already run on this machine (the BAY_MAX_BROWSERS ceiling): {listing}",
         "bay close --session <one of them>   (or bay keeper status; raise BAY_MAX_BROWSERS)",

@@ -125,6 +125,23 @@ class BaySettings:
         8, "The most browser processes the keeper runs at once (0: no ceiling)."
     )
     log_level: str = _setting("INFO", "Level of the keeper log.")
+    fleet_ttl: float = _setting(
+        15.0,
+        "Seconds after which a keeper of a fleet that stopped beating is dead and its "
+        "profile claims expire (it beats every third of it; at least 1).",
+    )
+    fleet_host: str = _setting(
+        "", "The host name the keeper registers in the fleet; empty: socket.gethostname()."
+    )
+    fleet_listen: str = _setting(
+        "", "HOST:PORT of the keeper's fleet link, registered for the others; empty: none."
+    )
+    fleet_data: str = _setting(
+        "",
+        "A directory every keeper of a fleet mounts: profiles' data goes under it "
+        "(profiles/<id>), so another keeper serves a dead one's profiles; empty: the "
+        "home's data dir, this keeper's alone.",
+    )
 
     @property
     def outputs_max_bytes(self) -> int:
@@ -157,6 +174,10 @@ _LENIENT: dict[str, float | None] = {
     "outputs_max_mb": None,
     "download_max_mb": 0.0,
 }
+
+
+#: Numbers refused below a minimum (the keeper does not start; the message says it).
+_MINIMUM: dict[str, float] = {"fleet_ttl": 1.0}
 
 
 def _lenient(raw: str, default: float, minimum: float | None) -> float:
@@ -237,9 +258,13 @@ def _parse(name: str, raw: str, where: str) -> tuple[Any, str | None]:
         return _lenient(raw, default, _LENIENT[name]), None
     parse, what = _KINDS[str(f.type)]
     try:
-        return parse(raw.strip()), None
+        value = parse(raw.strip())
     except ValueError:
         return None, f"{where}={raw[:40]!r}: needs {what}"
+    least = _MINIMUM.get(name)
+    if least is not None and not value >= least:  # (not >=: a NaN is refused too)
+        return None, f"{where}={raw[:40]!r}: needs a number of at least {least:g}"
+    return value, None
 
 
 def _unknown(name: str, where: str) -> str:

@@ -6,6 +6,8 @@ Module map (who owns what; each talks to the others through public methods only)
 - :class:`~browserbay.keeper.base.RegistryRunner` (``db``): registry calls, off the loop;
   :class:`~browserbay.keeper.base.RestartGate`: a backend switch's gap;
   :class:`~browserbay.keeper.base.Lifecycle`: start time, the stop, requests in flight.
+- :class:`~browserbay.keeper.fleet.Fleet`: this keeper in the fleet (its row, heartbeat and
+  profile claims).
 - :class:`~browserbay.keeper.roster.Roster`: the sessions; :class:`~browserbay.keeper.audit.
   AuditTrail`: audit rows.
 - :class:`~browserbay.keeper.choosing.LeaseChooser`: the lease a verb acts on.
@@ -61,6 +63,7 @@ from browserbay.keeper.downloads import Downloads
 from browserbay.keeper.driver import PlaywrightDriver
 from browserbay.keeper.faults import FaultPlan
 from browserbay.keeper.files import Carrier, SessionFiles
+from browserbay.keeper.fleet import Fleet, data_root, host_name
 from browserbay.keeper.grants import GrantBook, GrantVerbs
 from browserbay.keeper.humantabs import HumanTabs
 from browserbay.keeper.keeper import Housekeeping, Keeper
@@ -88,7 +91,7 @@ from browserbay.keeper.triggers import TriggerIntake
 from browserbay.model import KeeperInfo
 from browserbay.paths import BayPaths
 from browserbay.plugins import Plugins
-from browserbay.registry import Registry
+from browserbay.registry import KeeperStart, Registry
 from browserbay.settings import BaySettings, Configured
 from browserbay.tracestore import Retention, traces_root
 
@@ -180,6 +183,16 @@ class App:
         self.carrier = Carrier(paths.runtime / "transfers")
         # Tab ids never repeat across this home's keepers (a stale one is tab_gone).
         tabs = TabBook(functools.partial(reserve_tab_ids, paths.state / "tab-ids"))
+        me = KeeperStart(
+            registry.keeper_id,
+            host_name(settings.fleet_host),
+            settings.fleet_listen or None,
+            os.getpid(),
+            __version__,
+        )
+        self.fleet = Fleet(
+            registry.keepers, registry.claims, registry.kept_tabs, db, me, settings.fleet_ttl
+        )
         self.pool = BrowserPool(
             plugins,
             registry.browsers,
@@ -190,9 +203,16 @@ class App:
             self.driver.get,
             contexts_per_browser=settings.contexts_per_browser,
             max_browsers=settings.max_browsers,
+            fleet=self.fleet,
         )
         self.profiles = ProfileBook(
-            registry.profiles, registry.attachments, registry.proposals, paths, plugins, db
+            registry.profiles,
+            registry.attachments,
+            registry.proposals,
+            paths,
+            plugins,
+            db,
+            data_root(settings.fleet_data, paths.data),
         )
         downloads = Downloads(paths.runtime / "downloads", settings.download_max_bytes)
         #: Every dialog a page opens, held until it is answered (bay dialog, the live view).
@@ -215,6 +235,7 @@ class App:
             dialogs=self.dialogs,
             brakes=brakes,
             prewarm=Prewarm(f"{snapshots.REF_ENGINE}=:warm"),
+            fleet=self.fleet,
         )
         self.pool.on_crash = self.leases.crashed
         #: Who holds each lease's controls; the live-view transports' host.
@@ -365,6 +386,7 @@ class App:
         now kept tabs that come back by themselves. Before any browser starts, the driver
         has the engine of snapshots' own refs, which every context then gets."""
         await self.driver.add_engine(snapshots.REF_ENGINE, snapshots.REF_ENGINE_JS)
+        await self.fleet.start()
         await self.profiles.load()
         dropped = await self.db(self.registry.holds.drop_orphans)
         if dropped:

@@ -21,6 +21,7 @@ import anyio.lowlevel
 from browserbay import procfs
 from browserbay.distributions import provider_hint
 from browserbay.keeper.emulated import Device
+from browserbay.keeper.fleet import Fleet
 from browserbay.keeper.guard import Blocked, Guard, devtools_ports, url_port
 from browserbay.ladder import parse_major, read_dir_version
 from browserbay.model import BrowserHandle, BrowserInfo, LaunchSpec, ProviderRow, context_options
@@ -112,8 +113,11 @@ class BrowserPool:
         playwright: Any,
         contexts_per_browser: int = 16,
         max_browsers: int = 8,
+        fleet: Fleet | None = None,
     ):
         self.plugins = plugins
+        #: Whose claim a persistent profile's stopped browser gives back (None: no fleet).
+        self.fleet = fleet
         self.browsers = browsers
         self.versions = versions
         self.profiles = profiles
@@ -503,6 +507,8 @@ class BrowserPool:
         finally:
             self.stopping.pop(running.id, None)
         await self.db(self.browsers.stopped, running.id, reason)
+        if running.profile_id is not None and self.fleet is not None:
+            await self.fleet.release(running.profile_id)
         # The per-browser HOME (never a profile's own user-data-dir) goes with it.
         await anyio.to_thread.run_sync(lambda: shutil.rmtree(running.home, ignore_errors=True))
         log.info("browser %s stopped (%s)", running.id, reason)

@@ -647,6 +647,7 @@ async def _serve(
     from browserbay.keeper.app import App
     from browserbay.keeper.browsers import sweep_orphans
     from browserbay.keys import registry_url
+    from browserbay.keeper.fleet import KeeperIdBad, data_root, keeper_id
     from browserbay.plugins import load_plugins
     from browserbay.registry import (
         RegistryUnreachable,
@@ -661,8 +662,17 @@ async def _serve(
         outputs.prune(paths.outputs, settings.outputs_max_age, settings.outputs_max_bytes)
 
     url = registry_url()  # sealed with the keys when it carries a password
+    # Profiles' relative directories are under the fleet's shared data, else the home's.
+    profiles_data = data_root(settings.fleet_data, paths.data)
     try:
-        registry = await anyio.to_thread.run_sync(open_registry, url, paths.registry)
+        me = await anyio.to_thread.run_sync(keeper_id, paths.state)
+        registry = await anyio.to_thread.run_sync(
+            open_registry, url, paths.registry, me, profiles_data
+        )
+    except KeeperIdBad as exc:
+        where = redact(url) if url else str(paths.registry)
+        await refuse_until_idle(sock, Refusal("registry_unreachable", where=where, reason=str(exc)))
+        return
     except RegistryUrlBad as exc:
         await refuse_until_idle(sock, Refusal("registry_url_bad", reason=str(exc)))
         return
@@ -750,6 +760,7 @@ async def _serve(
         await app.db(registry.runs.started, os.getpid(), __version__)
         log.info("keeper %s (pid %d) listening on %s", __version__, os.getpid(), paths.socket)
         await tg.start(app.grants.run, listen_session)  # the live grants' sockets again
+        tg.start_soon(app.fleet.run)  # the heartbeat (its first beat was the start's row)
         tg.start_soon(serve)
         tg.start_soon(on_signal)
         tg.start_soon(housekeeping)
@@ -767,6 +778,7 @@ async def _serve(
     with anyio.CancelScope(shield=True):
         await app.keeper.audit.flush()  # the rows of the last answers
         await app.close()
+        await app.fleet.stop()
         await app.db(registry.runs.stopped, os.getpid())
     registry.close()
     log.info("keeper stopped (shutdown took %.2fs)", time.monotonic() - started)

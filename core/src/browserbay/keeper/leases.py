@@ -17,6 +17,7 @@ import anyio
 from browserbay import identity, procfs
 from browserbay.keeper.browsers import BrowserPool, Running
 from browserbay.keeper.controls import Controls
+from browserbay.keeper.fleet import Fleet, refuse_elsewhere
 from browserbay.keeper.guard import Blocked, host_allowed, websocket_fence
 from browserbay.keeper.profiles import ProfileBook
 from browserbay.keeper.sessions import Lease, Session, Tab, TabBook
@@ -97,8 +98,11 @@ class Leases:
         dialogs: Dialogs | None = None,
         brakes: Brakes | None = None,
         prewarm: Prewarm | None = None,
+        fleet: Fleet | None = None,
     ):
         self.pool = pool
+        #: Where each persistent profile's browser runs (None: here, a keeper alone).
+        self.fleet = fleet
         self.tabs = tabs
         self.kept_tabs = kept_tabs
         self.holds = holds
@@ -167,6 +171,11 @@ class Leases:
                     handle=lease.profile.label,
                     why="a profile any more (it was forgotten)",
                     fix="bay detach --profile " + lease.profile.id,
+                )
+            if self.fleet is not None:
+                refuse_elsewhere(
+                    await self.fleet.place(row.id, Path(row.dir) if row.dir else None),
+                    lease.handle,
                 )
             running = await self.pool.persistent(
                 row.provider,

@@ -132,8 +132,11 @@ class ProfileBook:
         paths: BayPaths,
         plugins: Plugins,
         db: Db,
+        data_root: Path | None = None,
     ):
         self.profiles = profiles
+        #: Where new profiles' directories go (``BAY_FLEET_DATA``; None: the home's data).
+        self.data_root = data_root if data_root is not None else paths.data
         self.attachments = attachments
         self.proposals = proposals
         self.paths = paths
@@ -144,7 +147,7 @@ class ProfileBook:
 
     @property
     def root(self) -> Path:
-        return self.paths.data / "profiles"
+        return self.data_root / "profiles"
 
     async def load(self) -> None:
         rows = await self.db(self.profiles.all)

@@ -9,8 +9,11 @@ embedded default, or PostgreSQL (``BAY_REGISTRY=postgresql://…``,
 :mod:`browserbay.registry.pg`); :func:`open_registry` picks one. Both run the same
 migrations and pass the same contract suite (``core/tests/test_registry.py``).
 
-The keeper is the only writer, and calls every repository method from its one writer
-thread (``Keeper.db``), off the event loop.
+The keeper calls every repository method from its one writer thread (``Keeper.db``), off
+the event loop. On PostgreSQL several keepers may share the registry as a fleet
+(:mod:`browserbay.registry.fleet`): a registry is opened for one keeper id, and the
+repositories of one keeper's rows (its runs, browsers, live tabs, grants) answer and sweep
+only that keeper's.
 """
 
 from __future__ import annotations
@@ -36,6 +39,15 @@ from browserbay.registry.db import (
     RegistryUrlBad,
     Sql,
     redact,
+)
+from browserbay.registry.fleet import (
+    Claim,
+    Claims,
+    KeeperRow,
+    Keepers,
+    KeeperStart,
+    SqlClaims,
+    SqlKeepers,
 )
 from browserbay.registry.grants import GrantRow, Grants, GrantTaken, SqliteGrants
 from browserbay.registry.hints import SiteHints, SqliteSiteHints
@@ -80,6 +92,7 @@ __all__ = [
     "MIGRATIONS",
     "PARKED",
     "SHARINGS",
+    "SOLE_KEEPER",
     "THE_OWNER",
     "Attachment",
     "Attachments",
@@ -87,6 +100,8 @@ __all__ = [
     "AuditRow",
     "BrowserRow",
     "Browsers",
+    "Claim",
+    "Claims",
     "Database",
     "Db",
     "GrantRow",
@@ -95,7 +110,10 @@ __all__ = [
     "GroupDefaults",
     "Hold",
     "Holds",
+    "KeeperRow",
     "KeeperRuns",
+    "KeeperStart",
+    "Keepers",
     "Kept",
     "KeptTab",
     "KeptTabs",
@@ -127,6 +145,10 @@ __all__ = [
 
 T = TypeVar("T")
 
+#: The keeper id of a registry opened outside a keeper (tests, benches, campaigns): the
+#: keeper-scoped repositories need one.
+SOLE_KEEPER = "kp-00000000"
+
 
 class Db(Protocol):
     """How the keeper calls a repository: ``await db(repo.method, *args)`` runs the call in
@@ -154,6 +176,10 @@ class Registry:
     """One repository of each kind, over one store."""
 
     schema: Schema
+    keeper_id: str
+    """Whose rows the keeper-scoped repositories answer (``state/keeper-id``)."""
+    keepers: Keepers
+    claims: Claims
     runs: KeeperRuns
     browsers: Browsers
     sessions: Sessions
@@ -173,16 +199,21 @@ class Registry:
         self.schema.close()
 
 
-def sql_registry(db: Sql) -> Registry:
-    """The registry over an open store (the SQLite :class:`Database` or PostgreSQL's)."""
+def sql_registry(db: Sql, keeper_id: str = SOLE_KEEPER, data_root: Path | None = None) -> Registry:
+    """The registry over an open store (the SQLite :class:`Database` or PostgreSQL's), for
+    the keeper ``keeper_id``; ``data_root``: where its profiles' relative directories are
+    (see :class:`~browserbay.registry.profiles.SqliteProfiles`)."""
     return Registry(
         schema=db,
-        runs=SqliteKeeperRuns(db),
-        browsers=SqliteBrowsers(db),
+        keeper_id=keeper_id,
+        keepers=SqlKeepers(db),
+        claims=SqlClaims(db),
+        runs=SqliteKeeperRuns(db, keeper_id),
+        browsers=SqliteBrowsers(db, keeper_id),
         sessions=SqliteSessions(db),
         attachments=SqliteAttachments(db),
-        profiles=SqliteProfiles(db),
-        kept_tabs=SqliteKeptTabs(db),
+        profiles=SqliteProfiles(db, data_root),
+        kept_tabs=SqliteKeptTabs(db, keeper_id),
         holds=SqliteHolds(db),
         groups=SqliteGroupDefaults(db),
         triggers=SqliteTriggerClaims(db),
@@ -190,30 +221,32 @@ def sql_registry(db: Sql) -> Registry:
         versions=SqliteVersions(db),
         proposals=SqliteProposals(db),
         audit=SqliteAudit(db),
-        grants=SqliteGrants(db),
+        grants=SqliteGrants(db, keeper_id),
     )
 
 
-def open_sqlite(path: Path) -> Registry:
+def open_sqlite(
+    path: Path, keeper_id: str = SOLE_KEEPER, data_root: Path | None = None
+) -> Registry:
     """The registry in the SQLite file at ``path`` (created private and migrated)."""
-    return sql_registry(Database(path))
+    return sql_registry(Database(path), keeper_id, data_root)
 
 
-def open_registry(url: str, path: Path) -> Registry:
-    """The registry ``BAY_REGISTRY`` names: empty, the SQLite file at ``path``; else a
-    ``postgresql://`` URL (:class:`RegistryUrlBad` when it is none,
+def open_registry(url: str, path: Path, keeper_id: str, data_root: Path | None) -> Registry:
+    """The registry ``BAY_REGISTRY`` names, for the keeper ``keeper_id``: empty, the SQLite
+    file at ``path``; else a ``postgresql://`` URL (:class:`RegistryUrlBad` when it is none,
     :class:`RegistryUnreachable` when its server does not answer within the connect
-    timeout, :class:`RegistryInUse` when another keeper holds it)."""
+    timeout, :class:`RegistryInUse` when a keeper with the same id runs on it)."""
     if not url:
-        return open_sqlite(path)
+        return open_sqlite(path, keeper_id, data_root)
     # psycopg's import takes a second and more on a loaded machine: only a keeper that
     # uses PostgreSQL pays it (not a cycle: pg imports only the registry's db module).
     from browserbay.registry.pg import PgDatabase
 
     db = PgDatabase(url)
     try:
-        db.hold_sole()
+        db.hold_keeper(keeper_id)
     except BaseException:
         db.close()
         raise
-    return sql_registry(db)
+    return sql_registry(db, keeper_id, data_root)

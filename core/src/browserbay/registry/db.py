@@ -213,6 +213,37 @@ MIGRATIONS: Sequence[str] = (
     CREATE INDEX trigger_requests_unsettled ON trigger_requests(seq)
         WHERE phase != 'done' OR result_published = 0;
     """,
+    # 10: the fleet (issue 22) — the keepers sharing this registry (one row per keeper id,
+    # beating on the store's clock), which keeper runs each persistent profile's browser (a
+    # claim; released or expired ones keep their last keeper), and whose rows are whose: a
+    # keeper's start sweeps only its own browsers, live tabs, runs and grants. A profile's
+    # directory made under a home's data dir is stored relative to it (`profiles/<id>`), so
+    # every keeper finds it under its own data root (BAY_FLEET_DATA, else its home's).
+    """
+    CREATE TABLE keepers (
+        id TEXT PRIMARY KEY,
+        host TEXT NOT NULL,
+        listen TEXT,
+        pid INTEGER NOT NULL,
+        version TEXT NOT NULL,
+        started_at REAL NOT NULL,
+        beat_at REAL NOT NULL,
+        stopped_at REAL
+    );
+    CREATE TABLE profile_claims (
+        profile TEXT PRIMARY KEY,
+        keeper_id TEXT NOT NULL,
+        since REAL NOT NULL,
+        renewed_at REAL NOT NULL,
+        released_at REAL
+    );
+    CREATE INDEX profile_claims_keeper ON profile_claims(keeper_id) WHERE released_at IS NULL;
+    ALTER TABLE keeper_runs ADD COLUMN keeper_id TEXT;
+    ALTER TABLE browsers ADD COLUMN keeper_id TEXT;
+    ALTER TABLE kept_tabs ADD COLUMN keeper_id TEXT;
+    ALTER TABLE grants ADD COLUMN keeper_id TEXT;
+    UPDATE profiles SET dir = 'profiles/' || id WHERE adopted = 0 AND dir LIKE '%/profiles/' || id;
+    """,
 )
 
 

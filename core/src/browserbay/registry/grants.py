@@ -1,7 +1,8 @@
 """Session-socket grants (migration 8): which session a socket the owner granted is bound to,
 the profiles it may use, when it ends. A grant outlives its keeper (the next keeper binds
 its socket again); a revoked or expired one is kept with its ``revoked_at`` until a new
-grant takes its session or its socket."""
+grant takes its session or its socket. A grant's socket is in its keeper's home: each row
+says which keeper made it (migration 10), and a keeper serves and lapses only its own."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ class Grants(Protocol):
         """The session's grant, live or dead (None: never granted, or replaced)."""
 
     def live(self, now: float) -> list[GrantRow]:
-        """Every grant neither revoked nor expired by ``now``, oldest first."""
+        """Every grant of this keeper neither revoked nor expired by ``now``, oldest first."""
 
     def children(self, parent: str) -> list[GrantRow]:
         """Every grant made with ``parent`` as its parent, live or dead, oldest first (a
@@ -51,8 +52,9 @@ class Grants(Protocol):
         """Mark the session's grant revoked at ``at``; False when it had none still live."""
 
     def lapse(self, now: float) -> list[str]:
-        """Mark every grant whose expiry passed by ``now`` and is not marked yet as ended at
-        its expiry (what ran out while no keeper ran); answers their sessions."""
+        """Mark every grant of this keeper whose expiry passed by ``now`` and is not marked
+        yet as ended at its expiry (what ran out while it did not run); answers their
+        sessions."""
 
 
 class GrantTaken(Exception):
@@ -65,8 +67,9 @@ def _row(r: tuple[Any, ...]) -> GrantRow:
 
 
 class SqliteGrants:
-    def __init__(self, db: Sql):
+    def __init__(self, db: Sql, keeper_id: str):
         self.db = db
+        self.keeper_id = keeper_id
 
     def create(self, row: GrantRow, now: float) -> None:
         # The check and the write in one transaction, the write itself the check: the dead
@@ -82,7 +85,7 @@ class SqliteGrants:
             )
             took = tx.execute(
                 "INSERT INTO grants(session, socket, profiles, parent, created_at, expires_at, "
-                "revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                "revoked_at, keeper_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 (
                     row.session,
                     row.socket,
@@ -91,6 +94,7 @@ class SqliteGrants:
                     row.created_at,
                     row.expires_at,
                     row.revoked_at,
+                    self.keeper_id,
                 ),
             )
             if took.rowcount == 0:
@@ -108,8 +112,8 @@ class SqliteGrants:
         rows = self.db.execute(
             "SELECT session, socket, profiles, parent, created_at, expires_at, revoked_at "
             "FROM grants WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?) "
-            "ORDER BY created_at, session",
-            (now,),
+            "AND (keeper_id=? OR keeper_id IS NULL) ORDER BY created_at, session",
+            (now, self.keeper_id),
         ).fetchall()
         return [_row(r) for r in rows]
 
@@ -132,7 +136,7 @@ class SqliteGrants:
         # marked it (its end is audited once).
         rows = self.db.execute(
             "UPDATE grants SET revoked_at=expires_at WHERE revoked_at IS NULL "
-            "AND expires_at <= ? RETURNING session",
-            (now,),
+            "AND expires_at <= ? AND (keeper_id=? OR keeper_id IS NULL) RETURNING session",
+            (now, self.keeper_id),
         ).fetchall()
         return sorted(r[0] for r in rows)

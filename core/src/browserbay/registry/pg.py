@@ -36,7 +36,7 @@ from browserbay.registry.db import (
 CONNECT_TIMEOUT = 5
 #: The advisory lock a migration holds (an arbitrary constant: "bay" in ASCII, then 1).
 MIGRATION_LOCK = 0x62617901
-#: The advisory lock a keeper holds on its schema for its life (with the schema's hash).
+#: The advisory lock a keeper holds for its life (with the hash of its schema and keeper id).
 KEEPER_LOCK = 0x62617902
 #: Connections the pool keeps; the keeper has one writer thread, `bay doctor` one probe.
 POOL_SIZE = 2
@@ -141,20 +141,24 @@ class PgDatabase:
             self.pool.close()
             raise
 
-    def hold_sole(self) -> None:
-        """Take the schema for this keeper alone, for as long as the store is open (a
+    def hold_keeper(self, keeper_id: str) -> None:
+        """Take this schema for the keeper id, for as long as the store is open (a
         session-level advisory lock on a connection of its own; the server drops it when
-        the keeper dies). A second keeper on the same tables would take the first one's
-        running browsers for orphans (``sweep_orphans``) and its live tabs for dead ones:
-        it is :class:`RegistryInUse` instead. Two keepers share a registry only as a fleet
-        (issue 22, items 2-5)."""
+        the keeper dies). Keepers of a fleet share the schema, each under its own id; two
+        homes that copied one ``state/keeper-id`` would sweep each other's browsers and
+        tabs as their own: the second is :class:`RegistryInUse` instead."""
         conn = psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
         row = conn.execute(
-            "SELECT pg_try_advisory_lock(%s::int4, hashtext(current_schema()))", (KEEPER_LOCK,)
+            "SELECT pg_try_advisory_lock(%s::int4, hashtext(current_schema() || '/' || %s))",
+            (KEEPER_LOCK, keeper_id),
         ).fetchone()
         if not row or not row[0]:
             conn.close()
-            raise RegistryInUse("another keeper holds it")
+            raise RegistryInUse(
+                f"a keeper with this keeper id ({keeper_id}) runs on it: a home copied from "
+                "another has its state/keeper-id; remove that file in this home to give it "
+                "an id of its own"
+            )
         self._sole = conn
 
     def schema_version(self) -> int:

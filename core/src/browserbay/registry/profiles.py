@@ -1,5 +1,11 @@
 """Persistent profiles (migration 2), their provider options (migration 4), their owner and
-sharing (migration 8)."""
+sharing (migration 8).
+
+A profile's directory under the data root is stored relative to it (migration 10): the data
+root is the keeper's (``BAY_FLEET_DATA``, storage every keeper of a fleet mounts, else its
+home's data dir), so every keeper finds a shared profile's data where it mounts it, and a
+:class:`ProfileRow` always carries the absolute path on this keeper. An adopted directory
+(or one outside the root) stays absolute: it is one machine's."""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal, Protocol
 
 from browserbay.registry.db import Sql
@@ -74,8 +81,24 @@ _COLS = (
 
 
 class SqliteProfiles:
-    def __init__(self, db: Sql):
+    def __init__(self, db: Sql, data_root: Path | None = None):
         self.db = db
+        self.data_root = data_root
+
+    def _stored(self, directory: str) -> str:
+        """The directory as the row keeps it: relative when under the data root."""
+        if self.data_root is None or not directory:
+            return directory
+        path = Path(directory)
+        if not path.is_relative_to(self.data_root):
+            return directory
+        return str(path.relative_to(self.data_root))
+
+    def _found(self, stored: str) -> str:
+        """The directory on this keeper: a relative one under its data root."""
+        if self.data_root is None or not stored or Path(stored).is_absolute():
+            return stored
+        return str(self.data_root / stored)
 
     def create(self, row: ProfileRow) -> None:
         self.db.execute(
@@ -84,7 +107,7 @@ class SqliteProfiles:
                 row.id,
                 row.label,
                 row.provider,
-                row.dir,
+                self._stored(row.dir),
                 row.proxy,
                 json.dumps(list(row.allowed_domains)),
                 int(row.headed),
@@ -120,7 +143,7 @@ class SqliteProfiles:
                 r[0],
                 r[1],
                 r[2],
-                r[3],
+                self._found(r[3]),
                 r[4],
                 tuple(json.loads(r[5])),
                 bool(r[6]),

@@ -1,5 +1,7 @@
 """Kept tabs (migration 2): a lease's tabs written down so ``bay resume`` (or the next
-keeper) can reopen them after its browser stopped."""
+keeper) can reopen them after its browser stopped. Each row says which keeper kept it
+(migration 10): 'live' tabs are a running browser's, and only their keeper's next start
+(or a keeper taking over the profile of a dead one) turns them 'auto'."""
 
 from __future__ import annotations
 
@@ -38,8 +40,13 @@ class KeptTabs(Protocol):
     def drop(self, session: str, profile_id: str) -> None: ...
     def mark(self, session: str, profile_id: str, state: str) -> None: ...
     def mark_live_auto(self) -> int:
-        """At keeper start: the browsers of 'live' tabs died with the last keeper; they
-        become 'auto' (reopened by themselves). Answers how many."""
+        """At keeper start: the browsers of this keeper's 'live' tabs died with its last run;
+        they become 'auto' (reopened by themselves). Another keeper's stay as they are.
+        Answers how many."""
+
+    def take_over(self, profile_id: str) -> int:
+        """This keeper took the profile of a keeper that died: that keeper's 'live' tabs of
+        it become this keeper's 'auto' ones (restored here). Answers how many."""
 
     def park(self, session: str, profile_id: str) -> None:
         """A deliberate close: the lease's kept tabs move aside (``<profile>@closed``) where
@@ -48,8 +55,9 @@ class KeptTabs(Protocol):
 
 
 class SqliteKeptTabs:
-    def __init__(self, db: Sql):
+    def __init__(self, db: Sql, keeper_id: str):
         self.db = db
+        self.keeper_id = keeper_id
 
     def keep(self, session: str, profile_id: str, tabs: list[KeptTab], state: str) -> None:
         now = time.time()
@@ -58,8 +66,18 @@ class SqliteKeptTabs:
             *(
                 (
                     "INSERT INTO kept_tabs(session, profile, position, url, title, current, "
-                    "state, kept_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (session, profile_id, i, t.url, t.title, int(t.current), state, now),
+                    "state, kept_at, keeper_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        session,
+                        profile_id,
+                        i,
+                        t.url,
+                        t.title,
+                        int(t.current),
+                        state,
+                        now,
+                        self.keeper_id,
+                    ),
                 )
                 for i, t in enumerate(tabs)
             ),
@@ -86,7 +104,17 @@ class SqliteKeptTabs:
         )
 
     def mark_live_auto(self) -> int:
-        return self.db.execute("UPDATE kept_tabs SET state='auto' WHERE state='live'").rowcount
+        return self.db.execute(
+            "UPDATE kept_tabs SET state='auto' WHERE state='live' "
+            "AND (keeper_id=? OR keeper_id IS NULL)",
+            (self.keeper_id,),
+        ).rowcount
+
+    def take_over(self, profile_id: str) -> int:
+        return self.db.execute(
+            "UPDATE kept_tabs SET state='auto', keeper_id=? WHERE state='live' AND profile=?",
+            (self.keeper_id, profile_id),
+        ).rowcount
 
     def park(self, session: str, profile_id: str) -> None:
         parked = profile_id + PARKED

@@ -1,0 +1,211 @@
+"""This keeper as a member of a fleet (issue 22, item 2): its stable id, its row and
+heartbeat in the registry's ``keepers`` table, and where each persistent profile's browser
+runs (:meth:`Fleet.place`, the profile's claim).
+
+A keeper alone on its SQLite file is a fleet of one: it registers and claims the same way,
+and every claim is its own. On PostgreSQL several keepers share the registry; a profile's
+browser runs on the keeper that holds its claim, and a verb on it elsewhere is forwarded
+there (``link``) or refused with where it runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import secrets
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from browserbay.refusals import Refusal
+from browserbay.registry import Claim, Claims, Db, KeeperRow, Keepers, KeeperStart, KeptTabs
+
+log = logging.getLogger("browserbay.keeper")
+
+#: ``state/keeper-id``: the keeper's id, made once per home.
+KEEPER_ID_FILE = "keeper-id"
+KEEPER_ID = re.compile(r"kp-[0-9a-f]{8}")
+
+
+class KeeperIdBad(ValueError):
+    """``state/keeper-id`` holds no keeper id (the message says what to do)."""
+
+
+def keeper_id(state: Path) -> str:
+    """The home's keeper id (``kp-<8 hex>`` in ``state/keeper-id``, mode 0600), made the
+    first time: stable across the keeper's restarts, so its rows stay its own. Two keepers
+    racing to make it agree (the file is made whole by an exclusive create, then read)."""
+    path = state / KEEPER_ID_FILE
+    with contextlib.suppress(FileExistsError):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(f"kp-{secrets.token_hex(4)}\n")
+    text = path.read_text().strip()
+    if not KEEPER_ID.fullmatch(text):
+        raise KeeperIdBad(
+            f"{path} holds no keeper id (kp- and 8 hex digits): remove it, and the keeper "
+            "makes a new one (its old rows in a shared registry then stay the old id's)"
+        )
+    return text
+
+
+def data_root(configured: str, home_data: Path) -> Path:
+    """Where profiles' data is: ``BAY_FLEET_DATA`` (storage every keeper of the fleet
+    mounts), else the home's data directory (this keeper's alone)."""
+    return Path(configured) if configured else home_data
+
+
+def host_name(configured: str) -> str:
+    """The host the keeper registers: ``BAY_FLEET_HOST``, else the machine's name."""
+    return configured or socket.gethostname()
+
+
+@dataclass(frozen=True)
+class Here:
+    """The profile's browser runs (or starts) on this keeper: its claim is ours."""
+
+    profile: str
+    since: float
+
+
+@dataclass(frozen=True)
+class OnKeeper:
+    """The profile's browser runs on another live keeper of the fleet (its row: its host,
+    its ``listen`` address for the link)."""
+
+    profile: str
+    keeper: KeeperRow
+    since: float
+
+
+@dataclass(frozen=True)
+class OnDeadKeeper:
+    """The profile's browser ran on a keeper that is gone, and its data is not reachable
+    from here (the host is what a refusal names)."""
+
+    profile: str
+    keeper_id: str
+    host: str
+    since: float
+
+
+Placement = Here | OnKeeper | OnDeadKeeper
+"""Where a persistent profile's browser runs, as the lease choice acts on it."""
+
+
+def refuse_elsewhere(placed: Placement, handle: str) -> None:
+    """Nothing when the profile's browser is here; else its refusal: on a live keeper,
+    ``fleet_link_refused`` (until verbs are forwarded over the fleet link); on a gone one
+    whose data is not here, ``profile_host_down`` naming its host."""
+    if isinstance(placed, OnKeeper):
+        raise Refusal(
+            "fleet_link_refused",
+            profile=handle,
+            keeper=placed.keeper.id,
+            host=placed.keeper.host,
+            reason="this keeper does not forward verbs yet",
+        )
+    if isinstance(placed, OnDeadKeeper):
+        raise Refusal(
+            "profile_host_down",
+            profile=handle,
+            keeper=placed.keeper_id,
+            host=placed.host,
+            since=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(placed.since)),
+        )
+
+
+class Fleet:
+    """This keeper's membership: registered at start, beating every ``ttl/3`` (renewing
+    its claims with it), stopped at its end; and the claims of the persistent profiles it
+    runs."""
+
+    def __init__(
+        self,
+        keepers: Keepers,
+        claims: Claims,
+        kept_tabs: KeptTabs,
+        db: Db,
+        me: KeeperStart,
+        ttl: float,
+    ):
+        self.keepers = keepers
+        self.claims = claims
+        self.kept_tabs = kept_tabs
+        self.db = db
+        self.me = me
+        self.ttl = ttl
+
+    @property
+    def keeper_id(self) -> str:
+        return self.me.id
+
+    async def start(self) -> None:
+        await self.db(self.keepers.register, self.me)
+
+    async def beat(self) -> None:
+        """One heartbeat: the keeper's row and every claim it holds."""
+        await self.db(self.keepers.beat, self.me.id)
+        await self.db(self.claims.renew, self.me.id)
+
+    async def run(self) -> None:
+        """Beat every third of the TTL until cancelled (a failed beat is logged; the next
+        one tries again, so a registry that hiccups does not end the keeper)."""
+        while True:
+            await anyio.sleep(self.ttl / 3)
+            try:
+                await self.beat()
+            except Exception:
+                log.exception("the fleet heartbeat failed")
+
+    async def stop(self) -> None:
+        """The keeper's end: its claims are free for the others now, and its row says it
+        stopped (not only that it stopped beating)."""
+        await self.db(self.claims.release_all, self.me.id)
+        await self.db(self.keepers.stop, self.me.id)
+
+    async def place(self, profile_id: str, data: Path | None) -> Placement:
+        """Where the profile's browser runs, taking its claim when it is free. ``data``:
+        the profile's directory on this keeper (None: it has none, a remote browser's); a
+        claim taken over from a gone keeper is kept only when that directory is here (a
+        gone keeper's data on its own disk is its alone), and then that keeper's live
+        tabs of the profile become ours to restore."""
+        before = await self.db(self.claims.holder, profile_id)
+        claim = await self.db(self.claims.take, profile_id, self.me.id, self.ttl)
+        if claim.keeper_id != self.me.id:
+            return await self._elsewhere(claim)
+        if before is None or before.keeper_id == self.me.id:
+            return Here(profile_id, claim.since)
+        reachable = data is None or await anyio.to_thread.run_sync(data.is_dir)
+        if not reachable:
+            await self.db(self.claims.release, profile_id, self.me.id)
+            host = await self._host(before.keeper_id)
+            return OnDeadKeeper(profile_id, before.keeper_id, host, before.since)
+        taken = await self.db(self.kept_tabs.take_over, profile_id)
+        log.info(
+            "profile %s taken over from keeper %s (%d live tab(s) to restore)",
+            profile_id,
+            before.keeper_id,
+            taken,
+        )
+        return Here(profile_id, claim.since)
+
+    async def _elsewhere(self, claim: Claim) -> Placement:
+        row = await self.db(self.keepers.get, claim.keeper_id)
+        if row is not None and row.alive(self.ttl):
+            return OnKeeper(claim.profile, row, claim.since)
+        host = row.host if row is not None else "an unknown host"
+        return OnDeadKeeper(claim.profile, claim.keeper_id, host, claim.since)
+
+    async def _host(self, keeper_id: str) -> str:
+        row = await self.db(self.keepers.get, keeper_id)
+        return row.host if row is not None else "an unknown host"
+
+    async def release(self, profile_id: str) -> None:
+        """The profile's browser stopped here: its claim is free."""
+        await self.db(self.claims.release, profile_id, self.me.id)

@@ -1,0 +1,125 @@
+"""A fleet of real keepers for the tests (issue 22): N keepers on this machine, each with its
+own ``BAY_HOME`` (its socket, state and keeper id), all on one fresh PostgreSQL schema of the
+session's server, with a short ``BAY_FLEET_TTL`` so a death is seen in seconds.
+
+``with keeper_fleet(postgres, tmp_path, 2) as fleet:`` gives :class:`Fleet` whose members
+are :class:`Member` (a :class:`~browserbay_testing.bay.Bay` with a name: ``a``, ``b``, …);
+every keeper still running at the end is stopped, one killed with :meth:`Member.kill` is
+waited for. The schema is dropped after (a fleet's rows never leak into another test).
+Other helpers of the fleet's tests extend this module (the link's secret and addresses,
+the holds' waits): pass their variables in ``env`` or per member in ``member_env``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import string
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from browserbay_testing.bay import Bay, wait_for, wait_for_no_keeper
+from browserbay_testing.postgres import PgServer
+
+#: Seconds after which a silent keeper is dead in a test fleet (it beats every third).
+TEST_TTL = 3.0
+
+
+class Member(Bay):
+    """One keeper of the fleet: the real CLI against its own home."""
+
+    def __init__(self, name: str, home: Path, **env: str):
+        super().__init__(home, **env)
+        self.name = name
+
+    def start(self) -> int:
+        """Start its keeper (``bay keeper start``) and answer its pid."""
+        return self.keeper_pid()
+
+    def keeper_id(self) -> str:
+        """Its keeper id (made by its first start)."""
+        return (self.home / "state" / "keeper-id").read_text().strip()
+
+    def kill(self) -> None:
+        """``kill -9`` of its keeper (a real death: no stop is recorded, its claims expire
+        only after the TTL); waits until the process is gone."""
+        pid = self.keeper_pid()
+        os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: not _alive(pid), timeout=30)
+        wait_for_no_keeper(self.home)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@dataclass
+class Fleet:
+    """The members and the registry they share."""
+
+    url: str
+    members: list[Member]
+    ttl: float
+    by_name: dict[str, Member] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.by_name = {m.name: m for m in self.members}
+
+    def __getitem__(self, name: str) -> Member:
+        return self.by_name[name]
+
+    def __iter__(self) -> Iterator[Member]:
+        return iter(self.members)
+
+    def rows(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+        """Read the shared registry directly (what the keepers wrote)."""
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            return [tuple(r) for r in conn.execute(sql, params).fetchall()]
+
+
+@contextlib.contextmanager
+def keeper_fleet(
+    postgres: PgServer,
+    root: Path,
+    n: int = 2,
+    *,
+    ttl: float = TEST_TTL,
+    env: Mapping[str, str] | None = None,
+    member_env: Mapping[str, Mapping[str, str]] | None = None,
+    start: bool = True,
+) -> Iterator[Fleet]:
+    """``n`` keepers (homes ``root/a``, ``root/b``, …) on one fresh schema; started when
+    ``start`` (else by the test's first command). ``env``: variables of every member;
+    ``member_env``: a member's own, by name (``{"b": {"BAY_FLEET_DATA": ...}}``)."""
+    with postgres.fresh_schema_url() as url:
+        members = []
+        for name in string.ascii_lowercase[:n]:
+            home = root / name
+            home.mkdir(parents=True, exist_ok=True)
+            variables = {
+                "BAY_REGISTRY": url,
+                "BAY_FLEET_TTL": f"{ttl:g}",
+                "BAY_FLEET_HOST": f"host-{name}",
+                **(env or {}),
+                **((member_env or {}).get(name, {})),
+            }
+            members.append(Member(name, home, **variables))
+        fleet = Fleet(url, members, ttl)
+        try:
+            if start:
+                for m in members:
+                    m.start()
+            yield fleet
+        finally:
+            for m in members:
+                with contextlib.suppress(Exception):
+                    m.stop()
