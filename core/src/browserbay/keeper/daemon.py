@@ -646,8 +646,8 @@ async def _serve(
     from browserbay.keeper import outputs
     from browserbay.keeper.app import App
     from browserbay.keeper.browsers import sweep_orphans
-    from browserbay.keys import registry_url
     from browserbay.keeper.fleet import KeeperIdBad, data_root, keeper_id
+    from browserbay.keys import registry_url
     from browserbay.plugins import load_plugins
     from browserbay.registry import (
         RegistryUnreachable,
