@@ -178,27 +178,3 @@ def test_after_kill_9_another_keeper_serves_the_profile_from_shared_data(
         assert "yes" in str(b.ok("cookies", "get", "--name", "login"))  # the same login
         (claim,) = fleet.rows("SELECT keeper_id, released_at FROM profile_claims")
         assert claim == (b.keeper_id(), None)
-
-
-def test_keeper_status_lists_the_fleet_alive_or_not_with_its_claims(
-    postgres: PgServer, tmp_path: Path, demo: str
-) -> None:
-    with keeper_fleet(postgres, tmp_path, 3, start=False) as fleet:
-        a, b, c = fleet["a"], fleet["b"], fleet["c"]
-        for m in fleet:
-            m.start()
-        _profile(a)
-        a.ok("open", f"{demo}/")
-        c.kill()
-        time.sleep(fleet.ttl + 0.5)
-        data = b.ok("keeper", "status", session=None)
-        rows = {r["host"]: r for r in data["fleet"]}
-        assert data["keeper_id"] == b.keeper_id()
-        assert (rows["host-a"]["alive"], rows["host-a"]["claims"]) == (True, 1)
-        assert (rows["host-b"]["alive"], rows["host-b"]["me"]) == (True, True)
-        assert rows["host-c"]["alive"] is False
-        assert rows["host-c"]["beat_age_s"] >= fleet.ttl
-        text = b("keeper", "status", session=None, json_=False).stdout
-        assert "3 keeper(s)" in text
-        assert "silent" in text
-        assert "(this keeper)" in text

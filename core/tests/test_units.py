@@ -117,6 +117,7 @@ def test_every_code_renders_without_placeholders_given_its_fields() -> None:
         "options": '"s" (Small)',
         "tag": "div",
         "keeper": "kp-00000001",
+        "link": "to keeper kp-0a1b2c3d at 127.0.0.1:7441",
     }
     for code in CODES:
         r = Refusal(code, **fields)

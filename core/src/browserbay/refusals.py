@@ -265,19 +265,13 @@ _ROWS = (
         "Profile {profile} is held by session {holder} (group {group}) since {since}",
         "{fix}",
     ),
+    Code("fleet_link_refused", "The fleet link {link} is refused: {reason}", "{fix}"),
     Code(
         "profile_host_down",
         "Profile {profile}'s browser ran on keeper {keeper} on {host} (since {since}), which "
         "is gone, and its data cannot be reached from this keeper",
         "start the keeper on {host} again, or keep profiles' data on storage every keeper "
         "mounts (BAY_FLEET_DATA) so another keeper serves it; bay keeper status lists the fleet",
-    ),
-    Code(
-        "fleet_link_refused",
-        "Profile {profile}'s browser runs on keeper {keeper} on {host}; this keeper cannot "
-        "forward to it: {reason}",
-        "run the command on {host}, whose keeper serves the profile; bay keeper status lists "
-        "the fleet",
     ),
     Code(
         "browser_cap",

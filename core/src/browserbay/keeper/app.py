@@ -303,7 +303,6 @@ class App:
             configured if configured is not None else Configured(settings, {}),
             self.grants,
             registry.schema,
-            self.fleet,
         )
         backend = BackendSwitch(
             plugins,

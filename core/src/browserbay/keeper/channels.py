@@ -42,14 +42,26 @@ class Grant:
 
 
 @dataclass(frozen=True)
+class LinkPeer:
+    """Another keeper of the fleet, proven over the fleet link (browserbay.keeper.link), and
+    the session of its that a forwarded request acts for (None: the connection itself)."""
+
+    keeper: str
+    session: str | None = None
+
+
+@dataclass(frozen=True)
 class Channel:
-    """The channel a request came in on: the owner's (``grant`` None) or a session socket's."""
+    """The channel a request came in on: the owner's (``grant`` None), a session socket's, or
+    another keeper's over the fleet link (``link``; each of its requests then runs with a
+    grant of its own, see :func:`browserbay.keeper.link.forwarded`)."""
 
     grant: Grant | None = None
+    link: LinkPeer | None = None
 
     @property
     def is_owner(self) -> bool:
-        return self.grant is None
+        return self.grant is None and self.link is None
 
     @property
     def session(self) -> str | None:
@@ -58,18 +70,25 @@ class Channel:
 
     @property
     def actor(self) -> str:
-        """Who acted, as the audit records it: ``owner`` or ``session-socket:<id>``."""
+        """Who acted, as the audit records it: ``owner``, ``session-socket:<id>``, or
+        ``fleet:<origin keeper>/<its session>``."""
+        if self.link is not None:
+            return f"fleet:{self.link.keeper}/{self.link.session or '-'}"
         return "owner" if self.grant is None else f"session-socket:{self.grant.session}"
 
     @property
     def kind(self) -> str:
-        """``owner`` or ``session``, as the keeper's hello says it."""
+        """``owner``, ``session`` or ``fleet``, as the keeper's hello says it."""
+        if self.link is not None:
+            return "fleet"
         return "owner" if self.grant is None else "session"
 
     @property
     def label(self) -> str:
         """The channel as ``bay status`` names it: ``owner``, or ``session socket <path>
         (session <id>, expires <when>)`` (``until revoked`` with no ``--ttl``)."""
+        if self.link is not None:
+            return f"fleet link from keeper {self.link.keeper}"
         if self.grant is None:
             return "owner"
         expires = self.grant.expires

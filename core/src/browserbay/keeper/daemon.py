@@ -647,6 +647,7 @@ async def _serve(
     from browserbay.keeper.app import App
     from browserbay.keeper.browsers import sweep_orphans
     from browserbay.keeper.fleet import KeeperIdBad, data_root, keeper_id
+    from browserbay.keeper.link import LinkServer, link_config
     from browserbay.keys import registry_url
     from browserbay.plugins import load_plugins
     from browserbay.registry import (
@@ -661,6 +662,11 @@ async def _serve(
     def prune_outputs() -> None:
         outputs.prune(paths.outputs, settings.outputs_max_age, settings.outputs_max_bytes)
 
+    try:  # never a plain link: a listen address without its secret stops the start
+        link = await anyio.to_thread.run_sync(link_config, settings.fleet_listen, paths.state)
+    except Refusal as unlinked:
+        await refuse_until_idle(sock, unlinked)
+        return
     url = registry_url()  # sealed with the keys when it carries a password
     # Profiles' relative directories are under the fleet's shared data, else the home's.
     profiles_data = data_root(settings.fleet_data, paths.data)
@@ -731,6 +737,25 @@ async def _serve(
                 lambda stream: guarded_connection(stream, app, budget, settings.frame_timeout),
             )
 
+    # Another keeper's forwarded verbs: frames as on the home's socket, a budget of their own.
+    link_budget = Budget()
+
+    async def serve_link(stream: anyio.abc.ByteStream, channel: Channel) -> None:
+        await guarded_connection(stream, app, link_budget, settings.frame_timeout, channel)
+
+    async def listen_link() -> None:
+        assert link is not None
+        try:
+            await LinkServer(link, me).run(serve_link)
+        except OSError as exc:  # its port is taken: this keeper serves its own socket still
+            log.error(
+                "the fleet link cannot listen on %s: %s (other keepers cannot forward here)",
+                link.listen,
+                exc.strerror or exc,
+            )
+        except Exception:
+            log.exception("the fleet link stopped; this keeper serves its own socket still")
+
     async def listen_session(sock: socket.socket, channel: Channel) -> None:
         """A grant's socket (see browserbay.keeper.grants), served as the home's is, with
         the grant's channel and at most SESSION_CONNECTIONS connections at once; every
@@ -762,6 +787,8 @@ async def _serve(
         await tg.start(app.grants.run, listen_session)  # the live grants' sockets again
         tg.start_soon(app.fleet.run)  # the heartbeat (its first beat was the start's row)
         tg.start_soon(serve)
+        if link is not None and link.host is not None:
+            tg.start_soon(listen_link)
         tg.start_soon(on_signal)
         tg.start_soon(housekeeping)
         tg.start_soon(triggers)

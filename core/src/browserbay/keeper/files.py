@@ -89,6 +89,8 @@ def party_of(channel: Channel, grant_of: Callable[[str], Grant | None]) -> str:
     one party (``owner``: anything on it is the owner); a session socket's is the session at
     the root of its grants' family (``grant_of``: a live session's grant), since a session
     mints child sessions, each with a socket of its own, and must not multiply its share."""
+    if channel.link is not None:  # another keeper's requests: one party per keeper
+        return "fleet:" + channel.link.keeper
     grant = channel.grant
     if grant is None:
         return "owner"

@@ -94,44 +94,6 @@ class OnDeadKeeper:
     since: float
 
 
-@dataclass(frozen=True)
-class Member:
-    """A keeper of the fleet, as ``bay keeper status`` shows it."""
-
-    keeper: KeeperRow
-    alive: bool
-    claims: int
-    me: bool
-
-    def as_row(self) -> dict[str, object]:
-        k = self.keeper
-        return {
-            "id": k.id,
-            "host": k.host,
-            "listen": k.listen,
-            "pid": k.pid,
-            "version": k.version,
-            "alive": self.alive,
-            "beat_age_s": round(k.beat_age, 1),
-            "stopped": k.stopped_at is not None,
-            "claims": self.claims,
-            "me": self.me,
-        }
-
-    def line(self) -> str:
-        k = self.keeper
-        state = (
-            "alive"
-            if self.alive
-            else ("stopped" if k.stopped_at is not None else f"silent {k.beat_age:.0f}s")
-        )
-        mark = " (this keeper)" if self.me else ""
-        return (
-            f"  {k.id} {k.host} {k.listen or '-'} pid {k.pid} · {state} · "
-            f"{self.claims} claim(s){mark}"
-        )
-
-
 Placement = Here | OnKeeper | OnDeadKeeper
 """Where a persistent profile's browser runs, as the lease choice acts on it."""
 
@@ -141,12 +103,17 @@ def refuse_elsewhere(placed: Placement, handle: str) -> None:
     ``fleet_link_refused`` (until verbs are forwarded over the fleet link); on a gone one
     whose data is not here, ``profile_host_down`` naming its host."""
     if isinstance(placed, OnKeeper):
+        host = placed.keeper.host
         raise Refusal(
             "fleet_link_refused",
+            link=f"to keeper {placed.keeper.id} on {host}",
+            reason=f"profile {handle}'s browser runs there, and this keeper does not forward "
+            "verbs yet",
+            fix=f"run the command on {host}, whose keeper serves the profile; bay keeper "
+            "status lists the fleet",
             profile=handle,
             keeper=placed.keeper.id,
-            host=placed.keeper.host,
-            reason="this keeper does not forward verbs yet",
+            host=host,
         )
     if isinstance(placed, OnDeadKeeper):
         raise Refusal(
@@ -243,13 +210,6 @@ class Fleet:
     async def _host(self, keeper_id: str) -> str:
         row = await self.db(self.keepers.get, keeper_id)
         return row.host if row is not None else "an unknown host"
-
-    async def members(self) -> list[Member]:
-        """The fleet as ``bay keeper status`` lists it: every keeper that registered here,
-        alive or not (its beat's age against the TTL), with the claims it holds."""
-        rows = await self.db(self.keepers.all)
-        counts = await self.db(self.claims.counts, self.ttl)
-        return [Member(r, r.alive(self.ttl), counts.get(r.id, 0), r.id == self.me.id) for r in rows]
 
     async def release(self, profile_id: str) -> None:
         """The profile's browser stopped here: its claim is free."""

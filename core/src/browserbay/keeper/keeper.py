@@ -31,6 +31,7 @@ from browserbay.keeper.faults import disk_full, is_disk_full
 from browserbay.keeper.files import Carried, Carrier, party_of
 from browserbay.keeper.frames import ELEMENT_VERBS, PENDING, TRACED_VERBS, Recorder
 from browserbay.keeper.leases import Leases
+from browserbay.keeper.link import forwarded
 from browserbay.keeper.memory import MemoryWatch
 from browserbay.keeper.pageverbs import page_error
 from browserbay.keeper.recorder import Recordings
@@ -146,6 +147,12 @@ class Keeper:
                 with anyio.CancelScope(shield=True):
                     await files.close()
                     await self.audit.flush()  # no connection sends the answer: now
+        if channel.link is not None and channel.link.session is None:
+            # Another keeper's request: as the origin's session, confined to its scope.
+            try:
+                frame, channel = forwarded(frame, channel)
+            except Refusal as r:
+                return dict(r.frame(), id=frame.get("id"))
         rid = frame.get("id")
         started = time.monotonic()
         call: VerbCall | None = None

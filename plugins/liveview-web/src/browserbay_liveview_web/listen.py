@@ -7,7 +7,7 @@ is refused ``no_tls``: a link, a credential cookie and every frame would cross t
 network in clear. A certificate or key that cannot be loaded is refused
 ``tls_unreadable``. Nothing listens after a refusal.
 
-The self-signed certificate is made with ``cryptography`` (an EC P-256 key, valid 90 days,
+The self-signed certificate (:mod:`browserbay.selfsigned`: an EC P-256 key, valid 90 days,
 naming every host a link or a request may use), kept under the keeper's state (the key
 0600 in a 0700 directory) and reused while it covers the names and has a week left, so a
 browser's exception for it keeps holding across keeper restarts. Its SHA-256 fingerprint is
@@ -16,23 +16,16 @@ what a human compares with the browser's warning.
 
 from __future__ import annotations
 
-import datetime
-import hashlib
 import ipaddress
-import os
 import socket
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from browserbay.paths import write_private
 from browserbay.refusals import Refusal
-
-if TYPE_CHECKING:
-    from cryptography import x509
+from browserbay.selfsigned import ensure_self_signed, fingerprint
 
 BIND_ENV = "BAY_LIVE_BIND"
 PUBLIC_URL_ENV = "BAY_LIVE_PUBLIC_URL"
@@ -40,8 +33,6 @@ TLS_ENV = "BAY_LIVE_TLS"
 CERT_ENV = "BAY_LIVE_TLS_CERT"
 KEY_ENV = "BAY_LIVE_TLS_KEY"
 SELF_SIGNED = "self-signed"
-#: Days a self-signed certificate is valid; it is made anew with less than a week left.
-CERT_DAYS = 90
 #: Seconds a TLS handshake may take (a silent peer holds a pre-auth slot no longer).
 TLS_HANDSHAKE_TIMEOUT = 5.0
 
@@ -231,11 +222,6 @@ def tls_context(listen: Listen) -> tuple[ssl.SSLContext, str] | None:
     return context, fingerprint(der)
 
 
-def fingerprint(der: bytes) -> str:
-    digest = hashlib.sha256(der).hexdigest().upper()
-    return ":".join(digest[i : i + 2] for i in range(0, len(digest), 2))
-
-
 def _why(exc: BaseException) -> str:
     if isinstance(exc, FileNotFoundError):
         return f"no such file: {exc.filename}"
@@ -248,23 +234,8 @@ def _why(exc: BaseException) -> str:
 
 def _ensure_self_signed(files: TlsFiles, names: list[str]) -> None:
     """Keep the certificate there if it covers ``names`` for a week more; else make one."""
-    from cryptography import x509  # loaded with the first self-signed link only
-
-    now = datetime.datetime.now(datetime.UTC)
     try:
-        cert = x509.load_pem_x509_certificate(files.cert.read_bytes())
-        covered = _names_of(cert)
-        fresh = cert.not_valid_after_utc - now > datetime.timedelta(days=7)
-        if fresh and set(names) <= covered and files.key.exists():
-            return
-    except (OSError, ValueError):
-        pass
-    try:
-        files.cert.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.chmod(files.cert.parent, 0o700)
-        cert_pem, key_pem = _make_self_signed(names, now)
-        write_private(files.key, key_pem)
-        write_private(files.cert, cert_pem)
+        ensure_self_signed(files.cert, files.key, names, "browserbay live view")
     except OSError as exc:
         raise Refusal(
             "tls_unreadable",
@@ -272,49 +243,3 @@ def _ensure_self_signed(files: TlsFiles, names: list[str]) -> None:
             reason=f"it cannot be written: {exc.strerror or exc}",
             fix=f"make {files.cert.parent} writable by the keeper's user",
         ) from None
-
-
-def _names_of(cert: x509.Certificate) -> set[str]:
-    from cryptography import x509
-
-    try:
-        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    except x509.ExtensionNotFound:
-        return set()
-    names = {str(n) for n in san.get_values_for_type(x509.DNSName)}
-    names |= {str(a) for a in san.get_values_for_type(x509.IPAddress)}
-    return names
-
-
-def _make_self_signed(names: list[str], now: datetime.datetime) -> tuple[bytes, bytes]:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    alt: list[x509.GeneralName] = []
-    for name in dict.fromkeys(names):
-        try:
-            alt.append(x509.IPAddress(ipaddress.ip_address(name)))
-        except ValueError:
-            alt.append(x509.DNSName(name))
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "browserbay live view")])
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=CERT_DAYS))
-        .add_extension(x509.SubjectAlternativeName(alt), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-    return cert.public_bytes(serialization.Encoding.PEM), key_pem

@@ -1,0 +1,502 @@
+"""The fleet link (issue 22, item 3): keeper to keeper, so that a session on keeper B acts on
+a profile whose browser runs on keeper A.
+
+**Never plain.** A keeper listens on ``BAY_FLEET_LISTEN=HOST:PORT`` (off when unset) with TLS,
+under a self-signed certificate it makes once (:mod:`browserbay.selfsigned`, kept in
+``state/fleet-tls``). TLS alone proves nothing about the peer (nobody checks the certificate
+against a CA), so both sides then prove that they hold ``BAY_FLEET_SECRET`` (read by
+:func:`browserbay.keys.fleet_secret`: the 0600 file ``BAY_FLEET_SECRET_FILE`` names, or the
+sealed variable) by an HMAC-SHA256 over:
+
+- the server certificate's SHA-256 (tls-server-end-point: each side uses the certificate its
+  own TLS saw, so a man in the middle with a certificate of its own makes the two sides
+  compute different proofs, and cannot compute either without the secret);
+- both keepers' ids (a proof for one pair is no proof for another);
+- a fresh nonce from each side (a recorded handshake proves nothing on a new connection);
+- the role (``server``/``client``: a proof is never reflected back as the other's).
+
+The server proves first; the client proves only once the server's proof holds. Before both
+proofs hold, a peer gets the TLS handshake and two lines of at most :data:`HANDSHAKE_MAX`
+bytes, all within :data:`HANDSHAKE_TIMEOUT` seconds of its connect, then is hung up on and
+logged (``fleet_link_refused``, never the secret). After it, the connection is served as the
+keeper's socket is (``browserbay.protocol`` frames, the daemon's frame size and time bounds)
+on a :class:`~browserbay.keeper.channels.Channel` that names the origin keeper: see
+:func:`forwarded` for what such a request may do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import ipaddress
+import logging
+import secrets
+import socket
+import ssl
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+from anyio.streams.tls import TLSAttribute, TLSStream
+
+from browserbay import identity, keys, protocol, verbs
+from browserbay.keeper.channels import Channel, Grant, LinkPeer
+from browserbay.keeper.fleet import KEEPER_ID
+from browserbay.refusals import Refusal
+from browserbay.selfsigned import ensure_self_signed, fingerprint
+
+log = logging.getLogger("browserbay.keeper")
+
+LISTEN_ENV = "BAY_FLEET_LISTEN"
+SECRET_FILE_ENV = keys.FLEET_SECRET_FILE_VAR
+#: Seconds from a peer's connect to its proven handshake (TLS and both proofs).
+HANDSHAKE_TIMEOUT = 5.0
+#: Bytes of one handshake line (a JSON object of two ids, a nonce and a proof).
+HANDSHAKE_MAX = 1024
+#: Link connections served at once (the pre-authentication ones included).
+LINK_CONNECTIONS = 64
+_VERSION = 1
+_LABEL = b"browserbay fleet link 1"
+
+
+class LinkRefused(Exception):
+    """A handshake that did not prove the peer (the reason names no secret)."""
+
+
+def _refused(link: str, reason: str, fix: str) -> Refusal:
+    return Refusal("fleet_link_refused", link=link, reason=reason, fix=fix)
+
+
+# -- configuration ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LinkConfig:
+    """The link as this keeper runs it: the secret (never shown: not in its repr), and the
+    address it listens on (None: it only forwards, nobody connects to it)."""
+
+    secret: bytes = field(repr=False)
+    host: str | None
+    port: int
+    tls_dir: Path
+
+    @property
+    def listen(self) -> str | None:
+        return None if self.host is None else f"{self.host}:{self.port}"
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[v6]:PORT`` too), HOST an IP address or ``localhost``."""
+    host, sep, port = value.strip().rpartition(":")
+    host = host.strip("[]")
+    if host == "localhost":
+        host = "127.0.0.1"
+    try:
+        ipaddress.ip_address(host)
+        number = int(port)
+    except ValueError:
+        number = -1
+    if not sep or not 0 <= number <= 65535:
+        raise _refused(
+            f"{LISTEN_ENV}={value!r}",
+            "it is not HOST:PORT with HOST an IP address of this machine",
+            f"set {LISTEN_ENV} to HOST:PORT (127.0.0.1:7441), or unset it",
+        )
+    return host, number
+
+
+def link_config(listen: str, state: Path) -> LinkConfig | None:
+    """The keeper's link from its settings; None without a secret and without a listen
+    address (no fleet link at all). Blocking (the secret may be a file). A listen address
+    without a secret, or a secret that cannot be used (:func:`browserbay.keys.fleet_secret`:
+    a file others may read, too short), is refused: the link is never plain."""
+    try:
+        secret = keys.fleet_secret()
+    except keys.FleetSecretError as exc:
+        raise _refused(
+            f"secret ({SECRET_FILE_ENV})",
+            str(exc),
+            f"fix {SECRET_FILE_ENV} as said, or unset it and {LISTEN_ENV}",
+        ) from None
+    if secret is None:
+        if listen:
+            raise _refused(
+                f"{LISTEN_ENV}={listen}",
+                f"{SECRET_FILE_ENV} is not set, and the link is never plain",
+                f"write a secret (openssl rand -hex 32) into a 0600 file, set {SECRET_FILE_ENV} "
+                f"to its path (the same secret on every keeper), or unset {LISTEN_ENV}",
+            )
+        return None
+    host, port = parse_listen(listen) if listen else (None, 0)
+    return LinkConfig(secret.reveal().encode(), host, port, state / "fleet-tls")
+
+
+# -- TLS ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ServerTls:
+    context: ssl.SSLContext
+    digest: bytes
+    """SHA-256 of the certificate's DER: what both proofs are bound to."""
+    fingerprint: str
+
+
+def server_tls(config: LinkConfig) -> ServerTls:
+    """The listener's TLS context over its self-signed certificate (made once). Blocking."""
+    cert, key = config.tls_dir / "link.pem", config.tls_dir / "link.key"
+    names = [config.host] if config.host else []
+    try:
+        ensure_self_signed(cert, key, names, "browserbay fleet link")
+    except OSError as exc:
+        raise _refused(
+            f"{LISTEN_ENV}={config.listen}",
+            f"its certificate cannot be written in {config.tls_dir}: {exc.strerror or exc}",
+            f"make {config.tls_dir.parent} writable by the keeper's user",
+        ) from None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_3
+    context.load_cert_chain(str(cert), str(key))
+    der = ssl.PEM_cert_to_DER_cert(cert.read_text())
+    return ServerTls(context, hashlib.sha256(der).digest(), fingerprint(der))
+
+
+def client_tls() -> ssl.SSLContext:
+    """TLS to another keeper. The certificate is not checked against a CA (each keeper's is
+    self-signed): the proofs are bound to it instead (see the module's docstring)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.minimum_version = ssl.TLSVersion.TLSv1_3
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+# -- the handshake ------------------------------------------------------------------------
+
+
+def proof(
+    secret: bytes,
+    role: str,
+    cert_digest: bytes,
+    server: str,
+    client: str,
+    client_nonce: str,
+    server_nonce: str,
+) -> str:
+    """The HMAC-SHA256 one side sends (``role``: ``server`` or ``client``)."""
+    message = b"\n".join(
+        (
+            _LABEL,
+            role.encode(),
+            cert_digest.hex().encode(),
+            server.encode(),
+            client.encode(),
+            client_nonce.encode(),
+            server_nonce.encode(),
+        )
+    )
+    return hmac.new(secret, message, hashlib.sha256).hexdigest()
+
+
+def _nonce() -> str:
+    return secrets.token_hex(32)
+
+
+def _is_nonce(value: object) -> bool:
+    return isinstance(value, str) and len(value) == 64 and not value.strip("0123456789abcdef")
+
+
+def _is_proof(value: object) -> bool:
+    return _is_nonce(value)  # 32 bytes of hex, as a nonce
+
+
+def _is_keeper(value: str) -> bool:
+    return KEEPER_ID.fullmatch(value) is not None
+
+
+async def _line(stream: anyio.abc.ByteStream, limit: int) -> dict[str, Any]:
+    """One handshake line (the peer sends nothing past it before it is answered)."""
+    buf = bytearray()
+    while b"\n" not in buf:
+        if len(buf) > limit:
+            raise LinkRefused(f"a handshake line longer than {limit} bytes")
+        try:
+            buf += await stream.receive(limit + 1)
+        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            raise LinkRefused("the peer hung up during the handshake") from None
+    line, _, rest = bytes(buf).partition(b"\n")
+    if rest or len(line) > limit:
+        raise LinkRefused("the peer sent more than the handshake before it was answered")
+    try:
+        frame = protocol.decode(line)
+    except ValueError as exc:
+        raise LinkRefused(f"a handshake line that is not a frame ({exc})") from None
+    body = frame.get("link")
+    if not isinstance(body, dict):
+        raise LinkRefused("a frame that is not the link's handshake")
+    return body
+
+
+async def _say(stream: anyio.abc.ByteStream, body: dict[str, Any]) -> None:
+    await stream.send(protocol.encode({"link": body}))
+
+
+async def accept_peer(
+    tcp: anyio.abc.ByteStream, tls: ServerTls, secret: bytes, me: str
+) -> tuple[TLSStream, str]:
+    """The server's side: TLS, the client's hello, our proof, the client's proof. Answers the
+    proven stream and the origin keeper's id; raises :class:`LinkRefused` (a peer past TLS
+    is told ``fleet_link_refused`` first). Under :data:`HANDSHAKE_TIMEOUT` (the caller's)."""
+    try:
+        stream = await TLSStream.wrap(
+            tcp, server_side=True, ssl_context=tls.context, standard_compatible=False
+        )
+    except (ssl.SSLError, OSError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
+        raise LinkRefused(f"no TLS handshake ({type(exc).__name__})") from None
+    try:
+        hello = await _line(stream, HANDSHAKE_MAX)
+        origin, client_nonce = hello.get("keeper"), hello.get("nonce")
+        if (
+            hello.get("v") != _VERSION
+            or not isinstance(origin, str)
+            or not _is_keeper(origin)
+            or not isinstance(client_nonce, str)
+            or not _is_nonce(client_nonce)
+        ):
+            raise LinkRefused("a hello without version 1, a keeper id and a nonce")
+        if origin == me:
+            raise LinkRefused("a peer that says it is this keeper")
+        server_nonce = _nonce()
+        ours = proof(secret, "server", tls.digest, me, origin, client_nonce, server_nonce)
+        await _say(stream, {"keeper": me, "nonce": server_nonce, "proof": ours})
+        answer = await _line(stream, HANDSHAKE_MAX)
+        theirs = answer.get("proof")
+        expected = proof(secret, "client", tls.digest, me, origin, client_nonce, server_nonce)
+        if not _is_proof(theirs) or not hmac.compare_digest(str(theirs), expected):
+            raise LinkRefused(
+                f"keeper {origin}'s proof is wrong (another secret, a replayed handshake, or "
+                "a man in the middle)"
+            )
+        await _say(stream, {"ok": True})
+    except LinkRefused as exc:
+        with contextlib.suppress(Exception), anyio.move_on_after(0.5):
+            await stream.send(protocol.encode(_refused("from a peer", str(exc), _FIX).frame()))
+        with contextlib.suppress(Exception):
+            await stream.aclose()
+        raise
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, ssl.SSLError, OSError):
+        raise LinkRefused("the peer hung up during the handshake") from None
+    return stream, origin
+
+
+_FIX = (
+    f"give every keeper the same secret in {SECRET_FILE_ENV} (0600), and let it connect to "
+    f"the address the other registered ({LISTEN_ENV}); bay keeper status lists the fleet"
+)
+
+
+async def connect_peer(
+    address: str, secret: bytes, me: str, keeper: str, timeout: float = HANDSHAKE_TIMEOUT
+) -> TLSStream:
+    """The client's side, to ``keeper`` at ``address`` (``HOST:PORT``): answers the proven
+    stream, or raises ``fleet_link_refused`` saying why (the server's proof is wrong: another
+    secret or a man in the middle; the peer is another keeper than the registry says)."""
+    link = f"to keeper {keeper} at {address}"
+    host, port = parse_listen(address)
+    try:
+        with anyio.fail_after(timeout):
+            tcp = await anyio.connect_tcp(host, port)
+            try:
+                stream = await TLSStream.wrap(
+                    tcp, server_side=False, ssl_context=client_tls(), standard_compatible=False
+                )
+                der = stream.extra(TLSAttribute.peer_certificate_binary)  # noqa: S610 - anyio
+                digest = hashlib.sha256(der or b"").digest()
+                client_nonce = _nonce()
+                await _say(stream, {"v": _VERSION, "keeper": me, "nonce": client_nonce})
+                hello = await _line(stream, HANDSHAKE_MAX)
+                server_nonce, theirs = hello.get("nonce"), hello.get("proof")
+                if hello.get("keeper") != keeper:
+                    raise LinkRefused(
+                        f"the keeper there is {str(hello.get('keeper'))[:16]!r}, not {keeper}"
+                    )
+                if not isinstance(server_nonce, str) or not _is_nonce(server_nonce):
+                    raise LinkRefused("its hello carries no nonce")
+                if not _is_proof(theirs):
+                    raise LinkRefused("its hello carries no proof")
+                expected = proof(secret, "server", digest, keeper, me, client_nonce, server_nonce)
+                if not hmac.compare_digest(str(theirs), expected):
+                    raise LinkRefused(
+                        "its proof is wrong (another secret, or a man in the middle with a "
+                        "certificate of its own)"
+                    )
+                ours = proof(secret, "client", digest, keeper, me, client_nonce, server_nonce)
+                await _say(stream, {"proof": ours})
+                done = await _line(stream, HANDSHAKE_MAX)
+                if done.get("ok") is not True:
+                    raise LinkRefused("it did not take our proof (another secret?)")
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    await tcp.aclose()
+                raise
+    except TimeoutError:
+        raise _refused(link, f"no proven handshake within {timeout:g}s", _FIX) from None
+    except LinkRefused as exc:
+        raise _refused(link, str(exc), _FIX) from None
+    except (OSError, ssl.SSLError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise _refused(link, f"it cannot be reached ({why})", _FIX) from None
+    return stream
+
+
+# -- serving ------------------------------------------------------------------------------
+
+
+class LinkServer:
+    """``BAY_FLEET_LISTEN``: accepts peers, proves them, and hands each proven stream to
+    ``serve`` with its :class:`Channel` (the daemon's connection code). An unproven peer is
+    logged and hung up on."""
+
+    def __init__(self, config: LinkConfig, me: str) -> None:
+        self.config = config
+        self.me = me
+        self.tls: ServerTls | None = None
+        self.refused = 0
+        """Peers refused since the start (``bay keeper status`` may show it)."""
+
+    async def run(
+        self,
+        serve: Callable[[anyio.abc.ByteStream, Channel], Awaitable[None]],
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        config = self.config
+        assert config.host is not None
+        self.tls = await anyio.to_thread.run_sync(server_tls, config)
+        listener = await anyio.abc.SocketListener.from_socket(_bound(config.host, config.port))
+        slots = anyio.Semaphore(LINK_CONNECTIONS)
+        log.info(
+            "fleet link listening on %s (TLS certificate SHA-256 %s)",
+            config.listen,
+            self.tls.fingerprint,
+        )
+        task_status.started()
+
+        async def one(tcp: anyio.abc.SocketStream) -> None:
+            try:
+                peer = _peer_words(tcp)
+                try:
+                    with anyio.fail_after(HANDSHAKE_TIMEOUT):
+                        stream, origin = await accept_peer(tcp, tls, config.secret, self.me)
+                except (LinkRefused, TimeoutError) as exc:
+                    self.refused += 1
+                    reason = (
+                        str(exc)
+                        if isinstance(exc, LinkRefused)
+                        else f"no proven handshake within {HANDSHAKE_TIMEOUT:g}s"
+                    )
+                    log.warning("fleet link: refused %s (fleet_link_refused): %s", peer, reason)
+                    with contextlib.suppress(Exception):
+                        await tcp.aclose()
+                    return
+                log.info("fleet link: keeper %s connected from %s", origin, peer)
+                await serve(stream, Channel(link=LinkPeer(origin)))
+            finally:
+                slots.release()
+
+        tls = self.tls
+        async with listener, anyio.create_task_group() as tg:
+            while True:
+                await slots.acquire()
+                try:
+                    tcp = await listener.accept()
+                except (anyio.BrokenResourceError, OSError):
+                    slots.release()
+                    await anyio.sleep(0.1)
+                    continue
+                tg.start_soon(one, tcp)
+
+
+def _bound(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(LINK_CONNECTIONS)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _peer_words(stream: anyio.abc.SocketStream) -> str:
+    with contextlib.suppress(Exception):
+        address = stream.extra(anyio.abc.SocketAttribute.remote_address)  # noqa: S610 - anyio
+        if isinstance(address, tuple):
+            return f"{address[0]}:{address[1]}"
+    return "a peer"
+
+
+# -- a forwarded request, where the browser runs ------------------------------------------
+
+
+def namespaced(session: str, origin: str) -> str:
+    """The id a session of keeper ``origin`` has on this keeper: its own id and its
+    keeper's (``s1@kp-0a1b2c3d``), so it never is, nor sees the tabs of, a session of this
+    keeper or of a third one. An id too long for both is replaced by its digest."""
+    suffix = "@" + origin
+    if len(session) + len(suffix) > 128:
+        session = "h-" + hashlib.sha256(session.encode()).hexdigest()[:40]
+    return session + suffix
+
+
+def forwarded(frame: dict[str, Any], channel: Channel) -> tuple[dict[str, Any], Channel]:
+    """A request that came over the link (``channel.link``: its origin keeper, proven),
+    as this keeper runs it: on the origin session's namespaced id (:func:`namespaced`), with
+    the profile it names, confined like a session socket to the profiles its scope names
+    (its origin's grant when the agent there is on a session socket; else the one profile it
+    forwards) — so :func:`~browserbay.keeper.channels.admit`, the owner-only conditions and
+    the profile book enforce them here. A keeper verb never comes over the link. What the
+    frame says of ``actor`` and ``group`` is dropped: the origin vouches for its session only."""
+    peer = channel.link
+    assert peer is not None
+    name = frame.get("verb")
+    verb = verbs.BY_NAME.get(name) if isinstance(name, str) else None
+    if verb is not None and verb.scope == verbs.KEEPER:
+        raise Refusal(
+            "owner_only",
+            what=f"{name} from keeper {peer.keeper}",
+            command=f"bay {name} on this keeper's own machine",
+        )
+    session = frame.get("session")
+    sid = session.get("id") if isinstance(session, dict) else None
+    if not isinstance(sid, str) or not identity.is_session_id(sid):
+        raise Refusal("bad_frame", reason=f"a session id is {identity.RULE}")
+    profile = frame.get("profile")
+    if not isinstance(profile, str) or not 0 < len(profile) <= 256:
+        raise Refusal("bad_frame", reason="a forwarded verb names its profile")
+    scope = frame.get("scope")
+    if scope is None:
+        profiles: tuple[str, ...] = (profile,)
+    elif isinstance(scope, list) and all(isinstance(p, str) for p in scope) and len(scope) < 256:
+        profiles = tuple(scope)
+    else:
+        raise Refusal("bad_frame", reason="scope must be a list of profile ids")
+    here = namespaced(sid, peer.keeper)
+    grant = Grant(here, Path(f"fleet:{peer.keeper}"), profiles)
+    clean = {
+        "verb": name,
+        "args": frame.get("args", {}),
+        "session": {"id": here, "origin": "socket"},
+        "profile": profile,
+        "timeout": frame.get("timeout", verbs.DEFAULT_TIMEOUT),
+    }
+    for key in ("id", "road"):
+        if key in frame:
+            clean[key] = frame[key]
+    return clean, Channel(grant=grant, link=LinkPeer(peer.keeper, sid))

@@ -1,0 +1,335 @@
+"""The fleet link (issue 22, item 3): who may talk to a keeper's ``BAY_FLEET_LISTEN`` and what
+a proven peer may do there. Attacks first: each is refused ``fleet_link_refused`` (or hung up
+on before TLS), logged without the secret, and nothing of the keeper's runs for it."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import ssl
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from anyio.streams.tls import TLSStream
+
+from browserbay import protocol
+from browserbay.keeper import link
+from browserbay.refusals import Refusal
+from browserbay.selfsigned import ensure_self_signed
+from browserbay_testing.bay import Bay, wait_for
+from browserbay_testing.plugin import keeper, short_home
+from browserbay_testing.refusals import assert_refused
+
+SECRET = "0123456789abcdef-fleet-link-secret-for-tests"
+OTHER = "kp-0badc0de"  # the id the test's own peer says it has
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def secret_file(where: Path, text: str = SECRET, mode: int = 0o600) -> Path:
+    path = where / "fleet.secret"
+    path.write_text(text + "\n")
+    path.chmod(mode)
+    return path
+
+
+def keeper_log(b: Bay) -> str:
+    path = b.home / "logs" / "keeper.log"
+    return path.read_text() if path.exists() else ""
+
+
+def keeper_id(b: Bay) -> str:
+    return (b.home / "state" / "keeper-id").read_text().strip()
+
+
+class Linked:
+    """Keeper A with its link listening on ``address``."""
+
+    def __init__(self, bay: Bay, address: str):
+        self.bay = bay
+        self.address = address
+        self.host, port = address.rsplit(":", 1)
+        self.port = int(port)
+
+    @property
+    def id(self) -> str:
+        return keeper_id(self.bay)
+
+    def refusals_logged(self) -> list[str]:
+        return [line for line in keeper_log(self.bay).splitlines() if "fleet_link_refused" in line]
+
+
+@pytest.fixture(scope="module")
+def linked() -> Iterator[Linked]:
+    secrets_dir = short_home("ls")
+    address = f"127.0.0.1:{free_port()}"
+    with keeper(
+        "la",
+        BAY_FLEET_LISTEN=address,
+        BAY_FLEET_SECRET_FILE=str(secret_file(secrets_dir)),
+    ) as b:
+        b.keeper_pid()
+        a = Linked(b, address)
+
+        def listening() -> bool:
+            with socket.socket() as s:
+                return s.connect_ex((a.host, a.port)) == 0
+
+        wait_for(listening, what="the fleet link to listen")
+        yield a
+
+
+def connect(a: Linked, secret: str = SECRET) -> TLSStream:
+    """A proven link to keeper A, as keeper OTHER (blocking helper for anyio.run)."""
+
+    async def go() -> TLSStream:
+        return await link.connect_peer(a.address, secret.encode(), OTHER, a.id)
+
+    return anyio.run(go)
+
+
+async def _tls(a: Linked) -> TLSStream:
+    tcp = await anyio.connect_tcp(a.host, a.port)
+    return await TLSStream.wrap(
+        tcp, server_side=False, ssl_context=link.client_tls(), standard_compatible=False
+    )
+
+
+async def _read_frame(stream: TLSStream, timeout: float = 8.0) -> dict[str, Any] | None:
+    """The next line as a frame; None when the peer hung up first."""
+    buf = b""
+    with anyio.fail_after(timeout):
+        while b"\n" not in buf:
+            try:
+                buf += await stream.receive()
+            except (anyio.EndOfStream, anyio.BrokenResourceError, ssl.SSLError):
+                return None
+    return dict(json.loads(buf.split(b"\n", 1)[0]))
+
+
+def _hello(nonce: str | None = None) -> bytes:
+    return protocol.encode({"link": {"v": 1, "keeper": OTHER, "nonce": nonce or "ab" * 32}})
+
+
+# -- attacks ------------------------------------------------------------------------------
+
+
+def test_a_plain_tcp_client_gets_no_frame_and_is_logged(linked: Linked) -> None:
+    before = len(linked.refusals_logged())
+    with socket.create_connection((linked.host, linked.port), timeout=8) as s:
+        s.sendall(protocol.encode(protocol.hello("cli")))
+        s.sendall(
+            protocol.encode(
+                {"id": 1, "verb": "keeper", "args": {"action": "stop"}, "session": {"id": "x"}}
+            )
+        )
+        got = b""
+        try:
+            while chunk := s.recv(4096):
+                got += chunk
+        except (ConnectionResetError, TimeoutError):
+            pass
+    assert b"{" not in got  # at most a TLS alert: no frame, no answer
+    wait_for(lambda: len(linked.refusals_logged()) > before, what="the refusal in the log")
+    assert "no TLS handshake" in linked.refusals_logged()[-1]
+    assert linked.bay("keeper", "status", session=None).code == 0  # still serving
+
+
+def test_a_peer_with_a_wrong_secret_is_refused_both_ways(linked: Linked) -> None:
+    # As a client: the server's proof does not hold under our (wrong) secret.
+    with pytest.raises(Refusal) as caught:
+        connect(linked, "not-the-fleet-secret-at-all-0000")
+    assert "proof is wrong" in assert_refused(caught.value, "fleet_link_refused")["message"]
+
+    # As a client that does not check the server and answers with a proof of its own.
+    async def go() -> dict[str, Any] | None:
+        stream = await _tls(linked)
+        await stream.send(_hello())
+        hello = await _read_frame(stream)
+        assert hello is not None
+        assert "proof" in hello["link"]
+        await stream.send(protocol.encode({"link": {"proof": "00" * 32}}))
+        return await _read_frame(stream)
+
+    answer = anyio.run(go)
+    assert answer is not None
+    assert_refused(answer, "fleet_link_refused")
+    wait_for(
+        lambda: any("proof is wrong" in line for line in linked.refusals_logged()),
+        what="the refusal in the log",
+    )
+
+
+def test_a_replayed_handshake_is_refused(linked: Linked) -> None:
+    """A recorded client hello and proof (of a handshake that succeeded) proves nothing on
+    a new connection: the server's nonce is new."""
+
+    async def record() -> tuple[bytes, bytes]:
+        stream = await _tls(linked)
+        digest = link.hashlib.sha256(
+            stream.extra(link.TLSAttribute.peer_certificate_binary) or b""
+        ).digest()
+        nonce = "cd" * 32
+        hello = _hello(nonce)
+        await stream.send(hello)
+        server = await _read_frame(stream)
+        assert server is not None
+        ours = link.proof(
+            SECRET.encode(), "client", digest, linked.id, OTHER, nonce, server["link"]["nonce"]
+        )
+        answer = protocol.encode({"link": {"proof": ours}})
+        await stream.send(answer)
+        done = await _read_frame(stream)
+        assert done == {"link": {"ok": True}}  # the recording was of a good handshake
+        await stream.aclose()
+        return hello, answer
+
+    async def replay(hello: bytes, answer: bytes) -> dict[str, Any] | None:
+        stream = await _tls(linked)
+        await stream.send(hello)
+        assert await _read_frame(stream) is not None
+        await stream.send(answer)
+        return await _read_frame(stream)
+
+    hello, answer = anyio.run(record)
+    refused = anyio.run(replay, hello, answer)
+    assert refused is not None
+    assert_refused(refused, "fleet_link_refused")
+
+
+def test_a_man_in_the_middle_with_its_own_certificate_is_refused(
+    linked: Linked, tmp_path: Path
+) -> None:
+    """A relay that ends TLS with a certificate of its own and passes every byte on to A:
+    the client's proof check sees the relay's certificate, A's proof is over A's — refused,
+    and the relay never gets a client proof to pass on."""
+    ensure_self_signed(tmp_path / "m.pem", tmp_path / "m.key", ["127.0.0.1"], "mitm")
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(str(tmp_path / "m.pem"), str(tmp_path / "m.key"))
+    relayed: list[bytes] = []
+
+    async def go() -> Refusal:
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+        port = listener.extra(anyio.abc.SocketAttribute.local_port)
+
+        async def relay(tcp: anyio.abc.SocketStream) -> None:
+            victim = await TLSStream.wrap(tcp, server_side=True, ssl_context=ctx)
+            upstream = await _tls(linked)
+
+            async def pump(src: TLSStream, dst: TLSStream) -> None:
+                try:
+                    while True:
+                        data = await src.receive()
+                        relayed.append(data)
+                        await dst.send(data)
+                except Exception:
+                    await dst.aclose()
+
+            async with anyio.create_task_group() as pumps:
+                pumps.start_soon(pump, victim, upstream)
+                pumps.start_soon(pump, upstream, victim)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(listener.serve, relay)
+            try:
+                await link.connect_peer(f"127.0.0.1:{port}", SECRET.encode(), OTHER, linked.id)
+            except Refusal as r:
+                tg.cancel_scope.cancel()
+                return r
+        raise AssertionError("the relayed handshake was taken")
+
+    refusal = anyio.run(go)
+    assert "man in the middle" in assert_refused(refusal, "fleet_link_refused")["message"]
+    assert not any(b'"proof":"' in r and b'"nonce"' not in r for r in relayed)  # no client proof
+
+
+def test_an_unproven_peer_gets_a_deadline_and_a_few_bytes(linked: Linked) -> None:
+    async def oversized() -> dict[str, Any] | None:
+        stream = await _tls(linked)
+        await stream.send(b"x" * (link.HANDSHAKE_MAX * 64))
+        return await _read_frame(stream)
+
+    answer = anyio.run(oversized)
+    assert answer is not None
+    assert "longer than" in assert_refused(answer, "fleet_link_refused")["message"]
+
+    async def slow() -> float:
+        stream = await _tls(linked)
+        started = time.monotonic()
+        with anyio.fail_after(link.HANDSHAKE_TIMEOUT + 5):
+            try:
+                while True:  # one byte a second, never a line
+                    await stream.send(b"{")
+                    await anyio.sleep(1)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError, ssl.SSLError):
+                pass
+        return time.monotonic() - started
+
+    took = anyio.run(slow)
+    assert took <= link.HANDSHAKE_TIMEOUT + 3
+    assert any("within" in line for line in linked.refusals_logged())
+
+
+def test_the_secret_is_never_logged(linked: Linked) -> None:
+    assert linked.refusals_logged()  # the attacks above were logged
+    assert SECRET not in keeper_log(linked.bay)
+
+
+# -- a proven peer ------------------------------------------------------------------------
+
+
+def test_a_proven_peer_cannot_stop_the_keeper(linked: Linked) -> None:
+    async def go() -> list[dict[str, Any] | None]:
+        stream = await link.connect_peer(linked.address, SECRET.encode(), OTHER, linked.id)
+        answers = []
+        await stream.send(protocol.encode(protocol.hello("fleet")))
+        hello = await _read_frame(stream)
+        assert hello is not None
+        assert hello["hello"]["channel"] == "fleet"
+        for frame in (
+            {"id": 1, "op": "shutdown"},
+            {"id": 2, "verb": "keeper", "args": {"action": "stop"}, "session": {"id": "s"}},
+        ):
+            await stream.send(protocol.encode(frame))
+            answers.append(await _read_frame(stream))
+        return answers
+
+    pid = linked.bay.keeper_pid()
+    shutdown, stop = anyio.run(go)
+    assert shutdown is not None
+    assert shutdown["code"] == "owner_only"
+    assert stop is not None
+    assert stop["code"] == "owner_only"
+    time.sleep(0.5)
+    assert linked.bay.keeper_pid() == pid  # the same keeper, still serving
+
+
+# -- the start -----------------------------------------------------------------------------
+
+
+def test_a_listen_address_without_a_secret_is_refused_at_start() -> None:
+    with keeper("ln", BAY_FLEET_LISTEN=f"127.0.0.1:{free_port()}") as b:
+        r = b("open", "about:blank")
+        assert "BAY_FLEET_SECRET_FILE" in assert_refused(r, "fleet_link_refused")["message"]
+
+
+def test_a_secret_file_others_may_read_is_refused_at_start() -> None:
+    where = short_home("lr")
+    path = secret_file(where, mode=0o644)
+    with keeper(
+        "lm", BAY_FLEET_LISTEN=f"127.0.0.1:{free_port()}", BAY_FLEET_SECRET_FILE=str(path)
+    ) as b:
+        r = b("open", "about:blank")
+        refused = assert_refused(r, "fleet_link_refused")
+        assert "may be read by others" in refused["message"]
+        assert SECRET not in r.stdout + r.stderr + keeper_log(b)
+    os.unlink(path)
