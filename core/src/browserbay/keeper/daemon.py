@@ -27,7 +27,7 @@ import anyio.abc
 from browserbay import progress, protocol, verbs
 from browserbay._version import __version__
 from browserbay.keeper.channels import OWNER, Channel
-from browserbay.keeper.driver import PlaywrightDriver
+from browserbay.keeper.driver import PlaywrightDriver, compile_caches
 from browserbay.keeper.files import Carried, party_of
 from browserbay.paths import BayPaths, NotYours, bay_paths
 from browserbay.refusals import Refusal
@@ -612,7 +612,7 @@ async def _run(
     the driver's start meanwhile). Else the driver starts once the keeper listens. A driver
     that fails to start is logged; the verb that needs it tries again and is refused
     ``backend_unavailable`` (browserbay.keeper.browsers), nothing recorded."""
-    driver = PlaywrightDriver(paths.state / "node-compile-cache")
+    driver = PlaywrightDriver(compile_caches(paths.state))
 
     async def prewarm() -> None:
         try:
