@@ -23,6 +23,7 @@ from browserbay_testing.live import (
     PATIENCE,
     approval_card,
     asking_gate_env,
+    dialog_answered,
     finished,
     in_background,
     live_state,
@@ -72,12 +73,6 @@ def _more_frames(viewer: Any, than: int, by: int = 5) -> int:
 
 def _text(bay: Bay, session: str, selector: str) -> str:
     return str(bay.ok("get", "text", selector, session=session)["value"])
-
-
-def _answered(bay: Bay, session: str) -> dict[str, Any] | None:
-    """The first answer after no dialog is open any more (it carries the one-time notice)."""
-    frame = bay("dialog", "status", session=session).frame
-    return None if frame["data"]["dialogs"] else frame
 
 
 def test_a_person_on_a_phone_over_tls_watches_takes_over_notes_approves_and_answers(
@@ -167,7 +162,7 @@ def test_a_person_on_a_phone_over_tls_watches_takes_over_notes_approves_and_answ
     assert viewer.locator("#dialog-message").inner_text() == "Your name?"
     viewer.fill("#dialog-text", "Grace Hopper")
     viewer.click("#dialog-accept")
-    answer = wait_for(lambda: _answered(bay, "sa"), PATIENCE, what="the human's answer")
+    answer = dialog_answered(bay, "sa", PATIENCE)
     assert "accepted with text they typed" in answer["notice"]
     assert "Grace" not in answer["notice"]
     assert _text(bay, "sa", "#out") == "prompt Grace Hopper"

@@ -205,3 +205,27 @@ def test_a_session_socket_sibling_is_not_told_which_session_a_human_took() -> No
                 assert "another session" in frame["data"]["by"]
         anyio.run(controls.hand_back, "holder-7f3a9c", profile.id, "viewer 1", "explicit")
         assert leases["sibling"].control.pause is None
+
+
+def test_taking_the_controls_and_getting_them_back_restart_the_agents_idle_clock() -> None:
+    """The idle handback (BAY_HANDBACK_IDLE) must come before the session's own idle timeout
+    (BAY_IDLE_TIMEOUT), whatever the load: pressing Take over is a human's input (the clock
+    restarts, as for any input), and the handback restarts it too (the agent could not act
+    while paused, and its notice must not be lost to an idle-out in that moment). Old code
+    left ``last_used`` at the agent's last verb: a slow takeover let the session idle out
+    while the human held it (the live-view idle-handback test's flake under load)."""
+    controls, _hooks, session, lease = _setup(handback_idle=0.05)
+    session.last_used = long_ago = 0.0
+    controls.take_over("s1", "ep-s1", "viewer 1")
+    taken = session.last_used
+    assert taken > long_ago
+    session.last_used = long_ago
+
+    async def idle_handback() -> None:
+        await anyio.sleep(0.1)
+        await controls.expire_idle()
+
+    anyio.run(idle_handback)
+    assert lease.control.pause is None
+    assert "gave no input" in session.notices[-1]
+    assert session.last_used > taken  # restarted at the handback

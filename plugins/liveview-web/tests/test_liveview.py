@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from browserbay_testing import BAY, Bay, Result, assert_refused, wait_for
-from browserbay_testing.live import DIALOG_JS, live_state, live_stats
+from browserbay_testing.live import DIALOG_JS, dialog_answered, live_state, live_stats
 from browserbay_testing.pages import serve_pages
 
 pytestmark = pytest.mark.browser
@@ -314,11 +314,19 @@ def test_idle_handback_and_a_stopped_browser_greys_and_comes_back(
     bay = bay_with(BAY_HANDBACK_IDLE="1.5", BAY_IDLE_TIMEOUT="4", BAY_TICK="0.5")
     bay.ok("open", f"{demo}/live.html", session=session)
     open_live(bay, session, viewer)
-    # Idle handback: a takeover with no input gives the controls back by itself.
-    take_over(viewer)
-    wait_for(lambda: state(viewer).get("holder") == "agent", timeout=6, what="idle handback")
-    notice = bay("get", "title", session=session).frame["notice"]
+    # Idle handback: a takeover with no input gives the controls back by itself. The
+    # takeover's own "you" lasts only 1.5 s (a loaded machine's poll may never see it): what
+    # is waited for is what stays — the agent's verbs refused while paused, then the answer
+    # that carries the handback's notice (said once; the session cannot idle out first).
+    viewer.click("#toggle")
+
+    def told() -> dict[str, Any] | None:
+        frame = bay("get", "title", session=session).frame
+        return frame if "gave no input" in frame.get("notice", "") else None
+
+    notice = wait_for(told, timeout=20, what="the idle handback's notice")["notice"]
     assert "gave no input for 1.5s" in notice
+    wait_for(lambda: state(viewer).get("holder") == "agent", what="the viewer told")
     # The session idles out: its browser context stops; the viewer keeps the last picture,
     # greyed, says so, and never starts a browser itself.
     wait_for(lambda: state(viewer).get("running") is False, timeout=15, what="browser stopped")
@@ -518,12 +526,6 @@ def _rss_kib(pid: int) -> int:
 # -- a dialog the page opened -----------------------------------------------------------------
 
 
-def answered(bay: Bay, session: str) -> dict[str, Any] | None:
-    """The first answer after the dialog was answered (it carries the one-time notice)."""
-    frame = bay("dialog", "status", session=session).frame
-    return None if frame["data"]["dialogs"] else frame
-
-
 def test_the_human_sees_an_open_dialog_and_answers_it_and_the_agent_is_told(
     lbay: Bay, session: str, demo: str, viewer: Any
 ) -> None:
@@ -537,7 +539,7 @@ def test_the_human_sees_an_open_dialog_and_answers_it_and_the_agent_is_told(
     assert viewer.locator("#dialog-text").input_value() == "Bob"
     viewer.fill("#dialog-text", "Grace Hopper")
     viewer.click("#dialog-accept")
-    answer = wait_for(lambda: answered(lbay, session), what="the human's answer")
+    answer = dialog_answered(lbay, session)
     assert lbay.ok("get", "text", "#out", session=session)["value"] == "prompt Grace Hopper"
     assert "a human in the live view (viewer" in answer["notice"]
     assert "accepted with text they typed" in answer["notice"]
@@ -548,7 +550,7 @@ def test_the_human_sees_an_open_dialog_and_answers_it_and_the_agent_is_told(
     wait_for(lambda: viewer.locator("#dialog").is_visible(), what="the confirm shown")
     assert viewer.locator("#dialog-text").is_hidden()
     viewer.click("#dialog-dismiss")
-    answer = wait_for(lambda: answered(lbay, session), what="the human's answer")
+    answer = dialog_answered(lbay, session)
     assert lbay.ok("get", "text", "#out", session=session)["value"] == "confirm false"
     assert "dismissed the confirm" in answer["notice"]
 

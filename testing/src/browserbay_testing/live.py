@@ -97,3 +97,21 @@ def in_background(bay: Bay, session: str, *args: str) -> subprocess.Popen[str]:
 def finished(proc: subprocess.Popen[str], timeout: float = PATIENCE) -> Result:
     out, err = proc.communicate(timeout=timeout)
     return Result(proc.returncode, out, err)
+
+
+def dialog_answered(bay: Bay, session: str, timeout: float = 15.0) -> dict[str, Any]:
+    """Poll ``bay dialog status`` until no dialog is open; the frame that says so, its
+    ``notice`` holding every notice said while polling. The one-time notice of a human's
+    answer may ride on a poll that still saw the dialog open (an answer's data is read
+    before its notices, and the human may answer in between): a helper that kept only the
+    last frame lost it."""
+    said: list[str] = []
+
+    def poll() -> dict[str, Any] | None:
+        frame = bay("dialog", "status", session=session).frame
+        if frame.get("notice"):
+            said.append(str(frame["notice"]))
+        return None if frame["data"]["dialogs"] else frame
+
+    frame = wait_for(poll, timeout, what="the human's answer")
+    return {**frame, "notice": " · ".join(said)}

@@ -299,6 +299,7 @@ class Controls:
                     holder=pause.holder,
                 )
             pause.holder, pause.claimed = viewer, now
+            self._touch(pause, now)
             self._stop_scripts(pause)
             self.plugins.hooks.bay_takeover(lease=lease.info(), viewer=viewer)
             return pause.info()
@@ -317,6 +318,8 @@ class Controls:
             for entry in member.control.inflight:
                 entry.cut = True
                 entry.scope.cancel()
+        if viewer is not None:
+            self._touch(pause, now)
         self._stop_scripts(pause)
         if viewer is not None:
             self.plugins.hooks.bay_takeover(lease=lease.info(), viewer=viewer)
@@ -367,6 +370,9 @@ class Controls:
         if self._paused.get(lease.profile.id) is pause:
             del self._paused[lease.profile.id]
         said = " ".join(note.split())  # one line; typed by the human: never logged
+        # The agents could not act while paused: their idle clocks start again now (a session
+        # never idles out in the moment it gets its controls back, its notice unread).
+        self._touch(pause, time.monotonic(), members)
         for session, member in members:
             session.notices.append(self._notice(pause, session, member, why, titles))
             if said and why == "explicit":
@@ -432,7 +438,14 @@ class Controls:
         if pause is None:
             return
         pause.last_input = now = time.monotonic()
-        for session, _lease in self._members(pause):  # the human is using their browser
+        self._touch(pause, now)  # the human is using their browser
+
+    def _touch(
+        self, pause: Pause, now: float, members: list[tuple[Session, Lease]] | None = None
+    ) -> None:
+        """Activity for the idle timer of every session the pause holds: a human's input, a
+        human taking the controls (pressing Take over is input too), the handback."""
+        for session, _lease in members if members is not None else self._members(pause):
             session.last_used = max(session.last_used, now)
 
     # -- who holds what (bay status, the live pages, an owner's dashboard) -------------

@@ -543,7 +543,9 @@ class Housekeeping:
                 await self.children.reap(session.ref.id, "was idle")
                 running = session.running_leases
                 if not running:
-                    if not session.targets:  # a window it holds keeps its lease object
+                    # A window it holds keeps its lease object; a notice not yet said (a
+                    # handback's) keeps the session until its next answer says it.
+                    if not session.targets and not session.notices:
                         sessions.pop(session.ref.id, None)  # back at its next verb
                     continue
                 log.info(
