@@ -1,9 +1,10 @@
-"""Before and after one change: rows a (warm click and get title in the keeper), b (the whole
+"""Before and after one change: rows a (warm click and get title in the keeper), s (warm
+snapshots in the keeper: form.html, its ``-i``, list.html?n=300's ``-i``), b (the whole
 ``bay get title`` process against a bare Python start, ``python -c pass``, with ``-S`` beside
 it) and c (cold first open) of RESULTS.md, for this checkout, a baseline checkout (optional)
 and agent-browser, interleaved rep by rep in ONE run.
 
-    .venv/bin/python bench/perf.py [--parts a,b,c] [--reps 20] [--cold-reps 4]
+    .venv/bin/python bench/perf.py [--parts a,s,b,c] [--reps 20] [--cold-reps 4]
                                    [--baseline /path/to/other/checkout]
 
 The order of the tools rotates every rep, so load from elsewhere on the machine (two cores
@@ -104,6 +105,53 @@ def part_a(b: run.Bench, url: str, roots: dict[str, Path], reps: int) -> str:
     return "\n".join(out)
 
 
+def part_s(b: run.Bench, url: str, roots: dict[str, Path], reps: int) -> str:
+    """Warm snapshots in the keeper (one connection) vs agent-browser's whole process:
+    ``snapshot`` and ``snapshot -i`` on form.html, then ``snapshot -i`` on list.html?n=300."""
+    keepers = {label: click.Keeper(b, root, label, url) for label, root in roots.items()}
+    ab_home = b.ab_home("perf-s")
+    run.must(b.ab(ab_home, "open", url, session="bench-snap")[1], "agent-browser open")
+
+    def ab(*argv: str) -> Callable[[], float]:
+        def go() -> float:
+            t, cp = b.ab(ab_home, *argv, session="bench-snap", timeout=30)
+            run.must(cp, "agent-browser " + " ".join(argv))
+            return t
+
+        return go
+
+    def snap(k: click.Keeper, args: dict[str, Any]) -> Callable[[], float]:
+        def go() -> float:
+            t0 = time.perf_counter()
+            k.req("snapshot", args)
+            return time.perf_counter() - t0
+
+        return go
+
+    out = []
+    long_url = url.replace("/form.html", "/list.html?n=300")
+    for what, args, page in (
+        ("s snapshot form, in keeper", {}, url),
+        ("s snapshot -i form, in keeper", {"interactive": True}, url),
+        ("s snapshot -i list?n=300, in keeper", {"interactive": True, "limit": 0}, long_url),
+    ):
+        if page != url:
+            for k in keepers.values():
+                k.req("open", {"url": page})
+            run.must(b.ab(ab_home, "open", page, session="bench-snap")[1], "agent-browser open")
+        tools = {n: snap(k, args) for n, k in keepers.items()}
+        tools["agent-browser"] = ab("snapshot", *(["-i"] if args.get("interactive") else []))
+        loads = [click.loadavg()]
+        samples = rotate(tools, reps, 5)
+        loads.append(click.loadavg())
+        out.append(report(what, samples, "agent-browser", loads))
+    for k in keepers.values():
+        k.conn.close()
+        b.bay_stop(k.home)
+    b.ab_stop(ab_home)
+    return "\n".join(out)
+
+
 def timed_ok(argv: list[str], env: dict[str, str]) -> float:
     t, cp = run.timed(argv, env, 30)
     run.must(cp, " ".join(argv))
@@ -180,7 +228,7 @@ def main() -> int:
     b = run.Bench(work)
     server, base = serve()
     url = f"{base}/form.html"
-    parts: dict[str, Any] = {"a": part_a, "b": part_b, "c": part_c}
+    parts: dict[str, Any] = {"a": part_a, "b": part_b, "c": part_c, "s": part_s}
     blocks = [
         f"- {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {opts.reps} warm reps after 5 warm-up,"
         f" {opts.cold_reps} cold after 1 discarded, {' vs '.join(roots)}"

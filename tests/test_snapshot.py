@@ -61,16 +61,40 @@ MANY = (
     + "</body></html>"
 )
 
+PASS_INNER = """<!doctype html><html><head><title>Sign in</title></head><body>
+<input type=password id=pw aria-label="Secret" value="pw-in-frame-5e1d"></body></html>"""
+
+PASS_OUTER = """<!doctype html><html><head><title>Frames</title></head><body>
+<input type=password aria-label="Top" value="pw-on-top-9b2c">
+<iframe id=same src="/pass-inner" width=300 height=60></iframe>
+<iframe id=cross src="OTHER/pass-inner" width=300 height=60></iframe></body></html>"""
+
+LATE = """<!doctype html><html><head><title>Late</title></head><body>
+<button onclick="add()">Add a row</button><p id=said>nothing</p>
+<script>function add() {
+  const d = document.createElement('div'); d.textContent = 'late row';
+  d.onclick = () => { document.getElementById('said').textContent = 'late clicked' };
+  document.body.append(d);
+}</script></body></html>"""
+
 PY_DOC = Path("/usr/share/doc/python3/html/tutorial/controlflow.html")
 
 
 @pytest.fixture(scope="module")
 def site() -> Iterator[str]:
-    pages = {"/act": ACT, "/inner": INNER, "/change": CHANGE, "/many": MANY}
+    pages = {
+        "/act": ACT,
+        "/inner": INNER,
+        "/change": CHANGE,
+        "/many": MANY,
+        "/pass-inner": PASS_INNER,
+        "/late": LATE,
+    }
     with serve_pages(pages) as base:
         # another site (localhost, not 127.0.0.1): its iframe is out of process
         other = base.replace("127.0.0.1", "localhost")
         pages["/cross"] = f'<!doctype html><iframe id=x src="{other}/inner"></iframe>'
+        pages["/pass"] = PASS_OUTER.replace("OTHER", other)
         yield base
 
 
@@ -135,6 +159,37 @@ def test_elements_clickable_without_a_role_get_a_ref_that_clicks(bay: Bay, site:
     assert _said(bay, s, "#in") == "frame span"
     bay.ok("frame", "main", session=s)
     bay.ok("close", session=s)
+
+
+def test_password_values_in_the_page_and_its_iframes_never_show(bay: Bay, site: str) -> None:
+    """The snapshot reads each frame's password values in the same evaluation as its
+    clickable elements: the top page's, a same-site iframe's and a cross-site (out of
+    process) iframe's are all masked, in the tree and in the interactive list."""
+    s = "snap-pass"
+    bay.ok("open", f"{site}/pass", session=s)
+    for flags in ((), ("-i",)):
+        snap = bay.ok("snapshot", *flags, session=s)["snapshot"]
+        assert "pw-on-top-9b2c" not in snap, snap
+        assert "pw-in-frame-5e1d" not in snap, snap
+        assert snap.count("••••") == 3, snap
+
+
+def test_an_element_made_clickable_after_the_last_snapshot_gets_its_ref(
+    bay: Bay, site: str
+) -> None:
+    """A snapshot guesses from the tab's last one whether the DOM walk finds anything (its
+    tree's boxes are asked for with the walk, at once): a page that found nothing, then
+    grows a clickable row, still has that row judged and clickable."""
+    s = "snap-late"
+    bay.ok("open", f"{site}/late", session=s)
+    first = bay.ok("snapshot", "-i", session=s)["snapshot"]
+    assert "late row" not in first
+    bay.ok("click", _ref(_line(first, 'button "Add a row"')), session=s)
+    snap = bay.ok("snapshot", "-i", session=s)["snapshot"]
+    row = _line(snap, '"late row"')
+    assert "clickable" in row, snap
+    bay.ok("click", _ref(row), session=s)
+    assert _said(bay, s) == "late clicked"
 
 
 def test_an_own_ref_inside_a_cross_site_iframe_clicks(bay: Bay, site: str) -> None:

@@ -70,6 +70,10 @@ CONTEXT_ROLES = frozenset({"heading"}) | LANDMARKS | CELLS
 KINDS = ("clickable", "editable", "focusable")
 
 _ATTR = re.compile(r" \[(?P<attr>[^\]]*)\]")
+_ROLE = re.compile(r"[a-zA-Z]+")
+_FRAME = re.compile(r"f\d+")
+_DECODE = json.JSONDecoder().raw_decode
+_QUOTE = json.JSONEncoder(ensure_ascii=False).encode
 _NAME_CLIP = 80
 
 
@@ -115,9 +119,13 @@ class Node:
     """``clickable``, ``editable`` or ``focusable``: judged from the DOM (see :func:`judge`)."""
 
     def walk(self) -> Iterator[Node]:
-        yield self
-        for c in self.children:
-            yield from c.walk()
+        """It and every node under it, in the tree's order (a stack, not nested generators:
+        a long page's tree is walked several times a snapshot)."""
+        stack = [self]
+        while stack:
+            n = stack.pop()
+            yield n
+            stack.extend(reversed(n.children))
 
     def own_text(self) -> str:
         """Its name, or else what it reads on the page: the text it holds and the names of
@@ -268,14 +276,14 @@ def _split_entry(body: str) -> tuple[str, str | None, bool]:
 
 def _node_of_key(key: str) -> Node:
     """``role "name" [attr] [ref=e5] [cursor=pointer] [box=x,y,w,h]`` (the name in JSON)."""
-    m = re.match(r"[a-zA-Z]+", key)
+    m = _ROLE.match(key)
     if m is None:
         raise SnapshotSyntaxError(f"no role: {key[:80]!r}")
     node = Node(role=m.group(0))
     i = m.end()
     if key.startswith(' "', i):
         try:
-            name, end = json.JSONDecoder().raw_decode(key, i + 1)
+            name, end = _DECODE(key, i + 1)
         except ValueError:
             raise SnapshotSyntaxError(f"bad name: {key[:80]!r}") from None
         node.name = str(name)
@@ -287,7 +295,7 @@ def _node_of_key(key: str) -> Node:
         elif attr == "cursor=pointer":
             node.pointer = True
         elif attr.startswith("box="):
-            x, y, w, h = (int(v) for v in attr[4:].split(","))
+            x, y, w, h = map(int, attr[4:].split(","))
             node.box = Box(x, y, w, h)
         else:
             node.attrs.append(attr)
@@ -346,7 +354,7 @@ class Found:
 
 
 def frame_of(ref: str) -> str:
-    m = re.match(r"f\d+", ref)
+    m = _FRAME.match(ref)
     return m.group(0) if m else ""
 
 
@@ -400,7 +408,7 @@ def _key(n: Node, *, show_ref: bool, name: str | None = None) -> str:
     parts = [n.role]
     name = n.name if name is None else name
     if name:
-        parts.append(json.dumps(name, ensure_ascii=False))
+        parts.append(_QUOTE(name))
     parts += [f"[{a}]" for a in n.attrs if a != "active"]
     if show_ref and n.ref is not None:
         parts.append("@" + n.ref)

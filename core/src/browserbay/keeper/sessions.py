@@ -19,6 +19,7 @@ that change them.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import time
@@ -37,6 +38,7 @@ from browserbay.keeper.pause import LeaseControl
 from browserbay.model import LeaseInfo, LiveWindow, PageDialog, PauseInfo, ProfileRef, SessionRef
 from browserbay.refusals import Refusal
 from browserbay.registry import Kept
+from browserbay.snapshot import Node, signatures
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Frame, Page
@@ -61,12 +63,17 @@ class FrameFocus:
 
 @dataclass(frozen=True)
 class SnapshotMemory:
-    """What a tab's last snapshot showed, for ``snapshot --delta``: each ref's line, in the
-    document it was taken of (the URL and the main frame's ref prefix)."""
+    """What a tab's last snapshot showed, for ``snapshot --delta``: its judged tree, in the
+    document it was taken of (the URL and the main frame's ref prefix). Each ref's line is
+    written only when a delta asks for it (on a long page, as long as rendering the list)."""
 
     url: str
     prefix: str
-    lines: dict[str, str]
+    roots: list[Node]
+
+    @functools.cached_property
+    def lines(self) -> dict[str, str]:
+        return signatures(self.roots)
 
     def same_document(self, other: SnapshotMemory) -> bool:
         return self.url == other.url and self.prefix == other.prefix
@@ -87,6 +94,9 @@ class Tab:
     """Frame ref prefix -> the selector entering that frame, in the tab's last snapshot:
     where its own refs (``f2c3``) resolve (see browserbay.keeper.snapshots)."""
     snapshot_memory: SnapshotMemory | None = None
+    snapshot_found: bool = True
+    """Whether the tab's last snapshot found elements in the DOM to judge (its tree needed
+    boxes): the next snapshot's guess (True before the first)."""
     shot_digest: str = ""
     """The SHA-256 of the tab's last screenshot (``screenshot --if-changed``; keeper/shots.py)."""
     created_at: float = field(default_factory=time.time)

@@ -19,6 +19,7 @@ Playwright's ``aria-ref``.
 
 from __future__ import annotations
 
+import asyncio
 import shlex
 from dataclasses import dataclass
 from typing import Any
@@ -48,7 +49,6 @@ from browserbay.snapshot import (
     main_frame_prefix,
     paginate,
     parse,
-    signatures,
     strip_prefix,
     tree_lines,
 )
@@ -57,7 +57,8 @@ REF_ENGINE = OWN_REF_ENGINE
 
 #: The ``bay-ref`` selector engine (main world). ``bay-ref=:collect`` finds the elements of
 #: a document that can be acted on without an interactive role and returns them, each with
-#: what was found (under ``Symbol.for("browserbay.found")``); ``bay-ref=cN`` is the element
+#: what was found (under ``Symbol.for("browserbay.found")``), and its password fields that
+#: hold a value (that property null); ``bay-ref=cN`` is the element
 #: that ref was given to, while it is in the document. Its map lives in the engine's
 #: closure: the page cannot rename a ref.
 REF_ENGINE_JS = r"""(() => {
@@ -102,6 +103,11 @@ REF_ENGINE_JS = r"""(() => {
     for (const el of root.querySelectorAll("*")) {
       if (el.shadowRoot) collect(el.shadowRoot, out);
       if (el.tagName === "HTML" || el.tagName === "BODY") continue;
+      if (el.localName === "input" && el.type === "password") {
+        // Its value is masked in the snapshot: returned with the rest, in this one call.
+        if (el.value) { el[FOUND] = null; out.push(el); }
+        continue;
+      }
       const kind = judge(el);
       if (!kind) continue;
       const r = el.getBoundingClientRect();
@@ -132,7 +138,14 @@ REF_ENGINE_JS = r"""(() => {
   };
 })()"""
 
-_DESCRIBE_JS = "els => els.map(e => e[Symbol.for('browserbay.found')])"
+#: What one evaluation answers about a frame: the elements the engine found, and the values
+#: of the frame's password fields (masked in the snapshot), which it returns among them.
+#: (With nothing matched, Playwright runs this outside the frame: all it reads is ``els``.)
+_DESCRIBE_JS = (
+    "els => { const F = Symbol.for('browserbay.found');"
+    " return {found: els.filter(e => e[F]).map(e => e[F]),"
+    " passwords: els.filter(e => !e[F]).map(e => e.value)} }"
+)
 _ENTER = " >> internal:control=enter-frame"
 
 
@@ -158,20 +171,30 @@ class Taken:
     """Frame prefix -> where that frame's viewport starts in the scope's."""
 
 
-async def _found_in(act: Act, path: str, prefix: str) -> list[Found]:
+@dataclass(frozen=True)
+class Collected:
+    """One frame's elements found by the ``bay-ref`` engine, and its password values;
+    ``read`` False: the frame could not be asked (its passwords are unknown)."""
+
+    found: list[Found]
+    passwords: list[str]
+    read: bool = True
+
+
+async def _found_in(act: Act, path: str, prefix: str) -> Collected:
     where = f"{path} >> " if path else ""
     try:
-        rows = await act.scope.locator(f"{where}{REF_ENGINE}=:collect").evaluate_all(_DESCRIBE_JS)
+        got = await act.scope.locator(f"{where}{REF_ENGINE}=:collect").evaluate_all(_DESCRIBE_JS)
     except Exception:  # a frame going away, or a context without the engine: its tree alone
-        return []
+        return Collected([], [], read=False)
     out = []
-    for r in rows:
+    for r in got["found"]:
         if not isinstance(r, dict):
             continue
         x, y, w, h = (int(v) for v in r["box"])
         ref, kind, text = prefix + str(r["ref"]), str(r["kind"]), str(r["text"])
         out.append(Found(ref, kind, Box(x, y, w, h), text, frame=prefix))
-    return out
+    return Collected(out, [str(v) for v in got["passwords"]])
 
 
 def _frames(act: Act, roots: list[Node]) -> tuple[dict[str, str], dict[str, tuple[int, int]]]:
@@ -200,28 +223,47 @@ def _raw_ref(act: Act, ref: str) -> str:
     return act.tab.ref_prefix + ref if ref.startswith("e") else ref
 
 
+async def _aria(act: Act, boxes: bool) -> str:
+    if act.scope is act.page:
+        return await act.page.aria_snapshot(mode="ai", boxes=boxes, timeout=act.ms_left())
+    return await act.scope.locator("body").aria_snapshot(
+        mode="ai", boxes=boxes, timeout=act.ms_left()
+    )
+
+
+def _parse(act: Act, raw: str, passwords: list[str]) -> list[Node]:
+    raw = mask_passwords(raw, passwords)
+    act.tab.ref_prefix = main_frame_prefix(raw)
+    return parse(strip_prefix(raw, act.tab.ref_prefix))
+
+
 async def take(act: Act, *, boxes: bool = False) -> Taken:
     """Collect and judge the scope's snapshot; the tab remembers its frames (for ``cN``
-    refs). Playwright's boxes (a third more time on a long page) are taken when ``boxes``
-    asks or judging needs them: something found in the DOM to match, or frames."""
-    scope = act.scope
-    found = await _found_in(act, "", "")
+    refs). The ``bay-ref`` walk (with the password values) and Playwright's tree are asked
+    for at once: one round trip's wait, not two. Playwright's boxes (a fifth more time on a
+    long page) are taken when ``boxes`` asks or judging needs them — something found in the
+    DOM to match, or frames; whether the walk finds something is guessed from the tab's last
+    snapshot, and a wrong guess asks for the tree again, with boxes."""
     focus = act.tab.focus  # scope is its frame (or the page when None)
     inner = (act.page.main_frame if focus is None else focus.frame).child_frames
-    with_boxes = boxes or bool(found) or bool(inner)
-    if scope is act.page:
-        raw = await act.page.aria_snapshot(mode="ai", boxes=with_boxes, timeout=act.ms_left())
-    else:
-        raw = await scope.locator("body").aria_snapshot(
-            mode="ai", boxes=with_boxes, timeout=act.ms_left()
-        )
-    raw = mask_passwords(raw, await password_values(act.page))
-    act.tab.ref_prefix = main_frame_prefix(raw)
-    roots = parse(strip_prefix(raw, act.tab.ref_prefix))
+    guess = boxes or bool(inner) or act.tab.snapshot_found
+    main, raw = await asyncio.gather(_found_in(act, "", ""), _aria(act, guess))
+    act.tab.snapshot_found = bool(main.found)
+    if main.found and not guess:
+        raw = await _aria(act, True)
+    collected = [main]
+    roots = _parse(act, raw, main.passwords)
     frames, offsets = _frames(act, roots)
-    for prefix, path in frames.items():
-        found += await _found_in(act, path, prefix)
-    judge(roots, found)
+    if frames:
+        collected += await asyncio.gather(*(_found_in(act, p, x) for x, p in frames.items()))
+    shown = {frame_of(n.ref) for r in roots for n in r.walk() if n.ref}
+    if not all(c.read for c in collected) or not shown <= {"", *frames}:
+        # A frame the walk did not read: its passwords are asked for as before, every frame.
+        roots = _parse(act, raw, await password_values(act.page))
+        frames, offsets = _frames(act, roots)
+    elif len(collected) > 1 and any(c.passwords for c in collected[1:]):
+        roots = _parse(act, raw, [v for c in collected for v in c.passwords])
+    judge(roots, [f for c in collected for f in c.found])
     act.tab.frame_paths = frames
     return Taken(roots, frames, offsets)
 
@@ -304,8 +346,7 @@ async def verb_snapshot(act: Act) -> Answer:
     roots = taken.roots
     if target:
         roots = _scoped(taken, str(target), wanted)
-    sigs = signatures(taken.roots)
-    memory = SnapshotMemory(act.page.url, act.tab.ref_prefix, sigs)
+    memory = SnapshotMemory(act.page.url, act.tab.ref_prefix, taken.roots)
     act.tab.snapshot_memory = memory
     depth = a.get("depth")
     data: dict[str, Any] = {"url": act.page.url, "tab": act.tab.id}
@@ -315,7 +356,7 @@ async def verb_snapshot(act: Act) -> Answer:
         scoped = {n.ref for r in roots for n in r.walk() if n.ref} if target else None
         d = delta(
             before.lines,
-            {k: v for k, v in sigs.items() if scoped is None or k in scoped},
+            {k: v for k, v in memory.lines.items() if scoped is None or k in scoped},
         )
         data["delta"] = {
             "added": list(d.added.values()),
