@@ -50,6 +50,7 @@ from browserbay.registry import (
     sql_registry,
 )
 from browserbay.registry.db import Sql
+from browserbay.registry.holds import RECLAIMED, Reclaimed
 from browserbay.registry.pg import PgDatabase
 from browserbay_testing.postgres import PgServer
 
@@ -89,6 +90,9 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
         yield Store(sql_registry(db), _reader(db), db, second)
 
 
+KP_A, KP_B = "kp-aaaaaaaa", "kp-bbbbbbbb"
+
+
 @dataclass(frozen=True)
 class TwoKeepers:
     a: Registry
@@ -98,8 +102,9 @@ class TwoKeepers:
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def two_keepers(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TwoKeepers]:
-    """One registry as two keepers of a fleet see it: two stores, each with its own
-    connection(s) — two connections to one SQLite file, two pools on one PostgreSQL schema."""
+    """One registry as two keepers of a fleet see it (``KP_A`` on host-a, ``KP_B`` on
+    host-b, both registered): two stores, each with its own connection(s) — two connections
+    to one SQLite file, two pools on one PostgreSQL schema."""
     with contextlib.ExitStack() as stack:
         if request.param == "sqlite":
             path = tmp_path / "registry.sqlite3"
@@ -110,7 +115,10 @@ def two_keepers(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TwoK
             dbs = [PgDatabase(url), PgDatabase(url)]
         for db in dbs:
             stack.callback(db.close)
-        yield TwoKeepers(sql_registry(dbs[0]), sql_registry(dbs[1]), _reader(dbs[0]))
+        a, b = sql_registry(dbs[0], KP_A), sql_registry(dbs[1], KP_B)
+        for reg, host in ((a, "host-a"), (b, "host-b")):
+            reg.keepers.register(KeeperStart(reg.keeper_id, host, None, os.getpid(), "t"))
+        yield TwoKeepers(a, b, _reader(dbs[0]))
 
 
 T = TypeVar("T")
@@ -684,6 +692,104 @@ def test_holds_drop_orphans_releases_holds_without_their_attachment(store: Store
     assert store.registry.holds.get(cut) is None
 
 
+def test_holds_queue_grants_the_head_first_and_waits_for_the_holders_group(
+    store: Store,
+) -> None:
+    holds = store.registry.holds
+    first = holds.enqueue("p", "s1", "g1")
+    second = holds.enqueue("p", "s2", "g2")
+    assert [w.session for w in holds.waiters("p")] == ["s1", "s2"]
+    early = holds.grant(second)  # not its turn: the head is s1
+    assert not early.granted
+    assert early.ahead is not None
+    assert early.ahead.session == "s1"
+    assert early.hold is None
+    turn = holds.grant(first)
+    assert turn.granted
+    assert turn.hold is not None
+    assert (turn.hold.holder, turn.hold.group) == ("s1", "g1")
+    blocked = holds.grant(second)  # its turn, but g1 holds it
+    assert not blocked.granted
+    assert blocked.ahead is None
+    assert blocked.hold is not None
+    assert blocked.hold.holder == "s1"
+    assert holds.release("p", "s1")
+    assert holds.grant(second).granted
+    assert holds.waiters("p") == []
+
+
+def test_holds_grant_of_a_waiter_that_left_says_it_is_not_queued(store: Store) -> None:
+    holds = store.registry.holds
+    seq = holds.enqueue("p", "s", "g")
+    holds.leave(seq)
+    assert holds.grant(seq).queued is False
+    assert holds.get("p") is None
+
+
+def test_holds_queue_of_two_keepers_is_one_fifo(two_keepers: TwoKeepers) -> None:
+    a, b = two_keepers.a, two_keepers.b
+    on_a = a.holds.enqueue("p", "sa", "ga")
+    on_b = b.holds.enqueue("p", "sb", "gb")
+    turn = b.holds.grant(on_b)
+    assert not turn.granted
+    assert turn.ahead is not None
+    assert (turn.ahead.session, turn.ahead.keeper_id) == ("sa", KP_A)
+    assert a.holds.grant(on_a).granted
+    hold = b.holds.get("p")
+    assert hold is not None
+    assert (hold.holder, hold.keeper_id, hold.host) == ("sa", KP_A, "host-a")
+    assert not b.holds.grant(on_b).granted
+    assert a.holds.release("p", "sa")
+    assert b.holds.grant(on_b).granted
+
+
+def test_a_keepers_start_drops_only_its_own_waiters_and_orphaned_holds(
+    two_keepers: TwoKeepers,
+) -> None:
+    """Keeper B's start must not drop what live keeper A has in the registry: a hold its
+    ``use --exclusive`` wrote a moment before the attachment, and its waiters. (On main,
+    drop_orphans dropped every hold without its attachment, whoever's, and the queue was
+    each keeper's memory.)"""
+    a, b = two_keepers.a, two_keepers.b
+    a.holds.set("p-a", "sa", "ga")  # A, between its hold and its attachment
+    waiting_on_a = a.holds.enqueue("p-a", "wa", "gw")
+    b.holds.set("p-b", "sb", "gb")  # B's, cut by B's death before it attached
+    b.holds.enqueue("p-a", "wb", "gw")  # B's waiter, dead with B's last run
+    assert b.holds.drop_orphans() == 1
+    assert a.holds.get("p-a") is not None
+    assert b.holds.get("p-b") is None
+    assert [w.seq for w in a.holds.waiters("p-a")] == [waiting_on_a]
+
+
+def test_holds_of_a_keeper_that_stopped_beating_are_reclaimed_once_and_audited(
+    two_keepers: TwoKeepers,
+) -> None:
+    a, b = two_keepers.a, two_keepers.b
+    a.holds.set("p", "sa", "ga")
+    a.holds.enqueue("p", "wa", "gw")
+    mine = b.holds.enqueue("p", "wb", "gw")
+    assert b.holds.reclaim("p", 30.0) == Reclaimed([], [])  # A beats: nothing goes
+    two_keepers.rows("UPDATE keepers SET beat_at = beat_at - 60 WHERE id=?", KP_A)
+    gone = b.holds.reclaim("p", 30.0)
+    assert [(h.holder, h.keeper_id) for h in gone.holds] == [("sa", KP_A)]
+    assert [w.session for w in gone.waiters] == ["wa"]
+    assert a.holds.reclaim("p", 30.0) == Reclaimed([], [])  # gone once, whoever looks next
+    assert b.holds.get("p") is None
+    assert [w.seq for w in b.holds.waiters("p")] == [mine]
+    audited = [(r.verb, r.session, r.profile, r.actor) for r in b.audit.rows("p", 10)]
+    assert audited == [
+        (RECLAIMED, "sa", "p", f"keeper:{KP_B}"),
+        (RECLAIMED, "wa", "p", f"keeper:{KP_B}"),
+    ]
+
+
+def test_holds_of_a_keeper_that_said_it_stopped_are_reclaimed(two_keepers: TwoKeepers) -> None:
+    a, b = two_keepers.a, two_keepers.b
+    a.holds.set("p", "sa", "ga")
+    a.keepers.stop(KP_A)
+    assert [h.holder for h in b.holds.reclaim("p", 30.0).holds] == ["sa"]
+
+
 def test_groups_get_is_none_at_first(store: Store) -> None:
     assert store.registry.groups.get("g") is None
 
@@ -1118,6 +1224,28 @@ def test_of_two_keepers_holding_one_profile_at_once_exactly_one_holds_it(
         RACE_ROUNDS,
         lambda i: a.holds.set(f"p{i}", "sa", "ga"),
         lambda i: b.holds.set(f"p{i}", "sb", "gb"),
+    )
+    for i, answers in enumerate(rounds):
+        assert sorted(answers, key=str) == [False, True], answers
+        hold = a.holds.get(f"p{i}")
+        assert hold is not None
+        assert hold.holder == ("sa", "sb")[answers.index(True)]
+
+
+def test_of_two_keepers_queueing_for_one_free_profile_at_once_exactly_one_gets_it(
+    two_keepers: TwoKeepers,
+) -> None:
+    """Two keepers' waiters join an empty queue and look at once: one holds the profile,
+    the other finds that hold (never both granted, never neither)."""
+    a, b = two_keepers.a, two_keepers.b
+
+    def queue_and_look(reg: Registry, session: str, i: int) -> bool:
+        return reg.holds.grant(reg.holds.enqueue(f"p{i}", session, session)).granted
+
+    rounds = _race(
+        RACE_ROUNDS,
+        lambda i: queue_and_look(a, "sa", i),
+        lambda i: queue_and_look(b, "sb", i),
     )
     for i, answers in enumerate(rounds):
         assert sorted(answers, key=str) == [False, True], answers

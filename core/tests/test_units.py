@@ -36,6 +36,7 @@ def test_every_code_renders_without_placeholders_given_its_fields() -> None:
         "detail": "d",
         "option": "cdp-url",
         "part": "its query parameter token",
+        "on_host": " on host-a",
         "verb": "open",
         "provider": "p",
         "reason": "r",

@@ -262,7 +262,7 @@ _ROWS = (
     ),
     Code(
         "profile_busy",
-        "Profile {profile} is held by session {holder} (group {group}) since {since}",
+        "Profile {profile} is held by session {holder}{on_host} (group {group}) since {since}",
         "{fix}",
     ),
     Code("fleet_link_refused", "The fleet link {link} is refused: {reason}", "{fix}"),

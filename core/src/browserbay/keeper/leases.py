@@ -7,7 +7,6 @@ import contextlib
 import logging
 import time
 import weakref
-from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -24,7 +23,7 @@ from browserbay.keeper.sessions import Lease, Session, Tab, TabBook
 from browserbay.model import ProfileRef
 from browserbay.plugins import Plugins
 from browserbay.refusals import Refusal
-from browserbay.registry import PARKED, Db, Holds, KeptTab, KeptTabs
+from browserbay.registry import PARKED, Db, Hold, Holds, KeptTab, KeptTabs
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page
@@ -39,6 +38,9 @@ __all__ = ["blocked_requests", "check_url_allowed", "goto_guarded", "host_allowe
 
 log = logging.getLogger("browserbay.keeper")
 RESTORE_TIMEOUT = 20.0
+#: Seconds between two looks of a waiter at its profile's queue: a release on another keeper
+#: of the fleet is seen within it (one on this keeper wakes its waiters at once).
+HOLD_POLL = 0.5
 
 
 def check_url_allowed(url: str, allowed: tuple[str, ...]) -> None:
@@ -115,7 +117,9 @@ class Leases:
         # The contexts already watched, held weakly: an id() could be reused by the context
         # of a browser started later on the same profile (a crash, a backend switch).
         self._watched: weakref.WeakSet[BrowserContext] = weakref.WeakSet()
-        self._waiters: dict[str, deque[tuple[str, anyio.Event]]] = {}
+        #: This keeper's waiters for a hold, by profile and queue place: a release here
+        #: wakes them at once (the queue itself is the registry's).
+        self._waiters: dict[str, dict[int, anyio.Event]] = {}
         #: Where the pages' downloads go (None: nowhere, a keeper without downloads).
         self.downloads = downloads
         #: Holds every dialog a page opens until it is answered (None: Playwright's silent
@@ -526,55 +530,91 @@ class Leases:
     # -- exclusive holds --------------------------------------------------------------
 
     async def check_hold(self, session: Session, profile_id: str) -> None:
-        """A profile held exclusively by another group is refused ``profile_busy``."""
+        """A profile held exclusively by another group is refused ``profile_busy``. Every
+        verb on a persistent profile asks: one registry read when nothing is in the way."""
         hold = await self.db(self.holds.get, profile_id)
-        if hold is None:
+        if hold is not None and hold.group != session.group and self._remote(hold):
+            hold = await self._live_hold(profile_id)  # its keeper may have died
+        if hold is None or hold.group == session.group:
             return
-        holder, group, since = hold
-        if group == session.group or not await self._holder_alive(holder, since):
-            if group != session.group:
-                await self.db(self.holds.release, profile_id, holder)
+        if not await self._holder_alive(hold):
+            await self._reclaim_idle(profile_id, hold)
             return
-        raise self._busy(profile_id, holder, group, since, waiting=False)
+        raise self._busy(profile_id, hold, waiting=False)
 
     async def take_hold(self, session: Session, profile_id: str, wait: float) -> float:
-        """Hold the profile for the session's group, waiting FIFO behind other groups for
-        at most ``wait`` seconds. Answers how long it waited."""
+        """Hold the profile for the session's group, waiting FIFO behind the sessions that
+        queued first — on any keeper of the fleet: the queue is the registry's — for at
+        most ``wait`` seconds. Answers how long it waited. A release on this keeper wakes
+        its waiters at once; one on another keeper is seen by the next look, every
+        :data:`HOLD_POLL` seconds (a registry call in the writer thread, off the loop)."""
         started = time.monotonic()
-        queue = self._waiters.setdefault(profile_id, deque())
-        me = (session.ref.id, anyio.Event())
-        queue.append(me)
+        sid = session.ref.id
+        seq = await self.db(self.holds.enqueue, profile_id, sid, session.group)
+        wakes = self._waiters.setdefault(profile_id, {})
         try:
             while True:
-                hold = await self.db(self.holds.get, profile_id)
-                free = hold is None or hold.group == session.group
+                wakes[seq] = event = anyio.Event()  # set by a release here during the look
+                await self._live_hold(profile_id)  # a dead keeper's hold or waiters go
+                turn = await self.db(self.holds.grant, seq)
+                if turn.granted:
+                    return time.monotonic() - started
+                if not turn.queued:  # dropped meanwhile (by a keeper that took us for dead)
+                    wakes.pop(seq, None)
+                    seq = await self.db(self.holds.enqueue, profile_id, sid, session.group)
+                    continue
+                hold = turn.hold
                 if (
                     hold is not None
-                    and not free
-                    and not await self._holder_alive(hold.holder, hold.since)
+                    and hold.group != session.group
+                    and not await self._holder_alive(hold)
                 ):
-                    log.info("reclaiming %s from stale holder %s", profile_id, hold.holder)
-                    free = True
-                if free and queue[0] is me:
-                    if hold is not None and hold.group != session.group:  # the stale one
-                        await self.db(self.holds.release, profile_id, hold.holder)
-                    if await self.db(self.holds.set, profile_id, session.ref.id, session.group):
-                        return time.monotonic() - started
-                    continue  # another keeper's session took it meanwhile: look again
+                    await self._reclaim_idle(profile_id, hold)
+                    continue
                 left = wait - (time.monotonic() - started)
                 if left <= 0:
-                    if hold is None:  # free, but others queued first
-                        ahead = queue[0][0]
-                        raise self._busy(profile_id, ahead, "(queued first)", time.time(), True)
-                    raise self._busy(profile_id, hold.holder, hold.group, hold.since, waiting=True)
-                fresh = (me[0], anyio.Event())
-                queue[queue.index(me)] = fresh
-                me = fresh
-                with anyio.move_on_after(min(left, 1.0)):  # re-check stale holders each second
-                    await fresh[1].wait()
+                    ahead = turn.ahead
+                    if hold is not None and (hold.group != session.group or ahead is None):
+                        raise self._busy(profile_id, hold, waiting=True)
+                    if ahead is not None:  # free (or its group's), but others queued first
+                        first = Hold(
+                            ahead.session, "(queued first)", ahead.enqueued_at, ahead.keeper_id
+                        )
+                        raise self._busy(profile_id, first, waiting=True)
+                    continue  # nothing stands in the way any more: one more look
+                with anyio.move_on_after(min(left, HOLD_POLL)):
+                    await event.wait()
         finally:
-            with contextlib.suppress(ValueError):
-                queue.remove(me)
+            wakes.pop(seq, None)
+            if not wakes:
+                self._waiters.pop(profile_id, None)
+            with anyio.CancelScope(shield=True):  # a cut wait leaves the queue too
+                await self.db(self.holds.leave, seq)
+            self._wake(profile_id)
+
+    async def _live_hold(self, profile_id: str) -> Hold | None:
+        """The profile's hold, once what keepers that stopped beating left on it (their
+        holds, their waiters) was reclaimed — by this keeper, now, audited."""
+        if self.fleet is not None:
+            gone = await self.db(self.holds.reclaim, profile_id, self.fleet.ttl)
+            for hold in gone.holds:
+                log.info(
+                    "reclaimed %s from %s: its keeper %s stopped beating",
+                    profile_id,
+                    hold.holder,
+                    hold.keeper_id,
+                )
+            if gone.waiters:
+                log.info(
+                    "%d waiter(s) for %s of keeper(s) that stopped beating dropped",
+                    len(gone.waiters),
+                    profile_id,
+                )
+        return await self.db(self.holds.get, profile_id)
+
+    async def _reclaim_idle(self, profile_id: str, hold: Hold) -> None:
+        log.info("reclaiming %s from stale holder %s", profile_id, hold.holder)
+        if await self.db(self.holds.release, profile_id, hold.holder):
             self._wake(profile_id)
 
     async def close(self, session: Session, lease: Lease) -> int:
@@ -589,33 +629,50 @@ class Leases:
             self._wake(profile_id)
 
     def _wake(self, profile_id: str) -> None:
-        for _sid, event in self._waiters.get(profile_id, ()):
+        for event in self._waiters.get(profile_id, {}).values():
             event.set()
 
-    async def _holder_alive(self, holder: str, since: float) -> bool:
-        """Alive: a session the keeper has seen recently, or a shell session with a live
+    def _remote(self, hold: Hold) -> bool:
+        """The hold came through another keeper of the fleet."""
+        return self.fleet is not None and hold.keeper_id not in (None, self.fleet.keeper_id)
+
+    async def _holder_alive(self, hold: Hold) -> bool:
+        """Alive: a holder on another keeper of the fleet while that keeper beats (its hold
+        goes with the heartbeat, :meth:`_live_hold`: this keeper cannot see its sessions);
+        here, a session the keeper has seen recently, or a shell session with a live
         process. A holder the keeper never saw since it started is alive until it has been
         idle for the idle timeout."""
-        session = self.sessions.get(holder)
+        if self._remote(hold):
+            return True
+        session = self.sessions.get(hold.holder)
         if session is not None:
             return time.monotonic() - session.last_used <= self.idle_timeout
-        shell = identity.shell_of(holder)
+        shell = identity.shell_of(hold.holder)
         if shell is not None:
             return bool(await anyio.to_thread.run_sync(procfs.in_session, shell))
-        return time.time() - since <= self.idle_timeout
+        return time.time() - hold.since <= self.idle_timeout
 
-    def _busy(
-        self, profile_id: str, holder: str, group: str, since: float, waiting: bool
-    ) -> Refusal:
+    def _busy(self, profile_id: str, hold: Hold, waiting: bool) -> Refusal:
+        """``profile_busy`` naming the holder: its session, its group, since when, and —
+        when it holds the profile through another keeper of the fleet — that keeper's host
+        (``holder_host``, in the message as ``on <host>``)."""
         label = (
             self.profiles.rows[profile_id].label if profile_id in self.profiles.rows else profile_id
         )
-        when = time.strftime("%H:%M:%S", time.localtime(since))
+        when = time.strftime("%H:%M:%S", time.localtime(hold.since))
         fix = (
             "wait longer (bay use ... --exclusive --wait SECONDS), or ask the holder to bay detach"
             if waiting
             else f"bay use {profile_id} --exclusive --wait 60   (queues behind the holder)"
         )
+        host = (hold.host or hold.keeper_id or "") if self._remote(hold) else ""
         return Refusal(
-            "profile_busy", profile=label, holder=holder, group=group, since=when, fix=fix
+            "profile_busy",
+            profile=label,
+            holder=hold.holder,
+            group=hold.group,
+            since=when,
+            fix=fix,
+            holder_host=host,
+            on_host=f" on {host}" if host else "",
         )

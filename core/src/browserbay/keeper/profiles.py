@@ -433,6 +433,7 @@ class ProfileBook:
                 holder=", ".join(holders) or "(its browser is still running)",
                 group="-",
                 since="now",
+                on_host="",
                 fix=f"bay detach --profile {row.id} --session <each of them>, then forget it",
             )
         archive = None

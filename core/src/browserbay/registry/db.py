@@ -244,6 +244,24 @@ MIGRATIONS: Sequence[str] = (
     ALTER TABLE grants ADD COLUMN keeper_id TEXT;
     UPDATE profiles SET dir = 'profiles/' || id WHERE adopted = 0 AND dir LIKE '%/profiles/' || id;
     """,
+    # 11: exclusive holds across the fleet (issue 22) — the keeper each hold came through,
+    # and the FIFO queue of sessions waiting for a held profile (it was the keeper's memory:
+    # a waiter on keeper B must queue behind one on keeper A). `seq` is an entry's place;
+    # `keeper_id` whose waiter it is: a keeper's start drops only its own entries, and a
+    # keeper that stopped beating loses its holds and entries to whichever keeper notices.
+    """
+    ALTER TABLE holds ADD COLUMN keeper_id TEXT;
+    CREATE TABLE hold_queue (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        profile TEXT NOT NULL,
+        session TEXT NOT NULL,
+        group_name TEXT NOT NULL,
+        keeper_id TEXT NOT NULL,
+        enqueued_at REAL NOT NULL
+    );
+    CREATE INDEX hold_queue_profile ON hold_queue(profile, seq);
+    CREATE INDEX hold_queue_keeper ON hold_queue(keeper_id);
+    """,
 )
 
 

@@ -62,8 +62,8 @@ class Profiles(Protocol):
 
     def create(self, row: ProfileRow) -> None: ...
     def delete(self, profile_id: str) -> None:
-        """The profile and everything that names it (attachments, kept tabs, its hold,
-        group defaults, its proposal and version record), in one write."""
+        """The profile and everything that names it (attachments, kept tabs, its hold and
+        its queue, group defaults, its proposal and version record), in one write."""
 
     def used(self, profile_id: str) -> None: ...
     def all(self) -> list[ProfileRow]:
@@ -125,6 +125,7 @@ class SqliteProfiles:
             ("DELETE FROM attachments WHERE profile=?", (profile_id,)),
             ("DELETE FROM kept_tabs WHERE profile=?", (profile_id,)),
             ("DELETE FROM holds WHERE profile=?", (profile_id,)),
+            ("DELETE FROM hold_queue WHERE profile=?", (profile_id,)),
             ("DELETE FROM group_defaults WHERE profile=?", (profile_id,)),
             ("DELETE FROM backend_proposals WHERE profile=?", (profile_id,)),
             ("DELETE FROM profile_versions WHERE profile=?", (profile_id,)),
