@@ -24,8 +24,17 @@ import psycopg
 import psycopg.sql
 import pytest
 
+from browserbay.paths import bay_paths
+from browserbay_keys_file.store import FileStore
 from browserbay_testing import assert_refused
-from browserbay_testing.keys import children, keyed_bay, private_home, proc_file
+from browserbay_testing.keys import (
+    children,
+    keyed_bay,
+    new_key,
+    private_home,
+    proc_file,
+    view_keys,
+)
 from browserbay_testing.postgres import PgServer
 
 
@@ -122,3 +131,34 @@ def test_a_cdp_url_carrying_a_token_is_never_stored_in_the_shared_registry(
             assert "remote" not in str(b.ok("profiles"))  # nothing was made
         finally:
             b.stop()
+
+
+# -- path 4: a keys file on storage every keeper mounts ----------------------------------------
+
+
+def test_a_keys_file_on_the_fleets_shared_storage_is_never_written_nor_read(
+    home: Path,
+) -> None:
+    """BAY_FLEET_DATA is storage every keeper mounts; a home whose data directory is under it
+    would keep its encrypted keys file — and the key file beside it — where every other
+    keeper reads them. Before this, ``bay keys set`` wrote ``keys.json`` and ``keys.key``
+    there; and a keys file another keeper left there was read as this keeper's own."""
+    data = bay_paths({"BAY_HOME": str(home)}).data
+    env = {"BAY_FLEET_DATA": str(data)}
+    b = keyed_bay(home, **env)
+    b.ok("keeper", "start", env=env)
+    r = b("keys", "set", "keyed", "api_key", stdin=new_key() + "\n")
+    frame = assert_refused(r, "key_store_unavailable")
+    assert "BAY_FLEET_DATA" in frame["message"]
+    assert not (data / "keys" / "keys.json").exists()
+    assert not (data / "keys" / "keys.key").exists()
+    b.stop()
+    # Another keeper's file there (made with its key file beside it) is not read as ours.
+    planted = new_key()
+    FileStore(data / "keys").set("keyed", "api_key", planted)
+    b.ok("keeper", "start", env=env)
+    view = view_keys(b)
+    assert view["source"] == "none"
+    assert any("BAY_FLEET_DATA" in p for p in view["problems"])
+    assert planted not in str(view)
+    b.stop()

@@ -216,6 +216,39 @@ def registry_url() -> str:
     return key_environ().get(REGISTRY_VAR) or os.environ.get(REGISTRY_VAR, "")
 
 
+# -- storage every keeper mounts ---------------------------------------------------------------
+
+_shared: tuple[Path, ...] = ()
+
+
+class KeysOnSharedStorage(ValueError):
+    """A key store's place is on storage other keepers mount; the message says what to do."""
+
+
+def share_roots(*roots: Path) -> None:
+    """Declare the directories every keeper of the fleet mounts (``BAY_FLEET_DATA``): no key
+    store of this keeper may live under them (:func:`check_not_shared`). The keeper calls it
+    once at its start."""
+    global _shared
+    _shared = tuple(Path(os.path.realpath(r)) for r in roots)
+
+
+def check_not_shared(directory: Path) -> None:
+    """Raise :class:`KeysOnSharedStorage` when ``directory`` (a key store's) is under a
+    shared root: another keeper mounting it would read this machine's keys (an encrypted
+    file and the key file beside it alike)."""
+    if not _shared:
+        return
+    real = Path(os.path.realpath(directory))
+    for root in _shared:
+        if real.is_relative_to(root):
+            raise KeysOnSharedStorage(
+                f"{directory} is under BAY_FLEET_DATA ({root}), which every keeper of the "
+                "fleet mounts: keys never go there; give this keeper a BAY_HOME on its own "
+                "disk, or BAY_FLEET_DATA a directory outside it"
+            )
+
+
 class FleetSecretError(ValueError):
     """The fleet secret cannot be read; the message says how to fix it (never its value)."""
 

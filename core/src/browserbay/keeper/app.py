@@ -30,6 +30,7 @@ import contextlib
 import functools
 import logging
 import os
+from pathlib import Path
 
 import anyio
 
@@ -88,6 +89,7 @@ from browserbay.keeper.sessions import TabBook, reserve_tab_ids
 from browserbay.keeper.sessionverbs import SessionVerbs, TabVerbs
 from browserbay.keeper.switch import BackendSwitch
 from browserbay.keeper.triggers import TriggerIntake
+from browserbay.keys import share_roots
 from browserbay.model import KeeperInfo
 from browserbay.paths import BayPaths
 from browserbay.plugins import Plugins
@@ -205,6 +207,8 @@ class App:
             max_browsers=settings.max_browsers,
             fleet=self.fleet,
         )
+        if settings.fleet_data:  # keys never live where the fleet's other keepers read
+            share_roots(Path(settings.fleet_data))
         self.profiles = ProfileBook(
             registry.profiles,
             registry.attachments,

@@ -7,17 +7,20 @@ for machines without a keychain. Precedence ``user``, asked after the keychain
 from __future__ import annotations
 
 from browserbay.hookspecs import hookimpl
-from browserbay.keys import PASSPHRASE_VAR, key_environ
+from browserbay.keys import PASSPHRASE_VAR, KeysOnSharedStorage, check_not_shared, key_environ
 from browserbay.model import DoctorCheck, KeySource
 from browserbay_keys_file.store import FileStore, KeyFileError
 
 
 def store() -> FileStore:
     """The store of this home (``BAY_HOME`` or the XDG data dir), with the passphrase the
-    keeper was started with, if any."""
+    keeper was started with, if any. Refused on storage every keeper of the fleet mounts
+    (:func:`browserbay.keys.check_not_shared`)."""
     from browserbay.paths import bay_paths
 
-    return FileStore(bay_paths().data / "keys", key_environ().get(PASSPHRASE_VAR))
+    directory = bay_paths().data / "keys"
+    check_not_shared(directory)  # another keeper of the fleet would read it there
+    return FileStore(directory, key_environ().get(PASSPHRASE_VAR))
 
 
 def get(integration_id: str, field: str) -> str | None:
@@ -71,7 +74,10 @@ def bay_key_sources() -> list[KeySource]:
 def bay_doctor_checks() -> list[DoctorCheck]:
     """The encrypted file store, the fallback where no keychain is: does it open? (Read
     only: its check entry is decrypted, no value is.)"""
-    s = store()
+    try:
+        s = store()
+    except KeysOnSharedStorage as exc:
+        return [DoctorCheck("keychain", "file store", "fail", str(exc), "do what it says")]
     try:
         doc = s._load()
         if doc is None:
