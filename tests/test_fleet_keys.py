@@ -17,8 +17,10 @@ the test that closes each path:
 from __future__ import annotations
 
 import secrets
+import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import psycopg.sql
@@ -26,7 +28,8 @@ import pytest
 
 from browserbay.paths import bay_paths
 from browserbay_keys_file.store import FileStore
-from browserbay_testing import assert_refused
+from browserbay_testing import Bay, assert_refused, wait_for
+from browserbay_testing.fleet import keeper_fleet
 from browserbay_testing.keys import (
     children,
     keyed_bay,
@@ -162,3 +165,61 @@ def test_a_keys_file_on_the_fleets_shared_storage_is_never_written_nor_read(
     assert any("BAY_FLEET_DATA" in p for p in view["problems"])
     assert planted not in str(view)
     b.stop()
+
+
+# -- bay doctor's fleet rows (issue 22 item 7) ------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _doctor_fleet(m: Bay, **env: str) -> dict[str, dict[str, Any]]:
+    r = m("doctor", session=None, env=env, timeout=120)
+    checks = r.frame["data"]["checks"]
+    return {c["name"]: c for c in checks if c["area"] == "fleet"}
+
+
+def test_doctor_lists_the_fleet_and_proves_each_live_peers_link_without_a_verb(
+    postgres: PgServer, tmp_path: Path
+) -> None:
+    secret = tmp_path / "fleet.secret"
+    secret.write_text(secrets.token_hex(32) + "\n")
+    secret.chmod(0o600)
+    member_env = {
+        name: {"BAY_FLEET_LISTEN": f"127.0.0.1:{_free_port()}"} for name in ("a", "b", "c")
+    }
+    env = {"BAY_FLEET_SECRET_FILE": str(secret)}
+    with keeper_fleet(postgres, tmp_path, 3, env=env, member_env=member_env) as fleet:
+        a, b, c = fleet["a"], fleet["b"], fleet["c"]
+        rows = _doctor_fleet(a)
+        assert rows["keepers"]["status"] == "ok", rows
+        assert "3 keeper(s) seen, 3 alive" in rows["keepers"]["detail"]
+        assert f"{a.keeper_id()} on host-a: alive" in rows["keepers"]["detail"]
+        assert rows["claims"]["detail"].startswith(f"{a.keeper_id()} (this home) holds 0")
+        for peer in (b, c):
+            link = rows[f"link to host-{peer.name}"]
+            assert link["status"] == "ok", link
+            assert "handshake proven (no verb sent)" in link["detail"]
+        # A wrong secret is a fail row naming the peer; the secret is printed nowhere.
+        wrong = tmp_path / "wrong.secret"
+        wrong.write_text(secrets.token_hex(32))
+        wrong.chmod(0o600)
+        r = a("doctor", session=None, env={"BAY_FLEET_SECRET_FILE": str(wrong)}, timeout=120)
+        assert wrong.read_text() not in r.stdout
+        failing = {c["name"]: c for c in r.frame["data"]["checks"] if c["area"] == "fleet"}
+        assert failing["link to host-b"]["status"] == "fail"
+        assert "proof is wrong" in failing["link to host-b"]["detail"]
+        # A keeper killed is dead after the TTL: the row warns and names its host.
+        c.kill()
+        wait_for(
+            lambda: "dead" in _doctor_fleet(a)["keepers"]["detail"],
+            timeout=fleet.ttl * 4,
+            what="the killed keeper seen dead",
+        )
+        rows = _doctor_fleet(a)
+        assert rows["keepers"]["status"] == "warn"
+        assert "host-c" in rows["keepers"]["fix"]
+        assert "link to host-c" not in rows  # a dead peer's link is not tried

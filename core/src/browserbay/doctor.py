@@ -19,11 +19,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from browserbay import client, identity, protocol, sockpath
+import anyio
+
+from browserbay import client, identity, keys, protocol, sockpath
 from browserbay.model import DoctorCheck
 from browserbay.paths import bay_paths
 from browserbay.plugins import PluginError, Plugins, load_plugins
 from browserbay.refusals import Refusal
+from browserbay.registry.fleet import KeeperRow
+from browserbay.settings import SettingsError, load_settings
 
 #: Free space under which the disk row warns / fails (profiles and archives live there).
 DISK_WARN_BYTES = 1 << 30
@@ -43,6 +47,7 @@ AREAS = (
     "providers",
     "keeper",
     "registry",
+    "fleet",
     "disk",
 )
 
@@ -62,13 +67,14 @@ def run_checks(env: Mapping[str, str] | None = None) -> list[DoctorCheck]:
                 "fix what the message names (BAY_DISABLE_PLUGINS=<name> skips a plugin)",
             )
         ]
-        return rows + keeper_rows(env) + registry_rows(env) + disk_rows(env)
+        return rows + keeper_rows(env) + registry_rows(env) + fleet_rows(env) + disk_rows(env)
     rows = [
         *hook_rows(plugins),
         *plugin_rows(plugins),
         *provider_rows(plugins),
         *keeper_rows(env),
         *registry_rows(env),
+        *fleet_rows(env),
         *disk_rows(env),
     ]
     rank = {area: n for n, area in enumerate(AREAS)}
@@ -218,6 +224,142 @@ def session_socket_rows(path: str) -> list[DoctorCheck]:
     sid = identity.fixed_by(hello) or "?"
     detail = f"{path}: the keeper answers (version {hello.get('version')}); you are session {sid}"
     return [DoctorCheck("keeper", "session socket", "ok", detail)]
+
+
+def fleet_rows(env: Mapping[str, str]) -> list[DoctorCheck]:
+    """The fleet this keeper's registry is shared with (PostgreSQL only; a SQLite file is a
+    fleet of one): the keepers seen, alive or not; this home's claims; each live peer's link
+    proven by a TLS + HMAC handshake — and no verb sent; and whether a key store of this
+    home sits on the fleet's shared storage. Read only: one read-only connection."""
+    url = env.get("BAY_REGISTRY", "")
+    if not url:
+        return []
+    from browserbay.registry import RegistryUnreachable, RegistryUrlBad
+    from browserbay.registry.fleet import SqlClaims, SqlKeepers
+    from browserbay.registry.pg import PgReader
+
+    paths = bay_paths(env)
+    try:
+        settings = load_settings(env, file=paths.config_file).settings
+    except SettingsError as exc:
+        return [DoctorCheck("fleet", "fleet", "fail", str(exc), "fix the setting it names")]
+    rows = _shared_key_rows(paths.data / "keys", settings.fleet_data)
+    id_file = paths.state / "keeper-id"
+    me = id_file.read_text().strip() if id_file.is_file() else None
+    try:
+        reader = PgReader(url)
+    except (RegistryUrlBad, RegistryUnreachable):
+        return rows  # the registry row says why
+    try:
+        keepers = SqlKeepers(reader).all()
+        held = SqlClaims(reader).counts(settings.fleet_ttl)
+    except Exception as exc:  # no fleet tables yet: the first keeper makes them
+        return [
+            *rows,
+            DoctorCheck("fleet", "keepers", "ok", f"none seen yet ({exc.__class__.__name__})"),
+        ]
+    finally:
+        reader.close()
+    ttl = settings.fleet_ttl
+    died = [k for k in keepers if k.stopped_at is None and not k.alive(ttl)]
+    listing = "; ".join(
+        f"{k.id} on {k.host}: "
+        + (
+            "stopped"
+            if k.stopped_at is not None
+            else f"alive (beat {k.beat_age:.0f}s ago)"
+            if k.alive(ttl)
+            else f"dead (silent {k.beat_age:.0f}s, TTL {ttl:g}s)"
+        )
+        + (" — this home" if k.id == me else "")
+        for k in keepers
+    )
+    alive = sum(k.alive(ttl) for k in keepers)
+    detail = f"{len(keepers)} keeper(s) seen, {alive} alive: {listing or 'none yet'}"
+    if died:
+        hosts = ", ".join(sorted({k.host for k in died}))
+        fix = (
+            f"start the keeper on {hosts} again; its claims expired after BAY_FLEET_TTL and "
+            "its profiles are served elsewhere when their data is on BAY_FLEET_DATA"
+        )
+        rows.append(DoctorCheck("fleet", "keepers", "warn", detail, fix))
+    else:
+        rows.append(DoctorCheck("fleet", "keepers", "ok", detail))
+    if me is not None:
+        mine = held.get(me, 0)
+        rows.append(
+            DoctorCheck("fleet", "claims", "ok", f"{me} (this home) holds {mine} profile claim(s)")
+        )
+    peers = [k for k in keepers if k.alive(ttl) and k.id != me and k.listen]
+    return rows + _link_rows(env, me, peers)
+
+
+def _shared_key_rows(keys_dir: Path, fleet_data: str) -> list[DoctorCheck]:
+    """A fail row when this home's key store is under the fleet's shared storage."""
+    if not fleet_data:
+        return []
+    real, root = Path(os.path.realpath(keys_dir)), Path(os.path.realpath(fleet_data))
+    if not real.is_relative_to(root):
+        return [DoctorCheck("fleet", "keys", "ok", f"{keys_dir} is off BAY_FLEET_DATA ({root})")]
+    return [
+        DoctorCheck(
+            "fleet",
+            "keys",
+            "fail",
+            f"{keys_dir} is under BAY_FLEET_DATA ({root}), which every keeper mounts: the "
+            "keeper stores no key there and reads none from there",
+            "give this keeper a BAY_HOME on its own disk, or BAY_FLEET_DATA a directory outside it",
+        )
+    ]
+
+
+def _link_rows(env: Mapping[str, str], me: str | None, peers: list[KeeperRow]) -> list[DoctorCheck]:
+    """Each live peer's link: a TLS + HMAC handshake as this home's keeper, then closed —
+    no verb is ever sent."""
+    if not peers:
+        return []
+    try:
+        secret = keys.fleet_secret(env)
+    except keys.FleetSecretError as exc:
+        return [DoctorCheck("fleet", "link", "fail", str(exc), "fix the secret as it says")]
+    if secret is None or me is None:
+        why = "no fleet secret (BAY_FLEET_SECRET_FILE)" if secret is None else "no keeper id"
+        return [
+            DoctorCheck(
+                "fleet",
+                "link",
+                "warn",
+                f"{len(peers)} live peer(s) not checked: {why} in this home",
+                "run bay doctor where the keeper starts, with its BAY_FLEET_SECRET_FILE",
+            )
+        ]
+    from browserbay.keeper.link import connect_peer
+
+    async def handshake(peer: KeeperRow) -> str | None:
+        assert peer.listen is not None
+        try:
+            stream = await connect_peer(peer.listen, secret.reveal().encode(), me, peer.id)
+        except Refusal as refused:
+            return str(refused.fields.get("reason", refused.code))
+        await stream.aclose()
+        return None
+
+    rows = []
+    for peer in peers:
+        problem = anyio.run(handshake, peer)
+        name = f"link to {peer.host}"
+        if problem is None:
+            detail = f"{peer.id} at {peer.listen}: TLS 1.3 + HMAC handshake proven (no verb sent)"
+            rows.append(DoctorCheck("fleet", name, "ok", detail))
+        else:
+            fix = (
+                "give every keeper the same BAY_FLEET_SECRET_FILE secret, and let this "
+                "machine reach its BAY_FLEET_LISTEN address"
+            )
+            rows.append(
+                DoctorCheck("fleet", name, "fail", f"{peer.id} at {peer.listen}: {problem}", fix)
+            )
+    return rows
 
 
 def keeper_rows(env: Mapping[str, str]) -> list[DoctorCheck]:

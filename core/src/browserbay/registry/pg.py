@@ -225,6 +225,44 @@ def _version(conn: psycopg.Connection[Any]) -> int:
     return int(row[0]) if row and row[0] is not None else 0
 
 
+class PgReader:
+    """One read-only connection to the registry (``bay doctor``'s fleet rows): the server
+    refuses any write on it (``default_transaction_read_only``), and nothing is migrated.
+    A :class:`~browserbay.registry.db.Sql` for the repositories' reads; a write raises."""
+
+    dialect: Dialect = "postgresql"
+
+    def __init__(self, url: str, connect_timeout: int = CONNECT_TIMEOUT):
+        check_url(url)
+        self.url = url
+        try:
+            self.conn = psycopg.connect(url, autocommit=True, connect_timeout=connect_timeout)
+            self.conn.execute("SET default_transaction_read_only = on")
+        except psycopg.Error as exc:
+            raise RegistryUnreachable(_first_line(exc)) from None
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> _Result:
+        return _run(self.conn, sql, params)
+
+    def tx(self, *statements: Statement) -> None:
+        raise RuntimeError("a read-only registry connection takes no writes")
+
+    def atomic(self) -> contextlib.AbstractContextManager[_Tx]:
+        raise RuntimeError("a read-only registry connection takes no writes")
+
+    def schema_version(self) -> int:
+        return _version(self.conn)
+
+    def integrity_check(self) -> str:
+        return "ok"
+
+    def location(self) -> str:
+        return redact(self.url)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
 def probe(url: str, connect_timeout: int = CONNECT_TIMEOUT) -> int:
     """Whether the server takes a connection, without writing anything (``bay doctor``):
     the schema version found there (0: none yet; the keeper migrates it at its start).
