@@ -192,7 +192,7 @@ def test_doctor_lists_the_fleet_and_proves_each_live_peers_link_without_a_verb(
         name: {"BAY_FLEET_LISTEN": f"127.0.0.1:{_free_port()}"} for name in ("a", "b", "c")
     }
     env = {"BAY_FLEET_SECRET_FILE": str(secret)}
-    with keeper_fleet(postgres, tmp_path, 3, env=env, member_env=member_env) as fleet:
+    with keeper_fleet(postgres, tmp_path, 3, ttl=8, env=env, member_env=member_env) as fleet:
         a, b, c = fleet["a"], fleet["b"], fleet["c"]
         rows = _doctor_fleet(a)
         assert rows["keepers"]["status"] == "ok", rows
