@@ -171,3 +171,35 @@ def test_the_sessions_next_page_verb_never_overtakes_a_verb_waiting_for_approval
     assert nxt.result(timeout=30).code == 0
     assert _status(asking, s) == "Added to your wishlist"
     asking.ok("close", session=s)
+
+
+def test_a_before_verb_hook_may_ask_and_the_page_verb_waits_for_the_human(
+    demo: str, viewer: Any, pool: ThreadPoolExecutor
+) -> None:
+    """``bay_before_verb`` answering an Ask (the recorder test plugin, for ``scroll``): the
+    verb waits while the live view shows a card naming it as the agent typed it; approved it
+    runs, denied it is ``approval_denied``. Old code took the Ask for a refusal object and
+    answered ``internal_error``."""
+    home = Path(tempfile.mkdtemp(prefix="bay-askv-", dir="/tmp"))
+    b = Bay(home, BAY_TEST_ASK_VERB="scroll", BAY_TEST_ASK_TIMEOUT="40")
+    try:
+        s = "verb-asked"
+        b.ok("open", f"{demo}/shop.html", session=s)
+        _live(b, s, viewer)
+        waiting: Future[Result] = pool.submit(b, "scroll", "down", session=s)
+        card = approval_card(viewer)
+        text = card.inner_text()
+        assert "bay scroll down" in text
+        assert "recorder" in text
+        assert not waiting.done()
+        card.locator(".approval-approve").click()
+        assert waiting.result(timeout=30).code == 0
+        wait_for(lambda: viewer.locator(".approval").count() == 0, what="the card gone")
+        again: Future[Result] = pool.submit(b, "scroll", "up", session=s)
+        approval_card(viewer).locator(".approval-deny").click()
+        frame = assert_refused(again.result(timeout=30), "approval_denied")
+        assert frame["data"]["plugin"] == "recorder"
+        b.ok("close", session=s)
+    finally:
+        b.stop()
+        shutil.rmtree(home, ignore_errors=True)

@@ -12,6 +12,7 @@ import pytest
 from browserbay.hookspecs import hookimpl
 from browserbay.keeper.approvals import Approvals
 from browserbay.keeper.controls import Controls
+from browserbay.keeper.roads import Guards
 from browserbay.keeper.sessions import Lease, Session
 from browserbay.model import ActionTarget, Ask, ProfileRef, SessionRef, VerbCall
 from browserbay.plugins import load_plugins
@@ -158,3 +159,45 @@ async def test_a_plugins_long_reason_is_clipped_on_the_card_and_in_the_refusal()
     assert len(frame["data"]["reason"]) < 320
     assert frame["data"]["plugin"] == card.plugin  # the card's words, clipped alike
     assert frame["data"]["reason"] == card.reason
+
+
+def test_a_before_verb_ask_where_nothing_can_wait_is_refused_never_a_yes() -> None:
+    """``bay_before_verb`` may answer an Ask; a caller of the guards that cannot wait for a
+    human (a session verb, a CDP call, a trigger: no ``asks`` list) refuses it
+    ``verb_refused``; one that can gets it back to wait on. A refusal of another gate wins
+    over the Ask either way."""
+
+    class Asking:
+        @hookimpl
+        def bay_before_verb(self, call: VerbCall) -> Ask | None:
+            return Ask("scrolling needs a human", plugin="gate") if call.verb == "scroll" else None
+
+    class Vetoing:
+        @hookimpl
+        def bay_before_verb(self, call: VerbCall) -> Refusal | None:
+            return (
+                Refusal("verb_refused", plugin="veto", reason="no", fix="ask")
+                if call.verb == "scroll" and call.args.get("veto")
+                else None
+            )
+
+    plugins = load_plugins({}, extra=[("a", Asking()), ("v", Vetoing())], entry_points=[])
+    controls = _controls()
+
+    async def audit(_call: VerbCall, _ok: bool, _code: str | None) -> None:
+        return None
+
+    guards = Guards(plugins, controls, lambda _pid, _handle: None, audit)
+    lease = Lease(REF, PROFILE)
+    call = VerbCall("scroll", {}, REF, None, "cdp", None)
+    with pytest.raises(Refusal) as refused:
+        guards.check(call, lease)
+    frame = assert_refused(refused.value, "verb_refused")
+    assert frame["data"]["plugin"] == "gate"
+    asks: list[Ask] = []
+    guards.check(call, lease, asks=asks)
+    assert [a.reason for a in asks] == ["scrolling needs a human"]
+    vetoed = VerbCall("scroll", {"veto": True}, REF, None, "cli", "owner")
+    with pytest.raises(Refusal) as refused:
+        guards.check(vetoed, lease, asks=[])
+    assert assert_refused(refused.value, "verb_refused")["data"]["plugin"] == "veto"

@@ -152,12 +152,19 @@ def bay_keeper_stopping() -> None:
 
 
 @hookspec
-def bay_before_verb(call: VerbCall) -> Refusal | None:
+def bay_before_verb(call: VerbCall) -> Refusal | Ask | None:
     """Called before a verb runs. Return a :class:`~browserbay.refusals.Refusal` (code
     ``verb_refused`` with ``plugin``, ``reason`` and ``fix``) to stop it — an approval gate,
-    a policy — or None to let it run. Every implementation is called; the first refusal in
-    pluggy's call order wins and nothing of the verb has run. ``call.profile`` is None for
-    the keeper's own verbs (``keeper``, ``plugins``).
+    a policy —, an :class:`~browserbay.model.Ask` to have a human approve or deny it first,
+    or None to let it run. Every implementation is called; the first refusal in pluggy's
+    call order wins over any Ask, the first Ask over None, and nothing of the verb has run.
+    ``call.profile`` is None for the keeper's own verbs (``keeper``, ``plugins``).
+
+    An Ask waits (bounded, as ``bay_before_action``'s does) only where a verb acts on a
+    lease's pages — a page, tab or plugin verb, which a takeover can cut — and shows a card
+    naming the verb as the agent typed it (never typed text); any other verb (a session or
+    keeper verb) and a road that cannot wait (a call on a lease's CDP endpoint, a ``bay run``
+    script's) is refused ``verb_refused`` instead: an Ask is never taken for a yes.
 
     Hooks are plain (synchronous) functions called on the keeper's event loop: keep them
     quick, and hand slow work (network, disk) to a thread or queue of your own."""

@@ -131,22 +131,14 @@ class Hooks:
     def bay_tier_hint(self, failure: Failure) -> TierHint | None:
         return cast(TierHint | None, self._pm.hook.bay_tier_hint(failure=failure))
 
-    def bay_before_verb(self, call: VerbCall) -> Refusal | None:
-        return _first(self._pm.hook.bay_before_verb(call=call))
+    def bay_before_verb(self, call: VerbCall) -> Refusal | Ask | None:
+        """The first refusal, else the first Ask, else None (as ``bay_before_action``)."""
+        return _gate("bay_before_verb", self._pm.hook.bay_before_verb(call=call))
 
     def bay_before_action(self, call: VerbCall, target: ActionTarget) -> Refusal | Ask | None:
         """The first refusal, else the first Ask (a refusal is never overruled by a human's
         approval of what another gate asked), else None."""
-        answers: list[Refusal | Ask | None] = self._pm.hook.bay_before_action(
-            call=call, target=target
-        )
-        wrong = [a for a in answers if a is not None and not isinstance(a, (Refusal, Ask))]
-        if wrong:  # a gate that answers nonsense is never taken for a yes
-            raise TypeError(f"bay_before_action answered a {type(wrong[0]).__name__}")
-        refused = next((a for a in answers if isinstance(a, Refusal)), None)
-        if refused is not None:
-            return refused
-        return next((a for a in answers if isinstance(a, Ask)), None)
+        return _gate("bay_before_action", self._pm.hook.bay_before_action(call=call, target=target))
 
     def gates_actions(self) -> bool:
         """Some plugin implements ``bay_before_action`` (the keeper then describes each
@@ -196,9 +188,16 @@ def _rows(caller: pluggy.HookCaller, kind: type[R]) -> list[tuple[str, Sequence[
     ]
 
 
-def _first(answers: list[Refusal | None]) -> Refusal | None:
-    """The first refusal of a gate, in pluggy's call order."""
-    return next((r for r in answers if r is not None), None)
+def _gate(hook: str, answers: list[Refusal | Ask | None]) -> Refusal | Ask | None:
+    """A gate's answer: the first refusal in pluggy's call order, else the first Ask, else
+    None. A gate that answers nonsense is never taken for a yes."""
+    wrong = [a for a in answers if a is not None and not isinstance(a, (Refusal, Ask))]
+    if wrong:
+        raise TypeError(f"{hook} answered a {type(wrong[0]).__name__}")
+    refused = next((a for a in answers if isinstance(a, Refusal)), None)
+    if refused is not None:
+        return refused
+    return next((a for a in answers if isinstance(a, Ask)), None)
 
 
 def _notify(caller: pluggy.HookCaller, **kwargs: object) -> None:

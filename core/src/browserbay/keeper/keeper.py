@@ -29,7 +29,7 @@ from browserbay.keeper.controls import Controls
 from browserbay.keeper.dialogs import Dialogs
 from browserbay.keeper.faults import disk_full, is_disk_full
 from browserbay.keeper.files import Carried, Carrier, party_of
-from browserbay.keeper.frames import ELEMENT_VERBS, PENDING, TRACED_VERBS, Recorder
+from browserbay.keeper.frames import ELEMENT_VERBS, PENDING, TRACED_VERBS, Recorder, bare_url
 from browserbay.keeper.leases import Leases
 from browserbay.keeper.link import forwarded
 from browserbay.keeper.memory import MemoryWatch
@@ -57,6 +57,7 @@ from browserbay.keeper.targets import TargetBook
 from browserbay.keeper.verbhost import LeaseVerbHost
 from browserbay.model import (
     ActionTrace,
+    Ask,
     ProfileRef,
     ProviderRow,
     SessionRef,
@@ -186,9 +187,12 @@ class Keeper:
                 held: Lease | None = None,
                 exempt: bool = False,
                 ending: Sequence[Lease] = (),
+                asks: list[Ask] | None = None,
             ) -> None:
                 """The guards, once the verb's lease is known (and before it runs)."""
-                judged[0] = self.guards.check(asked, lease, held=held, exempt=exempt, ending=ending)
+                judged[0] = self.guards.check(
+                    asked, lease, held=held, exempt=exempt, ending=ending, asks=asks
+                )
 
             try:
                 with anyio.fail_after(timeout) as scope:
@@ -374,15 +378,44 @@ class Keeper:
         lease = await self.chooser.choose(session, handle, channel)
         # browser_paused while a human holds the controls, browser_restarting in a backend
         # switch's gap, the approval hooks, the domain fence: nothing has run yet.
-        check(lease, held=target, exempt=exempt)
+        asks: list[Ask] = []
+        check(lease, held=target, exempt=exempt, asks=asks)
         guarded = target if target is not None else lease
-        return await self.controls.run(
-            guarded,
-            verb,
-            args,
-            exempt,
-            lambda: on(lease),
-        )
+
+        async def approved() -> SessionAnswer:
+            """A hook's Ask first (in flight: a takeover cuts the wait), then the verb."""
+            for ask in asks:
+                await self._approve(session, lease, verb, args, ask, deadline)
+            return await on(lease)
+
+        return await self.controls.run(guarded, verb, args, exempt, approved)
+
+    async def _approve(
+        self,
+        session: Session,
+        lease: Lease,
+        verb: verbs.Verb,
+        args: dict[str, Any],
+        ask: Ask,
+        deadline: float,
+    ) -> None:
+        """Wait for a human's answer to a ``bay_before_verb`` Ask (the session's lock let go
+        meanwhile, its page verbs behind it); raise ``approval_denied``/``approval_timeout``.
+        The card names the verb as the agent typed it (``command_line``: never typed text)
+        and the current tab's address without query."""
+        tab = lease.tabs.get(lease.current) if lease.current else None
+        url = bare_url(tab.page.url) if tab is not None and lease.context is not None else ""
+        async with lock_let_go(session):
+            await self.controls.approvals.ask(
+                ask,
+                session=session.ref.id,
+                profile=lease.profile.id,
+                tab=tab.id if tab is not None else "",
+                verb=verb.name,
+                what=verb.command_line(args),
+                url=url,
+                deadline=deadline,
+            )
 
     async def _on_lease(
         self,

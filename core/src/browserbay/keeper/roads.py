@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from browserbay.keeper.leases import check_url_allowed
-from browserbay.model import VerbCall, VerbOutcome
+from browserbay.model import Ask, VerbCall, VerbOutcome
 from browserbay.refusals import Refusal
 from browserbay.urls import normalize_url
 
@@ -94,6 +94,7 @@ class Guards:
         exempt: bool = False,
         url: str | None = None,
         ending: Sequence[Lease] = (),
+        asks: list[Ask] | None = None,
     ) -> VerbCall:
         """Raise the first refusal of pause, restart gap, approval hooks and fence; answer
         the call as the hooks saw it (with the lease's profile).
@@ -104,7 +105,9 @@ class Guards:
         while paused (``bay live``, ``bay handoff``). ``url``: the navigation's URL when
         it is not one of a core verb's arguments (a CDP call's). ``ending``: the leases the
         action ends (``bay close``, a trigger ``stop``): a human holding the controls of any
-        of them, or a restart gap on any, refuses it too — nobody's road cuts a human off."""
+        of them, or a restart gap on any, refuses it too — nobody's road cuts a human off.
+        ``asks``: where a hook's Ask goes, for a caller that waits for the human's answer
+        before the verb runs (the keeper's page verbs); without it an Ask is refused."""
         paused = held if held is not None else lease
         # The owner (its socket, its trigger intake) is told whose lease a human took; a session
         # socket, or a CDP endpoint whoever holds its URL, is told "another session".
@@ -115,9 +118,20 @@ class Guards:
             self.restart_gap(each.profile.id, each.handle)
         if lease is not None and call.profile is None:
             call = dataclasses.replace(call, profile=lease.profile)
-        refusal = self.plugins.hooks.bay_before_verb(call=call)
-        if refusal is not None:
-            raise refusal.with_defaults(verb=call.verb, plugin="a policy")
+        answer = self.plugins.hooks.bay_before_verb(call=call)
+        if isinstance(answer, Refusal):
+            raise answer.with_defaults(verb=call.verb, plugin="a policy")
+        if answer is not None:
+            if asks is None:  # nowhere to wait for a human: never taken for a yes
+                raise Refusal(
+                    "verb_refused",
+                    verb=call.verb,
+                    plugin=answer.plugin or "a policy",
+                    reason=answer.reason,
+                    fix="ask the user to approve it; only a page verb can wait for a human's "
+                    "approval in the live view",
+                )
+            asks.append(answer)
         if lease is not None:
             if url is not None:  # a CDP call's URL, as the browser will read it
                 check_url_allowed(url, lease.allowed_domains)

@@ -31,7 +31,7 @@ from browserbay.keeper.channels import Channel, refuse_owner_only
 from browserbay.keeper.files import Carried
 from browserbay.keeper.pageverbs import PageHandler
 from browserbay.keeper.sessions import Lease, Session
-from browserbay.model import PluginVerb, ProfileRef, SessionRef
+from browserbay.model import Ask, PluginVerb, ProfileRef, SessionRef
 from browserbay.refusals import Refusal
 
 #: A session verb's answer: ``(data, text)`` and the profile it acted on (None: none).
@@ -49,6 +49,7 @@ class Check(Protocol):
         held: Lease | None = None,
         exempt: bool = False,
         ending: Sequence[Lease] = (),
+        asks: list[Ask] | None = None,
     ) -> None: ...
 
 

@@ -4,6 +4,8 @@ lifecycle hook to $BAY_RECORDER_FILE, and acts as a policy when told to:
 - BAY_TEST_REFUSE_VERB=<verb>  its bay_before_verb refuses that verb (code verb_refused);
 - BAY_TEST_REFUSE_FILE=<path>  ... and the verbs named in that file, one a line, while it
                                exists (a test turns the veto on and off on a running keeper);
+- BAY_TEST_ASK_VERB=<verb>     its bay_before_verb asks a human to approve that verb (an Ask
+                               of BAY_TEST_ASK_TIMEOUT seconds, default 30);
 - BAY_TEST_CRASH_VERB=<verb>   its bay_before_verb raises (the keeper answers internal_error);
 - BAY_TEST_CRASH_AFTER=<verb>  its bay_after_verb raises (logged and skipped).
 """
@@ -18,6 +20,7 @@ from typing import Any
 from browserbay.hookspecs import hookimpl
 from browserbay.model import (
     ActionTarget,
+    Ask,
     BrowserInfo,
     KeeperInfo,
     LeaseInfo,
@@ -47,10 +50,13 @@ def _vetoed() -> set[str]:
 
 
 @hookimpl
-def bay_before_verb(call: VerbCall) -> Refusal | None:
+def bay_before_verb(call: VerbCall) -> Refusal | Ask | None:
     _record("bay_before_verb", call=call)
     if os.environ.get("BAY_TEST_CRASH_VERB") == call.verb:
         raise RuntimeError("the recorder plugin crashes on purpose")
+    if os.environ.get("BAY_TEST_ASK_VERB") == call.verb:
+        timeout = float(os.environ.get("BAY_TEST_ASK_TIMEOUT") or 30)
+        return Ask(f"{call.verb} needs a human's approval", plugin="recorder", timeout=timeout)
     if os.environ.get("BAY_TEST_REFUSE_VERB") == call.verb or call.verb in _vetoed():
         return Refusal(
             "verb_refused",
