@@ -1254,6 +1254,24 @@ def test_of_two_keepers_queueing_for_one_free_profile_at_once_exactly_one_gets_i
         assert hold.holder == ("sa", "sb")[answers.index(True)]
 
 
+def test_of_two_keepers_keeping_one_leases_tabs_at_once_one_whole_list_stands(
+    two_keepers: TwoKeepers,
+) -> None:
+    """The list was deleted, then inserted: on PostgreSQL the second keeper's delete missed
+    the first's uncommitted rows and its insert died on their key (UniqueViolation)."""
+    a, b = two_keepers.a, two_keepers.b
+    one = [KeptTab("https://a.example/", "a", True)]
+    two = [KeptTab("https://b.example/1", "b1", False), KeptTab("https://b.example/2", "b2", True)]
+    rounds = _race(
+        RACE_ROUNDS * 2,
+        lambda i: a.kept_tabs.keep(f"s{i}", "p", one, "live"),
+        lambda i: b.kept_tabs.keep(f"s{i}", "p", two, "live"),
+    )
+    for i, answers in enumerate(rounds):
+        assert answers == [None, None], answers
+        assert a.kept_tabs.kept(f"s{i}", "p").tabs in (one, two)
+
+
 def test_of_two_keepers_lapsing_grants_at_once_each_grant_lapses_once(
     two_keepers: TwoKeepers,
 ) -> None:

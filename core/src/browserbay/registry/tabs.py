@@ -61,12 +61,18 @@ class SqliteKeptTabs:
 
     def keep(self, session: str, profile_id: str, tabs: list[KeptTab], state: str) -> None:
         now = time.time()
+        # Each position is upserted first (its row locked, on PostgreSQL), then what lies
+        # beyond the new list goes: of two keepers keeping the lease's tabs at once, the
+        # second waits on the first's rows and then replaces them whole — never a key error,
+        # never half of each list. (Deleting first missed the other's uncommitted rows.)
         self.db.tx(
-            ("DELETE FROM kept_tabs WHERE session=? AND profile=?", (session, profile_id)),
             *(
                 (
                     "INSERT INTO kept_tabs(session, profile, position, url, title, current, "
-                    "state, kept_at, keeper_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "state, kept_at, keeper_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT(session, profile, position) DO UPDATE SET url=excluded.url, "
+                    "title=excluded.title, current=excluded.current, state=excluded.state, "
+                    "kept_at=excluded.kept_at, keeper_id=excluded.keeper_id",
                     (
                         session,
                         profile_id,
@@ -80,6 +86,10 @@ class SqliteKeptTabs:
                     ),
                 )
                 for i, t in enumerate(tabs)
+            ),
+            (
+                "DELETE FROM kept_tabs WHERE session=? AND profile=? AND position >= ?",
+                (session, profile_id, len(tabs)),
             ),
         )
 
