@@ -178,3 +178,47 @@ def test_after_kill_9_another_keeper_serves_the_profile_from_shared_data(
         assert "yes" in str(b.ok("cookies", "get", "--name", "login"))  # the same login
         (claim,) = fleet.rows("SELECT keeper_id, released_at FROM profile_claims")
         assert claim == (b.keeper_id(), None)
+
+
+def test_keeper_status_lists_the_fleet_alive_or_not_with_its_claims(
+    postgres: PgServer, tmp_path: Path, demo: str
+) -> None:
+    with keeper_fleet(postgres, tmp_path, 3, start=False) as fleet:
+        a, b, c = fleet["a"], fleet["b"], fleet["c"]
+        for m in fleet:
+            m.start()
+        _profile(a)
+        a.ok("open", f"{demo}/")
+        c.kill()
+        time.sleep(fleet.ttl + 0.5)
+        data = b.ok("keeper", "status", session=None)
+        rows = {r["host"]: r for r in data["fleet"]}
+        assert data["keeper_id"] == b.keeper_id()
+        assert (rows["host-a"]["alive"], rows["host-a"]["claims"]) == (True, 1)
+        assert (rows["host-b"]["alive"], rows["host-b"]["me"]) == (True, True)
+        assert rows["host-c"]["alive"] is False
+        assert rows["host-c"]["beat_age_s"] >= fleet.ttl
+        text = b("keeper", "status", session=None, json_=False).stdout
+        assert "3 keeper(s)" in text
+        assert "silent" in text
+        assert "(this keeper)" in text
+
+
+def test_a_profile_made_on_a_live_keeper_is_not_started_empty_on_another(
+    postgres: PgServer, tmp_path: Path
+) -> None:
+    """Attack: keeper A made a profile (its data on A's disk) and never ran it; a session
+    on keeper B uses it. B must not start a browser on an empty directory of its own (a
+    profile without its logins, silently): it answers that the profile runs on A. (Before,
+    B took the free claim and started a fresh browser on B's own empty profiles/<id>.)"""
+    with keeper_fleet(postgres, tmp_path, 2, start=False) as fleet:
+        a, b = fleet["a"], fleet["b"]
+        a.start()
+        pid = str(a.ok("new", "work", session=None)["id"])
+        b.ok("use", pid, session="b1")
+        frame = assert_refused(b("open", "about:blank", session="b1"), "fleet_link_refused")
+        assert frame["data"]["host"] == "host-a"
+        assert _browsers(fleet, b.keeper_id()) == []
+        assert not (b.home / "data" / "profiles" / pid).exists()
+        (claim,) = fleet.rows("SELECT keeper_id, released_at IS NOT NULL FROM profile_claims")
+        assert claim == (a.keeper_id(), True)  # still where its data is

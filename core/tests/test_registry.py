@@ -387,6 +387,19 @@ def test_a_neighbours_start_leaves_a_live_keepers_rows_alone(store: Store) -> No
     assert a.kept_tabs.mark_live_auto() == len(_TABS)  # its own next start: its own tabs
 
 
+def test_a_profile_is_made_with_a_released_claim_of_its_maker(store: Store) -> None:
+    """Where a new profile's data is (the keeper that made it) before any browser ran it;
+    the claim is free, and goes with the profile."""
+    a = store.keeper(_A)
+    a.profiles.create(_profile("bp-00000001"))
+    made = a.claims.holder("bp-00000001")
+    assert made is not None
+    assert (made.keeper_id, made.released) == (_A, True)
+    assert store.keeper(_B).claims.take("bp-00000001", _B, 15.0).keeper_id == _B
+    a.profiles.delete("bp-00000001")
+    assert a.claims.holder("bp-00000001") is None
+
+
 def test_kept_tabs_take_over_moves_a_gone_keepers_live_tabs_to_this_one(store: Store) -> None:
     a, b = store.keeper(_A), store.keeper(_B)
     a.kept_tabs.keep("s", "p", _TABS, "live")

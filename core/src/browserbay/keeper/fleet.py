@@ -176,21 +176,26 @@ class Fleet:
 
     async def place(self, profile_id: str, data: Path | None) -> Placement:
         """Where the profile's browser runs, taking its claim when it is free. ``data``:
-        the profile's directory on this keeper (None: it has none, a remote browser's); a
-        claim taken over from a gone keeper is kept only when that directory is here (a
-        gone keeper's data on its own disk is its alone), and then that keeper's live
-        tabs of the profile become ours to restore."""
+        the profile's directory on this keeper (None: it has none, a remote browser's). A
+        claim another keeper left (released, or expired with its keeper) is kept only when
+        that directory is here (a keeper's data on its own disk is its alone): then that
+        keeper's live tabs of the profile become ours to restore; else the profile runs
+        where its data is — on that keeper while it lives (``OnKeeper``), nowhere when it
+        is gone (``OnDeadKeeper``)."""
         before = await self.db(self.claims.holder, profile_id)
+        theirs = before is not None and before.keeper_id != self.me.id
+        if before is not None and theirs and not before.held(self.ttl):
+            # Another keeper's free claim: its data is with that keeper (it ran or made
+            # the profile) unless it is here too. Taken only then, so the claim goes on
+            # saying where the data is.
+            reachable = data is None or await anyio.to_thread.run_sync(data.is_dir)
+            if not reachable:
+                return await self._elsewhere(before)
         claim = await self.db(self.claims.take, profile_id, self.me.id, self.ttl)
         if claim.keeper_id != self.me.id:
             return await self._elsewhere(claim)
-        if before is None or before.keeper_id == self.me.id:
+        if before is None or not theirs:
             return Here(profile_id, claim.since)
-        reachable = data is None or await anyio.to_thread.run_sync(data.is_dir)
-        if not reachable:
-            await self.db(self.claims.release, profile_id, self.me.id)
-            host = await self._host(before.keeper_id)
-            return OnDeadKeeper(profile_id, before.keeper_id, host, before.since)
         taken = await self.db(self.kept_tabs.take_over, profile_id)
         log.info(
             "profile %s taken over from keeper %s (%d live tab(s) to restore)",
@@ -201,15 +206,20 @@ class Fleet:
         return Here(profile_id, claim.since)
 
     async def _elsewhere(self, claim: Claim) -> Placement:
+        """On the claim's keeper while it lives (it holds the claim, or the data), else
+        on a dead one."""
         row = await self.db(self.keepers.get, claim.keeper_id)
         if row is not None and row.alive(self.ttl):
             return OnKeeper(claim.profile, row, claim.since)
         host = row.host if row is not None else "an unknown host"
         return OnDeadKeeper(claim.profile, claim.keeper_id, host, claim.since)
 
-    async def _host(self, keeper_id: str) -> str:
-        row = await self.db(self.keepers.get, keeper_id)
-        return row.host if row is not None else "an unknown host"
+    async def members(self) -> list[Member]:
+        """The fleet as ``bay keeper status`` lists it: every keeper that registered here,
+        alive or not (its beat's age against the TTL), with the claims it holds."""
+        rows = await self.db(self.keepers.all)
+        counts = await self.db(self.claims.counts, self.ttl)
+        return [Member(r, r.alive(self.ttl), counts.get(r.id, 0), r.id == self.me.id) for r in rows]
 
     async def release(self, profile_id: str) -> None:
         """The profile's browser stopped here: its claim is free."""

@@ -49,6 +49,11 @@ from browserbay.registry import (
 )
 
 log = logging.getLogger("browserbay.keeper")
+
+#: Seconds during which an empty profile directory under a shared data root may still be
+#: another keeper's `new` in flight (its row follows within milliseconds).
+IN_FLIGHT = 60.0
+
 T = TypeVar("T")
 
 
@@ -172,8 +177,12 @@ class ProfileBook:
         """At keeper start: the profile directories a killed keeper left half-made or
         half-removed go — an empty one without a row (a ``new`` cut before its row) or one
         already archived (a ``forget`` cut before its removal). Any other directory without
-        a row is left alone (``bay profiles --orphans`` lists it)."""
+        a row is left alone (``bay profiles --orphans`` lists it). Under a fleet's shared data
+        root (``BAY_FLEET_DATA``) an empty one younger than :data:`IN_FLIGHT` seconds may be
+        another live keeper's ``new`` between its directory and its row: it stays."""
         known = {Path(r.dir).name for r in self.rows.values()}
+        shared = self.data_root != self.paths.data
+        recent = time.time() - IN_FLIGHT
         archive = self.paths.data / "archive"
         removed: list[str] = []
         if not self.root.is_dir():
@@ -182,6 +191,8 @@ class ProfileBook:
             if d.name in known or not d.name.startswith("bp-") or not d.is_dir():
                 continue
             if not any(d.iterdir()):
+                if shared and d.stat().st_mtime > recent:
+                    continue
                 d.rmdir()
             elif archive.is_dir() and any(archive.glob(f"{d.name}-*.tar.gz")):
                 shutil.rmtree(d, ignore_errors=True)

@@ -218,7 +218,7 @@ def sql_registry(db: Sql, keeper_id: str = SOLE_KEEPER, data_root: Path | None =
         browsers=SqliteBrowsers(db, keeper_id),
         sessions=SqliteSessions(db),
         attachments=SqliteAttachments(db),
-        profiles=SqliteProfiles(db, data_root),
+        profiles=SqliteProfiles(db, keeper_id, data_root),
         kept_tabs=SqliteKeptTabs(db, keeper_id),
         holds=SqliteHolds(db, keeper_id),
         groups=SqliteGroupDefaults(db),

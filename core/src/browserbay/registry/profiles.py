@@ -5,7 +5,11 @@ A profile's directory under the data root is stored relative to it (migration 10
 root is the keeper's (``BAY_FLEET_DATA``, storage every keeper of a fleet mounts, else its
 home's data dir), so every keeper finds a shared profile's data where it mounts it, and a
 :class:`ProfileRow` always carries the absolute path on this keeper. An adopted directory
-(or one outside the root) stays absolute: it is one machine's."""
+(or one outside the root) stays absolute: it is one machine's.
+
+A profile is made with a released claim of the keeper that made it (migration 10's
+``profile_claims``): where its data is until another keeper runs it — a keeper that cannot
+reach the data asks that one (:meth:`browserbay.keeper.fleet.Fleet.place`)."""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from browserbay.registry.db import Sql
+from browserbay.registry.fleet import store_now
 
 #: The owner of a profile made on the owner's channel (the home's own socket), and of every
 #: profile that existed before owners did: the column's default in migration 8.
@@ -81,8 +86,9 @@ _COLS = (
 
 
 class SqliteProfiles:
-    def __init__(self, db: Sql, data_root: Path | None = None):
+    def __init__(self, db: Sql, keeper_id: str, data_root: Path | None = None):
         self.db = db
+        self.keeper_id = keeper_id
         self.data_root = data_root
 
     def _stored(self, directory: str) -> str:
@@ -101,7 +107,8 @@ class SqliteProfiles:
         return str(self.data_root / stored)
 
     def create(self, row: ProfileRow) -> None:
-        self.db.execute(
+        now = store_now(self.db)
+        profile = (
             f"INSERT INTO profiles({_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",  # noqa: S608 - a constant
             (
                 row.id,
@@ -119,6 +126,12 @@ class SqliteProfiles:
                 row.sharing,
             ),
         )
+        made_here = (
+            "INSERT INTO profile_claims(profile, keeper_id, since, renewed_at, released_at) "  # noqa: S608 - constants
+            f"VALUES (?, ?, {now}, {now}, {now}) ON CONFLICT(profile) DO NOTHING",
+            (row.id, self.keeper_id),
+        )
+        self.db.tx(profile, made_here)
 
     def delete(self, profile_id: str) -> None:
         self.db.tx(
@@ -126,6 +139,7 @@ class SqliteProfiles:
             ("DELETE FROM kept_tabs WHERE profile=?", (profile_id,)),
             ("DELETE FROM holds WHERE profile=?", (profile_id,)),
             ("DELETE FROM hold_queue WHERE profile=?", (profile_id,)),
+            ("DELETE FROM profile_claims WHERE profile=?", (profile_id,)),
             ("DELETE FROM group_defaults WHERE profile=?", (profile_id,)),
             ("DELETE FROM backend_proposals WHERE profile=?", (profile_id,)),
             ("DELETE FROM profile_versions WHERE profile=?", (profile_id,)),
