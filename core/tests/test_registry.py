@@ -387,6 +387,19 @@ def test_a_neighbours_start_leaves_a_live_keepers_rows_alone(store: Store) -> No
     assert a.kept_tabs.mark_live_auto() == len(_TABS)  # its own next start: its own tabs
 
 
+def test_a_neighbours_start_leaves_a_live_keepers_trigger_requests_alone(store: Store) -> None:
+    """A trigger request came through its keeper's home: keeper B's start takes up only
+    its own unsettled ones — A's queued and acting requests are A's to answer."""
+    a, b = store.keeper(_A), store.keeper(_B)
+    a.triggers.admit("u-queued", "s", "{}", 1.0)
+    a.triggers.admit("u-acting", "s", "{}", 1.0)
+    a.triggers.claim("u-acting")
+    a.triggers.acting("u-acting")
+    b.triggers.admit("u-b", "t", "{}", 1.0)
+    assert [r.uuid for r in b.triggers.unsettled()] == ["u-b"]
+    assert [r.uuid for r in a.triggers.unsettled()] == ["u-queued", "u-acting"]
+
+
 def test_a_profile_is_made_with_a_released_claim_of_its_maker(store: Store) -> None:
     """Where a new profile's data is (the keeper that made it) before any browser ran it;
     the claim is free, and goes with the profile."""
@@ -1171,6 +1184,35 @@ def test_a_trigger_claim_made_before_migration_9_is_kept(tmp_path: Path) -> None
     assert (done.phase, done.result, done.result_published) == ("done", '{"ok": true}', True)
     assert (unfinished.phase, unfinished.session) == ("acting", "t")
     assert [r.uuid for r in reg.triggers.unsettled()] == ["u-2"]
+    reg.close()
+
+
+def test_migration_10_stores_a_homes_profile_directories_relative_to_its_data(
+    tmp_path: Path,
+) -> None:
+    """A profile made before migration 10 holds its machine's absolute path; one under a
+    home's data/profiles becomes ``profiles/<id>``, found under any keeper's data root
+    (BAY_FLEET_DATA); an adopted directory stays as it is."""
+    path = tmp_path / "r.sqlite3"
+    made = "/home/me/.bay/data/profiles/bp-00000001"
+    with sqlite3.connect(path) as db:
+        for script in MIGRATIONS[:9]:
+            db.executescript(script)
+        db.execute("PRAGMA user_version=9")
+        for pid, directory, adopted in (
+            ("bp-00000001", made, 0),
+            ("bp-00000002", "/home/me/chrome-profile", 1),
+        ):
+            db.execute(
+                "INSERT INTO profiles(id, label, provider, dir, adopted, created_at) "
+                "VALUES (?, 'w', 'chromium', ?, ?, 1.0)",
+                (pid, directory, adopted),
+            )
+    reg = open_sqlite(path, data_root=tmp_path / "shared")
+    assert [r.dir for r in reg.profiles.all()] == [
+        str(tmp_path / "shared" / "profiles" / "bp-00000001"),
+        "/home/me/chrome-profile",
+    ]
     reg.close()
 
 

@@ -222,7 +222,7 @@ def sql_registry(db: Sql, keeper_id: str = SOLE_KEEPER, data_root: Path | None =
         kept_tabs=SqliteKeptTabs(db, keeper_id),
         holds=SqliteHolds(db, keeper_id),
         groups=SqliteGroupDefaults(db),
-        triggers=SqliteTriggerClaims(db),
+        triggers=SqliteTriggerClaims(db, keeper_id),
         hints=SqliteSiteHints(db),
         versions=SqliteVersions(db),
         proposals=SqliteProposals(db),

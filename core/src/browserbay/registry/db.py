@@ -216,7 +216,8 @@ MIGRATIONS: Sequence[str] = (
     # 10: the fleet (issue 22) — the keepers sharing this registry (one row per keeper id,
     # beating on the store's clock), which keeper runs each persistent profile's browser (a
     # claim; released or expired ones keep their last keeper), and whose rows are whose: a
-    # keeper's start sweeps only its own browsers, live tabs, runs and grants. A profile's
+    # keeper's start sweeps only its own browsers, live tabs, runs, grants and trigger
+    # requests (those came through its home's intake directory). A profile's
     # directory made under a home's data dir is stored relative to it (`profiles/<id>`), so
     # every keeper finds it under its own data root (BAY_FLEET_DATA, else its home's).
     """
@@ -242,6 +243,7 @@ MIGRATIONS: Sequence[str] = (
     ALTER TABLE browsers ADD COLUMN keeper_id TEXT;
     ALTER TABLE kept_tabs ADD COLUMN keeper_id TEXT;
     ALTER TABLE grants ADD COLUMN keeper_id TEXT;
+    ALTER TABLE trigger_requests ADD COLUMN keeper_id TEXT;
     UPDATE profiles SET dir = 'profiles/' || id WHERE adopted = 0 AND dir LIKE '%/profiles/' || id;
     """,
     # 11: exclusive holds across the fleet (issue 22) — the keeper each hold came through,

@@ -81,13 +81,17 @@ class TriggerClaims(Protocol):
         """Its result file was written."""
 
     def unsettled(self) -> list[TriggerRecord]:
-        """Every record not ``done`` or not published, in admission order: what a new
-        keeper takes up before anything else."""
+        """Every record of this keeper not ``done`` or not published, in admission order:
+        what its next start takes up before anything else (another keeper's are its own)."""
 
 
 class SqliteTriggerClaims:
-    def __init__(self, db: Sql):
+    """A keeper's trigger requests (migration 10: ``keeper_id``): they came through its
+    home's intake directory, and only its own start takes up those left unsettled."""
+
+    def __init__(self, db: Sql, keeper_id: str):
         self.db = db
+        self.keeper_id = keeper_id
 
     def record(self, uuid: str) -> TriggerRecord | None:
         row = self.db.execute(_SELECT + "WHERE uuid=?", (uuid,)).fetchone()
@@ -95,9 +99,9 @@ class SqliteTriggerClaims:
 
     def admit(self, uuid: str, session: str, request: str, published_at: float) -> TriggerRecord:
         self.db.execute(
-            "INSERT INTO trigger_requests(uuid, session, request, published_at, phase) "
-            "VALUES (?, ?, ?, ?, 'queued') ON CONFLICT DO NOTHING",
-            (uuid, session, request, published_at),
+            "INSERT INTO trigger_requests(uuid, session, request, published_at, phase, "
+            "keeper_id) VALUES (?, ?, ?, ?, 'queued', ?) ON CONFLICT DO NOTHING",
+            (uuid, session, request, published_at, self.keeper_id),
         )
         found = self.record(uuid)
         assert found is not None
@@ -124,9 +128,9 @@ class SqliteTriggerClaims:
     def finish(self, uuid: str, session: str | None, result: str) -> str:
         self.db.tx(
             (
-                "INSERT INTO trigger_requests(uuid, session, phase, result) "
-                "VALUES (?, ?, 'done', ?) ON CONFLICT DO NOTHING",
-                (uuid, session, result),
+                "INSERT INTO trigger_requests(uuid, session, phase, result, keeper_id) "
+                "VALUES (?, ?, 'done', ?, ?) ON CONFLICT DO NOTHING",
+                (uuid, session, result, self.keeper_id),
             ),
             (
                 "UPDATE trigger_requests SET phase='done', result=? "
@@ -142,6 +146,8 @@ class SqliteTriggerClaims:
 
     def unsettled(self) -> list[TriggerRecord]:
         rows = self.db.execute(
-            _SELECT + "WHERE phase != 'done' OR result_published = 0 ORDER BY seq"
+            _SELECT + "WHERE (phase != 'done' OR result_published = 0) "
+            "AND (keeper_id=? OR keeper_id IS NULL) ORDER BY seq",
+            (self.keeper_id,),
         ).fetchall()
         return [_record(r) for r in rows]
