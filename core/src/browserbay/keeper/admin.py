@@ -20,6 +20,7 @@ from browserbay.keeper.backends import provider_row
 from browserbay.keeper.base import Answer, Lifecycle
 from browserbay.keeper.browsers import BrowserPool
 from browserbay.keeper.channels import OWNER, Channel
+from browserbay.keeper.fleet import Fleet
 from browserbay.keeper.grants import GrantBook, grant_row
 from browserbay.keeper.hints import listing as hints_listing
 from browserbay.keeper.profiles import ProfileBook, parse_domains
@@ -62,6 +63,7 @@ class AdminVerbs:
         configured: Configured,
         grants: GrantBook,
         store: Schema,
+        fleet: Fleet,
     ) -> None:
         self.plugins = plugins
         self.groups = groups
@@ -81,6 +83,8 @@ class AdminVerbs:
         """The session sockets, listed by ``bay keeper status``."""
         self.store = store
         """The registry's store: where it is, for ``bay keeper status``."""
+        self.fleet = fleet
+        """The keepers sharing the registry, listed by ``bay keeper status``."""
 
     def keeper_status(self) -> dict[str, Any]:
         return {
@@ -242,12 +246,18 @@ class AdminVerbs:
             return {"stopping": True, "pid": os.getpid()}, f"keeper {os.getpid()} is stopping"
         await self.audit_trail.flush()  # the failures of rows held until now are counted
         status = self.keeper_status()
+        members = await self.fleet.members()
+        status["keeper_id"] = self.fleet.keeper_id
+        status["fleet"] = [m.as_row() for m in members]
+        status["fleet_ttl_s"] = self.fleet.ttl
         text = (
             f"keeper pid {status['pid']} · version {status['version']} · up {status['uptime_s']}s\n"
             f"socket {status['socket']}\nbrowsers {len(status['browsers'])} · "
             f"sessions {len(status['sessions'])} · session sockets {len(status['grants'])}\n"
             f"log {status['log']}\n" + self._settings_text()
         )
+        text += f"\nfleet ({len(members)} keeper(s), TTL {self.fleet.ttl:g}s):\n"
+        text += "\n".join(m.line() for m in members)
         if self.audit_trail.failures:
             text += (
                 f"\naudit rows not written: {self.audit_trail.failures} (see the log; a full "

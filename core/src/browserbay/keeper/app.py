@@ -307,6 +307,7 @@ class App:
             configured if configured is not None else Configured(settings, {}),
             self.grants,
             registry.schema,
+            self.fleet,
         )
         backend = BackendSwitch(
             plugins,

@@ -94,6 +94,44 @@ class OnDeadKeeper:
     since: float
 
 
+@dataclass(frozen=True)
+class Member:
+    """A keeper of the fleet, as ``bay keeper status`` shows it."""
+
+    keeper: KeeperRow
+    alive: bool
+    claims: int
+    me: bool
+
+    def as_row(self) -> dict[str, object]:
+        k = self.keeper
+        return {
+            "id": k.id,
+            "host": k.host,
+            "listen": k.listen,
+            "pid": k.pid,
+            "version": k.version,
+            "alive": self.alive,
+            "beat_age_s": round(k.beat_age, 1),
+            "stopped": k.stopped_at is not None,
+            "claims": self.claims,
+            "me": self.me,
+        }
+
+    def line(self) -> str:
+        k = self.keeper
+        state = (
+            "alive"
+            if self.alive
+            else ("stopped" if k.stopped_at is not None else f"silent {k.beat_age:.0f}s")
+        )
+        mark = " (this keeper)" if self.me else ""
+        return (
+            f"  {k.id} {k.host} {k.listen or '-'} pid {k.pid} · {state} · "
+            f"{self.claims} claim(s){mark}"
+        )
+
+
 Placement = Here | OnKeeper | OnDeadKeeper
 """Where a persistent profile's browser runs, as the lease choice acts on it."""
 
