@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from browserbay.keeper.fleet import KEEPER_ID
-from browserbay_testing import assert_refused, wait_for
+from browserbay_testing import Bay, assert_refused, wait_for
 from browserbay_testing.fleet import Fleet, Member, keeper_fleet
 from browserbay_testing.postgres import PgServer
 
@@ -222,3 +222,15 @@ def test_a_profile_made_on_a_live_keeper_is_not_started_empty_on_another(
         assert not (b.home / "data" / "profiles" / pid).exists()
         (claim,) = fleet.rows("SELECT keeper_id, released_at IS NOT NULL FROM profile_claims")
         assert claim == (a.keeper_id(), True)  # still where its data is
+
+
+def test_a_fleet_ttl_under_one_second_is_refused_at_start_naming_the_variable(
+    tmp_path: Path,
+) -> None:
+    """A TTL the heartbeat cannot keep (it beats every third of it) or no number: the keeper
+    does not start, and the answer names the variable and what it needs."""
+    for bad in ("0.5", "-3", "nan", "soon"):
+        r = Bay(tmp_path / bad)("open", "about:blank", env={"BAY_FLEET_TTL": bad})
+        frame = assert_refused(r, "keeper_unavailable")
+        assert f"BAY_FLEET_TTL='{bad}': needs a number" in frame["message"], frame
+        assert "bay keeper logs" in frame["way_out"]
