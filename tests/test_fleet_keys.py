@@ -31,6 +31,7 @@ from browserbay_keys_file.store import FileStore
 from browserbay_testing import Bay, assert_refused, wait_for
 from browserbay_testing.fleet import keeper_fleet
 from browserbay_testing.keys import (
+    VENDOR_ENV,
     children,
     keyed_bay,
     new_key,
@@ -134,6 +135,69 @@ def test_a_cdp_url_carrying_a_token_is_never_stored_in_the_shared_registry(
             assert "remote" not in str(b.ok("profiles"))  # nothing was made
         finally:
             b.stop()
+
+
+# -- path 3: a profile whose key lives on another keeper ---------------------------------------
+
+
+def _keyed_fleet_env(root: Path) -> dict[str, str]:
+    """Every member: the keyed test provider (key from the user's stores or the cluster
+    default), no keychain, the profiles' data on storage both mount."""
+    shared = root / "shared"
+    shared.mkdir(exist_ok=True)
+    return {
+        "BAY_PLUGIN_MODULES": "recorder,keyed",
+        "BAY_TEST_KEY_SCOPE": "user_or_cluster",
+        "DBUS_SESSION_BUS_ADDRESS": f"unix:path={root}/no-bus",
+        "BAY_FLEET_DATA": str(shared),
+    }
+
+
+def test_a_profile_whose_key_lives_on_keeper_a_is_never_started_by_b_with_a_key(
+    postgres: PgServer, tmp_path: Path
+) -> None:
+    """Keeper A starts profile ``work`` (provider ``keyed``) with its own cluster key: A is
+    the profile's key home. With A stopped, B — which mounts the profile's data and holds a
+    key of its own — is asked to start it. Before this, B started it with *its* key (and a B
+    without one was refused backend_no_key, whose way out is to copy the key there). Now B
+    refuses provider_needs_local_key naming host-a, before it reads any key, and gives the
+    profile's claim back; A serves it again."""
+    key_a, key_b = new_key(), new_key()
+    member_env = {
+        "a": {"BAY_INTEGRATION_KEYED_API_KEY": key_a, "BAY_KEYED_CALLS": str(tmp_path / "a.calls")},
+        "b": {"BAY_INTEGRATION_KEYED_API_KEY": key_b, "BAY_KEYED_CALLS": str(tmp_path / "b.calls")},
+    }
+    env = _keyed_fleet_env(tmp_path)
+    fleet_of = keeper_fleet(postgres, tmp_path, 2, env=env, member_env=member_env, start=False)
+    with fleet_of as fleet:
+        a, b = fleet["a"], fleet["b"]
+        a.start()  # (b starts after the profile is made: it reads the profiles at its start)
+        made = a.ok("new", "work", "--provider", "keyed", session=None)
+        a.ok("use", made["id"])
+        a.ok("open", "about:blank")
+        (home,) = fleet.rows("SELECT keeper_id, host, integration, source FROM key_homes")
+        assert home == (a.keeper_id(), "host-a", "keyed", "cluster")
+        assert key_a not in str(fleet.rows("SELECT * FROM key_homes"))
+        a.stop()  # its claim is released: any keeper may take the profile now
+
+        calls = tmp_path / "b.calls"
+        calls.unlink(missing_ok=True)
+        b.ok("use", made["id"])
+        r = b("open", "about:blank")
+        frame = assert_refused(r, "provider_needs_local_key")
+        assert frame["data"]["host"] == "host-a"
+        assert frame["data"]["keeper"] == a.keeper_id()
+        assert "host-a" in frame["way_out"]
+        assert not calls.exists() or "keyed" not in calls.read_text()  # no key was read
+        assert b.ok("keeper", "status")["browsers"] == []
+        claims = fleet.rows("SELECT keeper_id, released_at IS NOT NULL FROM profile_claims")
+        assert claims == [(b.keeper_id(), True)]  # given back, not held with nothing behind
+
+        a.start()  # the key home serves it again
+        assert a.ok("open", "about:blank")
+        (browser,) = a.ok("keeper", "status")["browsers"]
+        wanted = VENDOR_ENV.encode() + b"=" + key_a.encode()
+        assert wanted in proc_file(browser["pid"], "environ").split(b"\0")
 
 
 # -- path 4: a keys file on storage every keeper mounts ----------------------------------------

@@ -40,6 +40,7 @@ from browserbay.registry import (
     KeeperStart,
     Kept,
     KeptTab,
+    KeyHome,
     ProfileRow,
     Proposal,
     Recorded,
@@ -1410,3 +1411,46 @@ def test_of_two_stores_claiming_one_trigger_request_exactly_one_claims_it(
         for db in stores:
             db.close()
     assert sorted(answers) == ["claimed", "claimed", "claimed", "queued"]
+
+
+# -- key homes (migration 12) ----------------------------------------------------------------
+
+
+def test_key_homes_bind_keeps_the_first_keeper_for_an_integration(store: Store) -> None:
+    homes = store.registry.key_homes
+    store.registry.profiles.create(_profile("bp-00000001"))
+    assert homes.of("bp-00000001") is None
+    a = KeyHome("bp-00000001", "kp-aaaaaaaa", "host-a", "cloak", "user", 10.0)
+    assert homes.bind(a) == a
+    b = KeyHome("bp-00000001", "kp-bbbbbbbb", "host-b", "cloak", "cluster", 11.0)
+    assert homes.bind(b) == a  # the first one's stands: a key is never re-homed by a start
+    moved = KeyHome("bp-00000001", "kp-bbbbbbbb", "host-b", "cloud:steel", "user", 12.0)
+    assert homes.bind(moved) == moved  # a switch to another keyed provider: a new key home
+    homes.unbind("bp-00000001")
+    assert homes.of("bp-00000001") is None
+    assert store.rows("SELECT count(*) FROM key_homes") == [(0,)]
+
+
+def test_key_homes_go_with_their_profile(store: Store) -> None:
+    store.registry.profiles.create(_profile("bp-00000002"))
+    store.registry.key_homes.bind(KeyHome("bp-00000002", "kp-aaaaaaaa", "h", "cloak", "user", 1))
+    store.registry.profiles.delete("bp-00000002")
+    assert store.registry.key_homes.of("bp-00000002") is None
+
+
+def test_key_homes_race_one_binding_wins(two_keepers: TwoKeepers) -> None:
+    two_keepers.a.profiles.create(_profile("bp-00000003"))
+    results = _race(
+        5,
+        lambda i: two_keepers.a.key_homes.bind(
+            KeyHome("bp-00000003", "kp-aaaaaaaa", "host-a", f"int{i}", "user", 1.0)
+        ),
+        lambda i: two_keepers.b.key_homes.bind(
+            KeyHome("bp-00000003", "kp-bbbbbbbb", "host-b", f"int{i}", "user", 1.0)
+        ),
+    )
+    for answers in results:
+        assert not [x for x in answers if isinstance(x, Exception)], answers
+        first, second = answers
+        assert isinstance(first, KeyHome)
+        assert first == second  # both see the one that stands

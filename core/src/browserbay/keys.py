@@ -708,7 +708,13 @@ class KeyBook:
         if caps.key_scope == "none":
             return {}, "none"
         if caps.remote_host:
-            raise Refusal("provider_needs_local_key", provider=provider.id)
+            raise Refusal(
+                "provider_needs_local_key",
+                provider=provider.id,
+                where="would have to leave this machine (its browsers run on another one)",
+                fix="use a provider that runs here (bay plugins lists them), or one that "
+                "needs no key",
+            )
         row = self.integrations.get(provider.id)
         if row is None:
             raise Refusal(

@@ -330,9 +330,9 @@ _ROWS = (
     ),
     Code(
         "provider_needs_local_key",
-        "The {provider} provider needs a key and runs its browsers on another machine; "
-        "keys never leave this one",
-        "use a provider that runs here (bay plugins lists them), or one that needs no key",
+        "The {provider} provider needs a key that {where}; a key never leaves the machine "
+        "that holds it",
+        "{fix}",
     ),
     Code(
         "option_carries_key",

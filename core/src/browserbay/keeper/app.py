@@ -68,6 +68,7 @@ from browserbay.keeper.fleet import Fleet, data_root, host_name
 from browserbay.keeper.grants import GrantBook, GrantVerbs
 from browserbay.keeper.humantabs import HumanTabs
 from browserbay.keeper.keeper import Housekeeping, Keeper
+from browserbay.keeper.keyhomes import KeyHomeBook
 from browserbay.keeper.leases import Leases
 from browserbay.keeper.memory import MemoryWatch
 from browserbay.keeper.pageverbs import PAGE_VERBS
@@ -206,6 +207,7 @@ class App:
             contexts_per_browser=settings.contexts_per_browser,
             max_browsers=settings.max_browsers,
             fleet=self.fleet,
+            key_homes=KeyHomeBook(registry.key_homes, db, me.id, me.host),
         )
         if settings.fleet_data:  # keys never live where the fleet's other keepers read
             share_roots(Path(settings.fleet_data))

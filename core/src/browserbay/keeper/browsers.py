@@ -23,6 +23,7 @@ from browserbay.distributions import provider_hint
 from browserbay.keeper.emulated import Device
 from browserbay.keeper.fleet import Fleet
 from browserbay.keeper.guard import Blocked, Guard, devtools_ports, url_port
+from browserbay.keeper.keyhomes import KeyHomeBook
 from browserbay.ladder import parse_major, read_dir_version
 from browserbay.model import BrowserHandle, BrowserInfo, LaunchSpec, ProviderRow, context_options
 from browserbay.paths import BayPaths
@@ -69,6 +70,8 @@ class Running:
     """The allowed domains of every context in it: a fence is a property of the process."""
     guard: Guard | None = None
     """Its in-browser request check (see browserbay.keeper.guard), when it needs one."""
+    key_source: str = "none"
+    """Where its provider's key came from: ``user``, ``cluster`` or ``none``."""
     pid_started: int | None = field(init=False, default=None)
     """When its process started: a pid the kernel gives to another process later is not it."""
 
@@ -114,10 +117,13 @@ class BrowserPool:
         contexts_per_browser: int = 16,
         max_browsers: int = 8,
         fleet: Fleet | None = None,
+        key_homes: KeyHomeBook | None = None,
     ):
         self.plugins = plugins
         #: Whose claim a persistent profile's stopped browser gives back (None: no fleet).
         self.fleet = fleet
+        #: Which keeper's key a persistent profile's keyed browser starts with (None: any).
+        self.key_homes = key_homes
         self.browsers = browsers
         self.versions = versions
         self.profiles = profiles
@@ -257,9 +263,23 @@ class BrowserPool:
                     r.idle_since = None
                     return r
             self._check_cap()
-            running = await self._launch(row, user_data_dir=user_data_dir, fence=fence, **launch)
+            try:
+                if self.key_homes is not None:  # before any key is read: its home's alone
+                    await self.key_homes.check(profile_id, row)
+                running = await self._launch(
+                    row, user_data_dir=user_data_dir, fence=fence, **launch
+                )
+            except BaseException:
+                # No browser of the profile runs here: the claim the lease took is free
+                # again (held, the heartbeat would renew it with nothing behind it).
+                if self.fleet is not None:
+                    with anyio.CancelScope(shield=True):
+                        await self.fleet.release(profile_id)
+                raise
             running.profile_id = profile_id
             running.ephemeral = False
+            if self.key_homes is not None:
+                await self.key_homes.bind(profile_id, row, running.key_source)
         await self._record_major(running, profile_id, user_data_dir)
         return running
 
@@ -338,7 +358,14 @@ class BrowserPool:
             raise
         await self.db(self.browsers.set_pid, browser_id, handle.pid)
         running = Running(
-            browser_id, row, handle, home, user_data_dir is None, time.time(), fence=fence
+            browser_id,
+            row,
+            handle,
+            home,
+            user_data_dir is None,
+            time.time(),
+            fence=fence,
+            key_source=key_source,
         )
         try:
             await self._guard(running)

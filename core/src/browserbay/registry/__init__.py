@@ -61,6 +61,7 @@ from browserbay.registry.holds import (
     Turn,
     Waiter,
 )
+from browserbay.registry.keyhomes import KeyHome, KeyHomes, SqlKeyHomes
 from browserbay.registry.profiles import (
     GROUP_PREFIX,
     SHARINGS,
@@ -120,6 +121,8 @@ __all__ = [
     "Kept",
     "KeptTab",
     "KeptTabs",
+    "KeyHome",
+    "KeyHomes",
     "ProfileRow",
     "Profiles",
     "Proposal",
@@ -200,6 +203,7 @@ class Registry:
     proposals: Proposals
     audit: Audit
     grants: Grants
+    key_homes: KeyHomes
 
     def close(self) -> None:
         self.schema.close()
@@ -228,6 +232,7 @@ def sql_registry(db: Sql, keeper_id: str = SOLE_KEEPER, data_root: Path | None =
         proposals=SqliteProposals(db),
         audit=SqliteAudit(db),
         grants=SqliteGrants(db, keeper_id),
+        key_homes=SqlKeyHomes(db),
     )
 
 

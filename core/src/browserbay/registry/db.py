@@ -264,6 +264,18 @@ MIGRATIONS: Sequence[str] = (
     CREATE INDEX hold_queue_profile ON hold_queue(profile, seq);
     CREATE INDEX hold_queue_keeper ON hold_queue(keeper_id);
     """,
+    # 12: where a persistent profile's provider key lives (issue 22 item 6): the keeper whose
+    # own key first started its browser; no value, only who holds it (registry/keyhomes.py).
+    """
+    CREATE TABLE key_homes (
+        profile TEXT PRIMARY KEY,
+        keeper_id TEXT NOT NULL,
+        host TEXT NOT NULL,
+        integration TEXT NOT NULL,
+        source TEXT NOT NULL,
+        since REAL NOT NULL
+    );
+    """,
 )
 
 

@@ -143,6 +143,7 @@ class SqliteProfiles:
             ("DELETE FROM group_defaults WHERE profile=?", (profile_id,)),
             ("DELETE FROM backend_proposals WHERE profile=?", (profile_id,)),
             ("DELETE FROM profile_versions WHERE profile=?", (profile_id,)),
+            ("DELETE FROM key_homes WHERE profile=?", (profile_id,)),
             ("DELETE FROM profiles WHERE id=?", (profile_id,)),
         )
 
