@@ -120,7 +120,7 @@ class AgentBrowserTool(Tool):
 # -- reading a snapshot --------------------------------------------------------------------------
 
 _HEAD = re.compile(
-    r"""^(?P<indent>\s*)-\s+'?(?P<role>[A-Za-z]+)(?:\s+"(?P<name>(?:[^"\\]|\\.)*)")?"""
+    r"""^(?P<indent>\s*)(?P<dash>-\s+)?'?(?P<role>[A-Za-z]+)(?:\s+"(?P<name>(?:[^"\\]|\\.)*)")?"""
 )
 # agent-browser's ``[ref=e5]`` / ``[level=1, ref=e5]``, bay's ``@e5``.
 _REF = re.compile(r"(?:[\[,\s]ref=|\s@)(?P<ref>(?:f\d+)?[ec]\d+)(?:[\],]|\b)")
@@ -156,7 +156,7 @@ def _unquote(s: str) -> str:
 
 def parse_snapshot(text: str) -> list[Node]:
     """Both tools print an indented YAML-ish tree: ``- role "name" [attrs] [ref=eN]: text``
-    (bay writes the ref ``@eN``)."""
+    (bay writes the ref ``@eN``, and its interactive list has no ``- ``)."""
     roots: list[Node] = []
     stack: list[Node] = []
     for line in text.splitlines():
@@ -166,6 +166,9 @@ def parse_snapshot(text: str) -> list[Node]:
         rest = line[m.end() :]
         attrs, _, tail = rest.partition(": ")
         ref = _REF.search(attrs)
+        if not m.group("dash") and not ref:
+            continue  # bay's interactive list has no dash: a line without one is a node's
+            # only when it shows a ref (not a note such as "no change since …")
         node = Node(
             role=m.group("role"),
             name=_unquote(m.group("name") or "").replace("\\", ""),

@@ -91,7 +91,8 @@ DOM_COUNTS_JS = """(() => {
   };
 })()"""
 
-_LINE = re.compile(r"^\s*- (?P<role>[a-z]+)\b(?P<rest>.*)$")
+# A node's line: ``- role …`` in a tree, ``role …`` in bay's interactive list (no dash).
+_LINE = re.compile(r"^\s*(?:- )?(?P<role>[a-z]+)\b(?P<rest>.*)$")
 # A ref as agent-browser shows it (``[ref=e5]``, ``[level=1, ref=e5]``) or as bay does (``@e5``).
 _REF = re.compile(r"(?:\bref=|(?<= )@)(?P<ref>(?:f\d+)?[ec]\d+)\b")
 

@@ -19,7 +19,8 @@ import anyio
 from browserbay import Client
 from browserbay.errors import BayRefusal, RefStale
 
-_NODE = re.compile(r'- (?P<role>[a-z]+) "(?P<name>[^"]*)".* @(?P<ref>e\d+)\b')
+# One element a line: ``textbox "Name" @e5`` (the interactive list, under its headings).
+_NODE = re.compile(r'^\s*(?P<role>[a-z]+) "(?P<name>[^"]*)".* @(?P<ref>e\d+)\b', re.M)
 
 
 def refs_by_name(tree: str) -> dict[tuple[str, str], str]:

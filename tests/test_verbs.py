@@ -65,8 +65,9 @@ def test_interactive_snapshot_is_flat_and_references_every_control(bay: Bay, dem
     s = "snap-i"
     bay.ok("open", f"{demo}/form.html", session=s)
     flat = bay.ok("snapshot", "-i", session=s)["snapshot"].splitlines()
-    assert all(line.startswith("- ") and " @e" in line for line in flat), flat
-    roles = [line.split()[1] for line in flat]
+    # one node a line, no YAML dash before it
+    assert all(not line.startswith("-") and " @e" in line for line in flat), flat
+    roles = [line.split()[0] for line in flat]
     # the heading says where the fields are; then every control
     assert roles == ["heading", "textbox", "textbox", "combobox", "checkbox", "button"]
     full = bay.ok("snapshot", session=s)

@@ -253,10 +253,10 @@ def test_snapshot_compaction_keeps_every_reference_to_what_can_be_acted_on() -> 
     ]
     flat = compact(raw, interactive=True)
     assert flat.splitlines() == [
-        '- heading "Hello" [level=1] @e2',  # context: which section the refs below are in
-        '- textbox "Name" @e7',
-        '- link "Docs" @e8',
-        '- button "Inner" @f2e1',
+        'heading "Hello" [level=1] @e2',  # context: which section the refs below are in
+        'textbox "Name" @e7',
+        'link "Docs" @e8',
+        'button "Inner" @f2e1',
     ]
     shallow = compact(raw, depth=1)
     assert "Inner" not in shallow
@@ -288,10 +288,10 @@ def test_snapshot_lines_yaml_quoted_parse_as_the_nodes_they_are() -> None:
     assert tab.box == Box(0, 0, 60, 20)
     flat = [x.text for x in flat_lines(roots)]
     assert flat == [
-        '- tab "Tab #1" @e2',
-        '- button "Step: two" [disabled] @e3',
-        '- textbox "Note" @e6: line one\\nline "two"',  # one line
-        '- listitem "apple" @e7 clickable',
+        'tab "Tab #1" @e2',
+        'button "Step: two" [disabled] @e3',
+        'textbox "Note" @e6: line one\\nline "two"',  # one line
+        'listitem "apple" @e7 clickable',
     ]
 
 
@@ -342,19 +342,19 @@ WRAPS = """- generic [ref=e1] [box=0,0,800,400]:
 def test_the_interactive_list_drops_wrappers_that_repeat_what_they_hold_and_keeps_context() -> None:
     flat = compact(WRAPS, interactive=True).splitlines()
     assert flat == [
-        '- navigation "site" @e2:',
-        '  - menuitem "Willa" @e5',  # its clickable li only repeats it
-        '  - listitem "star" @e6 clickable',  # an image besides its button: a target itself
-        '  - button "Star" @e8',
-        '- heading "4.3. The range() Function" [level=2] @e9:',  # named by all it holds
-        '  - link "range()" @e10',
-        '- link "range()" @e11',
-        '- generic "Ada: unread" @e12 clickable',  # a row with its own text besides Archive
-        '- button "Archive" @e13',
-        "- search @e14:",  # a landmark by its own name only
-        '  - textbox "Query" @e15',
-        '- cell "invoice 7" @e18',  # what the row says about its button
-        '- button "Pay" @e21',  # its cell holds only the button; the empty cell is left out
+        'navigation "site" @e2:',
+        '  menuitem "Willa" @e5',  # its clickable li only repeats it
+        '  listitem "star" @e6 clickable',  # an image besides its button: a target itself
+        '  button "Star" @e8',
+        'heading "4.3. The range() Function" [level=2] @e9:',  # named by all it holds
+        '  link "range()" @e10',
+        'link "range()" @e11',
+        'generic "Ada: unread" @e12 clickable',  # a row with its own text besides Archive
+        'button "Archive" @e13',
+        "search @e14:",  # a landmark by its own name only
+        '  textbox "Query" @e15',
+        'cell "invoice 7" @e18',  # what the row says about its button
+        'button "Pay" @e21',  # its cell holds only the button; the empty cell is left out
     ]
 
 

@@ -508,12 +508,14 @@ def interactive_nodes(roots: list[Node], depth: int | None = None) -> list[Node]
 def flat_lines(roots: list[Node], depth: int | None = None) -> list[Line]:
     """The interactive list: one line per node that can be acted on, named by its content
     when it has no name of its own (a link around ``<code>while</code>`` reads "while"),
-    under the headings and landmarks it is in."""
+    under the headings and landmarks it is in (one indent deeper). A line is its node,
+    ``button "Save" @e5``: no YAML ``- `` before it (a list, not a tree to parse; the two
+    characters were a seventh of a long page's list)."""
     listed = _listed(roots, depth)
     out = []
     for i, (indent, n) in enumerate(listed):
         name = n.own_text()
-        line = "  " * indent + "- " + _key(n, show_ref=True, name=name)
+        line = "  " * indent + _key(n, show_ref=True, name=name)
         if n.text and n.text != name:  # a field's value
             line += ": " + _text(n.text)
         if n.role in CONTEXT_ROLES and i + 1 < len(listed) and listed[i + 1][0] > indent:
