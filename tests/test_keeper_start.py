@@ -5,12 +5,15 @@ side by side with agent-browser, never asserted here.)"""
 from __future__ import annotations
 
 import os
+import re
+import subprocess
 import sys
 from pathlib import Path
 
 from browserbay import procfs
-from browserbay.keeper.driver import compile_caches, usable_cache
-from browserbay_testing import Bay
+from browserbay.keeper.early import compile_caches, usable_cache
+from browserbay_testing import Bay, assert_refused
+from browserbay_testing.plugin import keeper
 
 DRIVER = "run-driver"
 
@@ -56,3 +59,68 @@ def test_a_cache_directory_of_somebody_elses_is_never_used(tmp_path: Path) -> No
     install.unlink()
     assert usable_cache((install, home)) == install
     assert install.lstat().st_mode & 0o777 == 0o700
+
+
+def _log(b: Bay) -> str:
+    return (b.home / "logs" / "keeper.log").read_text()
+
+
+def _early_driver_pid(b: Bay) -> int:
+    """The driver pid the keeper's log says it took from its first instant."""
+    said = re.findall(r"the Playwright driver \(pid (\d+)\) spawned at the keeper's start", _log(b))
+    assert said, "the keeper did not use the driver spawned at its start"
+    return int(said[-1])
+
+
+def test_the_driver_spawned_at_the_first_instant_gets_no_key_and_the_private_tmp(
+    demo: str,
+) -> None:
+    # The driver is spawned before Playwright (and most of the keeper) is imported: right
+    # after hide_keys. The attack: a key in the environment the keeper was started with
+    # reaching the driver (every process of the user can read a process's environ, and the
+    # driver's children inherit it). It must see the environment Playwright's own spawn
+    # would give it, with the key gone, and the keeper's private temp directory.
+    secret = "s3cr3t-early-driver-key"
+    with keeper("early", BAY_INTEGRATION_EARLYTEST_TOKEN=secret) as b:
+        b.ok("open", f"{demo}/form.html")
+        pid = _early_driver_pid(b)
+        assert _driver_pids(b) == [pid]
+        env = procfs.environ(pid)
+        assert not [k for k, v in env.items() if k.startswith("BAY_INTEGRATION") or secret in v]
+        assert env["TMPDIR"] == str(b.home / "run" / "tmp")
+        assert env["PW_LANG_NAME"] == "python"
+        assert b.ok("get", "title")["value"] == "Sign up"
+
+
+def test_a_keeper_that_does_not_start_leaves_no_early_driver(bay: Bay) -> None:
+    # A second keeper on a home whose keeper runs exits at once ("another keeper holds the
+    # lock"): the driver it spawned at its first instant must go with it, not be left running.
+    bay.ok("status")
+    home = str(bay.home)
+    env = {**bay.env, "BAY_HOME": home}
+    before = {p for p in procfs.pids() if DRIVER in procfs.argv(p)}
+    done = subprocess.run(
+        [sys.executable, "-m", "browserbay.keeper"], env=env, capture_output=True, timeout=60
+    )
+    assert done.returncode == 0, done
+    assert b"another keeper" in done.stderr
+    left = [
+        p
+        for p in procfs.pids()
+        if p not in before
+        and DRIVER in procfs.argv(p)
+        and procfs.environ(p).get("BAY_HOME") == home
+    ]
+    assert left == []
+
+
+def test_an_early_driver_that_dies_is_not_waited_for(demo: str) -> None:
+    # A driver that exits at once (here: "node" is /bin/false) is discarded and Playwright's
+    # own start is tried; that failing too, the page verb is refused backend_unavailable (not
+    # hung until its deadline), nothing recorded, and the keeper keeps serving.
+    with keeper("edie", PLAYWRIGHT_NODEJS_PATH="/bin/false") as b:
+        done = b("open", f"{demo}/form.html", "--timeout", "20")
+        refused = assert_refused(done, "backend_unavailable")
+        assert "driver did not start" in refused["message"]
+        assert "the early Playwright driver failed" in _log(b)
+        assert b.ok("status")["session"]["id"]

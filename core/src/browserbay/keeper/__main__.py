@@ -1,9 +1,16 @@
 # Keys leave the environment, and the process closes its /proc entry, before anything
-# slow is imported: the hand-over fd is open for as short a time as can be.
+# slow is imported: the hand-over fd is open for as short a time as can be. Then Playwright's
+# Node.js driver is spawned (browserbay.keeper.early: it boots on the other core while the
+# keeper imports Playwright and itself), with the keys out of the environment already.
 from browserbay.keys import hide_keys
 
 hide_keys()
 
-from browserbay.keeper.daemon import main  # noqa: E402 - after hide_keys, on purpose
+from browserbay.keeper.early import start_driver  # noqa: E402 - after hide_keys, on purpose
+from browserbay.paths import bay_paths  # noqa: E402
 
-main()
+early = start_driver(bay_paths())
+
+from browserbay.keeper.daemon import main  # noqa: E402 - after the driver's spawn, on purpose
+
+main(early)

@@ -27,7 +27,8 @@ import anyio.abc
 from browserbay import progress, protocol, verbs
 from browserbay._version import __version__
 from browserbay.keeper.channels import OWNER, Channel
-from browserbay.keeper.driver import PlaywrightDriver, compile_caches
+from browserbay.keeper.driver import PlaywrightDriver
+from browserbay.keeper.early import EarlyDriver, compile_caches
 from browserbay.keeper.files import Carried, party_of
 from browserbay.paths import BayPaths, NotYours, bay_paths
 from browserbay.refusals import Refusal
@@ -604,7 +605,11 @@ def _import_keeper() -> None:
 
 
 async def _run(
-    sock: socket.socket, paths: BayPaths, configured: Configured, warm: bool = False
+    sock: socket.socket,
+    paths: BayPaths,
+    configured: Configured,
+    warm: bool = False,
+    early: EarlyDriver | None = None,
 ) -> None:
     """Serve until stopped. ``warm``: a page verb is on its way, so the one chain it waits
     for goes first — Playwright's import, then its Node.js driver, which boots on another
@@ -612,7 +617,7 @@ async def _run(
     the driver's start meanwhile). Else the driver starts once the keeper listens. A driver
     that fails to start is logged; the verb that needs it tries again and is refused
     ``backend_unavailable`` (browserbay.keeper.browsers), nothing recorded."""
-    driver = PlaywrightDriver(compile_caches(paths.state))
+    driver = PlaywrightDriver(compile_caches(paths.state), early)
 
     async def prewarm() -> None:
         try:
@@ -621,11 +626,11 @@ async def _run(
             log.exception("the Playwright driver failed to start")
 
     try:
-        async with anyio.create_task_group() as early:
+        async with anyio.create_task_group() as first:
             if warm:
                 with contextlib.suppress(Exception):  # said by the driver's start, below
                     await driver.load()
-                early.start_soon(prewarm)
+                first.start_soon(prewarm)
                 await anyio.to_thread.run_sync(_import_keeper)
             await _serve(sock, paths, configured, driver, None if warm else prewarm)
     finally:
@@ -825,10 +830,21 @@ def _private_tmp(paths: BayPaths) -> None:
     os.environ["TMPDIR"] = str(tmp)
 
 
-def main() -> None:
+def main(early: EarlyDriver | None = None) -> None:
+    """The keeper; ``early``: its Playwright driver, spawned already by ``python -m
+    browserbay.keeper`` (:mod:`browserbay.keeper.early`), ended here if the keeper does not
+    start."""
     from browserbay.keys import hide_keys
 
     hide_keys()  # done already by `python -m browserbay.keeper`; a no-op then
+    try:
+        _main(early)
+    finally:
+        if early is not None and not early.taken:
+            early.discard()
+
+
+def _main(early: EarlyDriver | None) -> None:
     paths = bay_paths()
     try:
         sock, lock = bind_first(paths)
@@ -863,7 +879,7 @@ def main() -> None:
     log.info("file descriptors: soft limit %s, hard %s", soft, hard)
     _private_tmp(paths)
     try:
-        anyio.run(_run, sock, paths, configured, warm)
+        anyio.run(_run, sock, paths, configured, warm, early)
     except Exception:
         log.exception("keeper crashed")
         raise

@@ -16,14 +16,13 @@ import contextlib
 import importlib
 import logging
 import os
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from browserbay.paths import ensure_private
+from browserbay.keeper.early import EarlyDriver, usable_cache
 
 if TYPE_CHECKING:
     from playwright.async_api import Playwright
@@ -35,10 +34,17 @@ class PlaywrightDriver:
     """The Playwright driver, started once, on first need (or at once: :meth:`load` and
     :meth:`get` from the daemon's start). Stopping waits for a start in progress."""
 
-    def __init__(self, compile_caches: Sequence[Path] = ()) -> None:
+    def __init__(
+        self, compile_caches: Sequence[Path] = (), early: EarlyDriver | None = None
+    ) -> None:
         #: Where Node may keep its compile cache, the first usable of them (none: no cache).
         self.compile_caches = tuple(compile_caches)
+        #: A driver process spawned at the keeper's first instant (browserbay.keeper.early):
+        #: the first start connects to it; one that fails is discarded, and Playwright
+        #: spawns its own.
+        self._early = early
         self._api: Any = None  # the playwright.async_api module
+        self._pipe: Any = None  # browserbay.keeper.pipe (imports Playwright's _impl)
         self._pw: Playwright | None = None
         self._cm: Any = None  # playwright's context manager (its type is private)
         self._lock = anyio.Lock()
@@ -51,6 +57,10 @@ class PlaywrightDriver:
             self._api = await anyio.to_thread.run_sync(
                 importlib.import_module, "playwright.async_api"
             )
+        if self._pipe is None and self._early is not None:
+            self._pipe = await anyio.to_thread.run_sync(
+                importlib.import_module, "browserbay.keeper.pipe"
+            )
 
     async def get(self) -> Playwright:
         """The running driver, started now if it is not. A start that fails raises and
@@ -58,12 +68,16 @@ class PlaywrightDriver:
         async with self._lock:
             if self._pw is None:
                 await self.load()
-                cache = await anyio.to_thread.run_sync(usable_cache, self.compile_caches)
-                if cache is not None:
-                    # Read by the Node.js driver only (Chromium gets an environment of its own).
-                    os.environ.setdefault("NODE_COMPILE_CACHE", str(cache))
-                cm = self._api.async_playwright()
-                pw = await cm.start()
+                cm, started = await self._start_early()
+                if started is not None:
+                    pw = started
+                else:
+                    cache = await anyio.to_thread.run_sync(usable_cache, self.compile_caches)
+                    if cache is not None:
+                        # Read by the Node.js driver only (Chromium gets its own environment).
+                        os.environ.setdefault("NODE_COMPILE_CACHE", str(cache))
+                    cm = self._api.async_playwright()
+                    pw = await cm.start()
                 try:
                     # One added meanwhile is in the list by the time the loop reaches its end.
                     for name, script in self._engines:
@@ -75,6 +89,25 @@ class PlaywrightDriver:
                 self._cm, self._pw = cm, pw
             return self._pw
 
+    async def _start_early(self) -> tuple[Any, Playwright | None]:
+        """Playwright connected to the early driver, taken once: (its manager, Playwright),
+        or (None, None) when there is none or it failed (discarded then, said in the log)."""
+        early, self._early = self._early, None
+        if early is None:
+            return None, None
+        early.taken = True
+        cm = self._pipe.EarlyManager(early)
+        try:
+            started = await cm.start()
+        except Exception:
+            log.warning("the early Playwright driver failed; starting another", exc_info=True)
+            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                await cm.__aexit__(None, None, None)
+            await anyio.to_thread.run_sync(early.discard)
+            return None, None
+        log.info("the Playwright driver (pid %d) spawned at the keeper's start", early.proc.pid)
+        return cm, started
+
     async def add_engine(self, name: str, script: str) -> None:
         """A selector engine every browser context gets: registered at the driver's start,
         or now when it is running (before any browser is launched: the keeper's start).
@@ -85,6 +118,9 @@ class PlaywrightDriver:
 
     async def stop(self) -> None:
         async with self._lock:
+            early, self._early = self._early, None
+            if early is not None:  # never taken (the keeper stops before any browser)
+                await anyio.to_thread.run_sync(early.discard)
             if self._cm is not None:
                 try:
                     with anyio.move_on_after(5):
@@ -92,34 +128,3 @@ class PlaywrightDriver:
                 except Exception:  # the driver may already be gone
                     log.debug("playwright driver stop failed", exc_info=True)
                 self._cm = self._pw = None
-
-
-def compile_caches(state: Path, prefix: str = sys.prefix) -> tuple[Path, Path]:
-    """Where the driver's compile cache may live, best first: in the install (``<prefix>/
-    var/cache/browserbay/node-compile-cache``: shared by every home of the user who owns the
-    install, so a fresh ``BAY_HOME``'s first start has it), else in the home's state.
-
-    It holds V8's compiled code of Playwright's driver, keyed by Node's version and each
-    file's content: no secret, but code the driver runs. So it is used only as a private
-    directory of this user's (0700, :func:`browserbay.paths.ensure_private`): in an install
-    this user can write — whoever can write there can already change the driver's code —
-    and never in an install of somebody else's (another user's, or root's system install
-    used by a user: the mkdir fails, or the directory is refused, and the home's is used)."""
-    install = Path(prefix) / "var" / "cache" / "browserbay" / "node-compile-cache"
-    return install, state / "node-compile-cache"
-
-
-def usable_cache(candidates: Sequence[Path]) -> Path | None:
-    """The first of ``candidates`` that is (or could be made) a private directory of this
-    user's; None (no cache: Node compiles as without one) when none is."""
-    for path in candidates:
-        try:
-            ensure_private(path)
-        except OSError:  # NotYours too: never a directory of somebody else's
-            log.debug("no compile cache for the Playwright driver at %s", path, exc_info=True)
-            continue
-        return path
-    log.warning(
-        "no compile cache for the Playwright driver (tried %s)", ", ".join(map(str, candidates))
-    )
-    return None
