@@ -57,7 +57,7 @@ _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 def transaction_audit(scratch: Path) -> tuple[list[dict[str, Any]], list[str]]:
     """Each write method of the registry, traced: how many write statements it issued and
     whether they were all inside one transaction."""
-    from browserbay.registry import Database, KeptTab, ProfileRow, sql_registry
+    from browserbay.registry import Database, KeeperStart, KeptTab, ProfileRow, sql_registry
 
     db = Database(scratch / "audit.sqlite3")
     reg = sql_registry(db)
@@ -68,7 +68,9 @@ def transaction_audit(scratch: Path) -> tuple[list[dict[str, Any]], list[str]]:
         "bp-00000001", "p", "chromium", str(scratch), None, (), False, False, now, None
     )
     tabs = [KeptTab("http://x/1", "one", True), KeptTab("http://x/2", "two", False)]
+    me = KeeperStart(reg.keeper_id, "h", None, 1, "v")
     calls: list[tuple[str, Callable[..., object], tuple[Any, ...]]] = [
+        ("keepers.register", reg.keepers.register, (me,)),
         ("runs.started", reg.runs.started, (1, "v")),
         ("sessions.seen", reg.sessions.seen, ("s", "api")),
         ("profiles.create", reg.profiles.create, (row,)),
@@ -84,17 +86,25 @@ def transaction_audit(scratch: Path) -> tuple[list[dict[str, Any]], list[str]]:
         ("kept_tabs.mark_live_auto", reg.kept_tabs.mark_live_auto, ()),
         ("kept_tabs.drop", reg.kept_tabs.drop, ("s", row.id + "@closed")),
         ("holds.set", reg.holds.set, (row.id, "s", "g")),
-        ("holds.release", reg.holds.release, (row.id,)),
+        ("holds.release", reg.holds.release, (row.id, "s")),
         ("groups.set", reg.groups.set, ("g", row.id)),
         ("triggers.admit", reg.triggers.admit, ("u-1", "s", "{}", 0.0)),
         ("triggers.claim", reg.triggers.claim, ("u-1",)),
         ("triggers.finish", reg.triggers.finish, ("u-1", "s", "{}")),
         ("audit.record", reg.audit.record, ("s", row.id, "open", True, None)),
+        ("claims.take", reg.claims.take, (row.id, reg.keeper_id, 15.0)),
+        ("keepers.beat", reg.keepers.beat, (reg.keeper_id,)),
+        ("claims.renew", reg.claims.renew, (reg.keeper_id,)),
+        ("claims.release", reg.claims.release, (row.id, reg.keeper_id)),
+        ("claims.expire", reg.claims.expire, (15.0,)),
+        ("claims.release_all", reg.claims.release_all, (reg.keeper_id,)),
+        ("kept_tabs.take_over", reg.kept_tabs.take_over, (row.id,)),
         ("profiles.used", reg.profiles.used, (row.id,)),
         ("attachments.detach", reg.attachments.detach, ("s", row.id, False)),
         ("sessions.closed", reg.sessions.closed, ("s",)),
         ("profiles.delete", reg.profiles.delete, (row.id,)),
         ("runs.stopped", reg.runs.stopped, (1,)),
+        ("keepers.stop", reg.keepers.stop, (reg.keeper_id,)),
     ]
     rows, problems = [], []
     for name, method, args in calls:
@@ -169,7 +179,7 @@ def child(path: str, seed: int) -> None:
             if rng.random() < 0.5:
                 reg.holds.set(pid, s, s)
             else:
-                reg.holds.release(pid)
+                reg.holds.release(pid, s)
         elif op == 9:
             uuid = f"u-{rng.getrandbits(32):08x}"
             reg.triggers.admit(uuid, s, "{}", time.time())
