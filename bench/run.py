@@ -578,7 +578,7 @@ def bench_warm(b: Bench, base: str, rows: list[Row], info: dict[str, Any]) -> No
             bay_t, py_t, imp_t, lean_t = [], [], [], []
             floor = [str(VENV_PY), "-c", "pass"]  # a bare start, site included
             lean = [str(VENV_PY), "-S", "-c", "pass"]  # the lean launcher's start
-            imports = [str(VENV_PY), "-c", "import browserbay_cli.main"]
+            imports = [str(VENV_PY), "-c", "import browserbay_cli.hot"]  # a warm verb's
             env = b.bay_env(bay_home, sess_name)
             for i in range(N_WARMUP + N_WARM):
                 tb, cp = b.bay(bay_home, "get", "title", session=sess_name, timeout=30)
@@ -586,7 +586,7 @@ def bench_warm(b: Bench, base: str, rows: list[Row], info: dict[str, Any]) -> No
                 tp, cp = timed(floor, env, 30)
                 must(cp, "python -c")
                 ti, cp = timed(imports, env, 30)
-                must(cp, "python -c import browserbay_cli.main")
+                must(cp, "python -c import browserbay_cli.hot")
                 ts, cp = timed(lean, env, 30)
                 must(cp, "python -S -c pass")
                 if i >= N_WARMUP:
@@ -1367,7 +1367,7 @@ def notes_text(info: dict[str, Any], b: Bench) -> list[str]:
         n.append(
             f"b: `bay get title` {bb['bay_get_title_ms']} ms = python floor "
             f"{bb['python_floor_ms']} ms + importing the CLI (`python -c 'import "
-            f"browserbay_cli.main'` {bb['python_import_cli_ms']} ms, i.e. "
+            f"browserbay_cli.hot'` {bb['python_import_cli_ms']} ms, i.e. "
             f"{bb['python_import_cli_ms'] - bb['python_floor_ms']:.1f} ms of imports) + the round "
             "trip and printing."
         )

@@ -26,6 +26,7 @@ import pytest
 
 from browserbay._version import __version__
 from browserbay.sockpath import runtime_dir, socket_for
+from browserbay_testing import BAY as BAY_CLI
 from browserbay_testing import Bay, Result, assert_refused
 from browserbay_testing.planted import (
     ATTACKER,
@@ -216,3 +217,58 @@ def test_a_deep_home_of_ones_own_still_works(root_home: str) -> None:
     finally:
         bay.stop()
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def _warm(env: dict[str, str], victim: tuple[int, int] | None) -> Result:
+    """``bay get title --json`` on the CLI's warm road (browserbay_cli.hot: the argv itself
+    goes to the keeper), as the victim."""
+    argv = [BAY_CLI]
+    if victim is not None:  # as that user, with the system Python from the source tree
+        argv = [SYSTEM_PYTHON, "-c", "from browserbay_cli.hot import main; main()"]
+    who: dict[str, Any] = {}
+    if victim is not None:
+        who = {"user": victim[0], "group": victim[1], "extra_groups": []}
+    p = subprocess.run(
+        [*argv, "get", "title", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        cwd="/",
+        **who,
+    )
+    return Result(p.returncode, p.stdout, p.stderr)
+
+
+def test_the_warm_road_sends_no_argv_to_a_socket_planted_by_another_user(root_home: str) -> None:
+    env = _victim_env(root_home, None)
+    directory = os.path.dirname(socket_for(runtime_dir(env)))
+    with fake_keeper(directory) as record:
+        _assert_nothing_sent(_warm(env, None), record)
+
+
+def test_the_warm_road_sends_no_argv_through_a_planted_symlink(root_home: str) -> None:
+    env = _victim_env(root_home, None)
+    directory = os.path.dirname(socket_for(runtime_dir(env)))
+    with fake_keeper(directory, link=True) as record:
+        _assert_nothing_sent(_warm(env, None), record)
+
+
+def test_the_warm_road_sends_no_argv_to_a_listener_of_another_uid(
+    victim_home: tuple[str, tuple[int, int]],
+) -> None:
+    home, victim = victim_home
+    env = _victim_env(home, victim)
+    directory = _socket_dir(env, victim[0])
+    staging = directory + ".attacker"
+    with fake_keeper(staging, mode=0o755) as record:
+        os.mkdir(directory, 0o700)
+        try:
+            os.rename(os.path.join(staging, "keeper.sock"), os.path.join(directory, "keeper.sock"))
+            os.chown(os.path.join(directory, "keeper.sock"), *victim)
+            os.chown(directory, *victim)
+            result = _warm(env, victim)
+            _assert_nothing_sent(result, record)
+            assert "peer" in result.frame["message"], result.frame
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)

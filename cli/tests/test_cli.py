@@ -19,6 +19,7 @@ from browserbay import protocol
 from browserbay.refusals import Refusal
 from browserbay.verbs import VERBS
 from browserbay_cli.parse import UsageError, help_text, parse, usage_line
+from browserbay_testing.bay import BAY, Bay
 from browserbay_testing.planted import fake_answer
 
 
@@ -88,26 +89,32 @@ def test_help_and_usage_need_no_keeper(tmp_path: __import__("pathlib").Path) -> 
     assert not (tmp_path / "run" / "keeper.sock").exists()
 
 
-#: What a warm verb's whole ``bay`` process may import beyond a bare interpreter's start
-#: (``python -c pass``, site included): no ``json`` (nor the ``re`` and ``enum`` it loads),
-#: no ``socket`` (nor ``selectors``), no ``typing`` or ``dataclasses``. Each module costs
-#: ~0.1-0.5 ms of a command's ~12.
-HOT_PATH = {
+#: What a warm verb's whole ``bay`` process imports beyond a bare interpreter's start
+#: (``python -c pass``, site included) on the warm road (browserbay_cli.hot: the keeper
+#: parses the argv and answers the text): no verb table, parser, refusals or renderer; no
+#: ``json`` (nor the ``re`` and ``enum`` it loads), no ``socket`` (nor ``selectors``), no
+#: ``typing`` or ``dataclasses``. Each module costs ~0.1-0.5 ms of a command's ~12.
+WARM_ROAD = {
     "__future__",
     "_json",
     "_socket",
     "browserbay",
     "browserbay._version",
+    "browserbay.protocol",
+    "browserbay.sockpath",
+    "browserbay_cli",
+    "browserbay_cli.hot",
+}
+#: What the whole client (a keeper that answers ``whole``, or none on the warm road) may
+#: import besides: still the standard library's cheap modules only.
+HOT_PATH = WARM_ROAD | {
+    "browserbay.argv",
     "browserbay.client",
     "browserbay.identity",
-    "browserbay.protocol",
     "browserbay.refusals",
     "browserbay.render",
-    "browserbay.sockpath",
     "browserbay.verbs",
-    "browserbay_cli",
     "browserbay_cli.main",
-    "browserbay_cli.parse",
 }
 
 
@@ -159,7 +166,9 @@ def fake_keeper(
                 conn, _ = listener.accept()
             except OSError:
                 return
-            with conn, conn.makefile("rb") as lines:
+            # A client that hung up before its answers (the warm road, on a keeper of another
+            # version) ends only its own connection, as with a real keeper.
+            with conn, conn.makefile("rb") as lines, contextlib.suppress(BrokenPipeError):
                 held: list[dict[str, Any]] = []
                 for n, line in enumerate(lines):
                     held.append(json.loads(line))
@@ -205,6 +214,27 @@ def test_a_warm_verbs_whole_process_imports_only_the_hot_path(tmp_path: Path) ->
     assert fill["args"] == {"target": "@e1", "text": "typed"}
 
 
+def test_a_warm_verb_on_a_real_keeper_imports_only_the_warm_road(bay: Bay) -> None:
+    env = {**bay.env, "BAY_SESSION": "warm-road", "PATH": "/usr/bin:/bin"}
+    _, bare = _imported([sys.executable, "-c", "pass"], env)
+    bay.ok("open", "about:blank", session="warm-road")
+    for argv, code in [
+        (["get", "title"], 0),
+        (["get", "url", "--json"], 0),
+        (["click", "@e9"], 1),  # a refusal
+        (["click", "@e9", "--json"], 1),
+        (["tab", "list"], 0),
+    ]:
+        exit, loaded = _imported([BAY, *argv], env)
+        assert exit == code, argv
+        assert loaded - bare <= WARM_ROAD, (argv, sorted(loaded - bare - WARM_ROAD))
+    # What needs the client's own side is the whole client's, run as before.
+    for argv, code in [(["fill", "@e1", "-"], 1), (["get", "titel"], 2)]:
+        exit, loaded = _imported([BAY, *argv], env, "typed")
+        assert exit == code, argv
+        assert "browserbay_cli.main" in loaded, argv
+
+
 def test_the_hot_path_modules_are_standard_library_only() -> None:
     ours = {m for m in HOT_PATH if m.split(".")[0] in ("browserbay", "browserbay_cli")}
     assert {m.split(".")[0] for m in HOT_PATH - ours} <= set(sys.stdlib_module_names)
@@ -226,8 +256,11 @@ def test_a_warm_verb_writes_its_hello_and_its_request_together(tmp_path: Path) -
     with fake_keeper(tmp_path, together=True) as got:
         r = _run("get", "title", env=env)
     assert (r.returncode, r.stdout) == (0, "the title\n"), r.stderr
-    assert ["hello" in f for f in got] == [True, False]
-    assert got[1]["session"] == {"id": "one-trip", "origin": "env"}
+    # The warm road's try (this keeper answers it `whole`), then the whole client's: each
+    # connection's hello and request in one write.
+    assert ["hello" in f for f in got] == [True, False, True, False]
+    assert "argv" in got[1]
+    assert got[3]["session"] == {"id": "one-trip", "origin": "env"}
 
 
 def test_a_keeper_of_another_version_is_retired_before_the_verb_is_sent_again(

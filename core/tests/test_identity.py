@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from browserbay import api, client, identity
+from browserbay import api, identity
 from browserbay.keeper.requests import _validate
 from browserbay.keeper.triggers import Refused, validate
 from browserbay.refusals import Refusal
@@ -84,7 +84,7 @@ def test_the_cli_and_the_api_resolve_alike(monkeypatch: pytest.MonkeyPatch) -> N
             cli_side = identity.resolve(explicit)
             assert api.api_session(explicit) == {**cli_side, "origin": "api"}
     monkeypatch.setenv("BAY_SESSION", "")
-    assert client.context(session_flag="other")["actor"] == identity.resolve()
+    assert identity.context(session_flag="other")["actor"] == identity.resolve()
 
 
 def test_a_shell_identity_names_its_shell_session() -> None:

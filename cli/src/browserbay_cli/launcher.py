@@ -39,12 +39,12 @@ import sys
 
 sys.path += {paths!r}
 try:
-    from browserbay_cli.main import main
+    from browserbay_cli.hot import main
 except ImportError:  # moved or reinstalled elsewhere: the whole path, as `site` makes it
     import site
 
     site.main()
-    from browserbay_cli.main import main
+    from browserbay_cli.hot import main
 sys.exit(main())
 """
 

@@ -14,10 +14,10 @@ import time
 
 from browserbay import client, identity, protocol, render
 from browserbay._version import __version__
-from browserbay.refusals import EXIT_OK, EXIT_USAGE, Refusal, exit_code, json_safe, printable
+from browserbay.argv import UsageError, help_text, parse
+from browserbay.refusals import EXIT_OK, EXIT_USAGE, Refusal, exit_code, printable
 from browserbay.sockpath import distrust, session_socket
 from browserbay.verbs import DEFAULT_TIMEOUT, KEEPER, LOCAL, Verb
-from browserbay_cli.parse import UsageError, help_text, parse
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -29,8 +29,7 @@ if TYPE_CHECKING:
 #: a test holds the two to the table's local verbs).
 OFF_HOT_PATH = ("mcp", "install", "uninstall", "doctor", "install-skill")
 
-#: Output longer than this is cut; the full text goes to a file the marker names.
-MAX_OUTPUT = 50_000
+MAX_OUTPUT = render.MAX_OUTPUT
 
 
 def whole_environment() -> None:
@@ -76,14 +75,40 @@ def _cut(text: str, verb: str) -> tuple[str, dict[str, Any] | None]:
 
 
 def _emit_json(frame: dict[str, Any], verb: str) -> None:
-    frame = {k: v for k, v in frame.items() if k not in ("text", "id")}
-    data = frame.get("data")
-    if isinstance(data, dict):
-        for key, value in list(data.items()):
-            if isinstance(value, str) and len(value) > MAX_OUTPUT:
-                data[key], cut = _cut(value, verb)
-                data.setdefault("cut", {})[key] = cut
-    sys.stdout.write(json_safe(protocol.dumps(frame)) + "\n")
+    sys.stdout.write(render.json_line(frame, verb, _cut))
+
+
+def show(frame: dict[str, Any], verb: str, as_json: bool, footed: bool) -> int:
+    """Print the keeper's answer to ``verb`` (:func:`browserbay.render.printed`: the rule
+    the keeper answers the warm road's text by, too) and answer the exit code."""
+    full = os.environ.get("BAY_FOOTER") == "full"  # a human who wants the whole line
+    out, err, code = render.printed(
+        frame, verb, as_json=as_json, footed=footed, full=full, cut=_cut
+    )
+    sys.stdout.write(out)
+    sys.stderr.write(err)
+    return code
+
+
+def warm_said(said: dict[str, Any], argv: list[str]) -> int:
+    """What the warm road (:mod:`browserbay_cli.hot`) does not print itself: an answer too
+    long to print whole (its full text goes into a file here), and a request cut off after
+    the keeper had it — its deadline passed, or the keeper went away — refused as
+    :func:`browserbay.client.call` refuses them (it may have run: never sent again)."""
+    if isinstance(said.get("answer"), dict):
+        verb, as_json = str(said.get("verb") or ""), bool(said.get("json"))
+        return show(said["answer"], verb, as_json, footed=bool(said.get("footed")))
+    try:
+        row, _, options = parse(argv)
+        name, as_json = row.name, bool(options.get("json"))
+    except UsageError:  # a plugin's verb: the core's table does not have it
+        name, as_json = "", "--json" in argv
+    if "deadline" in said:
+        timeout = float(said["deadline"])
+        refusal = Refusal("deadline", verb=name, timeout=timeout, longer=timeout * 2)
+    else:
+        refusal = Refusal("keeper_unavailable", reason="the keeper closed the connection")
+    return _refuse(refusal, as_json, name)
 
 
 def _say(stream: Any, text: str) -> None:
@@ -489,24 +514,7 @@ def run(argv: list[str]) -> int:
         frame = client.call(
             verb.name, args, **asking, timeout=timeout, extra={"road": "cli"}, row=verb
         )
-    if not frame.get("ok"):
-        return _refuse(frame, as_json, verb.name)
-    if as_json:
-        _emit_json(frame, verb.name)
-        return EXIT_OK
-    text, _ = _cut(str(frame.get("text", "")), verb.name)
-    if text:
-        _say(sys.stdout, text)
-    for line in render.notes(frame):
-        _say(sys.stderr, line)
-    if verb.scope != KEEPER:
-        if os.environ.get("BAY_FOOTER") == "full":  # a human who wants the whole line
-            line = render.full_footer(frame.get("profile"), frame.get("session") or {})
-        else:
-            line = render.footer(frame.get("profile"))
-        if line:
-            _say(sys.stderr, line)
-    return EXIT_OK
+    return show(frame, verb.name, as_json, footed=verb.scope != KEEPER)
 
 
 def main() -> None:

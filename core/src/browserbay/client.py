@@ -37,24 +37,6 @@ if TYPE_CHECKING:
 SPAWN_WAIT = 20.0  # seconds a new keeper has to bind its socket
 
 
-def context(
-    profile: str | None = None, session_flag: str | None = None, *, fixed: str | None = None
-) -> dict[str, Any]:
-    """The frame fields that say where a verb acts: ``--profile``/``BAY_PROFILE``,
-    ``BAY_GROUP``, and the caller's own identity when it acts on another session (on a
-    session socket, ``fixed``: the socket's session, unless ``BAY_SESSION`` names one)."""
-    extra: dict[str, Any] = {}
-    handle = profile or os.environ.get("BAY_PROFILE", "")
-    if handle:
-        extra["profile"] = handle
-    group = os.environ.get("BAY_GROUP", "")
-    if group:
-        extra["group"] = group
-    if session_flag:
-        extra["actor"] = identity.resolve(fixed=fixed)
-    return extra
-
-
 class Connection:
     """One socket to the keeper, with the hello exchanged. ``session_socket``: its path when
     it is a session socket (None: the home's own socket)."""
@@ -505,13 +487,13 @@ def call(
     ``session`` is sent as given; else the caller's identity is resolved once the hello says
     whether the socket fixes one: ``named`` (``--session``), else ``BAY_SESSION``, else the
     session socket's session, else the shell's. ``extra`` adds frame fields to
-    :func:`context`'s (``profile``: ``--profile``); ``row``: the verb's row, to carry its files
-    (:meth:`Connection.request`)."""
+    :func:`browserbay.identity.context`'s (``profile``: ``--profile``); ``row``: the verb's
+    row, to carry its files (:meth:`Connection.request`)."""
     target = sockpath.session_socket() if paths is None else None
     warm = row is not None and row.scope == PAGE
     try:
         if target is None and not (row is not None and row.moves_files):
-            fields = {**context(profile, named), **(extra or {})}
+            fields = {**identity.context(profile, named), **(extra or {})}
             answer = _pipelined(
                 paths, verb, args or {}, session or identity.resolve(named), timeout, fields
             )
@@ -527,7 +509,7 @@ def call(
             conn = connect(paths, warm=warm)
         try:
             me = session or identity.resolve(named, fixed=conn.fixed)
-            fields = {**context(profile, named, fixed=conn.fixed), **(extra or {})}
+            fields = {**identity.context(profile, named, fixed=conn.fixed), **(extra or {})}
             return conn.request(verb, args or {}, me, timeout, fields, row)
         finally:
             conn.close()

@@ -21,7 +21,7 @@ import os
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from typing import Literal
+    from typing import Any, Literal
 
     Origin = Literal["flag", "env", "shell", "api", "socket"]
 
@@ -42,9 +42,10 @@ def is_session_id(value: object) -> bool:
     return isinstance(value, str) and 0 < len(value) <= 128 and not value.strip(_ID)
 
 
-def shell_session() -> str:
-    """The calling shell's session: every command of one terminal shares it."""
-    return f"shell-{os.getsid(0)}"
+def shell_session(sid: int | None = None) -> str:
+    """The calling shell's session: every command of one terminal shares it (``sid``: the
+    caller's ``getsid(0)``, when the caller is another process: the CLI's warm road)."""
+    return f"shell-{os.getsid(0) if sid is None else sid}"
 
 
 def shell_of(session_id: str) -> int | None:
@@ -53,13 +54,16 @@ def shell_of(session_id: str) -> int | None:
     return int(number) if prefix == "shell" and number.isdigit() else None
 
 
-def named(explicit: str | None = None) -> tuple[str, str] | None:
+def named(
+    explicit: str | None = None, env: Mapping[str, str] | None = None
+) -> tuple[str, str] | None:
     """The session the caller names, as ``(id, origin)``: ``explicit`` (``flag``), else
-    ``BAY_SESSION`` (``env``); None when it names none (an empty value names none)."""
+    ``BAY_SESSION`` (``env``; of ``env``, else of this process); None when it names none
+    (an empty value names none)."""
     if explicit:
         return explicit, "flag"
-    env = os.environ.get("BAY_SESSION", "")
-    return (env, "env") if env else None
+    value = (os.environ if env is None else env).get("BAY_SESSION", "")
+    return (value, "env") if value else None
 
 
 def fixed_by(hello: Mapping[str, object]) -> str | None:
@@ -98,12 +102,40 @@ def resolve(
     fallback: str | None = None,
     origin: str | None = None,
     fixed: str | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The calling session as a frame's ``session`` field: ``explicit`` (``flag``), else
     ``BAY_SESSION`` (``env``), else ``fixed`` (``socket``: the session a session socket's
     hello names), else ``fallback`` or the calling shell's session (``shell``). ``origin``,
-    when given, is the origin of a named or fallback id (``api``)."""
-    return pick(named(explicit), fixed=fixed, fallback=fallback, origin=origin)
+    when given, is the origin of a named or fallback id (``api``). ``env``: the caller's
+    environment when it is not this process's (the CLI's warm road)."""
+    return pick(named(explicit, env), fixed=fixed, fallback=fallback, origin=origin)
+
+
+def context(
+    profile: str | None = None,
+    session_flag: str | None = None,
+    *,
+    fixed: str | None = None,
+    env: Mapping[str, str] | None = None,
+    shell: str | None = None,
+) -> dict[str, Any]:
+    """The frame fields that say where a verb acts: ``--profile``/``BAY_PROFILE``,
+    ``BAY_GROUP``, and the caller's own identity when it acts on another session (on a
+    session socket, ``fixed``: the socket's session, unless ``BAY_SESSION`` names one).
+    ``env`` and ``shell`` (its shell's session): the caller's, when it is another process
+    (the CLI's warm road, :mod:`browserbay.keeper.argvroad`)."""
+    env = os.environ if env is None else env
+    extra: dict[str, Any] = {}
+    handle = profile or env.get("BAY_PROFILE", "")
+    if handle:
+        extra["profile"] = handle
+    group = env.get("BAY_GROUP", "")
+    if group:
+        extra["group"] = group
+    if session_flag:
+        extra["actor"] = resolve(fixed=fixed, env=env, fallback=shell)
+    return extra
 
 
 def from_row(row: object) -> tuple[str, Origin] | None:

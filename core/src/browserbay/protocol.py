@@ -30,6 +30,13 @@ MAX_DEPTH = 16
 #: A keeper's first argument when the client that spawns it has a page verb to send: the
 #: keeper starts the browser's chain (Playwright and its driver) before its own modules.
 KEEPER_WARM = "--warm"
+#: The deadline of a request that names none (``--timeout``), in seconds.
+DEFAULT_TIMEOUT = 30.0
+#: The caller's environment variables a CLI request is made of (``--profile``'s and
+#: ``--session``'s defaults, the group, the footer's form): what ``bay``'s warm road sends
+#: with its argv (``{"id", "argv", "facts": {"env", "sid"}}``, see
+#: :mod:`browserbay.keeper.argvroad`), with its shell's session (``getsid``).
+ARGV_FACTS = ("BAY_SESSION", "BAY_PROFILE", "BAY_GROUP", "BAY_FOOTER")
 
 
 def hello(role: str) -> dict[str, Any]:

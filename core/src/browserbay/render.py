@@ -24,10 +24,19 @@ classes. Standard library only and cheap to import: the CLI's hot path imports i
 
 from __future__ import annotations
 
+from browserbay import protocol
+from browserbay.refusals import EXIT_OK, exit_code, json_safe, printable
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from typing import Any
+
+    #: Cuts a text longer than :data:`MAX_OUTPUT` for ``verb``: (the text shown, what was cut).
+    Cut = Callable[[str, str], tuple[str, dict[str, Any] | None]]
+
+#: Output longer than this is cut; the full text goes to a file the marker names.
+MAX_OUTPUT = 50_000
 
 #: Where a session's identity came from, as the full footer says it (see browserbay.identity).
 ORIGINS = {
@@ -105,3 +114,42 @@ def refusal(frame: Mapping[str, Any], indent: str = "") -> str:
     text = f"refused [{frame.get('code')}]: {frame.get('message')}"
     way_out = frame.get("way_out")
     return f"{text}\n{indent}way out: {way_out}" if way_out else text
+
+
+def json_line(frame: dict[str, Any], verb: str, cut: Cut) -> str:
+    """``bay --json``'s one line for an answer frame: every field but ``text`` and ``id``,
+    a data string longer than :data:`MAX_OUTPUT` cut by ``cut`` (named under ``cut``)."""
+    frame = {k: v for k, v in frame.items() if k not in ("text", "id")}
+    data = frame.get("data")
+    if isinstance(data, dict):
+        for key, value in list(data.items()):
+            if isinstance(value, str) and len(value) > MAX_OUTPUT:
+                data[key], info = cut(value, verb)
+                data.setdefault("cut", {})[key] = info
+    return json_safe(protocol.dumps(frame)) + "\n"
+
+
+def printed(
+    frame: dict[str, Any], verb: str, *, as_json: bool, footed: bool, full: bool, cut: Cut
+) -> tuple[str, str, int]:
+    """What ``bay`` prints for the keeper's answer to ``verb``: (stdout, stderr, exit code).
+    The value on stdout, its :func:`notes` and — ``footed``: a verb on a profile's browser
+    — the footer on stderr (``full``: ``BAY_FOOTER=full``'s whole line); a refusal on
+    stderr; ``--json`` one line on stdout. Every line :func:`printable` (a page's control
+    characters never reach the terminal raw). One rule for the client, which prints it,
+    and the keeper, which answers it on the CLI's warm road (:mod:`browserbay.keeper.argvroad`):
+    ``cut`` writes what is too long into a file of the client's (the keeper's refuses)."""
+    code = EXIT_OK if frame.get("ok") else exit_code(str(frame.get("code")))
+    if as_json:
+        return json_line(frame, verb, cut), "", code
+    if not frame.get("ok"):
+        return "", printable(refusal(frame, indent="  ")) + "\n", code
+    text, _ = cut(str(frame.get("text", "")), verb)
+    lines = notes(frame)
+    if footed:
+        profile = frame.get("profile")
+        line = full_footer(profile, frame.get("session") or {}) if full else footer(profile)
+        if line:
+            lines.append(line)
+    out = printable(text) + "\n" if text else ""
+    return out, "".join(printable(line) + "\n" for line in lines), code

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 
+from browserbay import protocol
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -1322,4 +1324,4 @@ GLOBAL_OPTIONS = (
     Arg("profile", "value", "act on this attached profile (default: $BAY_PROFILE, the pin)"),
 )
 
-DEFAULT_TIMEOUT = 30.0
+DEFAULT_TIMEOUT = protocol.DEFAULT_TIMEOUT

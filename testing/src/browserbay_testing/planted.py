@@ -66,11 +66,15 @@ def become(uid: int, gid: int) -> None:
 
 def fake_answer(frame: dict[str, Any], *, text: str, **hello: Any) -> dict[str, Any]:
     """What a fake keeper answers ``frame``: a compatible hello (updated with ``hello``) to a
-    hello, and ``ok`` with ``text`` to any verb. Shared by every fake keeper of the tests."""
+    hello, ``whole`` to the CLI's warm road (an argv frame: the client then sends the verb's
+    frame itself, browserbay_cli.hot) and ``ok`` with ``text`` to any verb. Shared by every
+    fake keeper of the tests."""
     if "hello" in frame:
         reply = protocol.hello("keeper")
         reply["hello"].update(hello)
         return reply
+    if "argv" in frame:
+        return {"id": frame.get("id"), "whole": "a fake keeper"}
     return {
         "id": frame.get("id"),
         "ok": True,

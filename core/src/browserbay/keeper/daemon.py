@@ -26,12 +26,13 @@ import anyio.abc
 
 from browserbay import progress, protocol, verbs
 from browserbay._version import __version__
+from browserbay.keeper import argvroad
 from browserbay.keeper.channels import OWNER, Channel
 from browserbay.keeper.driver import PlaywrightDriver
 from browserbay.keeper.early import EarlyDriver, compile_caches
 from browserbay.keeper.files import Carried, party_of
 from browserbay.paths import BayPaths, NotYours, bay_paths
-from browserbay.refusals import Refusal
+from browserbay.refusals import Refusal, printable
 from browserbay.scrub import scrub, scrub_frame
 from browserbay.settings import Configured, SettingsError, flags_from_argv, load_settings
 
@@ -155,8 +156,12 @@ async def _send(stream: anyio.abc.ByteStream, frame: dict[str, Any]) -> None:
 
 
 def _progress_sink(stream: anyio.abc.ByteStream, frame: dict[str, Any]) -> progress.Sink:
+    """Progress lines to the client; the CLI's warm road (``argv``) prints them as they
+    come, so they come printable (its client imports no refusals)."""
+    clean = "argv" in frame
+
     async def sink(text: str) -> None:
-        await _send(stream, {"id": frame.get("id"), "progress": text})
+        await _send(stream, {"id": frame.get("id"), "progress": printable(text) if clean else text})
 
     return sink
 
@@ -406,7 +411,10 @@ async def _serve_frames(
         # A client that asked for progress lines gets them before the answer.
         said = progress.SINK.set(_progress_sink(stream, frame) if frame.get("progress") else None)
         try:
-            answer = await app.keeper.handle(frame, channel, files)
+            if "argv" in frame:  # the CLI's warm road: parsed, run and printed here
+                answer = await argvroad.answer(frame, channel, files, app.keeper)
+            else:
+                answer = await app.keeper.handle(frame, channel, files)
             await files.spent()  # the files sent for it go
         finally:
             progress.SINK.reset(said)
