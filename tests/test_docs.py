@@ -270,3 +270,38 @@ def test_docs_links_point_at_existing_pages() -> None:
     for page in sorted(DOCS.glob("*.md")):
         for target in re.findall(r"\]\(([^)#]+\.md)(?:#[^)]*)?\)", page.read_text("utf-8")):
             assert (page.parent / target).is_file(), f"{page.name} links to missing {target}"
+
+
+#: Where the tests live whose names the docs cite.
+TEST_DIRS = ("tests", "core/tests", "cli/tests", "plugins", "providers", "campaigns", "examples")
+
+
+def _defined_tests() -> set[str]:
+    """Every test function's name, and every test module's (a doc may cite either)."""
+    names: set[str] = set()
+    for top in TEST_DIRS:
+        for path in (REPO / top).rglob("test_*.py"):
+            if ".venv" in path.parts:
+                continue
+            names.add(path.stem)
+            names.update(re.findall(r"^\s*(?:async )?def (test_\w+)", path.read_text(), re.M))
+    return names
+
+
+#: The documents that claim what is enforced, citing the tests that show it (the others
+#: show example tests of their own, in code blocks).
+CLAIMS = sorted(
+    {p.name for p in DOCS.glob("*.md")} - {"hooks.md", "testing-plugins.md", "plugin-guide.md"}
+)
+
+
+@pytest.mark.parametrize("doc", [*CLAIMS, "../RELIABILITY.md"])
+def test_every_test_a_doc_cites_exists(doc: str) -> None:
+    """docs/security.md says what is enforced and which test shows it: a test renamed or
+    removed must not leave the claim standing on nothing."""
+    path = DOCS / doc
+    assert "test_no_such_claim_anywhere" not in _defined_tests()  # the check can fail
+    cited = set(re.findall(r"\b(test_[a-z0-9_]+)", path.read_text()))
+    cited = {c for c in cited if not c.endswith("_")}  # a prefix ("test_foo_…") names a family
+    missing = sorted(cited - _defined_tests())
+    assert not missing, f"docs/{doc} cites tests that do not exist: {missing}"
