@@ -93,8 +93,9 @@ def test_a_profile_running_on_another_keeper_is_refused_with_where_it_runs(
     postgres: PgServer, tmp_path: Path, demo: str
 ) -> None:
     """A persistent profile's browser runs on one keeper at a time: A holds its claim, so
-    B does not start a second browser on the same data; until verbs are forwarded, B
-    refuses fleet_link_refused naming A's host."""
+    B does not start a second browser on the same data; B, which has no fleet secret to
+    forward the verb (tests/test_fleet_link.py forwards it), refuses fleet_link_refused
+    naming A's host."""
     with keeper_fleet(postgres, tmp_path, 2, start=False) as fleet:
         a, b = fleet["a"], fleet["b"]
         a.start()

@@ -4,14 +4,17 @@ on before TLS), logged without the secret, and nothing of the keeper's runs for 
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import json
 import os
 import socket
 import ssl
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import anyio
 import pytest
@@ -22,11 +25,23 @@ from browserbay.keeper import link
 from browserbay.refusals import Refusal
 from browserbay.selfsigned import ensure_self_signed
 from browserbay_testing.bay import Bay, wait_for
+from browserbay_testing.fleet import Fleet, Member, keeper_fleet
+from browserbay_testing.live import open_live_link, press_hand_back, press_take_over
+from browserbay_testing.pages import serve_pages
 from browserbay_testing.plugin import keeper, short_home
+from browserbay_testing.postgres import PgServer
 from browserbay_testing.refusals import assert_refused
 
+T = TypeVar("T")
 SECRET = "0123456789abcdef-fleet-link-secret-for-tests"
 OTHER = "kp-0badc0de"  # the id the test's own peer says it has
+
+
+def in_thread(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+    """``anyio.run(fn, *args)`` in a thread of its own: a test of this module may hold a sync
+    Playwright page (the viewer), whose event loop runs in the test's thread."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(anyio.run, fn, *args).result()
 
 
 def free_port() -> int:
@@ -94,7 +109,7 @@ def connect(a: Linked, secret: str = SECRET) -> TLSStream:
     async def go() -> TLSStream:
         return await link.connect_peer(a.address, secret.encode(), OTHER, a.id)
 
-    return anyio.run(go)
+    return in_thread(go)
 
 
 async def _tls(a: Linked) -> TLSStream:
@@ -160,7 +175,7 @@ def test_a_peer_with_a_wrong_secret_is_refused_both_ways(linked: Linked) -> None
         await stream.send(protocol.encode({"link": {"proof": "00" * 32}}))
         return await _read_frame(stream)
 
-    answer = anyio.run(go)
+    answer = in_thread(go)
     assert answer is not None
     assert_refused(answer, "fleet_link_refused")
     wait_for(
@@ -200,8 +215,8 @@ def test_a_replayed_handshake_is_refused(linked: Linked) -> None:
         await stream.send(answer)
         return await _read_frame(stream)
 
-    hello, answer = anyio.run(record)
-    refused = anyio.run(replay, hello, answer)
+    hello, answer = in_thread(record)
+    refused = in_thread(replay, hello, answer)
     assert refused is not None
     assert_refused(refused, "fleet_link_refused")
 
@@ -247,7 +262,7 @@ def test_a_man_in_the_middle_with_its_own_certificate_is_refused(
                 return r
         raise AssertionError("the relayed handshake was taken")
 
-    refusal = anyio.run(go)
+    refusal = in_thread(go)
     assert "man in the middle" in assert_refused(refusal, "fleet_link_refused")["message"]
     assert not any(b'"proof":"' in r and b'"nonce"' not in r for r in relayed)  # no client proof
 
@@ -258,7 +273,7 @@ def test_an_unproven_peer_gets_a_deadline_and_a_few_bytes(linked: Linked) -> Non
         await stream.send(b"x" * (link.HANDSHAKE_MAX * 64))
         return await _read_frame(stream)
 
-    answer = anyio.run(oversized)
+    answer = in_thread(oversized)
     assert answer is not None
     assert "longer than" in assert_refused(answer, "fleet_link_refused")["message"]
 
@@ -274,7 +289,7 @@ def test_an_unproven_peer_gets_a_deadline_and_a_few_bytes(linked: Linked) -> Non
                 pass
         return time.monotonic() - started
 
-    took = anyio.run(slow)
+    took = in_thread(slow)
     assert took <= link.HANDSHAKE_TIMEOUT + 3
     assert any("within" in line for line in linked.refusals_logged())
 
@@ -304,7 +319,7 @@ def test_a_proven_peer_cannot_stop_the_keeper(linked: Linked) -> None:
         return answers
 
     pid = linked.bay.keeper_pid()
-    shutdown, stop = anyio.run(go)
+    shutdown, stop = in_thread(go)
     assert shutdown is not None
     assert shutdown["code"] == "owner_only"
     assert stop is not None
@@ -333,3 +348,202 @@ def test_a_secret_file_others_may_read_is_refused_at_start() -> None:
         assert "may be read by others" in refused["message"]
         assert SECRET not in r.stdout + r.stderr + keeper_log(b)
     os.unlink(path)
+
+
+# -- sessions anywhere: verbs forwarded to the keeper that runs the browser -----------------
+
+
+@contextlib.contextmanager
+def linked_fleet(postgres: PgServer, root: Path) -> Iterator[Fleet]:
+    """Keepers a and b on one registry, each listening on a link of its own, one secret."""
+    secrets_dir = root / "secret"
+    secrets_dir.mkdir()
+    path = secret_file(secrets_dir)
+    member_env = {n: {"BAY_FLEET_LISTEN": f"127.0.0.1:{free_port()}"} for n in "ab"}
+    with keeper_fleet(
+        postgres,
+        root,
+        2,
+        env={"BAY_FLEET_SECRET_FILE": str(path)},
+        member_env=member_env,
+        start=False,
+    ) as fleet:
+        yield fleet
+
+
+def _work_on_a(a: Member, demo: str, *flags: str) -> str:
+    """Profile ``work`` made on A, its browser running there (A's session ``a``)."""
+    pid = str(a.ok("new", "work", *flags, session=None)["id"])
+    a.ok("use", pid)
+    a.ok("open", f"{demo}/")
+    return pid
+
+
+def test_a_profile_made_on_a_is_usable_from_b_and_shares_its_login(
+    postgres: PgServer, tmp_path: Path, demo: str
+) -> None:
+    with linked_fleet(postgres, tmp_path) as fleet:
+        a, b = fleet["a"], fleet["b"]
+        a.start()
+        pid = _work_on_a(a, demo)
+        a.ok("cookies", "set", "login", "yes-from-a", "--url", demo)
+        b.ok("use", pid, session="b1")
+        r = b("open", f"{demo}/", session="b1")
+        assert r.code == 0, r
+        assert r.frame["profile"]["host"] == "host-a"  # the answer says where
+        assert "on host-a" in b("get", "url", session="b1", json_=False).stderr  # the footer
+        cookies = str(b.ok("cookies", "get", "--name", "login", session="b1"))
+        assert "yes-from-a" in cookies  # the same login
+        b.ok("cookies", "set", "seen", "from-b", "--url", demo, session="b1")
+        assert "from-b" in str(a.ok("cookies", "get", "--name", "seen"))
+        # B started no browser and took no claim: A runs it.
+        assert fleet.rows("SELECT keeper_id FROM profile_claims") == [(a.keeper_id(),)]
+        assert fleet.rows("SELECT id FROM browsers WHERE keeper_id=%s", b.keeper_id()) == []
+        # A audits B's verbs as the fleet's, by origin keeper and session.
+        actors = {row["actor"] for row in a.ok("audit", "--last", "200")["audit"]}
+        assert f"fleet:{b.keeper_id()}/b1" in actors
+
+
+def test_bs_session_never_sees_as_sessions_tabs(
+    postgres: PgServer, tmp_path: Path, demo: str
+) -> None:
+    """Even a session of A with the same id as B's: at A, B's session is b1@<B's id>."""
+    with linked_fleet(postgres, tmp_path) as fleet:
+        a, b = fleet["a"], fleet["b"]
+        a.start()
+        pid = _work_on_a(a, demo)
+        a.ok("use", pid, session="b1")
+        a.ok("open", f"{demo}/?a", session="b1")
+        a_tabs = [t["id"] for t in a.ok("tab", "list", session="b1")["tabs"]]
+        assert a_tabs
+        b.ok("use", pid, session="b1")
+        b.ok("open", f"{demo}/?b", session="b1")
+        b_listing = b.ok("tab", "list", session="b1")
+        b_tabs = [t["id"] for t in b_listing["tabs"]]
+        assert b_tabs
+        assert not set(a_tabs) & set(b_tabs)  # its own tabs only
+        assert "?a" not in str(b_listing)
+        assert_refused(b("tab", a_tabs[0], session="b1"), "not_your_tab")
+        assert "?b" not in str(a.ok("tab", "list", session="b1"))  # nor A's b1 B's
+
+
+def test_a_takeover_at_a_refuses_bs_forwarded_verb_browser_paused(
+    postgres: PgServer, tmp_path: Path, demo: str, viewer: Any
+) -> None:
+    with linked_fleet(postgres, tmp_path) as fleet:
+        a, b = fleet["a"], fleet["b"]
+        a.start()
+        pid = _work_on_a(a, demo)
+        b.ok("use", pid, session="b1")
+        b.ok("open", f"{demo}/", session="b1")
+        # B's live link is A's live server (the browser's keeper).
+        url_b = str(b.ok("live", session="b1")["url"])
+        url_a = open_live_link(a, "a", viewer)
+        assert urlsplit(url_b).netloc == urlsplit(url_a).netloc
+        press_take_over(viewer)
+        assert_refused(b("get", "title", session="b1"), "browser_paused")
+        press_hand_back(viewer)
+        wait_for(lambda: b("get", "title", session="b1").code == 0, what="B served again")
+
+
+def test_the_fence_at_a_applies_to_bs_verbs(postgres: PgServer, tmp_path: Path, demo: str) -> None:
+    with linked_fleet(postgres, tmp_path) as fleet:
+        a, b = fleet["a"], fleet["b"]
+        a.start()
+        pid = _work_on_a(a, demo, "--allowed-domains", "127.0.0.1")
+        b.ok("use", pid, session="b1")
+        outside = demo.replace("127.0.0.1", "localhost")
+        assert_refused(b("open", f"{outside}/", session="b1"), "domain_refused")
+        rows = a.ok("audit", "--last", "200")["audit"]
+        refused = [r for r in rows if r["actor"] == f"fleet:{b.keeper_id()}/b1" and not r["ok"]]
+        assert [r["code"] for r in refused] == ["domain_refused"]  # judged at A
+
+
+def test_without_the_secret_b_refuses_fleet_link_refused_naming_where(
+    postgres: PgServer, tmp_path: Path, demo: str
+) -> None:
+    secrets_dir = tmp_path / "secret"
+    secrets_dir.mkdir()
+    member_env = {
+        "a": {
+            "BAY_FLEET_LISTEN": f"127.0.0.1:{free_port()}",
+            "BAY_FLEET_SECRET_FILE": str(secret_file(secrets_dir)),
+        }
+    }
+    with keeper_fleet(postgres, tmp_path, 2, member_env=member_env, start=False) as fleet:
+        a, b = fleet["a"], fleet["b"]
+        a.start()
+        pid = _work_on_a(a, demo)
+        b.ok("use", pid, session="b1")
+        frame = assert_refused(b("open", f"{demo}/", session="b1"), "fleet_link_refused")
+        assert "host-a" in frame["message"]
+        assert "BAY_FLEET_SECRET_FILE" in frame["way_out"]
+
+
+def test_a_forwarded_verb_stays_within_the_scope_its_keeper_sends(linked: Linked) -> None:
+    """The origin keeper sends its session socket's grant (the profiles it may use); the
+    keeper that runs the browser confines the request to them: a profile outside them is
+    refused profile_not_granted there, whatever the frame names."""
+    work = str(linked.bay.ok("new", "scoped-work", session=None)["id"])
+    other = str(linked.bay.ok("new", "scoped-other", session=None)["id"])
+
+    async def go() -> list[dict[str, Any] | None]:
+        stream = await link.connect_peer(linked.address, SECRET.encode(), OTHER, linked.id)
+        await stream.send(protocol.encode(protocol.hello("fleet")))
+        assert await _read_frame(stream) is not None
+        answers = []
+        for n, scope in enumerate(([other], [work])):
+            frame = {
+                "id": n,
+                "verb": "tab",
+                "args": {"action": "list"},
+                "session": {"id": "g1", "origin": "socket"},
+                "profile": work,
+                "scope": scope,
+                "actor": {"id": "someone-else", "origin": "flag"},  # dropped: not vouched
+            }
+            await stream.send(protocol.encode(frame))
+            answers.append(await _read_frame(stream))
+        return answers
+
+    outside, inside = in_thread(go)
+    assert outside is not None
+    assert_refused(outside, "profile_not_granted")
+    assert inside is not None
+    assert inside["ok"], inside
+    assert inside["session"]["id"] == f"g1@{OTHER}"  # namespaced by its origin keeper
+
+
+UPLOAD_HTML = """<!doctype html><title>Upload</title><input id=one type=file>
+<pre id=out>nothing yet</pre><script>
+document.getElementById('one').onchange = async (e) => {
+  const f = e.target.files[0];
+  document.getElementById('out').textContent = f.name + ':' + (await f.text());
+};</script>"""
+
+
+def test_files_travel_through_the_link_both_ways(postgres: PgServer, tmp_path: Path) -> None:
+    """B's caller's file goes to A in put frames (upload), A's answered file comes back in
+    get frames (screenshot): no keeper opens a path the caller named."""
+    cv = tmp_path / "cv.txt"
+    cv.write_text("Ada, from B's caller")
+    shot = tmp_path / "out" / "shot.png"
+    shot.parent.mkdir()
+    with (
+        serve_pages({"/upload.html": UPLOAD_HTML}) as site,
+        linked_fleet(postgres, tmp_path) as fleet,
+    ):
+        a, b = fleet["a"], fleet["b"]
+        a.start()
+        pid = _work_on_a(a, site)
+        b.ok("use", pid, session="b1")
+        b.ok("open", f"{site}/upload.html", session="b1")
+        b.ok("upload", "#one", str(cv), session="b1")
+        wait_for(
+            lambda: b.ok("get", "text", "#out", session="b1")["value"] != "nothing yet",
+            what="the page to read the file",
+        )
+        assert b.ok("get", "text", "#out", session="b1")["value"] == "cv.txt:Ada, from B's caller"
+        b.ok("screenshot", str(shot), session="b1")
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert not (a.home / "out").exists()

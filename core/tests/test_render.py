@@ -133,3 +133,12 @@ def test_a_refusal_reads_code_message_and_way_out() -> None:
         "refused [ref_stale]: gone\n  way out: bay snapshot -i"
     )
     assert render.refusal({**frame, "way_out": ""}) == "refused [ref_stale]: gone"
+
+
+def test_the_footer_says_where_a_forwarded_verb_ran() -> None:
+    """A verb forwarded over the fleet link: the footer always says the browser's host."""
+    ran = {"id": "bp-1", "label": "work", "among": 1, "changed": False, "host": "host-a"}
+    assert render.footer(ran) == "profile: work · on host-a"
+    assert render.footer({**ran, "changed": True}) == "profile: work (changed) · on host-a"
+    assert render.footer({**ran, "host": None}) == ""
+    assert " · on host-a · session s1" in render.full_footer(ran, {"id": "s1", "origin": "env"})

@@ -450,9 +450,12 @@ class ProfileRef:
     changed: bool = False
     """Another profile than the one the session's previous answer acted on (its first
     answer counts from its own ephemeral browser): the footer names it. Set on the answer."""
+    host: str | None = None
+    """The host of the keeper whose browser the verb ran on when it is not this keeper
+    (forwarded over the fleet link): the footer says ``on <host>``. None: here."""
 
     def as_row(self) -> dict[str, Any]:
-        return {
+        row = {
             "id": self.id,
             "label": self.label,
             "provider": self.provider,
@@ -463,6 +466,9 @@ class ProfileRef:
             "among": self.among,
             "changed": self.changed,
         }
+        if self.host is not None:
+            row["host"] = self.host
+        return row
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,10 @@ session's previous answer acted on (its first answer counts from its own isolate
     profile: work (2 attached)
     profile: work (changed)
 
+or when its browser runs on another keeper of the fleet (the verb was forwarded there)::
+
+    profile: work · on host-a
+
 and nothing at all otherwise (a session on its own isolated browser never reads one). Every
 answer carried the whole line before (~100 characters, 39 % of what an agent read on MiniWoB
 tasks); ``--json`` and the Python API still carry every field, and ``BAY_FOOTER=full`` makes
@@ -54,15 +58,17 @@ FOOTER_MAX = 40
 def footer(profile: Mapping[str, Any] | None) -> str:
     """``profile: <label> (<n> attached)`` when the session chose among ``n`` ≥ 2 attached
     profiles, ``(changed)`` when the profile is another than the previous answer's,
-    ``(changed, <n> attached)`` when both; ``""`` when neither (or the verb acted on no
-    profile). At most :data:`FOOTER_MAX` characters."""
+    ``(changed, <n> attached)`` when both, then `` · on <host>`` when its browser runs on
+    another keeper of the fleet (always said); ``""`` when none of these (or the verb acted on
+    no profile). At most :data:`FOOTER_MAX` characters (the label is clipped first)."""
     if not profile:
         return ""
     among = int(profile.get("among") or 0)
     why = [*(["changed"] if profile.get("changed") else []), *([f"{among} attached"] * (among > 1))]
-    if not why:
+    host = str(profile.get("host") or "")[:20]
+    if not why and not host:
         return ""
-    tail = f" ({', '.join(why)})"
+    tail = (f" ({', '.join(why)})" if why else "") + (f" · on {host}" if host else "")
     room = FOOTER_MAX - len("profile: ") - len(tail)
     label = str(profile.get("label") or profile.get("id") or "")
     if len(label) > room:
@@ -83,9 +89,10 @@ def full_footer(profile: Mapping[str, Any] | None, session: Mapping[str, Any]) -
         how = "own isolated browser"
     else:
         how = f"{profile.get('chosen')} · {profile.get('attached', 0)} attached"
+    where = f" · on {profile['host']}" if profile.get("host") else ""
     return (
         f"profile: {profile.get('label')} ({profile.get('id')}) · {profile.get('provider')} · "
-        f"{how} · {who}"
+        f"{how}{where} · {who}"
     )
 
 

@@ -65,11 +65,13 @@ from browserbay.keeper.driver import PlaywrightDriver
 from browserbay.keeper.faults import FaultPlan
 from browserbay.keeper.files import Carrier, SessionFiles
 from browserbay.keeper.fleet import Fleet, data_root, host_name
+from browserbay.keeper.forward import Forwarder, PeerLinks
 from browserbay.keeper.grants import GrantBook, GrantVerbs
 from browserbay.keeper.humantabs import HumanTabs
 from browserbay.keeper.keeper import Housekeeping, Keeper
 from browserbay.keeper.keyhomes import KeyHomeBook
 from browserbay.keeper.leases import Leases
+from browserbay.keeper.link import LinkConfig
 from browserbay.keeper.memory import MemoryWatch
 from browserbay.keeper.pageverbs import PAGE_VERBS
 from browserbay.keeper.prewarm import Prewarm
@@ -168,10 +170,12 @@ class App:
         settings: BaySettings,
         configured: Configured | None = None,
         driver: PlaywrightDriver | None = None,
+        link: LinkConfig | None = None,
     ):
         """``configured``: where each of ``settings`` came from, for ``bay keeper status``
         (None: all given here, as a test gives them); ``driver``: the Playwright driver, when
-        the daemon began starting it before the keeper's own modules were imported."""
+        the daemon began starting it before the keeper's own modules were imported;
+        ``link``: the fleet link (its secret: verbs are forwarded to other keepers)."""
         self.plugins = plugins
         self.registry = registry
         self.paths = paths
@@ -368,6 +372,11 @@ class App:
             self.carrier,
             self.dialogs,
             continuous=self.continuous,
+            forward=Forwarder(
+                self.fleet,
+                PeerLinks(link, registry.keeper_id) if link is not None else None,
+                self.profiles.data_dir,
+            ),
         )
         self.housekeeping = Housekeeping(
             roster, self.leases, self.pool, self.gate, settings, children, self.memory
@@ -422,3 +431,5 @@ class App:
                     await self.leases.end(session, lease, "keeper_stop")
         await self.pool.stop_all("keeper_stop")
         await self.driver.stop()
+        if self.keeper.forward is not None:
+            await self.keeper.forward.close()  # the link connections to other keepers

@@ -106,6 +106,12 @@ class LeaseChooser:
         passed over, so a bare verb acts on what the session may use — at worst its own
         ephemeral browser, as the refusal's way out says — and an attachment or pin passed
         over is named in the answer's notice."""
+        if channel.link is not None and handle:
+            # Another keeper's session, forwarded (browserbay.keeper.link): its keeper chose
+            # the profile from its attachments (and judged its holds, in the shared
+            # registry); here it may use that profile only (profile_not_granted else).
+            row = self.profiles.find(handle, channel)
+            return self.persistent(session, row.id, None, "explicit")
         sid = session.ref.id
         atts, state, group_profile = await self.db(self._read, sid, session.group)
         atts = [a for a in atts if a.profile in self.profiles.rows]

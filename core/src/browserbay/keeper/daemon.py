@@ -702,7 +702,7 @@ async def _serve(
     # Imports and entry-point scans (~200 ms): in a worker thread, so the loop meanwhile
     # carries the Playwright driver's start (a warm start began it) instead of holding it.
     plugins = await anyio.to_thread.run_sync(functools.partial(load_plugins, strict=False))
-    app = App(plugins, registry, paths, settings, configured, driver)
+    app = App(plugins, registry, paths, settings, configured, driver, link)
     life = app.life
     await app.start()
     listener = await anyio.abc.SocketListener.from_socket(sock)

@@ -138,17 +138,17 @@ Placement = Here | OnKeeper | OnDeadKeeper
 
 def refuse_elsewhere(placed: Placement, handle: str) -> None:
     """Nothing when the profile's browser is here; else its refusal: on a live keeper,
-    ``fleet_link_refused`` (until verbs are forwarded over the fleet link); on a gone one
-    whose data is not here, ``profile_host_down`` naming its host."""
+    ``fleet_link_refused`` (a verb is forwarded there before it gets here,
+    browserbay.keeper.forward: this is the race of its browser starting there meanwhile); on
+    a gone one whose data is not here, ``profile_host_down`` naming its host."""
     if isinstance(placed, OnKeeper):
         host = placed.keeper.host
         raise Refusal(
             "fleet_link_refused",
             link=f"to keeper {placed.keeper.id} on {host}",
-            reason=f"profile {handle}'s browser runs there, and this keeper does not forward "
-            "verbs yet",
-            fix=f"run the command on {host}, whose keeper serves the profile; bay keeper "
-            "status lists the fleet",
+            reason=f"profile {handle}'s browser started there while this verb began here",
+            fix="run the command again: it is forwarded there (or run it on "
+            f"{host}); bay keeper status lists the fleet",
             profile=handle,
             keeper=placed.keeper.id,
             host=host,
@@ -242,6 +242,24 @@ class Fleet:
             taken,
         )
         return Here(profile_id, claim.since)
+
+    async def where(self, profile_id: str, data: Path | None) -> OnKeeper | None:
+        """The live keeper a verb on the profile goes to (over the fleet link), without
+        taking anything: the one that holds its claim, or that held it last when the
+        profile's data is not reachable here (``data``, as for :meth:`place`) — its
+        browser stopped there, and starts there again. None: it runs here (or :meth:`place`
+        decides: a free claim, a dead keeper's)."""
+        claim = await self.db(self.claims.holder, profile_id)
+        if claim is None or claim.keeper_id == self.me.id:
+            return None
+        row = await self.db(self.keepers.get, claim.keeper_id)
+        if row is None or not row.alive(self.ttl):
+            return None
+        if not claim.held(self.ttl):
+            reachable = data is None or await anyio.to_thread.run_sync(data.is_dir)
+            if reachable:
+                return None
+        return OnKeeper(profile_id, row, claim.since)
 
     async def _elsewhere(self, claim: Claim) -> Placement:
         """On the claim's keeper while it lives (it holds the claim, or the data), else

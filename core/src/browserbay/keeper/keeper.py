@@ -29,6 +29,7 @@ from browserbay.keeper.controls import Controls
 from browserbay.keeper.dialogs import Dialogs
 from browserbay.keeper.faults import disk_full, is_disk_full
 from browserbay.keeper.files import Carried, Carrier, party_of
+from browserbay.keeper.forward import ForwardCall, Forwarder
 from browserbay.keeper.frames import ELEMENT_VERBS, PENDING, TRACED_VERBS, Recorder, bare_url
 from browserbay.keeper.leases import Leases
 from browserbay.keeper.link import forwarded
@@ -110,6 +111,7 @@ class Keeper:
         dialogs: Dialogs,
         recordings: Recordings | None = None,
         continuous: Continuous | None = None,
+        forward: Forwarder | None = None,
     ) -> None:
         self.plugins = plugins
         self.kept_tabs = kept_tabs
@@ -128,6 +130,8 @@ class Keeper:
         self.dialogs = dialogs
         #: Each lease's recording (bay record).
         self.recordings = recordings if recordings is not None else Recordings()
+        #: Verbs on profiles whose browsers run on another keeper (None: a keeper alone).
+        self.forward = forward
         #: The owner's continuous recording of opted-in profiles (None: a keeper without).
         self.continuous = continuous
 
@@ -376,6 +380,11 @@ class Keeper:
                 if fresh and lease.context is None:  # leave no lease behind it
                     session.leases.pop(lease.profile.id, None)
         lease = await self.chooser.choose(session, handle, channel)
+        placed = await self.forward.elsewhere(lease) if self.forward is not None else None
+        if placed is not None and self.forward is not None:
+            # Its browser runs on another keeper of the fleet: judged and run there.
+            call = ForwardCall(verb, args, session, lease, channel, files, deadline, road)
+            return await self.forward.run(placed, call)
         # browser_paused while a human holds the controls, browser_restarting in a backend
         # switch's gap, the approval hooks, the domain fence: nothing has run yet.
         asks: list[Ask] = []

@@ -67,7 +67,7 @@ class LinkRefused(Exception):
     """A handshake that did not prove the peer (the reason names no secret)."""
 
 
-def _refused(link: str, reason: str, fix: str) -> Refusal:
+def link_refused(link: str, reason: str, fix: str) -> Refusal:
     return Refusal("fleet_link_refused", link=link, reason=reason, fix=fix)
 
 
@@ -101,7 +101,7 @@ def parse_listen(value: str) -> tuple[str, int]:
     except ValueError:
         number = -1
     if not sep or not 0 <= number <= 65535:
-        raise _refused(
+        raise link_refused(
             f"{LISTEN_ENV}={value!r}",
             "it is not HOST:PORT with HOST an IP address of this machine",
             f"set {LISTEN_ENV} to HOST:PORT (127.0.0.1:7441), or unset it",
@@ -117,14 +117,14 @@ def link_config(listen: str, state: Path) -> LinkConfig | None:
     try:
         secret = keys.fleet_secret()
     except keys.FleetSecretError as exc:
-        raise _refused(
+        raise link_refused(
             f"secret ({SECRET_FILE_ENV})",
             str(exc),
             f"fix {SECRET_FILE_ENV} as said, or unset it and {LISTEN_ENV}",
         ) from None
     if secret is None:
         if listen:
-            raise _refused(
+            raise link_refused(
                 f"{LISTEN_ENV}={listen}",
                 f"{SECRET_FILE_ENV} is not set, and the link is never plain",
                 f"write a secret (openssl rand -hex 32) into a 0600 file, set {SECRET_FILE_ENV} "
@@ -153,7 +153,7 @@ def server_tls(config: LinkConfig) -> ServerTls:
     try:
         ensure_self_signed(cert, key, names, "browserbay fleet link")
     except OSError as exc:
-        raise _refused(
+        raise link_refused(
             f"{LISTEN_ENV}={config.listen}",
             f"its certificate cannot be written in {config.tls_dir}: {exc.strerror or exc}",
             f"make {config.tls_dir.parent} writable by the keeper's user",
@@ -284,7 +284,9 @@ async def accept_peer(
         await _say(stream, {"ok": True})
     except LinkRefused as exc:
         with contextlib.suppress(Exception), anyio.move_on_after(0.5):
-            await stream.send(protocol.encode(_refused("from a peer", str(exc), _FIX).frame()))
+            await stream.send(
+                protocol.encode(link_refused("from a peer", str(exc), LINK_FIX).frame())
+            )
         with contextlib.suppress(Exception):
             await stream.aclose()
         raise
@@ -293,7 +295,7 @@ async def accept_peer(
     return stream, origin
 
 
-_FIX = (
+LINK_FIX = (
     f"give every keeper the same secret in {SECRET_FILE_ENV} (0600), and let it connect to "
     f"the address the other registered ({LISTEN_ENV}); bay keeper status lists the fleet"
 )
@@ -344,12 +346,12 @@ async def connect_peer(
                     await tcp.aclose()
                 raise
     except TimeoutError:
-        raise _refused(link, f"no proven handshake within {timeout:g}s", _FIX) from None
+        raise link_refused(link, f"no proven handshake within {timeout:g}s", LINK_FIX) from None
     except LinkRefused as exc:
-        raise _refused(link, str(exc), _FIX) from None
+        raise link_refused(link, str(exc), LINK_FIX) from None
     except (OSError, ssl.SSLError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        raise _refused(link, f"it cannot be reached ({why})", _FIX) from None
+        raise link_refused(link, f"it cannot be reached ({why})", LINK_FIX) from None
     return stream
 
 
@@ -496,7 +498,7 @@ def forwarded(frame: dict[str, Any], channel: Channel) -> tuple[dict[str, Any], 
         "profile": profile,
         "timeout": frame.get("timeout", verbs.DEFAULT_TIMEOUT),
     }
-    for key in ("id", "road"):
+    for key in ("id", "road", "progress"):
         if key in frame:
             clean[key] = frame[key]
     return clean, Channel(grant=grant, link=LinkPeer(peer.keeper, sid))

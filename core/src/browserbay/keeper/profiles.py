@@ -154,6 +154,12 @@ class ProfileBook:
     def root(self) -> Path:
         return self.data_root / "profiles"
 
+    def data_dir(self, profile_id: str) -> Path | None:
+        """The profile's data directory on this keeper (None: none known, or a remote
+        browser's profile, which has none)."""
+        row = self.rows.get(profile_id)
+        return Path(row.dir) if row is not None and row.dir else None
+
     async def load(self) -> None:
         rows = await self.db(self.profiles.all)
         self.rows = {r.id: r for r in rows}

@@ -1,0 +1,365 @@
+"""Sessions anywhere (issue 22, item 3): a verb of a session here, on a persistent profile
+whose browser runs on another keeper of the fleet, is sent there over the fleet link
+(:mod:`browserbay.keeper.link`) and answered with that keeper's answer.
+
+The keeper that runs the browser judges the verb: its pause, restart gap, fence, approval
+hooks and audit (actor ``fleet:<this keeper>/<session>``), and tab ownership on the session's
+namespaced id (``<session>@<this keeper>``: it never sees that keeper's sessions' tabs). What
+is sent: the verb, its arguments, the session id, the profile's id, the time left, the road,
+and the scope of the channel it came in on — the grant's profiles when the agent here is on a
+session socket (that keeper confines it to them), else the one profile. A file the verb takes
+(``FILE_IN``) goes in ``put`` frames on the same link connection before the verb; a file it
+answers (``FILE_OUT``) is fetched in ``get`` frames and offered on the caller's connection here,
+as the socket protocol does (docs/protocol.md, Files). The answer's profile says where it ran
+(``host``: ``profile: work · on host-a``).
+
+Connections are kept per keeper (a proven link costs a TLS handshake and two proofs) and
+reused one request at a time; one that fails mid-request is closed, never reused.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import dataclasses
+import functools
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+from anyio.streams.tls import TLSStream
+
+from browserbay import progress, protocol, transfer, verbs
+from browserbay.keeper.channels import Channel
+from browserbay.keeper.files import Carried
+from browserbay.keeper.fleet import Fleet, OnKeeper
+from browserbay.keeper.link import LINK_FIX, LinkConfig, connect_peer
+from browserbay.keeper.sessions import Lease, Session
+from browserbay.model import ProfileRef
+from browserbay.refusals import CODES, Refusal
+from browserbay.registry import KeeperRow
+
+log = logging.getLogger("browserbay.keeper")
+
+#: Idle link connections kept per keeper.
+IDLE_PER_KEEPER = 8
+#: Answers longer than this are parsed in a worker thread (as the daemon parses frames).
+PARSE_INLINE = 64 * 1024
+
+T = TypeVar("T")
+
+
+class _Gone(Exception):
+    """The peer closed a connection before answering anything of this request."""
+
+
+class PeerConnection:
+    """One proven link connection to another keeper: frames out, answer lines in (at most
+    :data:`browserbay.protocol.MAX_ANSWER` bytes each)."""
+
+    def __init__(self, stream: TLSStream) -> None:
+        self.stream = stream
+        self.buf = bytearray()
+        self.lines = 0  # answer lines read for the current request
+
+    async def send(self, frame: dict[str, Any]) -> None:
+        await self.stream.send(protocol.encode(frame))
+
+    async def line(self) -> dict[str, Any]:
+        while True:
+            newline = self.buf.find(b"\n")
+            if newline >= 0:
+                raw = bytes(self.buf[:newline])
+                del self.buf[: newline + 1]
+                self.lines += 1
+                if len(raw) <= PARSE_INLINE:
+                    return protocol.decode(raw)
+                return await anyio.to_thread.run_sync(
+                    functools.partial(protocol.decode, raw, interruptible=True)
+                )
+            if len(self.buf) > protocol.MAX_ANSWER:
+                raise ValueError("an answer longer than the protocol's largest")
+            try:
+                chunk = await self.stream.receive()
+            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                raise _Gone from None
+            self.buf += chunk
+
+    async def exchange(self, frame: dict[str, Any]) -> dict[str, Any]:
+        """Send ``frame``, answer its answer; progress lines on the way are said here too."""
+        await self.send(frame)
+        while True:
+            answer = await self.line()
+            if "progress" in answer and "ok" not in answer:
+                await progress.say_progress(str(answer["progress"]))
+                continue
+            if answer.get("id") == frame.get("id"):
+                return answer
+
+    async def aclose(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.stream.aclose()
+
+
+class PeerLinks:
+    """The link connections to the other keepers of the fleet, kept per keeper."""
+
+    def __init__(self, config: LinkConfig, me: str) -> None:
+        self.config = config
+        self.me = me
+        self.idle: dict[str, list[PeerConnection]] = {}
+
+    async def _open(self, keeper: KeeperRow, listen: str) -> PeerConnection:
+        stream = await connect_peer(listen, self.config.secret, self.me, keeper.id)
+        conn = PeerConnection(stream)
+        try:
+            with anyio.fail_after(5):
+                await conn.send(protocol.hello("fleet"))
+                hello = await conn.line()
+        except (TimeoutError, _Gone, ValueError):
+            await conn.aclose()
+            raise _link_down(keeper, "it did not answer the hello") from None
+        theirs = hello.get("hello")
+        if not isinstance(theirs, dict) or not protocol.compatible(theirs):
+            await conn.aclose()
+            version = theirs.get("version") if isinstance(theirs, dict) else None
+            raise _link_down(keeper, f"it runs another version ({version}) than this keeper")
+        return conn
+
+    async def call(self, keeper: KeeperRow, run: Callable[[PeerConnection], Awaitable[T]]) -> T:
+        """``run`` on a connection to ``keeper`` (a kept one, else a new one). A kept one
+        the peer closed meanwhile (its restart) before answering anything is replaced once;
+        one that fails otherwise, or is cut, is closed."""
+        listen = keeper.listen
+        if not listen:
+            raise _link_down(keeper, "it registered no BAY_FLEET_LISTEN address")
+        kept = self.idle.get(keeper.id) or []
+        for attempt in range(2):
+            reused = bool(kept) and attempt == 0
+            conn = kept.pop() if reused else await self._open(keeper, listen)
+            conn.lines = 0
+            try:
+                result = await run(conn)
+            except _Gone:
+                await conn.aclose()
+                if reused and conn.lines == 0:
+                    continue  # a stale kept connection: nothing of the request ran there
+                raise _link_down(keeper, "it closed the connection before answering") from None
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    await conn.aclose()
+                raise
+            pool = self.idle.setdefault(keeper.id, [])
+            if len(pool) < IDLE_PER_KEEPER:
+                pool.append(conn)
+            else:
+                await conn.aclose()
+            return result
+        raise _link_down(keeper, "it closed the connection before answering")
+
+    async def close(self) -> None:
+        for pool in self.idle.values():
+            for conn in pool:
+                await conn.aclose()
+        self.idle.clear()
+
+
+def _link_down(keeper: KeeperRow, reason: str) -> Refusal:
+    return Refusal(
+        "fleet_link_refused",
+        link=f"to keeper {keeper.id} on {keeper.host} ({keeper.listen})",
+        reason=reason,
+        fix=LINK_FIX,
+        keeper=keeper.id,
+        host=keeper.host,
+    )
+
+
+def relayed(answer: dict[str, Any]) -> Refusal:
+    """The other keeper's refusal, as it said it (code, message, way out, data)."""
+    code = str(answer.get("code"))
+    data = answer.get("data")
+    fields = dict(data) if isinstance(data, dict) else {}
+    if code not in CODES:
+        return Refusal("internal_error", verb="a forwarded verb", reason=f"its answer {code}")
+    refusal = Refusal(code, way_out=str(answer.get("way_out") or ""), **fields)
+    refusal.message = str(answer.get("message") or refusal.message)
+    return refusal
+
+
+@dataclass(frozen=True)
+class ForwardCall:
+    """A verb of a session here on a lease whose browser runs on another keeper."""
+
+    verb: verbs.Verb
+    args: dict[str, Any]
+    session: Session
+    lease: Lease
+    channel: Channel
+    files: Carried
+    deadline: float
+    """On the monotonic clock (the keeper's request deadline)."""
+    road: str
+
+
+class Forwarder:
+    """Where a lease's browser runs (the fleet's claims) and the verbs sent there."""
+
+    def __init__(
+        self,
+        fleet: Fleet,
+        links: PeerLinks | None,
+        data_of: Callable[[str], Path | None],
+    ) -> None:
+        self.fleet = fleet
+        #: None: this keeper has no fleet secret, so it forwards nothing (refused).
+        self.links = links
+        #: A persistent profile's data directory here (None: it has none).
+        self.data_of = data_of
+
+    async def elsewhere(self, lease: Lease) -> OnKeeper | None:
+        """The keeper the lease's verbs go to; None: here (an ephemeral browser, a lease
+        whose browser runs here, a profile no other live keeper runs)."""
+        if lease.profile.ephemeral or lease.context is not None:
+            return None
+        return await self.fleet.where(lease.profile.id, self.data_of(lease.profile.id))
+
+    async def run(
+        self, placed: OnKeeper, call: ForwardCall
+    ) -> tuple[dict[str, Any], str, ProfileRef]:
+        """The verb's answer from ``placed``'s keeper: its data, text and the lease's
+        profile with ``host`` (its refusal raised as it said it)."""
+        keeper = placed.keeper
+        if self.links is None:
+            raise Refusal(
+                "fleet_link_refused",
+                link=f"to keeper {keeper.id} on {keeper.host}",
+                reason=f"profile {call.lease.profile.label}'s browser runs there, and this "
+                "keeper has no fleet secret to reach it",
+                fix="give this keeper the fleet's secret (BAY_FLEET_SECRET_FILE), or run the "
+                f"command on {keeper.host}",
+                keeper=keeper.id,
+                host=keeper.host,
+                profile=call.lease.profile.id,
+            )
+        answer = await self.links.call(keeper, functools.partial(self._exchange, call))
+        if not answer.get("ok"):
+            raise relayed(answer)
+        notice = answer.get("notice")
+        if notice:
+            call.session.notices.append(str(notice))
+        data = answer.get("data")
+        profile = dataclasses.replace(call.lease.profile, host=keeper.host)
+        return (data if isinstance(data, dict) else {}), str(answer.get("text") or ""), profile
+
+    async def _exchange(self, call: ForwardCall, conn: PeerConnection) -> dict[str, Any]:
+        rid = f"fw-{id(call):x}"
+        left = call.deadline - time.monotonic()
+        timeout = max(0.1, left - 0.05)  # answered here before this keeper's deadline cuts
+        args = dict(call.args)
+        for spec in call.verb.args:
+            if spec.name in args and spec.type_for(args) == verbs.FILE_IN:
+                args[spec.name] = await self._send_files(
+                    conn, call.files, spec.name, args[spec.name], rid, timeout
+                )
+        grant = call.channel.grant
+        frame: dict[str, Any] = {
+            "id": rid,
+            "verb": call.verb.name,
+            "args": args,
+            "session": call.session.ref.as_row(),
+            "profile": call.lease.profile.id,
+            "timeout": timeout,
+            "road": call.road,
+            "scope": list(grant.profiles) if grant is not None else None,
+        }
+        if progress.SINK.get() is not None:
+            frame["progress"] = True
+        answer = await conn.exchange(frame)
+        data = answer.get("data")
+        offer = data.get("file") if isinstance(data, dict) and answer.get("ok") else None
+        if isinstance(offer, dict):
+            assert isinstance(data, dict)
+            data["file"] = await self._fetch_file(conn, call.files, offer, rid, timeout)
+        return answer
+
+    async def _send_files(
+        self, conn: PeerConnection, files: Carried, arg: str, value: Any, rid: str, timeout: float
+    ) -> Any:
+        """The staged files ``value`` names (a handle, or a list of them), sent on ``conn``
+        in ``put`` frames: answers the other keeper's handles in their place."""
+        many = isinstance(value, list)
+        theirs = []
+        for n, handle in enumerate(value if many else [value]):
+            up = files.take(handle, arg)
+            sent: str | None = None
+            offset = 0
+            while True:
+                chunk = await anyio.to_thread.run_sync(_read, up.path, offset, transfer.CHUNK)
+                put: dict[str, Any] = {
+                    "id": f"{rid}.put{n}.{offset}",
+                    "op": "put",
+                    "timeout": timeout,
+                    "offset": offset,
+                    "data": base64.b64encode(chunk).decode("ascii"),
+                }
+                if sent is None:
+                    put.update(name=up.name, size=up.size)
+                else:
+                    put["handle"] = sent
+                answer = await conn.exchange(put)
+                if not answer.get("ok"):
+                    raise relayed(answer)
+                sent = str(answer["data"]["handle"])
+                offset += len(chunk)
+                if offset >= up.size:
+                    break
+            theirs.append(sent)
+        return theirs if many else theirs[0]
+
+    async def _fetch_file(
+        self,
+        conn: PeerConnection,
+        files: Carried,
+        offer: dict[str, Any],
+        rid: str,
+        timeout: float,
+    ) -> dict[str, Any]:
+        """The file the other keeper answered, fetched whole in ``get`` frames and offered on
+        the caller's connection here: answers this keeper's offer row in its place."""
+        size = int(offer.get("size") or 0)
+        got = bytearray()
+        n = 0
+        while True:
+            frame = {
+                "id": f"{rid}.get{n}",
+                "op": "get",
+                "timeout": timeout,
+                "handle": offer.get("handle"),
+                "offset": len(got),
+            }
+            answer = await conn.exchange(frame)
+            if not answer.get("ok"):
+                raise relayed(answer)
+            got += base64.b64decode(answer["data"]["data"])
+            if len(got) > size:
+                raise Refusal("bad_frame", reason="the other keeper sent more than it offered")
+            n += 1
+            if answer["data"].get("eof"):
+                break
+        mine = await files.offer_bytes(bytes(got), str(offer.get("name") or "file"))
+        return mine.row()
+
+    async def close(self) -> None:
+        if self.links is not None:
+            await self.links.close()
+
+
+def _read(path: Path, offset: int, size: int) -> bytes:
+    with path.open("rb") as f:
+        f.seek(offset)
+        return f.read(size)
