@@ -547,3 +547,32 @@ def test_files_travel_through_the_link_both_ways(postgres: PgServer, tmp_path: P
         b.ok("screenshot", str(shot), session="b1")
         assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert not (a.home / "out").exists()
+
+
+def test_a_session_socket_agent_on_b_is_confined_to_its_grant_at_a(
+    postgres: PgServer, tmp_path: Path, demo: str
+) -> None:
+    """B sends its agent's grant; A runs the agent's verb within it (and the agent's actor
+    is its origin session's). A grant without the profile: refused before anything is sent."""
+    with linked_fleet(postgres, tmp_path) as fleet:
+        a, b = fleet["a"], fleet["b"]
+        a.start()
+        pid = _work_on_a(a, demo)
+        b.start()
+        sockets = short_home("lg")
+        granted, bare = sockets / "g1.sock", sockets / "g2.sock"
+        b.ok("session", "grant", "g1", "--socket", str(granted), "--profile", pid, session=None)
+        b.ok("session", "grant", "g2", "--socket", str(bare), session=None)
+        on_g1, on_g2 = {"BAY_SOCKET": str(granted)}, {"BAY_SOCKET": str(bare)}
+        b.ok("use", pid, session=None, env=on_g1)
+        r = b("open", f"{demo}/?g1", session=None, env=on_g1)
+        assert r.code == 0, r
+        assert r.frame["profile"]["host"] == "host-a"
+        assert f"fleet:{b.keeper_id()}/g1" in {
+            row["actor"] for row in a.ok("audit", "--last", "200")["audit"]
+        }
+        assert_refused(
+            b("open", f"{demo}/?g2", "--profile", pid, session=None, env=on_g2),
+            "profile_not_granted",
+        )
+        assert "?g2" not in str(a.ok("audit", "--last", "200"))  # nothing reached A
