@@ -12,20 +12,27 @@ the test that closes each path:
   a token), and the census that no key is in any of its tables;
 - a profile whose provider needs a key that another keeper holds: refused
   ``provider_needs_local_key`` naming that keeper's host — never served by copying the key.
+- a forwarded verb's frame: a peer over the fleet link cannot set, test or clear a key here,
+  and reads masked views only;
+- ``bay doctor``'s fleet rows (item 7) are tested at the end.
 """
 
 from __future__ import annotations
 
+import json
 import secrets
 import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import psycopg
 import psycopg.sql
 import pytest
 
+from browserbay import protocol
+from browserbay.keeper import link
 from browserbay.paths import bay_paths
 from browserbay_keys_file.store import FileStore
 from browserbay_testing import Bay, assert_refused, wait_for
@@ -39,6 +46,7 @@ from browserbay_testing.keys import (
     proc_file,
     view_keys,
 )
+from browserbay_testing.plugin import keeper as keeper_home
 from browserbay_testing.postgres import PgServer
 
 
@@ -287,3 +295,76 @@ def test_doctor_lists_the_fleet_and_proves_each_live_peers_link_without_a_verb(
         assert rows["keepers"]["status"] == "warn"
         assert "host-c" in rows["keepers"]["fix"]
         assert "link to host-c" not in rows  # a dead peer's link is not tried
+
+
+# -- path 5: a forwarded verb's frame -----------------------------------------------------------
+
+
+def test_a_peer_over_the_fleet_link_cannot_set_spend_or_read_a_key(tmp_path: Path) -> None:
+    """A frame that reaches a keeper over the fleet link comes from another keeper's session:
+    ``keys set`` (a value into this machine's store), ``keys test`` (this machine's key sent
+    out) and ``keys clear`` are refused ``owner_only`` there, and ``keys list`` answers masked
+    views only — the store holds nothing the peer sent. (Enforced by the link's confinement of
+    a forwarded request, ``keeper.link.forwarded``; this is the keys' census of it.)"""
+    secret = "fleet-" + secrets.token_hex(20)
+    secret_path = tmp_path / "fleet.secret"
+    secret_path.write_text(secret)
+    secret_path.chmod(0o600)
+    address = f"127.0.0.1:{_free_port()}"
+    planted, value = "sk_" + secrets.token_hex(12), "sk_" + secrets.token_hex(12)
+    with keeper_home("lk", BAY_FLEET_LISTEN=address, BAY_FLEET_SECRET_FILE=str(secret_path)) as b:
+        b.ok("keys", "set", "cloud:steel", "api_key", stdin=planted + "\n", session=None)
+        me = (b.home / "state" / "keeper-id").read_text().strip()
+        profile = str(b.ok("new", "work", session=None)["id"])  # a forwarded verb names one
+
+        async def go() -> list[dict[str, Any]]:
+            stream = await link.connect_peer(address, secret.encode(), "kp-0badc0de", me)
+            await stream.send(protocol.encode(protocol.hello("fleet")))
+            answers = [await _frame(stream)]
+            frames = [
+                {"action": "set", "integration": "cloud:steel", "field": "api_key", "value": value},
+                {"action": "test", "integration": "cloud:steel"},
+                {"action": "clear", "integration": "cloud:steel"},
+                {"action": "list", "integration": "cloud:steel"},
+            ]
+            for i, args in enumerate(frames, 1):
+                frame = {
+                    "id": i,
+                    "verb": "keys",
+                    "args": args,
+                    "session": {"id": "s"},
+                    "profile": profile,
+                }
+                await stream.send(protocol.encode(frame))
+                answers.append(await _frame(stream))
+            await stream.aclose()
+            return answers
+
+        wait_for(lambda: _listening(address), what="the fleet link to listen")
+        hello, set_, test, clear, listed = anyio.run(go)
+        assert hello["hello"]["channel"] == "fleet"
+        for refused in (set_, test, clear):
+            assert refused["ok"] is False
+            assert refused["code"] == "owner_only", refused
+        assert listed["ok"] is True
+        assert planted not in json.dumps(listed)  # a masked view: the last 4 at most
+        (row,) = b.ok("keys", "list", "cloud:steel", session=None)["integrations"]
+        assert row["source"] == "user"  # still the owner's key, not the peer's, not cleared
+        fields = {f["name"]: f for f in row["fields"]}
+        assert fields["api_key"]["view"].endswith(planted[-4:])
+
+
+async def _frame(stream: Any) -> dict[str, Any]:
+    buffer = b""
+    with anyio.fail_after(20):
+        while b"\n" not in buffer:
+            buffer += await stream.receive()
+    value = json.loads(buffer.split(b"\n", 1)[0])
+    assert isinstance(value, dict)
+    return value
+
+
+def _listening(address: str) -> bool:
+    host, port = address.rsplit(":", 1)
+    with socket.socket() as s:
+        return s.connect_ex((host, int(port))) == 0
