@@ -404,6 +404,26 @@ def test_a_profile_made_on_a_is_usable_from_b_and_shares_its_login(
         assert f"fleet:{b.keeper_id()}/b1" in actors
 
 
+def test_a_profile_made_on_a_after_b_started_is_found_by_b(
+    postgres: PgServer, tmp_path: Path, demo: str
+) -> None:
+    """B read the registry's profiles once, at its start: one A made afterwards was
+    ``profile_unknown`` on B until B restarted. A name B does not know is looked up in the
+    shared registry again before it is refused."""
+    with linked_fleet(postgres, tmp_path) as fleet:
+        a, b = fleet["a"], fleet["b"]
+        a.start()
+        b.start()
+        b.ok("open", "about:blank", session="b0")  # B is up and has read its book
+        pid = _work_on_a(a, demo)
+        b.ok("use", "work", session="b1")  # by label, as a human would
+        opened = b("open", f"{demo}/", session="b1")
+        assert opened.code == 0, opened
+        assert opened.frame["profile"]["host"] == "host-a"  # served where its browser runs
+        assert b("use", "no-such-profile", session="b1").frame["code"] == "profile_unknown"
+        assert pid in {r["id"] for r in b.ok("profiles", session=None)["profiles"]}
+
+
 def test_bs_session_never_sees_as_sessions_tabs(
     postgres: PgServer, tmp_path: Path, demo: str
 ) -> None:

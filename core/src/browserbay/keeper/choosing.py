@@ -144,7 +144,7 @@ class LeaseChooser:
                     return await self._held(
                         session, self.persistent(session, pid, alias, "explicit", len(atts))
                     )
-            row = self.profiles.find(handle, channel)  # a path or an unknown name says so
+            row = await self.profiles.find_fresh(handle, channel)  # an unknown name says so
             raise Refusal(
                 "profile_unknown",
                 handle=handle,

@@ -169,6 +169,33 @@ class ProfileBook:
         if removed:
             log.info("removed %d profile dir(s) a killed keeper left: %s", len(removed), removed)
 
+    async def learn(self) -> bool:
+        """Read the registry's profiles again and add those this book does not know: in a
+        fleet another keeper makes profiles in the shared registry after this one's start.
+        Rows already known stay as this book keeps them (it is their one writer here).
+        True when one was added."""
+        rows = await self.db(self.profiles.all)
+        new = [r for r in rows if r.id not in self.rows]
+        for row in new:
+            self.rows[row.id] = row
+            self.attached[row.id] = len(await self.db(self.attachments.of_profile, row.id))
+        return bool(new)
+
+    async def find_fresh(self, handle: str, channel: Channel) -> ProfileRow:
+        """:meth:`find`, and on an unknown name the registry is read again first (:meth:`learn`)
+        — so a profile another keeper of the fleet made is found; a name nobody made is
+        refused as before (one registry read per miss)."""
+        try:
+            return self.find(handle, channel)
+        except Refusal as exc:
+            if exc.code not in ("profile_unknown", "profile_not_granted") or looks_like_path(
+                handle
+            ):
+                raise
+            if not await self.learn():
+                raise
+        return self.find(handle, channel)
+
     async def set_backend(self, row: ProfileRow, provider: str, options: dict[str, str]) -> None:
         """A backend switch: the profile's provider and options, in the registry (which
         settles its proposal) and in :attr:`rows` (this book is their one writer)."""

@@ -227,7 +227,7 @@ class SessionVerbs:
             return {"allowed_domains": domains}, text, lease.profile
         if not args.get("profile"):
             raise Refusal("usage", detail="use needs a profile (or --ephemeral)", verb="use")
-        row = self.profiles.find(str(args["profile"]), call.channel)
+        row = await self.profiles.find_fresh(str(args["profile"]), call.channel)
         waited = 0.0
         if args.get("exclusive"):
             wait = float(args.get("wait") or 0)
