@@ -128,3 +128,30 @@ def test_doctor_says_which_registry_and_whether_it_connects(
     bad = row(BAY_REGISTRY=f"postgresql://bay@/postgres?host={tmp_path}/none")
     assert (bad["status"], "does not answer" in bad["detail"]) == ("fail", True), bad
     assert row(BAY_REGISTRY="not a url")["status"] == "fail"
+
+
+def test_a_pooled_connection_the_server_dropped_is_replaced_not_answered_as_an_error(
+    postgres: PgServer,
+) -> None:
+    """A connection the server ended while it sat in the pool (a server restart, an
+    operator's ``pg_terminate_backend``, a proxy's idle cut) was handed to the next
+    registry call, which failed: the fleet campaign saw its verbs answered ``internal_error``.
+    The pool checks a connection before lending it, so the call gets a live one."""
+    with postgres.fresh_schema_url() as url:
+        db = PgDatabase(url)
+        try:
+            row = db.execute("SELECT pg_backend_pid()").fetchone()
+            pooled = int(row[0])
+            with psycopg.connect(url, autocommit=True) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s)", (pooled,))
+                for _ in range(50):  # the server ends it at once; wait until it has
+                    gone = admin.execute(
+                        "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pooled,)
+                    ).fetchone()
+                    if gone is not None and gone[0] == 0:
+                        break
+                    time.sleep(0.05)
+            again = db.execute("SELECT pg_backend_pid()").fetchone()
+            assert int(again[0]) != pooled
+        finally:
+            db.close()

@@ -126,8 +126,17 @@ class PgDatabase:
             psycopg.connect(url, **kwargs).close()
         except psycopg.Error as exc:
             raise RegistryUnreachable(_first_line(exc)) from None
+        # A connection the server ended while it sat in the pool (a restart, an operator's
+        # pg_terminate_backend, a proxy's idle cut) is found by a check before it is lent
+        # (an empty query: one round trip) and replaced, instead of failing the call.
         self.pool = psycopg_pool.ConnectionPool(
-            url, min_size=1, max_size=POOL_SIZE, kwargs=kwargs, open=False, name="bay-registry"
+            url,
+            min_size=1,
+            max_size=POOL_SIZE,
+            kwargs=kwargs,
+            open=False,
+            name="bay-registry",
+            check=psycopg_pool.ConnectionPool.check_connection,
         )
         try:
             self.pool.open(wait=True, timeout=float(connect_timeout))
