@@ -229,3 +229,49 @@ def test_taking_the_controls_and_getting_them_back_restart_the_agents_idle_clock
     assert lease.control.pause is None
     assert "gave no input" in session.notices[-1]
     assert session.last_used > taken  # restarted at the handback
+
+
+def test_a_sibling_cut_in_flight_on_a_session_socket_is_not_told_which_session_a_human_took() -> (
+    None
+):
+    """The sibling's verb in flight when a human takes the other session's lease on their
+    shared browser is cut ``browser_interrupted``; as with ``browser_paused``, only the
+    owner's channel is told the taken session's id — a session socket's verb, and the
+    handback notice every paused session gets, say ``another session``."""
+    plugins = load_plugins({}, extra=[("recorder", Hooks())], entry_points=[])
+    profile = ProfileRef("bp-0000abcd", "work", "chromium", 1, False)
+    sessions: dict[str, Session] = {}
+    leases: dict[str, Lease] = {}
+    for sid in ("holder-7f3a9c", "sibling"):
+        ref = SessionRef(sid, "env")
+        sessions[sid] = Session(ref, sid)
+        leases[sid] = sessions[sid].leases[profile.id] = Lease(ref, profile)
+    controls = Controls(plugins, sessions, 300.0)
+    click = verbs.BY_NAME["click"]
+    said: dict[bool, str] = {}
+
+    async def forever() -> None:
+        await anyio.sleep(60)
+
+    for owner in (True, False):
+
+        async def main(owner: bool = owner) -> None:
+            async def agent() -> None:
+                try:
+                    await controls.run(leases["sibling"], click, {}, False, forever, owner=owner)
+                except Refusal as r:
+                    said[owner] = json.dumps(assert_refused(r, "browser_interrupted"))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(agent)
+                await anyio.sleep(0.05)
+                controls.take_over("holder-7f3a9c", profile.id, "viewer 1")
+
+        anyio.run(main)
+        anyio.run(controls.hand_back, "holder-7f3a9c", profile.id, "viewer 1", "explicit")
+    assert "holder-7f3a9c" in said[True]
+    assert "holder-7f3a9c" not in said[False]
+    assert "another session" in said[False]
+    notices = sessions["sibling"].notices
+    assert notices
+    assert all("holder-7f3a9c" not in n for n in notices), notices

@@ -64,7 +64,7 @@ def test_a_sibling_session_on_the_same_browser_is_refused_while_a_human_drives(
     assert "/live.html?still (“Live view test page”)" in a["notice"]  # where, and its title
     b = bay("get", "title", session="sb").frame
     assert b["ok"]
-    assert "taken in the live view of session sa" in b["notice"]
+    assert "taken in the live view of another session" in b["notice"]
     assert "/form.html" in b["notice"]
     assert "run again what was cut: bay wait 20000" in b["notice"]
     assert 'the human handed back: "I signed in for you"' in b["notice"]

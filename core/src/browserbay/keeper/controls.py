@@ -203,11 +203,14 @@ class Controls:
         args: Mapping[str, Any],
         exempt: bool,
         fn: Callable[[], Awaitable[T]],
+        owner: bool = True,
     ) -> T:
-        """Run a verb on the lease so that a takeover can cut it."""
+        """Run a verb on the lease so that a takeover can cut it. ``owner``: it came on the
+        owner's channel (the cut names whose lease a human took; else ``another session``)."""
         if exempt:
             return await fn()
-        entry = Inflight(verb.name, verb.command_line(args), verb.mutates, anyio.CancelScope())
+        command = verb.command_line(args)
+        entry = Inflight(verb.name, command, verb.mutates, anyio.CancelScope(), owner=owner)
         lease.control.track(entry)
         try:
             with entry.scope:
@@ -258,7 +261,11 @@ class Controls:
             verb=entry.verb,
             profile=lease.handle,
             of=lease.controls_of,
-            by=_by(pause, lease.session.id) if pause is not None else "a human in the live view",
+            by=(
+                _by(pause, lease.session.id, entry.owner)
+                if pause is not None
+                else "a human in the live view"
+            ),
             reached=reached,
             may_have_reached_page=entry.mutates,
             command=entry.command,
@@ -416,8 +423,8 @@ class Controls:
         else:
             tab = lease.tabs.get(lease.current) if lease.current else None
             what = f"profile {lease.handle}"
-            if session.ref.id != pause.session:
-                what += f", taken in the live view of session {pause.session}"
+            if session.ref.id != pause.session:  # never its id: it may be on a session socket
+                what += ", taken in the live view of another session"
             title = titles.get(tab.id, "") if tab is not None else ""
             where = (
                 f"your current tab {tab.id} is at {clip(tab.page.url)}"

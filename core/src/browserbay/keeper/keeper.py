@@ -370,11 +370,7 @@ class Keeper:
                 if target is None:
                     return await on(lease)
                 return await self.controls.run(
-                    target,
-                    verb,
-                    args,
-                    exempt,
-                    lambda: on(lease),
+                    target, verb, args, exempt, lambda: on(lease), channel.is_owner
                 )
             finally:
                 if fresh and lease.context is None:  # leave no lease behind it
@@ -397,7 +393,7 @@ class Keeper:
                 await self._approve(session, lease, verb, args, ask, deadline)
             return await on(lease)
 
-        return await self.controls.run(guarded, verb, args, exempt, approved)
+        return await self.controls.run(guarded, verb, args, exempt, approved, channel.is_owner)
 
     async def _approve(
         self,

@@ -61,6 +61,9 @@ class Inflight:
     cut: bool = False
     restart: str | None = None
     """Cut by a backend switch to this provider (not by a human): browser_restarting."""
+    owner: bool = True
+    """It came on the owner's channel, which is told whose lease a human took (a session
+    socket's is told ``another session``)."""
 
 
 class LeaseControl:
