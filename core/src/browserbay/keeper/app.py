@@ -198,7 +198,14 @@ class App:
             __version__,
         )
         self.fleet = Fleet(
-            registry.keepers, registry.claims, registry.kept_tabs, db, me, settings.fleet_ttl
+            registry.keepers,
+            registry.claims,
+            registry.kept_tabs,
+            db,
+            me,
+            settings.fleet_ttl,
+            registry.keeper_lock,
+            self.life.begin_stop,
         )
         self.pool = BrowserPool(
             plugins,

@@ -17,13 +17,23 @@ import re
 import secrets
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 
 from browserbay.refusals import Refusal
-from browserbay.registry import Claim, Claims, Db, KeeperRow, Keepers, KeeperStart, KeptTabs
+from browserbay.registry import (
+    Claim,
+    Claims,
+    Db,
+    KeeperLock,
+    KeeperRow,
+    Keepers,
+    KeeperStart,
+    KeptTabs,
+)
 
 log = logging.getLogger("browserbay.keeper")
 
@@ -165,8 +175,8 @@ def refuse_elsewhere(placed: Placement, handle: str) -> None:
 
 class Fleet:
     """This keeper's membership: registered at start, beating every ``ttl/3`` (renewing
-    its claims with it), stopped at its end; and the claims of the persistent profiles it
-    runs."""
+    its claims with it, and checking that its keeper id's lock is still its own), stopped
+    at its end; and the claims of the persistent profiles it runs."""
 
     def __init__(
         self,
@@ -176,13 +186,21 @@ class Fleet:
         db: Db,
         me: KeeperStart,
         ttl: float,
+        lock: KeeperLock,
+        on_lost: Callable[[], None],
     ):
+        """``lock``: the keeper id's hold on the registry; ``on_lost``: how the keeper
+        stops when another process took that id's lock (the keeper's own stop)."""
         self.keepers = keepers
         self.claims = claims
         self.kept_tabs = kept_tabs
         self.db = db
         self.me = me
         self.ttl = ttl
+        self.lock = lock
+        self.on_lost = on_lost
+        self.lost = False
+        """Another process runs under this keeper id now: the rows of the id are its."""
 
     @property
     def keeper_id(self) -> str:
@@ -192,14 +210,31 @@ class Fleet:
         await self.db(self.keepers.register, self.me)
 
     async def beat(self) -> None:
-        """One heartbeat: the keeper's row and every claim it holds."""
+        """One heartbeat: the keeper id's lock (taken again when the server dropped it
+        with its connection), then the keeper's row and every claim it holds. When another
+        process took the lock meanwhile (a home with a copied ``state/keeper-id`` started in
+        the gap), that one runs under the id: this keeper stops, touching none of the id's
+        rows (docs/fleet.md, "A copied keeper id")."""
+        state = await self.db(self.lock.recheck_keeper)
+        if state == "lost":
+            self.lost = True
+            log.error(
+                "keeper id %s: its registry lock was dropped and another keeper took it "
+                "(a home with a copy of this home's state/keeper-id); this keeper stops — "
+                "remove state/keeper-id in one of the homes to give it an id of its own",
+                self.me.id,
+            )
+            self.on_lost()
+            return
+        if state == "retaken":
+            log.warning("keeper id %s: the registry dropped its lock; taken again", self.me.id)
         await self.db(self.keepers.beat, self.me.id)
         await self.db(self.claims.renew, self.me.id)
 
     async def run(self) -> None:
         """Beat every third of the TTL until cancelled (a failed beat is logged; the next
         one tries again, so a registry that hiccups does not end the keeper)."""
-        while True:
+        while not self.lost:
             await anyio.sleep(self.ttl / 3)
             try:
                 await self.beat()
@@ -208,7 +243,10 @@ class Fleet:
 
     async def stop(self) -> None:
         """The keeper's end: its claims are free for the others now, and its row says it
-        stopped (not only that it stopped beating)."""
+        stopped (not only that it stopped beating). Not when its id was lost: the rows of
+        the id are the keeper's that runs under it now."""
+        if self.lost:
+            return
         await self.db(self.claims.release_all, self.me.id)
         await self.db(self.keepers.stop, self.me.id)
 

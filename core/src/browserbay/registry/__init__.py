@@ -34,6 +34,7 @@ from browserbay.registry.browsers import (
 from browserbay.registry.db import (
     MIGRATIONS,
     Database,
+    KeeperLockState,
     RegistryInUse,
     RegistryUnreachable,
     RegistryUrlBad,
@@ -114,6 +115,8 @@ __all__ = [
     "GroupDefaults",
     "Hold",
     "Holds",
+    "KeeperLock",
+    "KeeperLockState",
     "KeeperRow",
     "KeeperRuns",
     "KeeperStart",
@@ -123,6 +126,7 @@ __all__ = [
     "KeptTabs",
     "KeyHome",
     "KeyHomes",
+    "NoKeeperLock",
     "ProfileRow",
     "Profiles",
     "Proposal",
@@ -180,6 +184,22 @@ class Schema(Protocol):
     def close(self) -> None: ...
 
 
+class KeeperLock(Protocol):
+    """The keeper id's hold on a shared store (PostgreSQL's advisory lock, taken at open):
+    the server drops it with its connection, so the heartbeat asks whether it is still
+    held, taking it again when it was dropped."""
+
+    def recheck_keeper(self) -> KeeperLockState: ...
+
+
+class NoKeeperLock:
+    """SQLite's: one file is one home's (its keeper holds the home's own lock), nothing
+    to lose to a server."""
+
+    def recheck_keeper(self) -> KeeperLockState:
+        return "held"
+
+
 @dataclass(frozen=True)
 class Registry:
     """One repository of each kind, over one store."""
@@ -204,15 +224,22 @@ class Registry:
     audit: Audit
     grants: Grants
     key_homes: KeyHomes
+    keeper_lock: KeeperLock
 
     def close(self) -> None:
         self.schema.close()
 
 
-def sql_registry(db: Sql, keeper_id: str = SOLE_KEEPER, data_root: Path | None = None) -> Registry:
+def sql_registry(
+    db: Sql,
+    keeper_id: str = SOLE_KEEPER,
+    data_root: Path | None = None,
+    keeper_lock: KeeperLock | None = None,
+) -> Registry:
     """The registry over an open store (the SQLite :class:`Database` or PostgreSQL's), for
     the keeper ``keeper_id``; ``data_root``: where its profiles' relative directories are
-    (see :class:`~browserbay.registry.profiles.SqliteProfiles`)."""
+    (see :class:`~browserbay.registry.profiles.SqliteProfiles`); ``keeper_lock``: the keeper
+    id's hold on a shared store (None: nothing to hold, SQLite's)."""
     return Registry(
         schema=db,
         keeper_id=keeper_id,
@@ -233,6 +260,7 @@ def sql_registry(db: Sql, keeper_id: str = SOLE_KEEPER, data_root: Path | None =
         audit=SqliteAudit(db),
         grants=SqliteGrants(db, keeper_id),
         key_homes=SqlKeyHomes(db),
+        keeper_lock=keeper_lock if keeper_lock is not None else NoKeeperLock(),
     )
 
 
@@ -260,4 +288,4 @@ def open_registry(url: str, path: Path, keeper_id: str, data_root: Path | None) 
     except BaseException:
         db.close()
         raise
-    return sql_registry(db, keeper_id, data_root)
+    return sql_registry(db, keeper_id, data_root, db)

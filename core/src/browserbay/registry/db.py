@@ -284,6 +284,11 @@ Statement = tuple[str, tuple[Any, ...]]
 
 Dialect = Literal["sqlite", "postgresql"]
 
+#: What a keeper's heartbeat finds of its keeper id's lock (:meth:`KeeperLock.recheck_keeper`):
+#: still held; lost (its connection was cut) and taken again; or taken by another process
+#: meanwhile (a home with a copied ``state/keeper-id`` started in the gap).
+KeeperLockState = Literal["held", "retaken", "lost"]
+
 
 class RegistryUrlBad(ValueError):
     """``BAY_REGISTRY`` is no PostgreSQL connection URL (the message says what is wrong)."""

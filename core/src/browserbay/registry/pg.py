@@ -25,6 +25,7 @@ from psycopg import conninfo
 from browserbay.registry import db as schema
 from browserbay.registry.db import (
     Dialect,
+    KeeperLockState,
     RegistryInUse,
     RegistryUnreachable,
     RegistryUrlBad,
@@ -144,6 +145,7 @@ class PgDatabase:
             self.pool.close()
             raise RegistryUnreachable(_first_line(exc)) from None
         self._sole: psycopg.Connection[Any] | None = None
+        self._keeper_id: str | None = None
         try:
             self.migrate()
         except BaseException:
@@ -169,6 +171,35 @@ class PgDatabase:
                 "an id of its own"
             )
         self._sole = conn
+        self._keeper_id = keeper_id
+
+    def recheck_keeper(self) -> KeeperLockState:
+        """Whether the keeper id's lock is still held (the heartbeat asks). The server
+        drops it with its connection (``pg_terminate_backend``, a restart, a proxy's cut),
+        and then nothing keeps a home with a copied ``state/keeper-id`` from starting: a
+        dropped lock is taken again on a new connection (``"retaken"``), unless another
+        process took it meanwhile (``"lost"``: that keeper runs under this id now). A
+        server that does not answer raises (the next beat tries again)."""
+        if self._keeper_id is None:
+            return "held"  # (a store opened without a keeper: a test's, a tool's)
+        if self._sole is not None:
+            try:
+                row = self._sole.execute(
+                    "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = pg_backend_pid()"
+                    " AND locktype = 'advisory' AND classid = %s::int4::oid AND granted)",
+                    (KEEPER_LOCK,),
+                ).fetchone()
+                if row and row[0]:
+                    return "held"
+            except psycopg.Error:
+                pass
+            self._sole.close()
+            self._sole = None
+        try:
+            self.hold_keeper(self._keeper_id)
+        except RegistryInUse:
+            return "lost"
+        return "retaken"
 
     def schema_version(self) -> int:
         with self.pool.connection() as conn:
