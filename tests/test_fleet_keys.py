@@ -208,6 +208,51 @@ def test_a_profile_whose_key_lives_on_keeper_a_is_never_started_by_b_with_a_key(
         assert wanted in proc_file(browser["pid"], "environ").split(b"\0")
 
 
+def test_a_keyed_profile_used_on_b_is_forwarded_to_its_live_key_home_which_starts_it(
+    postgres: PgServer, tmp_path: Path
+) -> None:
+    """A is the profile's key home and alive, with no browser of the profile running (its
+    claim released by a restart). A session on B using the profile was refused
+    provider_needs_local_key ("use that keeper"); now its verbs go to A over the link, and
+    A starts the browser with A's key — B reads no key and starts nothing."""
+    key_a, key_b = new_key(), new_key()
+    secret = tmp_path / "fleet.secret"
+    secret.write_text(secrets.token_hex(32) + "\n")
+    secret.chmod(0o600)
+    member_env = {
+        name: {
+            "BAY_INTEGRATION_KEYED_API_KEY": key,
+            "BAY_KEYED_CALLS": str(tmp_path / f"{name}.calls"),
+            "BAY_FLEET_LISTEN": f"127.0.0.1:{_free_port()}",
+        }
+        for name, key in (("a", key_a), ("b", key_b))
+    }
+    env = {**_keyed_fleet_env(tmp_path), "BAY_FLEET_SECRET_FILE": str(secret)}
+    fleet_of = keeper_fleet(
+        postgres, tmp_path, 2, ttl=8, env=env, member_env=member_env, start=False
+    )
+    with fleet_of as fleet:
+        a, b = fleet["a"], fleet["b"]
+        a.start()
+        made = a.ok("new", "work", "--provider", "keyed", session=None)
+        a.ok("use", made["id"])
+        a.ok("open", "about:blank")
+        a.stop()  # its claim released; A comes back alive with no browser of the profile
+        a.start()
+        b.start()
+        calls = tmp_path / "b.calls"
+        calls.unlink(missing_ok=True)
+        b.ok("use", made["id"], session="s")
+        r = b("open", "about:blank", session="s")
+        assert r.code == 0, r
+        assert r.frame["profile"]["host"] == "host-a", r.frame
+        assert not calls.exists() or "keyed" not in calls.read_text()  # B read no key
+        assert b.ok("keeper", "status")["browsers"] == []
+        (browser,) = a.ok("keeper", "status")["browsers"]
+        wanted = VENDOR_ENV.encode() + b"=" + key_a.encode()
+        assert wanted in proc_file(browser["pid"], "environ").split(b"\0")
+
+
 # -- path 4: a keys file on storage every keeper mounts ----------------------------------------
 
 

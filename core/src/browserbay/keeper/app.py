@@ -207,6 +207,7 @@ class App:
             registry.keeper_lock,
             self.life.begin_stop,
         )
+        self.key_homes = KeyHomeBook(registry.key_homes, db, me.id, me.host)
         self.pool = BrowserPool(
             plugins,
             registry.browsers,
@@ -218,7 +219,7 @@ class App:
             contexts_per_browser=settings.contexts_per_browser,
             max_browsers=settings.max_browsers,
             fleet=self.fleet,
-            key_homes=KeyHomeBook(registry.key_homes, db, me.id, me.host),
+            key_homes=self.key_homes,
         )
         if settings.fleet_data:  # keys never live where the fleet's other keepers read
             share_roots(Path(settings.fleet_data))
@@ -383,6 +384,7 @@ class App:
                 self.fleet,
                 PeerLinks(link, registry.keeper_id) if link is not None else None,
                 self.profiles.data_dir,
+                self.key_homes,
             ),
         )
         self.housekeeping = Housekeeping(

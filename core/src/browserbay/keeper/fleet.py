@@ -299,6 +299,14 @@ class Fleet:
                 return None
         return OnKeeper(profile_id, row, claim.since)
 
+    async def on_live(self, profile_id: str, keeper_id: str) -> OnKeeper | None:
+        """The profile placed on ``keeper_id`` when that keeper is alive (a keyed profile's
+        key home: its browser starts there); None when it is dead or unknown."""
+        row = await self.db(self.keepers.get, keeper_id)
+        if row is None or not row.alive(self.ttl):
+            return None
+        return OnKeeper(profile_id, row, time.time())
+
     async def _elsewhere(self, claim: Claim) -> Placement:
         """On the claim's keeper while it lives (it holds the claim, or the data), else
         on a dead one."""

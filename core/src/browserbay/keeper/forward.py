@@ -37,6 +37,7 @@ from browserbay import progress, protocol, transfer, verbs
 from browserbay.keeper.channels import Channel
 from browserbay.keeper.files import Carried
 from browserbay.keeper.fleet import Fleet, OnKeeper
+from browserbay.keeper.keyhomes import KeyHomeBook
 from browserbay.keeper.link import LINK_FIX, LinkConfig, connect_peer
 from browserbay.keeper.sessions import Lease, Session
 from browserbay.model import ProfileRef
@@ -214,8 +215,12 @@ class Forwarder:
         fleet: Fleet,
         links: PeerLinks | None,
         data_of: Callable[[str], Path | None],
+        key_homes: KeyHomeBook,
     ) -> None:
+        """``key_homes``: where a keyed profile's key lives (its browser starts only
+        there, so its verbs go there while that keeper is alive)."""
         self.fleet = fleet
+        self.key_homes = key_homes
         #: None: this keeper has no fleet secret, so it forwards nothing (refused).
         self.links = links
         #: A persistent profile's data directory here (None: it has none).
@@ -223,10 +228,20 @@ class Forwarder:
 
     async def elsewhere(self, lease: Lease) -> OnKeeper | None:
         """The keeper the lease's verbs go to; None: here (an ephemeral browser, a lease
-        whose browser runs here, a profile no other live keeper runs)."""
+        whose browser runs here, a profile no other live keeper runs). A keyed profile
+        whose key home is another live keeper goes there even when no keeper runs its
+        browser: only that keeper may start it, with its own key (a dead key home: the
+        start here refuses ``provider_needs_local_key``)."""
         if lease.profile.ephemeral or lease.context is not None:
             return None
-        return await self.fleet.where(lease.profile.id, self.data_of(lease.profile.id))
+        profile = lease.profile
+        placed = await self.fleet.where(profile.id, self.data_of(profile.id))
+        if placed is not None:
+            return placed
+        home = await self.key_homes.elsewhere(profile.id, profile.provider)
+        if home is None:
+            return None
+        return await self.fleet.on_live(profile.id, home.keeper_id)
 
     async def run(
         self, placed: OnKeeper, call: ForwardCall

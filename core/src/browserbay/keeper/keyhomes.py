@@ -6,8 +6,10 @@ persistent profile's keyed browser with a key of its own becomes the profile's k
 (:mod:`browserbay.registry.keyhomes`); every other keeper of the fleet refuses to start that
 browser ``provider_needs_local_key``, naming the key home's host — before anything is
 resolved, so it neither reads a key of its own for it nor tells the human to copy the key
-over (``backend_no_key``'s way out). The profile is served where its key is: its verbs go
-there over the fleet link.
+over (``backend_no_key``'s way out). The profile is served where its key is: while the key
+home is alive, a session's verbs on the profile are forwarded to it over the fleet link
+(:meth:`KeyHomeBook.elsewhere`, asked by :class:`~browserbay.keeper.forward.Forwarder`), and
+the key home starts the browser with its own key; only a dead key home is refused.
 """
 
 from __future__ import annotations
@@ -29,6 +31,14 @@ class KeyHomeBook:
         self.keeper_id = keeper_id
         self.host = host
 
+    async def elsewhere(self, profile_id: str, provider_id: str) -> KeyHome | None:
+        """The profile's key home for the provider it uses, when that is another keeper
+        (its browser starts there, with that keeper's key); None: here, or no key home."""
+        home = await self.db(self.homes.of, profile_id)
+        if home is None or home.integration != provider_id or home.keeper_id == self.keeper_id:
+            return None
+        return home
+
     async def check(self, profile_id: str, provider: ProviderRow) -> None:
         """Refuse ``provider_needs_local_key`` when the profile's key for this provider
         lives on another keeper. Nothing for a provider that needs no key."""
@@ -42,9 +52,9 @@ class KeyHomeBook:
             provider=provider.id,
             where=f"lives on keeper {home.keeper_id} on {home.host} (profile {profile_id}'s "
             "key home)",
-            fix=f"use the profile through the keeper on {home.host}: start it there (its "
-            "verbs are forwarded to it over the fleet link); this keeper never reads or "
-            "copies another keeper's key",
+            fix=f"start the keeper on {home.host} (the key home is not running): while it "
+            "runs, this profile's verbs are forwarded to it over the fleet link; this "
+            "keeper never reads or copies another keeper's key",
             host=home.host,
             keeper=home.keeper_id,
             profile=profile_id,
