@@ -76,8 +76,10 @@ def _registry(b: Bay) -> sqlite3.Connection:
 
 
 def _profile_dir(b: Bay, pid: str) -> str:
+    """The profile's directory: the registry keeps one under the data root relative to it."""
     with _registry(b) as db:
-        return str(db.execute("SELECT dir FROM profiles WHERE id=?", (pid,)).fetchone()[0])
+        stored = str(db.execute("SELECT dir FROM profiles WHERE id=?", (pid,)).fetchone()[0])
+    return str(bay_paths({"BAY_HOME": str(b.home)}).data / stored)
 
 
 def _options(b: Bay, pid: str) -> dict[str, Any]:
