@@ -71,6 +71,8 @@ UNGATED: Mapping[str, str] = {
     "cookies": "the session's cookie jar, no element",
     "storage": "the origin's storage, no element",
     "state": "the session's cookies and storage from or to a file, no element",
+    "recording": "the owner's opt-in of a profile's continuous recording: a setting, no "
+    "element (owner-only on a session socket)",
     "dialog": "answers the tab's open dialog (accept, dismiss), no element",
     "hints": "the keeper's notes on a host, no page",
 }
