@@ -204,9 +204,8 @@ def registry_problems(url: str, data_root: Path, alive: set[str], ttl: float) ->
                 f"SELECT DISTINCT {column} FROM {table_name} WHERE {column} NOT IN "
                 "(SELECT id FROM profiles)"
             ).fetchall():
-                if table_name == "kept_tabs" and p.endswith(PARKED):
-                    if p.removesuffix(PARKED) in profiles:
-                        continue  # a close's tabs, parked for `bay resume`
+                if table_name == "kept_tabs" and p.removesuffix(PARKED) in profiles:
+                    continue  # a close's tabs, parked for `bay resume`
                 out.append(f"{table_name} names a profile that does not exist: {p}")
         for p, keeper, age in q(
             "SELECT profile, keeper_id, extract(epoch FROM clock_timestamp()) - renewed_at "
