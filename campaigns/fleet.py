@@ -399,6 +399,8 @@ def fleet(server: PgServer, root: Path) -> Iterator[tuple[str, list[Keeper]]]:
                 "BAY_FLEET_DATA": str(shared),
                 "BAY_FLEET_LISTEN": f"127.0.0.1:{_free_port()}",
                 "BAY_FLEET_SECRET_FILE": str(secret),
+                # After kills one keeper may serve all nine profiles: above the default 8.
+                "BAY_MAX_BROWSERS": "12",
             }
             keepers.append(Keeper(name, home, env))
         try:
