@@ -11,6 +11,7 @@ there (``link``) or refused with where it runs.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import re
@@ -91,6 +92,8 @@ class OnKeeper:
     profile: str
     keeper: KeeperRow
     since: float
+    cached: bool = False
+    """Answered from :meth:`Fleet.where`'s cache (not read of the registry just now)."""
 
 
 @dataclass(frozen=True)
@@ -201,6 +204,20 @@ class Fleet:
         self.on_lost = on_lost
         self.lost = False
         """Another process runs under this keeper id now: the rows of the id are its."""
+        #: :meth:`where`'s answers kept per profile, with when they were read (monotonic):
+        #: a verb forwarded again within :attr:`cache_for` reads nothing of the registry.
+        self._where: dict[str, tuple[OnKeeper, float]] = {}
+
+    @property
+    def cache_for(self) -> float:
+        """How long a placement read of the registry is reused: a third of the TTL (a
+        keeper that died meanwhile refuses the link once, and the next verb reads again)."""
+        return self.ttl / 3
+
+    def forget(self, profile_id: str) -> None:
+        """The profile's placement is read of the registry again at its next verb (its
+        keeper refused the verb, the link failed, or its claim changed here)."""
+        self._where.pop(profile_id, None)
 
     @property
     def keeper_id(self) -> str:
@@ -258,6 +275,7 @@ class Fleet:
         keeper's live tabs of the profile become ours to restore; else the profile runs
         where its data is — on that keeper while it lives (``OnKeeper``), nowhere when it
         is gone (``OnDeadKeeper``)."""
+        self.forget(profile_id)  # the claim may change now: where() reads it again
         before = await self.db(self.claims.holder, profile_id)
         theirs = before is not None and before.keeper_id != self.me.id
         if before is not None and theirs and not before.held(self.ttl):
@@ -281,12 +299,30 @@ class Fleet:
         )
         return Here(profile_id, claim.since)
 
-    async def where(self, profile_id: str, data: Path | None) -> OnKeeper | None:
+    async def where(
+        self, profile_id: str, data: Path | None, fresh: bool = False
+    ) -> OnKeeper | None:
         """The live keeper a verb on the profile goes to (over the fleet link), without
         taking anything: the one that holds its claim, or that held it last when the
         profile's data is not reachable here (``data``, as for :meth:`place`) — its
         browser stopped there, and starts there again. None: it runs here (or :meth:`place`
-        decides: a free claim, a dead keeper's)."""
+        decides: a free claim, a dead keeper's).
+
+        Another keeper's answer is kept for :attr:`cache_for` (``cached`` on it; ``fresh``:
+        read it again): the forwarder forgets it when that keeper refuses the verb or the
+        link fails, and re-places once (browserbay.keeper.forward); :meth:`place` and
+        :meth:`release` forget it (the claim changes here)."""
+        kept = None if fresh else self._where.get(profile_id)
+        if kept is not None and time.monotonic() - kept[1] < self.cache_for:
+            return kept[0]
+        self.forget(profile_id)
+        read = time.monotonic()
+        placed = await self._where_now(profile_id, data)
+        if placed is not None:
+            self._where[profile_id] = (dataclasses.replace(placed, cached=True), read)
+        return placed
+
+    async def _where_now(self, profile_id: str, data: Path | None) -> OnKeeper | None:
         claim = await self.db(self.claims.holder, profile_id)
         if claim is None or claim.keeper_id == self.me.id:
             return None
@@ -325,4 +361,5 @@ class Fleet:
 
     async def release(self, profile_id: str) -> None:
         """The profile's browser stopped here: its claim is free."""
+        self.forget(profile_id)
         await self.db(self.claims.release, profile_id, self.me.id)

@@ -58,6 +58,31 @@ class _Gone(Exception):
     """The peer closed a connection before answering anything of this request."""
 
 
+class Unsent(Exception):
+    """No connection to the keeper could be made (its refusal in ``refusal``): nothing of
+    the request was sent there."""
+
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(str(refusal))
+        self.refusal = refusal
+
+
+class Replace(Exception):
+    """The keeper a cached placement named did not run the verb (it refused it as not
+    where the profile's browser runs, or no connection reached it): the caller places the
+    profile again, once, from the registry (``refusal``: what to answer if it is still
+    there)."""
+
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(str(refusal))
+        self.refusal = refusal
+
+
+#: A keeper's refusals that say the profile's browser is not (or no longer) there: a cached
+#: placement that led to one is read again (:class:`Replace`).
+NOT_THERE = frozenset({"fleet_link_refused", "profile_host_down"})
+
+
 class PeerConnection:
     """One proven link connection to another keeper: frames out, answer lines in (at most
     :data:`browserbay.protocol.MAX_ANSWER` bytes each)."""
@@ -141,7 +166,10 @@ class PeerLinks:
         kept = self.idle.get(keeper.id) or []
         for attempt in range(2):
             reused = bool(kept) and attempt == 0
-            conn = kept.pop() if reused else await self._open(keeper, listen)
+            try:
+                conn = kept.pop() if reused else await self._open(keeper, listen)
+            except Refusal as r:
+                raise Unsent(r) from None
             conn.lines = 0
             try:
                 result = await run(conn)
@@ -226,16 +254,17 @@ class Forwarder:
         #: A persistent profile's data directory here (None: it has none).
         self.data_of = data_of
 
-    async def elsewhere(self, lease: Lease) -> OnKeeper | None:
+    async def elsewhere(self, lease: Lease, fresh: bool = False) -> OnKeeper | None:
         """The keeper the lease's verbs go to; None: here (an ephemeral browser, a lease
         whose browser runs here, a profile no other live keeper runs). A keyed profile
         whose key home is another live keeper goes there even when no keeper runs its
         browser: only that keeper may start it, with its own key (a dead key home: the
-        start here refuses ``provider_needs_local_key``)."""
+        start here refuses ``provider_needs_local_key``). The placement is kept a while
+        (:meth:`Fleet.where`; ``fresh``: read of the registry now)."""
         if lease.profile.ephemeral or lease.context is not None:
             return None
         profile = lease.profile
-        placed = await self.fleet.where(profile.id, self.data_of(profile.id))
+        placed = await self.fleet.where(profile.id, self.data_of(profile.id), fresh=fresh)
         if placed is not None:
             return placed
         home = await self.key_homes.elsewhere(profile.id, profile.provider)
@@ -261,9 +290,24 @@ class Forwarder:
                 host=keeper.host,
                 profile=call.lease.profile.id,
             )
-        answer = await self.links.call(keeper, functools.partial(self._exchange, call))
+        pid = call.lease.profile.id
+        try:
+            answer = await self.links.call(keeper, functools.partial(self._exchange, call))
+        except Unsent as e:
+            self.fleet.forget(pid)
+            if placed.cached:
+                raise Replace(e.refusal) from None
+            raise e.refusal from None
+        except Refusal:
+            self.fleet.forget(pid)  # the link failed mid-request: never sent again
+            raise
         if not answer.get("ok"):
-            raise relayed(answer)
+            refusal = relayed(answer)
+            if refusal.code in NOT_THERE:
+                self.fleet.forget(pid)
+                if placed.cached:
+                    raise Replace(refusal)
+            raise refusal
         notice = answer.get("notice")
         if notice:
             call.session.notices.append(str(notice))

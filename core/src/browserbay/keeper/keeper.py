@@ -29,7 +29,7 @@ from browserbay.keeper.controls import Controls
 from browserbay.keeper.dialogs import Dialogs
 from browserbay.keeper.faults import disk_full, is_disk_full
 from browserbay.keeper.files import Carried, Carrier, party_of
-from browserbay.keeper.forward import ForwardCall, Forwarder
+from browserbay.keeper.forward import ForwardCall, Forwarder, Replace
 from browserbay.keeper.frames import ELEMENT_VERBS, PENDING, TRACED_VERBS, Recorder, bare_url
 from browserbay.keeper.leases import Leases
 from browserbay.keeper.link import forwarded
@@ -380,7 +380,14 @@ class Keeper:
         if placed is not None and self.forward is not None:
             # Its browser runs on another keeper of the fleet: judged and run there.
             call = ForwardCall(verb, args, session, lease, channel, files, deadline, road)
-            return await self.forward.run(placed, call)
+            try:
+                return await self.forward.run(placed, call)
+            except Replace:
+                # A kept placement its keeper did not run the verb on: placed again, once,
+                # from the registry (there again, elsewhere, or here).
+                placed = await self.forward.elsewhere(lease, fresh=True)
+            if placed is not None:
+                return await self.forward.run(placed, call)
         # browser_paused while a human holds the controls, browser_restarting in a backend
         # switch's gap, the approval hooks, the domain fence: nothing has run yet.
         asks: list[Ask] = []
