@@ -596,3 +596,43 @@ def test_a_session_socket_agent_on_b_is_confined_to_its_grant_at_a(
             "profile_not_granted",
         )
         assert "?g2" not in str(a.ok("audit", "--last", "200"))  # nothing reached A
+
+
+def test_a_placement_b_kept_is_placed_again_when_its_keeper_stopped(
+    postgres: PgServer, tmp_path: Path, demo: str
+) -> None:
+    """B keeps where a profile's browser runs for a third of the TTL (no registry reads per
+    forwarded verb). A stops meanwhile (its claim released, shared data): B's next verb
+    does not answer the kept placement's failure (A's link is gone) — it places the
+    profile again, once, and serves it here."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    secrets_dir = tmp_path / "secret"
+    secrets_dir.mkdir()
+    path = secret_file(secrets_dir)
+    member_env = {
+        n: {"BAY_FLEET_LISTEN": f"127.0.0.1:{free_port()}", "BAY_FLEET_DATA": str(shared)}
+        for n in "ab"
+    }
+    with keeper_fleet(
+        postgres,
+        tmp_path,
+        2,
+        ttl=60.0,  # the placement is kept 20 s: longer than A's stop
+        env={"BAY_FLEET_SECRET_FILE": str(path)},
+        member_env=member_env,
+        start=False,
+    ) as fleet:
+        a, b = fleet["a"], fleet["b"]
+        a.start()
+        pid = _work_on_a(a, demo)
+        b.ok("use", pid, session="b1")
+        r = b("get", "url", session="b1")
+        assert r.code == 0, r
+        assert r.frame["profile"]["host"] == "host-a"  # forwarded, its placement kept
+        a.stop()
+        r = b("open", f"{demo}/", session="b1")
+        assert r.code == 0, r  # placed again: not fleet_link_refused from the kept one
+        assert r.frame["profile"].get("host") != "host-a"
+        (claim,) = fleet.rows("SELECT keeper_id, released_at FROM profile_claims")
+        assert claim == (b.keeper_id(), None)
