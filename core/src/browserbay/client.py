@@ -407,9 +407,23 @@ def _spawn_and_connect(paths: BayPaths, keeper_args: tuple[str, ...] = ()) -> Co
         time.sleep(0.2)  # let a keeper that is dying finish its log
         raise Refusal(
             "keeper_unavailable",
-            reason=f"no hello from the new keeper ({exc}); its log ends: " + log_tail(paths, 2),
+            reason=f"no hello from the new keeper ({exc}); its log says: " + log_cause(paths),
         ) from None
     return conn
+
+
+def log_cause(paths: BayPaths) -> str:
+    """Why a keeper that just exited did: its last ERROR (or CRITICAL) line among the log's
+    last 40 — what follows it (children being stopped) would push the cause out of a clipped
+    refusal — else the last two lines."""
+    tail = log_tail(paths).splitlines()
+    for line in reversed(tail):
+        for level in (" ERROR ", " CRITICAL "):
+            at = line.find(level)
+            if at >= 0:  # the message, without its time, level and logger (the refusal is clipped)
+                name_end = line.find(": ", at)
+                return line[name_end + 2 :] if name_end >= 0 else line
+    return "\n".join(tail[-2:])
 
 
 def log_tail(paths: BayPaths, lines: int = 40) -> str:
