@@ -62,7 +62,7 @@ def test_annotate_labels_are_the_refs_click_acts_on(bay: Bay, demo: str, tmp_pat
         assert x["ref"] == "e" + x["label"], x
     snap = bay.ok("snapshot", "-i", session=s)["snapshot"]
     beta = labels["Beta"]
-    assert f'- button "Beta" @{beta["ref"]}' in [x.strip() for x in snap.splitlines()]
+    assert f'button "Beta" @{beta["ref"]}' in [x.strip() for x in snap.splitlines()]
     # The legend in the text answer maps each label to its ref, role and name.
     assert f'\n@{beta["ref"]} button "Beta"\n' in r.stdout
     assert r.stdout.splitlines()[0] == str(dest)
