@@ -143,7 +143,11 @@ def test_a_takeover_cuts_a_verb_waiting_for_approval_and_a_watch_link_cannot_ans
     frame = assert_refused(waiting.result(timeout=30), "browser_interrupted")
     assert frame["data"]["command"].startswith("bay click")
     wait_for(lambda: control.locator(".approval").count() == 0, what="the card gone")
-    control.click("#toggle")  # hand back
+    control.click("#toggle")  # hand back: the keeper lets the pause go a moment later
+    wait_for(
+        lambda: asking("get", "title", session=s).frame.get("code") != "browser_paused",
+        what="the handback",
+    )
     assert _status(asking, s) == ""
     control.close()
     asking.ok("close", session=s)

@@ -120,7 +120,7 @@ def test_a_descriptor_flood_on_the_live_view_port_does_not_end_the_keeper(
                 pass  # the backlog is full: that client waits, as a real one would
             unix.append(s)
         hit = "accept failed (Too many open files)"
-        end = time.monotonic() + 5
+        end = time.monotonic() + 20  # at a load of 20 the accept loop gets there late
         while time.monotonic() < end and procfs.alive(pid) and hit not in _log(flood_bay):
             time.sleep(0.2)
         assert procfs.alive(pid), "the keeper died in the flood: " + _log(flood_bay)[-600:]
