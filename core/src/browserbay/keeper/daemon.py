@@ -3,6 +3,7 @@ frames on the unix socket until asked to stop (``bay keeper stop``, SIGTERM, SIG
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import fcntl
@@ -188,6 +189,8 @@ PARSE_INLINE = 64 * 1024
 _CHUNK = FRAME_ALLOWANCE
 #: errno values of an accept that failed for want of resources: back off and go on.
 _SCARCE = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
+#: Seconds between two log lines of failed accepts (a flood would write one per attempt).
+ACCEPT_WARN_EVERY = 10.0
 
 
 class _FrameTimeout(Exception):
@@ -612,6 +615,27 @@ def _import_keeper() -> None:
         importlib.import_module(name)
 
 
+def _quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
+    """asyncio's own servers (a plugin's: the live view) log every accept that fails for want
+    of descriptors, with its traceback — under a connection flood that is tens of thousands
+    of lines a second, filling the disk and holding the loop the flood meant to starve. One
+    line per :data:`ACCEPT_WARN_EVERY` seconds is kept, as the keeper's own accept loop does;
+    every other error goes to the default handler."""
+    warned = [-ACCEPT_WARN_EVERY]
+
+    def handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        scarce = isinstance(exc, OSError) and exc.errno in _SCARCE
+        if scarce and "accept" in str(context.get("message", "")):
+            if time.monotonic() - warned[0] >= ACCEPT_WARN_EVERY:
+                warned[0] = time.monotonic()
+                log.warning("a server's accept failed (%s); backing off, still serving", exc)
+            return
+        loop.default_exception_handler(context)
+
+    loop.set_exception_handler(handler)
+
+
 async def _run(
     sock: socket.socket,
     paths: BayPaths,
@@ -626,6 +650,7 @@ async def _run(
     that fails to start is logged; the verb that needs it tries again and is refused
     ``backend_unavailable`` (browserbay.keeper.browsers), nothing recorded."""
     driver = PlaywrightDriver(compile_caches(paths.state), early)
+    _quiet_accept_errors(asyncio.get_running_loop())
 
     async def prewarm() -> None:
         try:
