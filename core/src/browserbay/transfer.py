@@ -193,23 +193,40 @@ def _opened(verb: Verb, args: dict[str, Any]) -> list[tuple[str, int, Reading]]:
     return opened
 
 
+def put_frame(
+    frame_id: str,
+    timeout: float,
+    offset: int,
+    data: bytes,
+    handle: str | None,
+    name: str,
+    size: int,
+) -> dict[str, Any]:
+    """One ``put`` frame: ``data`` at ``offset`` of a file; the first (``handle`` None) names
+    the file and its size, the next ones the handle the keeper answered."""
+    frame: dict[str, Any] = {
+        "id": frame_id,
+        "op": "put",
+        "timeout": timeout,
+        "offset": offset,
+        "data": base64.b64encode(data).decode("ascii"),
+    }
+    if handle is None:
+        frame.update(name=name, size=size)
+    else:
+        frame["handle"] = handle
+    return frame
+
+
 def _put(reading: Reading, rid: str, timeout: float) -> Carry:
     """The ``put`` frames of one file; answers the keeper's last answer (a refusal stops it)."""
     handle: str | None = None
     offset = 0
     answer: dict[str, Any] = {}
     for n, data in enumerate(reading.chunks()):
-        frame: dict[str, Any] = {
-            "id": f"{rid}.put{n}",
-            "op": "put",
-            "timeout": timeout,
-            "offset": offset,
-            "data": base64.b64encode(data).decode("ascii"),
-        }
-        if handle is None:
-            frame.update(name=reading.name, size=reading.size)
-        else:
-            frame["handle"] = handle
+        frame = put_frame(
+            f"{rid}.put{n}", timeout, offset, data, handle, reading.name, reading.size
+        )
         answer = yield frame
         if not answer.get("ok"):
             return answer
@@ -218,20 +235,18 @@ def _put(reading: Reading, rid: str, timeout: float) -> Carry:
     return answer
 
 
+def get_frame(frame_id: str, timeout: float, handle: str, offset: int) -> dict[str, Any]:
+    """One ``get`` frame: the offered file ``handle``'s bytes from ``offset`` on."""
+    return {"id": frame_id, "op": "get", "timeout": timeout, "handle": handle, "offset": offset}
+
+
 def _get(offer: dict[str, Any], writing: Writing, rid: str, timeout: float) -> Carry:
     """The ``get`` frames of one offered file, written as they come; answers the last
     answer (a refusal stops it)."""
     offset, size = 0, int(offer.get("size") or 0)
     n = 0
     while True:
-        frame = {
-            "id": f"{rid}.get{n}",
-            "op": "get",
-            "timeout": timeout,
-            "handle": offer["handle"],
-            "offset": offset,
-        }
-        answer = yield frame
+        answer = yield get_frame(f"{rid}.get{n}", timeout, str(offer["handle"]), offset)
         if not answer.get("ok"):
             return answer
         data = base64.b64decode(answer["data"]["data"])

@@ -359,17 +359,8 @@ class Forwarder:
             offset = 0
             while True:
                 chunk = await anyio.to_thread.run_sync(_read, up.path, offset, transfer.CHUNK)
-                put: dict[str, Any] = {
-                    "id": f"{rid}.put{n}.{offset}",
-                    "op": "put",
-                    "timeout": timeout,
-                    "offset": offset,
-                    "data": base64.b64encode(chunk).decode("ascii"),
-                }
-                if sent is None:
-                    put.update(name=up.name, size=up.size)
-                else:
-                    put["handle"] = sent
+                frame_id = f"{rid}.put{n}.{offset}"
+                put = transfer.put_frame(frame_id, timeout, offset, chunk, sent, up.name, up.size)
                 answer = await conn.exchange(put)
                 if not answer.get("ok"):
                     raise relayed(answer)
@@ -394,13 +385,7 @@ class Forwarder:
         got = bytearray()
         n = 0
         while True:
-            frame = {
-                "id": f"{rid}.get{n}",
-                "op": "get",
-                "timeout": timeout,
-                "handle": offer.get("handle"),
-                "offset": len(got),
-            }
+            frame = transfer.get_frame(f"{rid}.get{n}", timeout, str(offer.get("handle")), len(got))
             answer = await conn.exchange(frame)
             if not answer.get("ok"):
                 raise relayed(answer)
