@@ -37,7 +37,7 @@ from browserbay.keeper.channels import OWNER, Channel
 from browserbay.keeper.pageverbs import Answer
 from browserbay.keeper.profiles import ProfileBook
 from browserbay.keeper.recorder import JPEG_QUALITY, MAX_EDGE, Encoder, Limits, Recording
-from browserbay.keeper.recording import encoder_missing, part_file
+from browserbay.keeper.recording import part_file, require_encoder
 from browserbay.keeper.sessions import Lease, Session, Tab
 from browserbay.paths import ensure_private, write_private
 from browserbay.refusals import Refusal
@@ -280,16 +280,9 @@ class Continuous:
                 detail=f"recording {action} needs a profile: bay recording {action} work",
                 verb="recording",
             )
-        row = self.profiles.find(str(given), OWNER)
+        row = await self.profiles.find_fresh(str(given), OWNER)
         if action == "on":
-            missing = await anyio.to_thread.run_sync(encoder_missing)
-            if missing is not None:
-                raise Refusal(
-                    "recorder_unavailable",
-                    reason=f"PyAV (the av package) does not load in the keeper: {missing}",
-                    fix="install browserbay-core[record] (PyAV) into bay's environment, then "
-                    "bay keeper stop",
-                )
+            await require_encoder()
             again = row.id in self.opt_ins.ids and row.id not in self.failed
             self.failed.pop(row.id, None)
             if not again:

@@ -45,6 +45,18 @@ def encoder_missing() -> str | None:
     return None
 
 
+async def require_encoder() -> None:
+    """Refuse ``recorder_unavailable`` when PyAV does not load (its import, off the loop)."""
+    missing = await anyio.to_thread.run_sync(encoder_missing)
+    if missing is not None:
+        raise Refusal(
+            "recorder_unavailable",
+            reason=f"PyAV (the av package) does not load in the keeper: {missing}",
+            fix="install browserbay-core[record] (PyAV) into bay's environment, then "
+            "bay keeper stop",
+        )
+
+
 def _limits(act: Act) -> Limits:
     def bounded(name: str, default: float, most: float) -> float:
         value = act.args.get(name)
@@ -84,14 +96,7 @@ async def start(act: Act, book: Recordings) -> Answer:
     running = book.get(lease.session.id, lease.profile.id)
     if running is not None and not running.done.is_set():
         raise Refusal("recording_running", path=running.path, tab=running.tab)
-    missing = await anyio.to_thread.run_sync(encoder_missing)  # an import: off the loop
-    if missing is not None:
-        raise Refusal(
-            "recorder_unavailable",
-            reason=f"PyAV (the av package) does not load in the keeper: {missing}",
-            fix="install browserbay-core[record] (PyAV) into bay's environment, then "
-            "bay keeper stop",
-        )
+    await require_encoder()
     limits = _limits(act)
     try:
         fd, part = await anyio.to_thread.run_sync(part_file, dest)
