@@ -64,44 +64,66 @@ def report(title: str, samples: dict[str, list[float]], peer: str, loads: list[s
     return "\n".join(lines)
 
 
+def ab_timer(b: run.Bench, home: Path, session: str) -> Callable[..., Callable[[], float]]:
+    """``ab(*argv)``: a timed agent-browser command on the warm daemon of ``home``."""
+
+    def ab(*argv: str) -> Callable[[], float]:
+        def go() -> float:
+            t, cp = b.ab(home, *argv, session=session, timeout=30)
+            run.must(cp, "agent-browser " + " ".join(argv))
+            return t
+
+        return go
+
+    return ab
+
+
+def keeper_timer(k: click.Keeper, verb: str, args: dict[str, Any]) -> Callable[[], float]:
+    """One request on the keeper's kept connection, timed."""
+
+    def go() -> float:
+        t0 = time.perf_counter()
+        k.req(verb, args)
+        return time.perf_counter() - t0
+
+    return go
+
+
+def measured(what: str, tools: dict[str, Callable[[], float]], reps: int) -> str:
+    """The tools interleaved rep by rep (5 warm-up), reported against agent-browser with the
+    load average before and after."""
+    loads = [click.loadavg()]
+    samples = rotate(tools, reps, 5)
+    loads.append(click.loadavg())
+    return report(what, samples, "agent-browser", loads)
+
+
+def stop_all(b: run.Bench, keepers: dict[str, click.Keeper], ab_home: Path) -> None:
+    for k in keepers.values():
+        k.conn.close()
+        b.bay_stop(k.home)
+    b.ab_stop(ab_home)
+
+
 def part_a(b: run.Bench, url: str, roots: dict[str, Path], reps: int) -> str:
     keepers = {label: click.Keeper(b, root, label, url) for label, root in roots.items()}
     ab_home = b.ab_home("perf-a")
     run.must(b.ab(ab_home, "open", url, session="bench-click")[1], "agent-browser open")
     snap = run.must(b.ab(ab_home, "snapshot", "-i", session="bench-click")[1], "ab snapshot")
     ab_ref = run.ref_of(snap, "checkbox")
-
-    def ab(*argv: str) -> Callable[[], float]:
-        def go() -> float:
-            t, cp = b.ab(ab_home, *argv, session="bench-click", timeout=30)
-            run.must(cp, "agent-browser " + " ".join(argv))
-            return t
-
-        return go
-
-    def title(k: click.Keeper) -> Callable[[], float]:
-        def go() -> float:
-            t0 = time.perf_counter()
-            k.req("get", {"what": "title"})
-            return time.perf_counter() - t0
-
-        return go
-
+    ab = ab_timer(b, ab_home, "bench-click")
     out = []
     for what, tools in (
         ("a click @ref, in keeper", {**{n: k.click for n, k in keepers.items()}}),
-        ("a get title, in keeper", {n: title(k) for n, k in keepers.items()}),
+        (
+            "a get title, in keeper",
+            {n: keeper_timer(k, "get", {"what": "title"}) for n, k in keepers.items()},
+        ),
     ):
         peer_argv = ("click", "@" + ab_ref) if "click" in what else ("get", "title")
         tools["agent-browser"] = ab(*peer_argv)
-        loads = [click.loadavg()]
-        samples = rotate(tools, reps, 5)
-        loads.append(click.loadavg())
-        out.append(report(what, samples, "agent-browser", loads))
-    for k in keepers.values():
-        k.conn.close()
-        b.bay_stop(k.home)
-    b.ab_stop(ab_home)
+        out.append(measured(what, tools, reps))
+    stop_all(b, keepers, ab_home)
     return "\n".join(out)
 
 
@@ -111,22 +133,7 @@ def part_s(b: run.Bench, url: str, roots: dict[str, Path], reps: int) -> str:
     keepers = {label: click.Keeper(b, root, label, url) for label, root in roots.items()}
     ab_home = b.ab_home("perf-s")
     run.must(b.ab(ab_home, "open", url, session="bench-snap")[1], "agent-browser open")
-
-    def ab(*argv: str) -> Callable[[], float]:
-        def go() -> float:
-            t, cp = b.ab(ab_home, *argv, session="bench-snap", timeout=30)
-            run.must(cp, "agent-browser " + " ".join(argv))
-            return t
-
-        return go
-
-    def snap(k: click.Keeper, args: dict[str, Any]) -> Callable[[], float]:
-        def go() -> float:
-            t0 = time.perf_counter()
-            k.req("snapshot", args)
-            return time.perf_counter() - t0
-
-        return go
+    ab = ab_timer(b, ab_home, "bench-snap")
 
     out = []
     long_url = url.replace("/form.html", "/list.html?n=300")
@@ -139,16 +146,10 @@ def part_s(b: run.Bench, url: str, roots: dict[str, Path], reps: int) -> str:
             for k in keepers.values():
                 k.req("open", {"url": page})
             run.must(b.ab(ab_home, "open", page, session="bench-snap")[1], "agent-browser open")
-        tools = {n: snap(k, args) for n, k in keepers.items()}
+        tools = {n: keeper_timer(k, "snapshot", args) for n, k in keepers.items()}
         tools["agent-browser"] = ab("snapshot", *(["-i"] if args.get("interactive") else []))
-        loads = [click.loadavg()]
-        samples = rotate(tools, reps, 5)
-        loads.append(click.loadavg())
-        out.append(report(what, samples, "agent-browser", loads))
-    for k in keepers.values():
-        k.conn.close()
-        b.bay_stop(k.home)
-    b.ab_stop(ab_home)
+        out.append(measured(what, tools, reps))
+    stop_all(b, keepers, ab_home)
     return "\n".join(out)
 
 
