@@ -16,22 +16,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
 from browserbay.api import SyncClient
-from browserbay_testing.fleet import keeper_fleet
+from browserbay_testing.fleet import linked_fleet
 from browserbay_testing.pages import serve_pages
 from browserbay_testing.postgres import pg_server
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _ms(samples: list[float]) -> tuple[float, float, float]:
@@ -48,41 +41,29 @@ def main() -> None:
         tempfile.TemporaryDirectory(prefix="bay-bench-fleet-") as tmp,
         pg_server() as server,
         serve_pages({"/": "<!doctype html><title>bench</title><p>fleet"}) as site,
+        linked_fleet(server, Path(tmp)) as fleet,
     ):
-        root = Path(tmp)
-        secret = root / "fleet.secret"
-        secret.write_text(os.urandom(32).hex() + "\n")
-        secret.chmod(0o600)
-        member_env = {n: {"BAY_FLEET_LISTEN": f"127.0.0.1:{_port()}"} for n in "ab"}
-        with keeper_fleet(
-            server,
-            root,
-            2,
-            env={"BAY_FLEET_SECRET_FILE": str(secret)},
-            member_env=member_env,
-            start=False,
-        ) as fleet:
-            a, b = fleet["a"], fleet["b"]
-            a.start()
-            pid = str(a.ok("new", "work", session=None)["id"])
-            a.ok("use", pid, session="here")
-            a.ok("open", f"{site}/", session="here")
-            b.ok("use", pid, session="there")
-            b.ok("open", f"{site}/", session="there")
-            direct = SyncClient("here", home=a.home, autostart=False)
-            forwarded = SyncClient("there", home=b.home, autostart=False)
-            times: dict[str, list[float]] = {"direct": [], "forwarded": []}
-            load = [os.getloadavg()[0]]
-            for rep in range(args.warm + args.reps):
-                for name, client in (("direct", direct), ("forwarded", forwarded)):
-                    started = time.perf_counter()
-                    client.get("title")
-                    took = time.perf_counter() - started
-                    if rep >= args.warm:
-                        times[name].append(took)
-            load.append(os.getloadavg()[0])
-            direct.disconnect()
-            forwarded.disconnect()
+        a, b = fleet["a"], fleet["b"]
+        a.start()
+        pid = str(a.ok("new", "work", session=None)["id"])
+        a.ok("use", pid, session="here")
+        a.ok("open", f"{site}/", session="here")
+        b.ok("use", pid, session="there")
+        b.ok("open", f"{site}/", session="there")
+        direct = SyncClient("here", home=a.home, autostart=False)
+        forwarded = SyncClient("there", home=b.home, autostart=False)
+        times: dict[str, list[float]] = {"direct": [], "forwarded": []}
+        load = [os.getloadavg()[0]]
+        for rep in range(args.warm + args.reps):
+            for name, client in (("direct", direct), ("forwarded", forwarded)):
+                started = time.perf_counter()
+                client.get("title")
+                took = time.perf_counter() - started
+                if rep >= args.warm:
+                    times[name].append(took)
+        load.append(os.getloadavg()[0])
+        direct.disconnect()
+        forwarded.disconnect()
     p25d, medd, p90d = _ms(times["direct"])
     p25f, medf, p90f = _ms(times["forwarded"])
     extra = [f - d for f, d in zip(times["forwarded"], times["direct"], strict=True)]

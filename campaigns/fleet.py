@@ -45,7 +45,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
@@ -62,6 +61,7 @@ import psycopg
 from browserbay import client
 from browserbay.paths import BayPaths, bay_paths
 from browserbay.registry.tabs import PARKED
+from browserbay_testing.fleet import free_port, write_secret
 from browserbay_testing.postgres import PgServer, pg_server
 from campaigns.common import (
     BAY,
@@ -373,20 +373,12 @@ def _overlaps(intervals: list[tuple[float, float, str]]) -> list[str]:
     return out
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextlib.contextmanager
 def fleet(server: PgServer, root: Path) -> Iterator[tuple[str, list[Keeper]]]:
     with server.fresh_schema_url() as url:
         shared = root / "shared"
         shared.mkdir()
-        secret = root / "fleet.secret"
-        secret.write_text(f"{random.getrandbits(256):064x}\n")
-        secret.chmod(0o600)
+        secret = write_secret(root)
         keepers = []
         for name in NAMES:
             home = root / name
@@ -397,7 +389,7 @@ def fleet(server: PgServer, root: Path) -> Iterator[tuple[str, list[Keeper]]]:
                 "BAY_FLEET_TTL": f"{TTL:g}",
                 "BAY_FLEET_HOST": f"host-{name}",
                 "BAY_FLEET_DATA": str(shared),
-                "BAY_FLEET_LISTEN": f"127.0.0.1:{_free_port()}",
+                "BAY_FLEET_LISTEN": f"127.0.0.1:{free_port()}",
                 "BAY_FLEET_SECRET_FILE": str(secret),
                 # After kills one keeper may serve all nine profiles: above the default 8.
                 "BAY_MAX_BROWSERS": "12",

@@ -36,7 +36,7 @@ from browserbay.keeper import link
 from browserbay.paths import bay_paths
 from browserbay_keys_file.store import FileStore
 from browserbay_testing import Bay, assert_refused, wait_for
-from browserbay_testing.fleet import keeper_fleet
+from browserbay_testing.fleet import free_port, keeper_fleet, link_env, write_secret
 from browserbay_testing.keys import (
     VENDOR_ENV,
     children,
@@ -216,14 +216,12 @@ def test_a_keyed_profile_used_on_b_is_forwarded_to_its_live_key_home_which_start
     provider_needs_local_key ("use that keeper"); now its verbs go to A over the link, and
     A starts the browser with A's key — B reads no key and starts nothing."""
     key_a, key_b = new_key(), new_key()
-    secret = tmp_path / "fleet.secret"
-    secret.write_text(secrets.token_hex(32) + "\n")
-    secret.chmod(0o600)
+    secret = write_secret(tmp_path)
     member_env = {
         name: {
             "BAY_INTEGRATION_KEYED_API_KEY": key,
             "BAY_KEYED_CALLS": str(tmp_path / f"{name}.calls"),
-            "BAY_FLEET_LISTEN": f"127.0.0.1:{_free_port()}",
+            "BAY_FLEET_LISTEN": f"127.0.0.1:{free_port()}",
         }
         for name, key in (("a", key_a), ("b", key_b))
     }
@@ -287,12 +285,6 @@ def test_a_keys_file_on_the_fleets_shared_storage_is_never_written_nor_read(
 # -- bay doctor's fleet rows (issue 22 item 7) ------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _doctor_fleet(m: Bay, **env: str) -> dict[str, dict[str, Any]]:
     r = m("doctor", session=None, env=env, timeout=120)
     checks = r.frame["data"]["checks"]
@@ -302,12 +294,8 @@ def _doctor_fleet(m: Bay, **env: str) -> dict[str, dict[str, Any]]:
 def test_doctor_lists_the_fleet_and_proves_each_live_peers_link_without_a_verb(
     postgres: PgServer, tmp_path: Path
 ) -> None:
-    secret = tmp_path / "fleet.secret"
-    secret.write_text(secrets.token_hex(32) + "\n")
-    secret.chmod(0o600)
-    member_env = {
-        name: {"BAY_FLEET_LISTEN": f"127.0.0.1:{_free_port()}"} for name in ("a", "b", "c")
-    }
+    secret = write_secret(tmp_path)
+    member_env = link_env("abc")
     env = {"BAY_FLEET_SECRET_FILE": str(secret)}
     with keeper_fleet(postgres, tmp_path, 3, ttl=8, env=env, member_env=member_env) as fleet:
         a, b, c = fleet["a"], fleet["b"], fleet["c"]
@@ -355,7 +343,7 @@ def test_a_peer_over_the_fleet_link_cannot_set_spend_or_read_a_key(tmp_path: Pat
     secret_path = tmp_path / "fleet.secret"
     secret_path.write_text(secret)
     secret_path.chmod(0o600)
-    address = f"127.0.0.1:{_free_port()}"
+    address = f"127.0.0.1:{free_port()}"
     planted, value = "sk_" + secrets.token_hex(12), "sk_" + secrets.token_hex(12)
     with keeper_home("lk", BAY_FLEET_LISTEN=address, BAY_FLEET_SECRET_FILE=str(secret_path)) as b:
         b.ok("keys", "set", "cloud:steel", "api_key", stdin=planted + "\n", session=None)

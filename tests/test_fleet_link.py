@@ -5,7 +5,6 @@ on before TLS), logged without the secret, and nothing of the keeper's runs for 
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
 import json
 import os
 import socket
@@ -25,7 +24,14 @@ from browserbay.keeper import link
 from browserbay.refusals import Refusal
 from browserbay.selfsigned import ensure_self_signed
 from browserbay_testing.bay import Bay, wait_for
-from browserbay_testing.fleet import Fleet, Member, keeper_fleet
+from browserbay_testing.fleet import (
+    Member,
+    free_port,
+    keeper_fleet,
+    link_env,
+    linked_fleet,
+    write_secret,
+)
 from browserbay_testing.live import open_live_link, press_hand_back, press_take_over
 from browserbay_testing.pages import serve_pages
 from browserbay_testing.plugin import keeper, short_home
@@ -44,17 +50,8 @@ def in_thread(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         return pool.submit(anyio.run, fn, *args).result()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def secret_file(where: Path, text: str = SECRET, mode: int = 0o600) -> Path:
-    path = where / "fleet.secret"
-    path.write_text(text + "\n")
-    path.chmod(mode)
-    return path
+    return write_secret(where, text, mode)
 
 
 def keeper_log(b: Bay) -> str:
@@ -353,24 +350,6 @@ def test_a_secret_file_others_may_read_is_refused_at_start() -> None:
 # -- sessions anywhere: verbs forwarded to the keeper that runs the browser -----------------
 
 
-@contextlib.contextmanager
-def linked_fleet(postgres: PgServer, root: Path) -> Iterator[Fleet]:
-    """Keepers a and b on one registry, each listening on a link of its own, one secret."""
-    secrets_dir = root / "secret"
-    secrets_dir.mkdir()
-    path = secret_file(secrets_dir)
-    member_env = {n: {"BAY_FLEET_LISTEN": f"127.0.0.1:{free_port()}"} for n in "ab"}
-    with keeper_fleet(
-        postgres,
-        root,
-        2,
-        env={"BAY_FLEET_SECRET_FILE": str(path)},
-        member_env=member_env,
-        start=False,
-    ) as fleet:
-        yield fleet
-
-
 def _work_on_a(a: Member, demo: str, *flags: str) -> str:
     """Profile ``work`` made on A, its browser running there (A's session ``a``)."""
     pid = str(a.ok("new", "work", *flags, session=None)["id"])
@@ -382,7 +361,7 @@ def _work_on_a(a: Member, demo: str, *flags: str) -> str:
 def test_a_profile_made_on_a_is_usable_from_b_and_shares_its_login(
     postgres: PgServer, tmp_path: Path, demo: str
 ) -> None:
-    with linked_fleet(postgres, tmp_path) as fleet:
+    with linked_fleet(postgres, tmp_path, secret=SECRET) as fleet:
         a, b = fleet["a"], fleet["b"]
         a.start()
         pid = _work_on_a(a, demo)
@@ -410,7 +389,7 @@ def test_a_profile_made_on_a_after_b_started_is_found_by_b(
     """B read the registry's profiles once, at its start: one A made afterwards was
     ``profile_unknown`` on B until B restarted. A name B does not know is looked up in the
     shared registry again before it is refused."""
-    with linked_fleet(postgres, tmp_path) as fleet:
+    with linked_fleet(postgres, tmp_path, secret=SECRET) as fleet:
         a, b = fleet["a"], fleet["b"]
         a.start()
         b.start()
@@ -428,7 +407,7 @@ def test_bs_session_never_sees_as_sessions_tabs(
     postgres: PgServer, tmp_path: Path, demo: str
 ) -> None:
     """Even a session of A with the same id as B's: at A, B's session is b1@<B's id>."""
-    with linked_fleet(postgres, tmp_path) as fleet:
+    with linked_fleet(postgres, tmp_path, secret=SECRET) as fleet:
         a, b = fleet["a"], fleet["b"]
         a.start()
         pid = _work_on_a(a, demo)
@@ -450,7 +429,7 @@ def test_bs_session_never_sees_as_sessions_tabs(
 def test_a_takeover_at_a_refuses_bs_forwarded_verb_browser_paused(
     postgres: PgServer, tmp_path: Path, demo: str, viewer: Any
 ) -> None:
-    with linked_fleet(postgres, tmp_path) as fleet:
+    with linked_fleet(postgres, tmp_path, secret=SECRET) as fleet:
         a, b = fleet["a"], fleet["b"]
         a.start()
         pid = _work_on_a(a, demo)
@@ -467,7 +446,7 @@ def test_a_takeover_at_a_refuses_bs_forwarded_verb_browser_paused(
 
 
 def test_the_fence_at_a_applies_to_bs_verbs(postgres: PgServer, tmp_path: Path, demo: str) -> None:
-    with linked_fleet(postgres, tmp_path) as fleet:
+    with linked_fleet(postgres, tmp_path, secret=SECRET) as fleet:
         a, b = fleet["a"], fleet["b"]
         a.start()
         pid = _work_on_a(a, demo, "--allowed-domains", "127.0.0.1")
@@ -551,7 +530,7 @@ def test_files_travel_through_the_link_both_ways(postgres: PgServer, tmp_path: P
     shot.parent.mkdir()
     with (
         serve_pages({"/upload.html": UPLOAD_HTML}) as site,
-        linked_fleet(postgres, tmp_path) as fleet,
+        linked_fleet(postgres, tmp_path, secret=SECRET) as fleet,
     ):
         a, b = fleet["a"], fleet["b"]
         a.start()
@@ -574,7 +553,7 @@ def test_a_session_socket_agent_on_b_is_confined_to_its_grant_at_a(
 ) -> None:
     """B sends its agent's grant; A runs the agent's verb within it (and the agent's actor
     is its origin session's). A grant without the profile: refused before anything is sent."""
-    with linked_fleet(postgres, tmp_path) as fleet:
+    with linked_fleet(postgres, tmp_path, secret=SECRET) as fleet:
         a, b = fleet["a"], fleet["b"]
         a.start()
         pid = _work_on_a(a, demo)
@@ -610,10 +589,7 @@ def test_a_placement_b_kept_is_placed_again_when_its_keeper_stopped(
     secrets_dir = tmp_path / "secret"
     secrets_dir.mkdir()
     path = secret_file(secrets_dir)
-    member_env = {
-        n: {"BAY_FLEET_LISTEN": f"127.0.0.1:{free_port()}", "BAY_FLEET_DATA": str(shared)}
-        for n in "ab"
-    }
+    member_env = link_env("ab", BAY_FLEET_DATA=str(shared))
     with keeper_fleet(
         postgres,
         tmp_path,

@@ -15,8 +15,9 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import string
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -123,3 +124,46 @@ def keeper_fleet(
             for m in members:
                 with contextlib.suppress(Exception):
                     m.stop()
+
+
+def free_port() -> int:
+    """A loopback TCP port nobody listens on now (for a keeper's ``BAY_FLEET_LISTEN``)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def write_secret(where: Path, text: str | None = None, mode: int = 0o600) -> Path:
+    """``where/fleet.secret``: the fleet link's secret (``BAY_FLEET_SECRET_FILE``), 32 random
+    bytes in hex unless ``text`` is given; ``mode`` other than 0600 for the attack tests."""
+    path = where / "fleet.secret"
+    path.write_text((text if text is not None else os.urandom(32).hex()) + "\n")
+    path.chmod(mode)
+    return path
+
+
+def link_env(names: Iterable[str], **extra: str) -> dict[str, dict[str, str]]:
+    """Each member's own ``BAY_FLEET_LISTEN`` on a free loopback port (and ``extra``)."""
+    return {n: {"BAY_FLEET_LISTEN": f"127.0.0.1:{free_port()}", **extra} for n in names}
+
+
+@contextlib.contextmanager
+def linked_fleet(
+    postgres: PgServer, root: Path, n: int = 2, secret: str | None = None, **extra: str
+) -> Iterator[Fleet]:
+    """:func:`keeper_fleet` whose ``n`` keepers each listen on a fleet link of their own,
+    all with one secret file (under ``root/secret``); not started (the first command
+    starts a member). ``extra``: more variables of every member."""
+    secrets = root / "secret"
+    secrets.mkdir(parents=True, exist_ok=True)
+    path = write_secret(secrets, secret)
+    names = string.ascii_lowercase[:n]
+    with keeper_fleet(
+        postgres,
+        root,
+        n,
+        env={"BAY_FLEET_SECRET_FILE": str(path)},
+        member_env=link_env(names, **extra),
+        start=False,
+    ) as fleet:
+        yield fleet
