@@ -15,7 +15,7 @@ from browserbay.keeper.controls import Controls
 from browserbay.keeper.roads import Guards
 from browserbay.keeper.sessions import Lease, Session
 from browserbay.model import LeaseInfo, ProfileRef, SessionRef, VerbCall
-from browserbay.plugins import load_plugins
+from browserbay.plugins import Plugins, load_plugins
 from browserbay.refusals import Refusal
 from browserbay_testing import assert_refused
 
@@ -169,11 +169,10 @@ async def _later(fn: Any) -> None:
     fn()
 
 
-def test_a_session_socket_sibling_is_not_told_which_session_a_human_took() -> None:
-    """Two sessions on one shared profile; a human takes the first's lease. The second's
-    verb is refused ``browser_paused`` either way, but only the owner's channel is told the
-    first session's id (and its handoff's reason): on a session socket it is ``another
-    session``."""
+def _two_on_one_profile() -> tuple[
+    Controls, Plugins, ProfileRef, dict[str, Session], dict[str, Lease]
+]:
+    """Sessions ``holder-7f3a9c`` and ``sibling``, each with a lease on one shared profile."""
     plugins = load_plugins({}, extra=[("recorder", Hooks())], entry_points=[])
     profile = ProfileRef("bp-0000abcd", "work", "chromium", 1, False)
     sessions: dict[str, Session] = {}
@@ -182,7 +181,15 @@ def test_a_session_socket_sibling_is_not_told_which_session_a_human_took() -> No
         ref = SessionRef(sid, "env")
         sessions[sid] = Session(ref, sid)
         leases[sid] = sessions[sid].leases[profile.id] = Lease(ref, profile)
-    controls = Controls(plugins, sessions, 300.0)
+    return Controls(plugins, sessions, 300.0), plugins, profile, sessions, leases
+
+
+def test_a_session_socket_sibling_is_not_told_which_session_a_human_took() -> None:
+    """Two sessions on one shared profile; a human takes the first's lease. The second's
+    verb is refused ``browser_paused`` either way, but only the owner's channel is told the
+    first session's id (and its handoff's reason): on a session socket it is ``another
+    session``."""
+    controls, plugins, profile, _sessions, leases = _two_on_one_profile()
 
     async def audit(_call: VerbCall, _ok: bool, _code: str | None) -> None:
         return None
@@ -238,15 +245,7 @@ def test_a_sibling_cut_in_flight_on_a_session_socket_is_not_told_which_session_a
     shared browser is cut ``browser_interrupted``; as with ``browser_paused``, only the
     owner's channel is told the taken session's id — a session socket's verb, and the
     handback notice every paused session gets, say ``another session``."""
-    plugins = load_plugins({}, extra=[("recorder", Hooks())], entry_points=[])
-    profile = ProfileRef("bp-0000abcd", "work", "chromium", 1, False)
-    sessions: dict[str, Session] = {}
-    leases: dict[str, Lease] = {}
-    for sid in ("holder-7f3a9c", "sibling"):
-        ref = SessionRef(sid, "env")
-        sessions[sid] = Session(ref, sid)
-        leases[sid] = sessions[sid].leases[profile.id] = Lease(ref, profile)
-    controls = Controls(plugins, sessions, 300.0)
+    controls, _plugins, profile, sessions, leases = _two_on_one_profile()
     click = verbs.BY_NAME["click"]
     said: dict[bool, str] = {}
 
