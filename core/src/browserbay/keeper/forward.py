@@ -41,7 +41,7 @@ from browserbay.keeper.keyhomes import KeyHomeBook
 from browserbay.keeper.link import LINK_FIX, LinkConfig, connect_peer
 from browserbay.keeper.sessions import Lease, Session
 from browserbay.model import ProfileRef
-from browserbay.refusals import CODES, Refusal
+from browserbay.refusals import CODES, Refusal, clip
 from browserbay.registry import KeeperRow
 
 log = logging.getLogger("browserbay.keeper")
@@ -216,7 +216,9 @@ def relayed(answer: dict[str, Any]) -> Refusal:
     if code not in CODES:
         return Refusal("internal_error", verb="a forwarded verb", reason=f"its answer {code}")
     refusal = Refusal(code, way_out=str(answer.get("way_out") or ""), **fields)
-    refusal.message = str(answer.get("message") or refusal.message)
+    # The other keeper's words, clipped here as every refusal's fields are (Refusal clips
+    # its fields and way out; a message set after the fact would not be).
+    refusal.message = str(clip(str(answer.get("message") or refusal.message)))
     return refusal
 
 
