@@ -1270,6 +1270,16 @@ def test_two_keepers_attaching_to_one_session_at_once_give_each_its_own_place(
         assert [p[0] for p in positions] == [1, 2], i
 
 
+def _exactly_one_holds(a: Registry, rounds: list[list[Any]]) -> None:
+    """Each round's two answers are one yes and one no, and the hold names the yes's session
+    (``sa`` for keeper a, ``sb`` for keeper b)."""
+    for i, answers in enumerate(rounds):
+        assert sorted(answers, key=str) == [False, True], answers
+        hold = a.holds.get(f"p{i}")
+        assert hold is not None
+        assert hold.holder == ("sa", "sb")[answers.index(True)]
+
+
 def test_of_two_keepers_holding_one_profile_at_once_exactly_one_holds_it(
     two_keepers: TwoKeepers,
 ) -> None:
@@ -1281,11 +1291,7 @@ def test_of_two_keepers_holding_one_profile_at_once_exactly_one_holds_it(
         lambda i: a.holds.set(f"p{i}", "sa", "ga"),
         lambda i: b.holds.set(f"p{i}", "sb", "gb"),
     )
-    for i, answers in enumerate(rounds):
-        assert sorted(answers, key=str) == [False, True], answers
-        hold = a.holds.get(f"p{i}")
-        assert hold is not None
-        assert hold.holder == ("sa", "sb")[answers.index(True)]
+    _exactly_one_holds(a, rounds)
 
 
 def test_of_two_keepers_queueing_for_one_free_profile_at_once_exactly_one_gets_it(
@@ -1303,11 +1309,7 @@ def test_of_two_keepers_queueing_for_one_free_profile_at_once_exactly_one_gets_i
         lambda i: queue_and_look(a, "sa", i),
         lambda i: queue_and_look(b, "sb", i),
     )
-    for i, answers in enumerate(rounds):
-        assert sorted(answers, key=str) == [False, True], answers
-        hold = a.holds.get(f"p{i}")
-        assert hold is not None
-        assert hold.holder == ("sa", "sb")[answers.index(True)]
+    _exactly_one_holds(a, rounds)
 
 
 def test_of_two_keepers_keeping_one_leases_tabs_at_once_one_whole_list_stands(
