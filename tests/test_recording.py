@@ -190,6 +190,23 @@ def test_recording_bad_input_is_refused_with_a_way_out(bay: Bay) -> None:
     assert bay.ok("recording", "off", "rec-never", session=None)["changed"] is False
 
 
+def test_an_opt_in_outlives_the_keeper(tmp_path: Path) -> None:
+    """The owner's opt-in is kept in the home (read off the loop at the keeper's start): a
+    restarted keeper still lists it, and its file is the owner's alone."""
+    b = Bay(tmp_path / "home")
+    try:
+        b.ok("new", "rec-kept", session=None)
+        b.ok("recording", "on", "rec-kept", session=None)
+        kept = b.home / "state" / "recording.json"
+        assert stat.S_IMODE(os.stat(kept).st_mode) == 0o600
+        b.ok("keeper", "stop", session=None)
+        b.ok("keeper", "start", session=None)
+        again = b.ok("recording", "on", "rec-kept", session=None)
+        assert again["changed"] is False  # still on after the restart
+    finally:
+        b.stop()
+
+
 def test_a_full_disk_stops_the_recording_with_a_notice_and_the_keeper_goes_on(
     demo: str, tmp_path: Path
 ) -> None:

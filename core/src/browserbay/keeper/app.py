@@ -413,6 +413,7 @@ class App:
         await self.driver.add_engine(snapshots.REF_ENGINE, snapshots.REF_ENGINE_JS)
         await self.fleet.start()
         await self.profiles.load()
+        await self.continuous.opt_ins.load()
         dropped = await self.db(self.registry.holds.drop_orphans)
         if dropped:
             log.info("%d exclusive hold(s) of a cut `use --exclusive` released", dropped)

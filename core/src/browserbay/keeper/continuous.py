@@ -67,9 +67,17 @@ class OptIns:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.ids: set[str] = set()
-        with contextlib.suppress(OSError, ValueError, TypeError):
-            said = json.loads(path.read_text(encoding="utf-8"))
-            self.ids = {str(p) for p in said.get("profiles", [])}
+
+    async def load(self) -> None:
+        """Read the file (off the loop): at the keeper's start. A missing or unreadable file
+        is no opt-in."""
+        self.ids = await anyio.to_thread.run_sync(self._read)
+
+    def _read(self) -> set[str]:
+        with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
+            said = json.loads(self.path.read_text(encoding="utf-8"))
+            return {str(p) for p in said.get("profiles", [])}
+        return set()
 
     async def save(self) -> None:
         body = json.dumps({"profiles": sorted(self.ids)}).encode()
