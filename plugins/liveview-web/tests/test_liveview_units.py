@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 from typing import Any
 
 import pytest
@@ -148,6 +149,7 @@ def test_a_slow_viewer_holds_one_frame_and_drops_the_rest() -> None:
         viewer = _viewer(ws)
         viewer.fps = 60
         viewer.start()
+        viewer.offer_state({"t": "state", "session": "s1"})
         viewer.offer_frame(b"first")
         await asyncio.sleep(0.05)
         for i in range(1000):
@@ -158,10 +160,37 @@ def test_a_slow_viewer_holds_one_frame_and_drops_the_rest() -> None:
         return viewer, ws
 
     viewer, ws = asyncio.run(run())
-    assert len(ws.sent) == 2  # the first, then the one the socket is stuck on
+    assert len(ws.sent) == 2  # the state, then the first frame the socket is stuck on
     assert viewer.dropped >= 997
     assert viewer._frame is not None  # the newest is the only one waiting
     assert viewer._frame.startswith(b"frame 999")
+
+
+def test_no_frame_goes_out_before_the_viewer_has_its_first_state() -> None:
+    """The page learns whose browser it shows (session, mode, holder) before any picture:
+    a frame offered first waits for the state and goes out right behind it."""
+
+    async def run() -> list[Any]:
+        sent: list[Any] = []
+
+        class Socket:
+            async def send(self, message: Any) -> None:
+                sent.append(message)
+
+        viewer = _viewer(Socket())
+        viewer.start()
+        viewer.offer_frame(b"early")
+        await asyncio.sleep(0.05)
+        held = list(sent)
+        viewer.offer_state({"t": "state", "session": "s1"})
+        await asyncio.sleep(0.05)
+        await viewer.stop()
+        return [held, sent]
+
+    held, sent = asyncio.run(run())
+    assert held == []
+    assert json.loads(sent[0])["session"] == "s1"
+    assert sent[1:] == [b"early"]
 
 
 def test_input_keeps_its_order_coalesces_moves_and_is_bounded() -> None:

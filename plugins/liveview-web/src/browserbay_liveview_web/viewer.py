@@ -104,6 +104,8 @@ class Viewer:
                         text, self._state = self._state, None
                         await self.ws.send(text)
                         continue
+                    if not self.last_state:
+                        break  # no frame before the first state: the page knows whose it is
                     wait = self._next_frame - loop.time()
                     if wait > 0:
                         await asyncio.sleep(wait)  # a newer frame may replace this one
