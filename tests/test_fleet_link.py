@@ -378,9 +378,23 @@ def test_a_profile_made_on_a_is_usable_from_b_and_shares_its_login(
         # B started no browser and took no claim: A runs it.
         assert fleet.rows("SELECT keeper_id FROM profile_claims") == [(a.keeper_id(),)]
         assert fleet.rows("SELECT id FROM browsers WHERE keeper_id=%s", b.keeper_id()) == []
-        # A audits B's verbs as the fleet's, by origin keeper and session.
+        # A audits B's verbs as the fleet's, by origin keeper and session: one row per
+        # verb, A's (its session b1@<B>), none of B's (whose would say session b1).
         actors = {row["actor"] for row in a.ok("audit", "--last", "200")["audit"]}
         assert f"fleet:{b.keeper_id()}/b1" in actors
+        bid = b.keeper_id()
+        rows = fleet.rows(
+            "SELECT verb, session, actor FROM audit WHERE session LIKE %s ORDER BY id", "b1%"
+        )
+        assert rows == [
+            ("use", "b1", "owner"),  # use ran on B (the attachment: the registry's)
+            ("open", f"b1@{bid}", f"fleet:{bid}/b1"),
+            ("get", f"b1@{bid}", f"fleet:{bid}/b1"),
+            ("cookies", f"b1@{bid}", f"fleet:{bid}/b1"),
+            ("cookies", f"b1@{bid}", f"fleet:{bid}/b1"),
+        ]
+        opens = [r for r in b.ok("audit", "--last", "200")["audit"] if r["verb"] == "open"]
+        assert [r["session"] for r in opens] == ["a", f"b1@{bid}"]  # bay audit: counted once
 
 
 def test_a_profile_made_on_a_after_b_started_is_found_by_b(
@@ -485,6 +499,7 @@ def test_a_forwarded_verb_stays_within_the_scope_its_keeper_sends(linked: Linked
     refused profile_not_granted there, whatever the frame names."""
     work = str(linked.bay.ok("new", "scoped-work", session=None)["id"])
     other = str(linked.bay.ok("new", "scoped-other", session=None)["id"])
+    linked.bay.ok("use", work, session="g1")  # (as its keeper attached it: A reads that too)
 
     async def go() -> list[dict[str, Any] | None]:
         stream = await link.connect_peer(linked.address, SECRET.encode(), OTHER, linked.id)
@@ -511,6 +526,117 @@ def test_a_forwarded_verb_stays_within_the_scope_its_keeper_sends(linked: Linked
     assert inside is not None
     assert inside["ok"], inside
     assert inside["session"]["id"] == f"g1@{OTHER}"  # namespaced by its origin keeper
+
+
+def _forward(a: Linked, frames: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
+    """``frames`` sent to keeper A over a proven link of the test's own (as keeper OTHER,
+    holding the fleet's secret): A's answers, in order."""
+
+    async def go() -> list[dict[str, Any] | None]:
+        stream = await link.connect_peer(a.address, SECRET.encode(), OTHER, a.id)
+        await stream.send(protocol.encode(protocol.hello("fleet")))
+        assert await _read_frame(stream) is not None
+        answers = []
+        for frame in frames:
+            await stream.send(protocol.encode(frame))
+            answers.append(await _read_frame(stream))
+        await stream.aclose()
+        return answers
+
+    return in_thread(go)
+
+
+def _tab_list(n: int, session: str, profile: str, group: str | None = None) -> dict[str, Any]:
+    frame: dict[str, Any] = {
+        "id": n,
+        "verb": "tab",
+        "args": {"action": "list"},
+        "session": {"id": session, "origin": "socket"},
+        "profile": profile,
+        "scope": None,
+    }
+    if group is not None:
+        frame["group"] = group
+    return frame
+
+
+def test_a_peer_cannot_act_for_a_session_past_anothers_exclusive_hold(linked: Linked) -> None:
+    """Attack: a peer holding the secret forwards a verb for session x (attached to the
+    profile) while session h holds it exclusively. Only the origin keeper judged holds, so
+    A ran whatever a peer forwarded; now A reads the hold itself and refuses profile_busy
+    naming the holder — as the origin keeper would. The holder's own group still acts."""
+    pid = str(linked.bay.ok("new", "held-work", session=None)["id"])
+    linked.bay.ok("use", pid, session="x")
+    linked.bay.ok("use", pid, "--exclusive", session="h")
+    busy, own_group, holder = _forward(
+        linked,
+        [
+            _tab_list(1, "x", pid),
+            _tab_list(2, "x", pid, group="h"),  # its keeper says x is of the holder's group
+            _tab_list(3, "h", pid),
+        ],
+    )
+    assert busy is not None
+    refused = assert_refused(busy, "profile_busy")
+    assert refused["data"]["holder"] == "h"
+    assert own_group is not None
+    assert own_group["ok"], own_group
+    assert holder is not None
+    assert holder["ok"], holder
+    assert holder["session"]["id"] == f"h@{OTHER}"
+    linked.bay.ok("detach", session="h")
+    (free,) = _forward(linked, [_tab_list(4, "x", pid)])
+    assert free is not None
+    assert free["ok"], free  # the hold is gone: x acts again
+
+
+def test_a_peer_cannot_act_for_a_session_not_attached_to_the_profile(linked: Linked) -> None:
+    """Attack: a peer forwards a verb naming a profile its session never attached (nor has
+    as its last-used or its group's default): A, which ran it, refuses profile_unknown."""
+    pid = str(linked.bay.ok("new", "unattached-work", session=None)["id"])
+    (unknown,) = _forward(linked, [_tab_list(1, "stranger", pid)])
+    assert unknown is not None
+    refused = assert_refused(unknown, "profile_unknown")
+    assert "stranger" in refused["message"]
+    assert "bay use" in refused["way_out"]
+
+
+def test_an_owner_sharing_profile_is_reachable_over_the_link_by_its_owner_only(
+    linked: Linked,
+) -> None:
+    """A profile whose sharing is ``owner`` is the owner's, on every keeper's owner channel
+    (one registry): a peer forwarding for its owner's caller reaches it; one forwarding for
+    an agent (a session group) is refused profile_not_granted, as a session socket is. (It
+    was unreachable from every other keeper: A took each forwarded request for an agent's.)"""
+    pid = str(linked.bay.ok("new", "owners-own", "--sharing", "owner", session=None)["id"])
+    linked.bay.ok("use", pid, session="o1")
+    frames = [dict(_tab_list(n, "o1", pid), owner=owner) for n, owner in enumerate(OWNERS)]
+    owners, agents, unsaid = _forward(linked, frames)
+    assert owners is not None
+    assert owners["ok"], owners
+    for refused in (agents, unsaid):
+        assert refused is not None
+        frame = assert_refused(refused, "profile_not_granted")
+        assert f"on keeper {OTHER}" in frame["way_out"]  # the grant is the origin keeper's
+        assert "--socket fleet:" not in frame["way_out"]  # (it named a socket nobody has)
+
+
+#: Who the peer says the caller is: the owner, an agent's session group, nobody.
+OWNERS = ("owner", "group:o1", None)
+
+
+def test_bs_owner_uses_an_owner_sharing_profile_whose_browser_runs_on_a(
+    postgres: PgServer, tmp_path: Path, demo: str
+) -> None:
+    with linked_fleet(postgres, tmp_path, secret=SECRET) as fleet:
+        a, b = fleet["a"], fleet["b"]
+        a.start()
+        pid = _work_on_a(a, demo, "--sharing", "owner")
+        b.ok("use", pid, session="b1")
+        r = b("get", "url", session="b1")
+        assert r.code == 0, r  # before: profile_not_granted at A
+        assert r.frame["profile"]["host"] == "host-a"
+        assert demo not in str(r.data)  # b1's own tab (none yet), never A's
 
 
 UPLOAD_HTML = """<!doctype html><title>Upload</title><input id=one type=file>

@@ -48,6 +48,13 @@ class LinkPeer:
 
     keeper: str
     session: str | None = None
+    group: str | None = None
+    """That session's group as its keeper says it (the fleet's holds are by group): the
+    namespaced session here is of that group (:meth:`Keeper.handle`)."""
+    owner: str | None = None
+    """Whose profiles are that session's caller's own, as its keeper says it (the owner's,
+    ``owner``, on its keeper's owner channel; ``group:<session>`` on a session socket): a
+    profile whose sharing is ``owner`` is reachable over the link by that owner only."""
 
 
 @dataclass(frozen=True)

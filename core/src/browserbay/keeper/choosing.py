@@ -109,7 +109,8 @@ class LeaseChooser:
         if channel.link is not None and handle:
             # Another keeper's session, forwarded (browserbay.keeper.link): its keeper chose
             # the profile from its attachments (and judged its holds, in the shared
-            # registry); here it may use that profile only (profile_not_granted else).
+            # registry); here it may use that profile only (profile_not_granted else). A
+            # verb that acts on it is judged again here (forwarded_may, from Keeper._run).
             row = self.profiles.find(handle, channel)
             return self.persistent(session, row.id, None, "explicit")
         sid = session.ref.id
@@ -188,6 +189,27 @@ class LeaseChooser:
                 lease = self.persistent(session, found.id, None, rung)
                 return await self._held(session, lease)
         return self.ephemeral(session, "ephemeral", state.ephemeral_domains)
+
+    async def forwarded_may(self, session: Session, lease: Lease, channel: Channel) -> None:
+        """A verb another keeper forwarded for its session (``channel.link``), re-judged
+        here from the shared registry before it runs: that keeper judged it too, but a
+        keeper runs only what its own reading allows. The origin session must have the
+        profile attached (or as its last-used or its group's default: the rungs the
+        registry holds), else ``profile_unknown``; a hold of another group is refused
+        ``profile_busy`` naming the holder, as the origin keeper refuses it."""
+        link = channel.link
+        assert link is not None
+        assert link.session is not None
+        pid = lease.profile.id
+        atts, state, group_profile = await self.db(self._read, link.session, session.group)
+        if pid not in {a.profile for a in atts} and pid not in (state.last_profile, group_profile):
+            raise Refusal(
+                "profile_unknown",
+                handle=pid,
+                why=f"attached to session {link.session} (of keeper {link.keeper})",
+                fix=f"bay use {pid}   (as that session, on its keeper)",
+            )
+        await self.leases.check_hold(session, pid)
 
     def _read(self, sid: str, group: str) -> tuple[list[Attachment], SessionState, str | None]:
         """What :meth:`choose` reads of the registry, in one call on the registry's thread:

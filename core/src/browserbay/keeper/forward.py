@@ -3,12 +3,14 @@ whose browser runs on another keeper of the fleet, is sent there over the fleet 
 (:mod:`browserbay.keeper.link`) and answered with that keeper's answer.
 
 The keeper that runs the browser judges the verb: its pause, restart gap, fence, approval
-hooks and audit (actor ``fleet:<this keeper>/<session>``), and tab ownership on the session's
+hooks and audit (actor ``fleet:<this keeper>/<session>``: the verb's one audit row, this
+keeper writes none for a verb that keeper answered — :data:`ANSWERED`), its own reading of
+the session's attachment and the profile's exclusive hold, and tab ownership on the session's
 namespaced id (``<session>@<this keeper>``: it never sees that keeper's sessions' tabs). What
-is sent: the verb, its arguments, the session id, the profile's id, the time left, the road,
-and the scope of the channel it came in on — the grant's profiles when the agent here is on a
-session socket (that keeper confines it to them), else the one profile. A file the verb takes
-(``FILE_IN``) goes in ``put`` frames on the same link connection before the verb; a file it
+is sent: the verb, its arguments, the session id and group, the profile's id, the time left,
+the road, and the scope of the channel it came in on — the grant's profiles when the agent here
+is on a session socket (that keeper confines it to them), else the one profile. A file the verb
+takes (``FILE_IN``) goes in ``put`` frames on the same link connection before the verb; a file it
 answers (``FILE_OUT``) is fetched in ``get`` frames and offered on the caller's connection here,
 as the socket protocol does (docs/protocol.md, Files). The answer's profile says where it ran
 (``host``: ``profile: work · on host-a``).
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import contextvars
 import dataclasses
 import functools
 import logging
@@ -42,7 +45,7 @@ from browserbay.keeper.link import LINK_FIX, LinkConfig, connect_peer
 from browserbay.keeper.sessions import Lease, Session
 from browserbay.model import ProfileRef
 from browserbay.refusals import CODES, Refusal, clip
-from browserbay.registry import KeeperRow
+from browserbay.registry import THE_OWNER, KeeperRow, group_owner
 
 log = logging.getLogger("browserbay.keeper")
 
@@ -52,6 +55,22 @@ IDLE_PER_KEEPER = 8
 PARSE_INLINE = 64 * 1024
 
 T = TypeVar("T")
+
+#: The keepers that answered a forwarded verb of the request in flight (set by
+#: :meth:`Keeper.handle`): each wrote the verb's audit row where it ran, naming this keeper
+#: and its session as the origin (``fleet:<this keeper>/<session>``), so this keeper
+#: writes none. A verb no keeper answered (refused here, or its link failed) is audited here.
+ANSWERED: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "browserbay_forward_answered", default=None
+)
+
+
+def audit_here() -> None:
+    """This keeper ran a part of the request's verb too (a ``close`` of the whole session
+    whose leases ran here and elsewhere): its own row is written as well as theirs."""
+    answered = ANSWERED.get()
+    if answered is not None:
+        answered.clear()
 
 
 class _Gone(Exception):
@@ -303,6 +322,9 @@ class Forwarder:
         except Refusal:
             self.fleet.forget(pid)  # the link failed mid-request: never sent again
             raise
+        answered = ANSWERED.get()
+        if answered is not None:
+            answered.append(keeper.id)  # it audited the verb (its refusal too)
         if not answer.get("ok"):
             refusal = relayed(answer)
             if refusal.code in NOT_THERE:
@@ -328,15 +350,23 @@ class Forwarder:
                     conn, call.files, spec.name, args[spec.name], rid, timeout
                 )
         grant = call.channel.grant
+        pid = call.lease.profile.id
+        # The grant's profiles, and the one chosen here (this keeper judged it usable: a
+        # session group's own profile is usable without being in its grant).
+        scope = None if grant is None else list(dict.fromkeys((*grant.profiles, pid)))
         frame: dict[str, Any] = {
             "id": rid,
             "verb": call.verb.name,
             "args": args,
             "session": call.session.ref.as_row(),
-            "profile": call.lease.profile.id,
+            "group": call.session.group,
+            "profile": pid,
             "timeout": timeout,
             "road": call.road,
-            "scope": list(grant.profiles) if grant is not None else None,
+            "scope": scope,
+            # Whose the caller's own profiles are (the owner's, or its session group's):
+            # one whose sharing is ``owner`` is reachable there for its owner only.
+            "owner": THE_OWNER if grant is None else group_owner(grant.session),
         }
         if progress.SINK.get() is not None:
             frame["progress"] = True

@@ -29,7 +29,7 @@ from browserbay.keeper.controls import Controls
 from browserbay.keeper.dialogs import Dialogs
 from browserbay.keeper.faults import disk_full, is_disk_full
 from browserbay.keeper.files import Carried, Carrier, party_of
-from browserbay.keeper.forward import ForwardCall, Forwarder, Replace
+from browserbay.keeper.forward import ANSWERED, ForwardCall, Forwarder, Replace
 from browserbay.keeper.frames import ELEMENT_VERBS, PENDING, TRACED_VERBS, Recorder, bare_url
 from browserbay.keeper.leases import Leases
 from browserbay.keeper.link import forwarded
@@ -163,6 +163,8 @@ class Keeper:
         call: VerbCall | None = None
         traces: list[Recorder] = []  # the actions' frames, for bay_action_traced
         PENDING.set(traces)
+        answered: list[str] = []  # the keepers that ran a forwarded verb (and audited it)
+        answering = ANSWERED.set(answered)
         try:
             verb, args, ref, timeout = _validate(frame, self.route.table)
             handle, group, actor = _context(frame, ref)
@@ -209,6 +211,8 @@ class Keeper:
                         check()
                         data, text = await handler.run(args, handle, channel, ref)
                     else:
+                        if channel.link is not None:  # another keeper's session: its group
+                            group = channel.link.group
                         session = self.roster.session(ref, group)
                         async with session.lock:
                             if acts_on_pages(handler):
@@ -290,7 +294,9 @@ class Keeper:
                         self._traced, dataclasses.replace(call, profile=recorder.profile), outcome
                     )
                 )
-            await self.audit.later(call, ok, code)  # written once the answer has left
+            if not answered:  # a verb another keeper ran is audited there, once
+                await self.audit.later(call, ok, code)  # written once the answer has left
+        ANSWERED.reset(answering)
         return answer
 
     def home_dir(self) -> Path:
@@ -344,8 +350,17 @@ class Keeper:
         if isinstance(handler, OnSession):
             if not handler.ends_leases:
                 check()  # on the session, not a lease: only the hooks judge it
+            # Its part for a lease whose browser runs on another keeper is run there (never
+            # sent on again from a keeper a request was forwarded to).
+            there = (
+                None
+                if channel.link is not None or self.forward is None
+                else _There(self, verb, args, session, channel, files, deadline, road)
+            )
             return await handler.run(
-                SessionCall(verb, args, session, handle, by_other, deadline, check, channel, files)
+                SessionCall(
+                    verb, args, session, handle, by_other, deadline, check, channel, files, there
+                )
             )
         plugin_verb = handler.verb if isinstance(handler, OnPlugin) else None
         exempt = plugin_verb is not None and plugin_verb.while_paused
@@ -376,18 +391,15 @@ class Keeper:
                 if fresh and lease.context is None:  # leave no lease behind it
                     session.leases.pop(lease.profile.id, None)
         lease = await self.chooser.choose(session, handle, channel)
-        placed = await self.forward.elsewhere(lease) if self.forward is not None else None
-        if placed is not None and self.forward is not None:
-            # Its browser runs on another keeper of the fleet: judged and run there.
-            call = ForwardCall(verb, args, session, lease, channel, files, deadline, road)
-            try:
-                return await self.forward.run(placed, call)
-            except Replace:
-                # A kept placement its keeper did not run the verb on: placed again, once,
-                # from the registry (there again, elsewhere, or here).
-                placed = await self.forward.elsewhere(lease, fresh=True)
-            if placed is not None:
-                return await self.forward.run(placed, call)
+        if channel.link is not None:
+            # Another keeper's session: its attachment and the holds, read again here.
+            await self.chooser.forwarded_may(session, lease, channel)
+        # Its browser runs on another keeper of the fleet: judged and run there.
+        answered = await self.forwarded(
+            ForwardCall(verb, args, session, lease, channel, files, deadline, road)
+        )
+        if answered is not None:
+            return answered
         # browser_paused while a human holds the controls, browser_restarting in a backend
         # switch's gap, the approval hooks, the domain fence: nothing has run yet.
         asks: list[Ask] = []
@@ -401,6 +413,24 @@ class Keeper:
             return await on(lease)
 
         return await self.controls.run(guarded, verb, args, exempt, approved, channel.is_owner)
+
+    async def forwarded(self, call: ForwardCall) -> SessionAnswer | None:
+        """The verb's answer from the keeper its lease's browser runs on; None: it runs
+        here (a keeper alone, an ephemeral browser, a browser here or nowhere)."""
+        if self.forward is None:
+            return None
+        placed = await self.forward.elsewhere(call.lease)
+        if placed is None:
+            return None
+        try:
+            return await self.forward.run(placed, call)
+        except Replace:
+            # A kept placement its keeper did not run the verb on: placed again, once,
+            # from the registry (there again, elsewhere, or here).
+            placed = await self.forward.elsewhere(call.lease, fresh=True)
+        if placed is None:
+            return None
+        return await self.forward.run(placed, call)
 
     async def _approve(
         self,
@@ -548,6 +578,43 @@ class Keeper:
 
     def _traced(self, call: VerbCall, outcome: VerbOutcome, trace: ActionTrace) -> None:
         self.plugins.hooks.bay_action_traced(call=call, outcome=outcome, trace=trace)
+
+
+@dataclasses.dataclass(frozen=True)
+class _There:
+    """A session verb's part on the keeper a lease's browser runs on
+    (:class:`~browserbay.keeper.route.Elsewhere`), for one request."""
+
+    keeper: Keeper
+    verb: verbs.Verb
+    args: dict[str, Any]
+    session: Session
+    channel: Channel
+    files: Carried
+    deadline: float
+    road: str
+
+    async def host(self, lease: Lease) -> str | None:
+        forward = self.keeper.forward
+        if forward is None or lease.profile.ephemeral or lease.context is not None:
+            return None
+        placed = await forward.elsewhere(lease)
+        return placed.keeper.host if placed is not None else None
+
+    async def run(self, lease: Lease) -> SessionAnswer | None:
+        if lease.profile.ephemeral or lease.context is not None:
+            return None  # its browser runs here
+        call = ForwardCall(
+            self.verb,
+            self.args,
+            self.session,
+            lease,
+            self.channel,
+            self.files,
+            self.deadline,
+            self.road,
+        )
+        return await self.keeper.forwarded(call)
 
 
 class Housekeeping:

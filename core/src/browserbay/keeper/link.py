@@ -464,7 +464,12 @@ def forwarded(frame: dict[str, Any], channel: Channel) -> tuple[dict[str, Any], 
     (its origin's grant when the agent there is on a session socket; else the one profile it
     forwards) — so :func:`~browserbay.keeper.channels.admit`, the owner-only conditions and
     the profile book enforce them here. A keeper verb never comes over the link. What the
-    frame says of ``actor`` and ``group`` is dropped: the origin vouches for its session only."""
+    frame says of ``actor`` is dropped: the origin vouches for its session only (and its
+    session's ``group``, shared by the fleet's holds: default the origin session's own id;
+    and whose profiles are its caller's own, ``owner``: a profile whose sharing is ``owner``
+    is reachable by its owner only, :meth:`ProfileBook.usable`).
+    Whether that session may act on the profile now (its attachment, an exclusive hold) is
+    read again here, from the registry (:meth:`LeaseChooser.forwarded_may`)."""
     peer = channel.link
     assert peer is not None
     name = frame.get("verb")
@@ -489,6 +494,14 @@ def forwarded(frame: dict[str, Any], channel: Channel) -> tuple[dict[str, Any], 
         profiles = tuple(scope)
     else:
         raise Refusal("bad_frame", reason="scope must be a list of profile ids")
+    owner = frame.get("owner")
+    if owner is not None and (not isinstance(owner, str) or not 0 < len(owner) <= 256):
+        raise Refusal("bad_frame", reason="owner must be an owner's name of 1-256 characters")
+    group = frame.get("group")
+    if group is None:
+        group = sid  # a session's group is its own id unless its keeper says otherwise
+    elif not isinstance(group, str) or not identity.is_session_id(group):
+        raise Refusal("bad_frame", reason=f"group is {identity.RULE}")
     here = namespaced(sid, peer.keeper)
     grant = Grant(here, Path(f"fleet:{peer.keeper}"), profiles)
     clean = {
@@ -501,4 +514,4 @@ def forwarded(frame: dict[str, Any], channel: Channel) -> tuple[dict[str, Any], 
     for key in ("id", "road", "progress"):
         if key in frame:
             clean[key] = frame[key]
-    return clean, Channel(grant=grant, link=LinkPeer(peer.keeper, sid))
+    return clean, Channel(grant=grant, link=LinkPeer(peer.keeper, sid, group, owner))

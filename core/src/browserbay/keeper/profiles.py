@@ -98,13 +98,18 @@ def owner_of(channel: Channel) -> str:
 
 def not_granted(handle: str, grant: Grant) -> Refusal:
     """``handle`` is not for this session socket: the refusal names the handle as given and
-    nothing else of the profile, and the owner's exact command that grants it."""
-    return Refusal(
-        "profile_not_granted",
-        profile=handle,
-        session=grant.session,
-        command=f"bay session grant {grant.session} --socket {grant.socket} --profile {handle}",
-    )
+    nothing else of the profile, and the owner's exact command that grants it (for another
+    keeper's session, the grant is that keeper's own: browserbay.keeper.link.forwarded)."""
+    command = f"bay session grant {grant.session} --socket {grant.socket} --profile {handle}"
+    origin, sep, keeper = str(grant.socket).partition(":")
+    if origin == "fleet" and sep:
+        session = grant.session.rsplit("@", 1)[0]
+        command = (
+            f"bay session grant {session} --socket <its socket> --profile {handle}   (on "
+            f"keeper {keeper}, where that session is; a profile whose sharing is owner is "
+            "reached from an owner's channel only)"
+        )
+    return Refusal("profile_not_granted", profile=handle, session=grant.session, command=command)
 
 
 def _is_user_data_dir(directory: Path) -> bool:
@@ -249,10 +254,20 @@ class ProfileBook:
 
     def usable(self, row: ProfileRow, channel: Channel) -> bool:
         """``channel`` may use the profile: the owner's channel every one; a session socket
-        the ones its grant names (while their sharing is ``granted``) and its group's own."""
+        the ones its grant names (while their sharing is ``granted``) and its group's own;
+        another keeper's request the one it forwards for (its scope), shared or its caller's
+        own (:attr:`LinkPeer.owner`: the owner's profile whose sharing is ``owner`` is
+        reachable from the owner's channel of any keeper, never from an agent's)."""
         grant = channel.grant
         if grant is None:
             return True
+        link = channel.link
+        if link is not None:
+            # Another keeper's session: the profiles it forwards for only; a shared one, or
+            # its caller's own (whose sharing is owner: the fleet's owner is one registry's).
+            return row.id in grant.profiles and (
+                row.sharing == "granted" or (link.owner is not None and row.owner == link.owner)
+            )
         if row.owner == owner_of(channel):
             return True
         return row.id in grant.profiles and row.sharing == "granted"

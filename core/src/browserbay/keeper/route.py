@@ -53,6 +53,22 @@ class Check(Protocol):
     ) -> None: ...
 
 
+class Elsewhere(Protocol):
+    """A session verb's part on another keeper of the fleet (issue 22): for a lease whose
+    browser runs there, the same verb is run there, where the lease's tabs and pauses are
+    (:meth:`Keeper.handle` builds it for the request; none on a request another keeper
+    forwarded here)."""
+
+    async def host(self, lease: Lease) -> str | None:
+        """The host the lease's browser runs on when not here (None: here, or nowhere)."""
+        ...
+
+    async def run(self, lease: Lease) -> SessionAnswer | None:
+        """The verb run for ``lease`` by the keeper its browser runs on (its answer, the
+        profile with ``host``; its refusal raised); None: it runs here."""
+        ...
+
+
 @dataclass(frozen=True)
 class SessionCall:
     """A verb on a session's state."""
@@ -72,6 +88,9 @@ class SessionCall:
     files: Carried
     """The files the request's connection sent and the ones its answer offers
     (:mod:`browserbay.keeper.files`)."""
+    there: Elsewhere | None = None
+    """The verb's part where a lease's browser runs, on another keeper (None: a keeper
+    alone, or a request another keeper forwarded)."""
 
 
 @dataclass(frozen=True)
