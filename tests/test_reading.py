@@ -42,6 +42,23 @@ FORM = """<!doctype html><html><head><title>Reading</title>
 <div style="margin-top:300px"></div>
 </body></html>"""
 
+BOXES = """<!doctype html><html><head><title>Boxes</title><style>body { margin: 0 }</style>
+</head><body>
+<svg style="position: absolute; left: 0; top: 0" width=100 height=100>
+<rect id=shape x=10 y=10 width=20 height=20 fill=red stroke=black stroke-width=4></rect></svg>
+<iframe id=framed src="/framed" style="position: absolute; left: 50px; top: 160px; border: 0"
+  width=200 height=100></iframe>
+<div id=low style="position: absolute; left: 20px; top: 1500px; width: 30px; height: 10px">low
+</div>
+<span id=empty style="position: absolute; left: 300px; top: 40px"></span>
+<input id=field value="typed before" style="position: absolute; left: 300px; top: 60px">
+<div style="height: 3000px"></div>
+</body></html>"""
+
+FRAMED = """<!doctype html><html><body style="margin: 0">
+<div id=inner style="position: absolute; left: 5px; top: 7px; width: 11px; height: 13px">in</div>
+</body></html>"""
+
 INNER = """<!doctype html><html><head><title>Inner</title></head><body>
 <h1>Inside</h1>
 <button onclick="document.getElementById('said').textContent='pressed inside'">Press</button>
@@ -77,6 +94,8 @@ def site() -> Iterator[Site]:
 def _pages(cross: str) -> dict[str, str]:
     return {
         "/form": FORM,
+        "/boxes": BOXES,
+        "/framed": FRAMED,
         "/inner": INNER,
         "/outer": OUTER.format(cross=cross),
         "/nested": '<!doctype html><title>Nested</title><iframe id=n src="/outer"></iframe>',
@@ -116,6 +135,36 @@ def test_get_count_box_attr_and_styles(bay: Bay, site: Site) -> None:
     assert bay.ok("get", "attr", _ref(snap, 'link "Home"'), "title", session=s)["value"] == (
         "Go home"
     )
+    bay.ok("close", session=s)
+
+
+def test_get_box_text_value_where_the_one_trip_read_does_not_apply(bay: Bay, site: Site) -> None:
+    """``get box|text|value`` read an element that is there in one evaluate; where that read
+    would differ from Playwright's (an SVG shape, whose box takes in its stroke; an element
+    in a frame, whose box is offset by the frame's; an empty box; a scrolled page; no field;
+    nothing there), the answer is still Playwright's."""
+    s = "read-boxes"
+    bay.ok("open", f"{site.base}/boxes", session=s)
+    # The stroke (4 px, half outside the 20 px square) is in the box, as Playwright says.
+    assert bay.ok("get", "box", "#shape", session=s)["value"] == {
+        "x": 8,
+        "y": 8,
+        "width": 24,
+        "height": 24,
+    }
+    assert bay.ok("get", "box", "#empty", session=s)["value"]["width"] == 0
+    assert bay.ok("get", "value", "#field", session=s)["value"] == "typed before"
+    assert bay.ok("get", "text", "#low", session=s)["value"] == "low"
+    assert_refused(bay("get", "value", "#low", session=s), "action_failed")  # no field
+    assert_refused(bay("get", "text", "#nowhere", session=s), "target_not_found")
+    bay.ok("eval", "window.scrollTo(0, 1000)", session=s)
+    low = bay.ok("get", "box", "#low", session=s)["value"]
+    assert low == {"x": 20, "y": 500, "width": 30, "height": 10}  # from the viewport's top
+    bay.ok("eval", "window.scrollTo(0, 0)", session=s)
+    bay.ok("frame", "#framed", session=s)
+    inner = bay.ok("get", "box", "#inner", session=s)["value"]  # the main frame's pixels
+    assert inner == {"x": 55, "y": 167, "width": 11, "height": 13}
+    assert bay.ok("get", "text", "#inner", session=s)["value"] == "in"
     bay.ok("close", session=s)
 
 

@@ -21,6 +21,7 @@ from browserbay.keeper.pageverbs import (
     Answer,
     act_on,
     act_on_located,
+    first_line,
     locate,
     page_verb,
     pointer_on,
@@ -63,6 +64,46 @@ _STYLES_JS = (
 )
 
 _NEEDS_TARGET = {"value", "count", "box", "attr", "styles"}
+
+#: ``get box`` of an element that is there now, in one evaluate (Playwright's locator waits
+#: for the element, then takes a handle, measures it and lets it go: three round trips after
+#: :func:`present`'s wait). It answers null where Playwright's box would differ — not rendered,
+#: empty, not an HTML element (an SVG shape's box takes in its stroke there), inside a frame
+#: (that needs the frame's offset) — and the box is then read Playwright's way.
+_BOX_NOW_JS = """el => {
+  if (window.top !== window || el.namespaceURI !== 'http://www.w3.org/1999/xhtml') return null;
+  if (el.getClientRects().length === 0) return null;
+  const r = el.getBoundingClientRect();
+  return r.width > 0 && r.height > 0 ? [r.x, r.y, r.width, r.height] : null;
+}"""
+
+
+async def _read_now(act: Act, target: str, js: str) -> Any:
+    """``js`` on the first element ``target`` names, now, without waiting for it; None when
+    there is none yet (or the evaluate failed): the caller then reads the careful way."""
+    selector = selector_of(act, target) or target
+    try:
+        return await act.scope.eval_on_selector(selector, js)
+    except Exception:
+        return None
+
+
+async def _read_css(act: Act, target: str, what: str) -> str:
+    """``get text|value`` of a selector (not a ref) in ONE round trip: Playwright's own read
+    waits for the element itself, so it is given :func:`present`'s short window and the
+    refusals are present's and :func:`act_on_located`'s (``target_not_found`` naming the
+    closest names when nothing matched in the window, ``action_failed`` otherwise) — where
+    :func:`act_on` spent a round trip on the wait and another on the read."""
+    scope, selector = act.scope, f"{target} >> nth=0"  # the locator's .first
+    timeout = min(act.ms_left(), nearest.ABSENT_WAIT * 1000)
+    try:
+        if what == "text":
+            return await scope.inner_text(selector, strict=True, timeout=timeout)
+        return await scope.input_value(selector, strict=True, timeout=timeout)
+    except Exception as exc:
+        if type(exc).__name__ == "TimeoutError":
+            raise await nearest.not_found(act, target) from None
+        raise Refusal("action_failed", verb=act.verb, reason=first_line(exc)) from None
 
 
 def _usage(detail: str, verb: str) -> Refusal:
@@ -111,6 +152,8 @@ async def verb_get(act: Act) -> Answer:
         t = str(target)
         if what == "count":
             value = await act.scope.locator(selector_of(act, t) or t).count()
+        elif what in ("text", "value") and selector_of(act, t) is None:
+            value = await _read_css(act, t, what)
         elif what == "text":
             value = await act_on(act, t, lambda loc: loc.inner_text(timeout=ms()))
         elif what == "html":
@@ -140,7 +183,12 @@ async def _box(act: Act, target: str) -> tuple[dict[str, float] | None, str]:
     """The element's border box in CSS pixels, from the top-left of the main frame's
     viewport (also inside an iframe): where a pointer would be put. None when it is not
     rendered (``display: none``, detached)."""
-    box = await act_on(act, target, lambda loc: loc.bounding_box(timeout=act.ms_left()))
+    now = await _read_now(act, target, _BOX_NOW_JS)
+    box: Any
+    if isinstance(now, list) and len(now) == 4:
+        box = dict(zip(("x", "y", "width", "height"), now, strict=True))
+    else:
+        box = await act_on(act, target, lambda loc: loc.bounding_box(timeout=act.ms_left()))
     if box is None:
         return None, "(no box: the element is not rendered)"
     value = {"x": box["x"], "y": box["y"], "width": box["width"], "height": box["height"]}
