@@ -24,11 +24,10 @@ import secrets
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
+if TYPE_CHECKING:  # imported where a key is used: not at the keeper's start (~15 ms)
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 FORMAT = "browserbay-keys"
 VERSION = 1
@@ -79,6 +78,8 @@ class FileStore:
             n, r, p = int(kdf["n"]), int(kdf["r"]), int(kdf["p"])
             cache = (salt, n, r, p, self.passphrase)
             if cache not in _derived:
+                from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
+
                 _derived[cache] = Scrypt(salt=salt, length=32, n=n, r=r, p=p).derive(
                     self.passphrase.encode("utf-8")
                 )
@@ -138,6 +139,9 @@ class FileStore:
         return doc
 
     def _open(self, doc: dict[str, Any]) -> AESGCM:
+        from cryptography.exceptions import InvalidTag
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
         aead = AESGCM(self._key(doc["kdf"]))
         try:
             self._decrypt(aead, doc["check"], CHECK_SLOT)
@@ -179,6 +183,8 @@ class FileStore:
     # -- the source's three calls -------------------------------------------------------------
 
     def get(self, integration_id: str, field: str) -> str | None:
+        from cryptography.exceptions import InvalidTag
+
         doc = self._load()
         if doc is None:
             return None
@@ -195,6 +201,8 @@ class FileStore:
             ) from None
 
     def set(self, integration_id: str, field: str, value: str) -> None:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
         with self._locked():
             doc = self._load()
             if doc is None:

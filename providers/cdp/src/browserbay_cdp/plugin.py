@@ -5,7 +5,7 @@ Playwright script on the session's tab through that endpoint)."""
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from browserbay.hookspecs import hookimpl
 from browserbay.model import (
@@ -21,8 +21,10 @@ from browserbay.verbs import PLUGIN, Arg, Verb
 from browserbay_cdp.chrome import chrome_verb
 from browserbay_cdp.driver import CdpDriver
 from browserbay_cdp.endpoint import check_options
-from browserbay_cdp.proxy import Grant, ScopedServer
 from browserbay_cdp.run import run_script
+
+if TYPE_CHECKING:  # made at the first grant (the proxy imports websockets' server, ~30 ms)
+    from browserbay_cdp.proxy import Grant, ScopedServer
 
 #: Every provider whose pages are driven over CDP: one with the ``cdp_endpoint`` cell is
 #: reached at its browser's own endpoint, the others (driven over a pipe) through a relay.
@@ -79,10 +81,13 @@ async def run(server: ScopedServer, ctx: VerbContext) -> tuple[dict[str, Any], s
 
 class CdpPlugin:
     """The plugin (the entry point names this class: one instance per load). Its
-    session-scoped endpoint server is made at the keeper's start (it listens from the first
-    grant on); the verbs and the lease hooks reach it here."""
+    session-scoped endpoint server is made for a keeper that started, at its first use (it
+    listens from the first grant on): its module, with websockets' server, is not imported
+    on a cold start's path to the first answer. The verbs and the lease hooks reach it here
+    (with no server made yet there is no grant to revoke or kick)."""
 
     def __init__(self) -> None:
+        self._started = False
         self._server: ScopedServer | None = None
 
     @hookimpl
@@ -112,9 +117,13 @@ class CdpPlugin:
 
     @hookimpl
     def bay_keeper_started(self, keeper: KeeperInfo) -> None:
-        self._server = ScopedServer()
+        self._started = True
 
     def server(self) -> ScopedServer:
+        if self._server is None and self._started:
+            from browserbay_cdp.proxy import ScopedServer
+
+            self._server = ScopedServer()
         if self._server is None:
             raise Refusal(
                 "backend_unavailable",

@@ -24,7 +24,6 @@ from anyio.abc import Process
 
 from browserbay.model import VerbContext
 from browserbay.refusals import Refusal
-from browserbay_cdp.proxy import RUN_ROAD
 
 #: Output longer than this is cut (the same limit the ``bay`` client applies to answers).
 MAX_OUTPUT = 50_000
@@ -142,6 +141,8 @@ async def run_script(
 ) -> dict[str, Any]:
     """Run the script through ``endpoint`` (the lease's grant's URL); ``timeout`` is the
     verb's own (for the words of a deadline)."""
+    from browserbay_cdp.proxy import RUN_ROAD  # the proxy made the endpoint already
+
     script = Path(str(ctx.args["script"]))
     if not script.is_absolute() or not await anyio.to_thread.run_sync(script.is_file):
         raise Refusal("usage", detail=f"{script} is not a script file (give its path)", verb="run")
