@@ -291,11 +291,13 @@ async def verb_mouse(act: Act) -> Answer:
     first, second = act.args.get("first"), act.args.get("second")
     page, state = act.page, page_input(act.page)
     mouse = page.mouse
-    width, height, _, _ = await page.evaluate(_VIEW_JS)
     unit = "CSS px of the viewport"  # in a refusal, said whole
     try:
         if action == "move":
             x, y = _number(first, "x"), _number(second, "y")
+            # The viewport, for the move's bounds only (down, up and wheel act where the
+            # pointer is: a round trip they do not need).
+            width, height, _, _ = await page.evaluate(_VIEW_JS)
             if not (0 <= x <= width and 0 <= y <= height):
                 raise Refusal(
                     "usage",
