@@ -397,6 +397,62 @@ def test_a_profile_made_on_a_is_usable_from_b_and_shares_its_login(
         assert [r["session"] for r in opens] == ["a", f"b1@{bid}"]  # bay audit: counted once
 
 
+def test_bs_session_verbs_act_where_the_browser_runs_and_say_so(
+    postgres: PgServer, tmp_path: Path, demo: str
+) -> None:
+    """use, status, close (a tab's lease, and the session) and detach of a session on B
+    whose profile's browser runs on A: the tabs live on A, so they are read and closed
+    there (each verb's one audit row A's, naming B's session); the attachments and holds
+    are the registry's, changed by B. (Before, none was forwarded: B's status showed no tab,
+    and A's tabs outlived B's close and detach.)"""
+    with linked_fleet(postgres, tmp_path, secret=SECRET) as fleet:
+        a, b = fleet["a"], fleet["b"]
+        a.start()
+        pid = _work_on_a(a, demo)
+        used = b("use", pid, session="b1")
+        assert used.frame["profile"]["host"] == "host-a", used  # use says where
+        b.ok("open", f"{demo}/?one", session="b1")
+        status = b.ok("status", session="b1")
+        (lease,) = status["leases"]
+        assert lease["profile"]["host"] == "host-a"
+        assert [t["url"] for t in lease["tabs"]] == [f"{demo}/?one"]  # its tab, on A
+        assert lease["browser"] is not None
+        assert status["acts_on"]["host"] == "host-a"
+        assert "on host-a" in b("status", session="b1", json_=False).stdout
+        closed = b("close", "--profile", pid, session="b1")
+        assert closed.code == 0, closed
+        assert closed.frame["data"]["closed_tabs"] == 1
+        assert closed.frame["profile"]["host"] == "host-a"
+        assert b.ok("tab", "list", session="b1")["tabs"] == []  # closed there
+        b.ok("open", f"{demo}/?two", session="b1")
+        detached = b.ok("detach", session="b1")
+        assert detached["closed_tabs"] == 1
+        assert detached["attachments"] == []
+        assert fleet.rows("SELECT profile FROM attachments WHERE session='b1'") == []
+        b.ok("use", pid, session="b1")
+        assert b.ok("tab", "list", session="b1")["tabs"] == []  # A's side ended with it
+        b.ok("open", f"{demo}/?three", session="b1")
+        whole = b.ok("close", session="b1")
+        assert whole["closed_tabs"] == 1
+        b.ok("use", pid, session="b1")
+        assert b.ok("tab", "list", session="b1")["tabs"] == []
+        bid = b.keeper_id()
+        rows = fleet.rows(
+            "SELECT verb, session FROM audit WHERE verb IN ('status', 'close', 'detach') "
+            "AND session LIKE %s ORDER BY id",
+            "b1%",
+        )
+        there = f"b1@{bid}"
+        assert rows == [
+            ("status", there),
+            ("status", there),
+            ("close", there),
+            ("detach", there),
+            ("close", there),  # the session's lease on A, closed there
+            ("close", "b1"),  # and the session itself, here
+        ]
+
+
 def test_a_profile_made_on_a_after_b_started_is_found_by_b(
     postgres: PgServer, tmp_path: Path, demo: str
 ) -> None:
@@ -455,6 +511,11 @@ def test_a_takeover_at_a_refuses_bs_forwarded_verb_browser_paused(
         assert urlsplit(url_b).netloc == urlsplit(url_a).netloc
         press_take_over(viewer)
         assert_refused(b("get", "title", session="b1"), "browser_paused")
+        # The pause is A's: B's detach and close of the lease there are refused by A, and
+        # nothing of the session's is changed here (its attachment stays).
+        assert_refused(b("detach", session="b1"), "browser_paused")
+        assert fleet.rows("SELECT profile FROM attachments WHERE session='b1'") == [(pid,)]
+        assert_refused(b("close", "--profile", pid, session="b1"), "browser_paused")
         press_hand_back(viewer)
         wait_for(lambda: b("get", "title", session="b1").code == 0, what="B served again")
 
@@ -619,6 +680,18 @@ def test_an_owner_sharing_profile_is_reachable_over_the_link_by_its_owner_only(
         frame = assert_refused(refused, "profile_not_granted")
         assert f"on keeper {OTHER}" in frame["way_out"]  # the grant is the origin keeper's
         assert "--socket fleet:" not in frame["way_out"]  # (it named a socket nobody has)
+
+
+def test_a_forwarded_group_or_owner_that_is_no_name_is_a_bad_frame(linked: Linked) -> None:
+    pid = str(linked.bay.ok("new", "named-work", session=None)["id"])
+    linked.bay.ok("use", pid, session="n1")
+    bad_group, bad_owner = _forward(
+        linked,
+        [_tab_list(1, "n1", pid, group="no such group!"), dict(_tab_list(2, "n1", pid), owner=7)],
+    )
+    for answer in (bad_group, bad_owner):
+        assert answer is not None
+        assert_refused(answer, "bad_frame")
 
 
 #: Who the peer says the caller is: the owner, an agent's session group, nobody.

@@ -4,6 +4,7 @@ set (use, detach, pin), close and status."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import time
 from typing import Any
@@ -16,6 +17,7 @@ from browserbay.keeper.channels import Channel, owner_only
 from browserbay.keeper.children import Children
 from browserbay.keeper.choosing import LeaseChooser
 from browserbay.keeper.controls import Controls
+from browserbay.keeper.forward import audit_here
 from browserbay.keeper.guard import host_allowed
 from browserbay.keeper.hints import blocked
 from browserbay.keeper.leases import Leases, blocked_requests, goto_guarded
@@ -24,6 +26,7 @@ from browserbay.keeper.profiles import ProfileBook, parse_domains
 from browserbay.keeper.route import LeaseCall, SessionAnswer, SessionCall
 from browserbay.keeper.sessions import Lease, Session, Tab, TabBook
 from browserbay.keeper.switch import proposal_line
+from browserbay.model import ProfileRef
 from browserbay.plugins import Plugins
 from browserbay.refusals import Refusal
 from browserbay.registry import Attachments, Db, Proposals, Sessions, SiteHints
@@ -243,6 +246,11 @@ class SessionVerbs:
         if not by_other:
             await self.db(self.sessions.ack_set, sid, handles)
         ref = self.profiles.ref(row, "explicit")
+        if call.there is not None:  # its browser runs on another keeper: the answer says so
+            lease = self.chooser.persistent(session, row.id, alias, "explicit")
+            host = await call.there.host(lease)
+            if host is not None:
+                ref = dataclasses.replace(ref, host=host)
         data = {
             "attachments": handles,
             "default": handles[0],
@@ -254,6 +262,8 @@ class SessionVerbs:
 
     async def detach(self, call: SessionCall) -> SessionAnswer:
         session, handle, by_other, check = call.session, call.handle, call.by_other, call.check
+        if call.channel.link is not None and handle:
+            return await self.detached_there(call)
         sid = session.ref.id
         atts = await self.db(self.attachments.of_session, sid)
         if handle is None and not atts:
@@ -291,9 +301,15 @@ class SessionVerbs:
         lease = session.leases.get(pid)
         # A human holding its controls, or a backend switch's gap on it: refused.
         check(None, ending=[lease] if lease is not None else [])
+        there = None
+        if call.there is not None and pid in self.profiles.rows:
+            # Its browser runs on another keeper: the session's lease there (its tabs, a
+            # pause) ends there first — refused there, nothing is detached here.
+            away = lease or self.chooser.persistent(session, pid, None, "explicit")
+            there = await _there_or_gone(call, away)
         if lease is not None:
             await self.leases.end(session, lease, "closed")
-            session.leases.pop(pid, None)
+        session.leases.pop(pid, None)
         await self.leases.release_hold(session, pid)
         await self.db(self.attachments.detach, sid, pid, by_other)
         self.profiles.attached[pid] = len(await self.db(self.attachments.of_profile, pid))
@@ -302,7 +318,24 @@ class SessionVerbs:
             await self.db(self.sessions.ack_set, sid, handles)
         row = self.profiles.rows.get(pid)
         ref = self.profiles.ref(row, "explicit") if row else None
-        return {"detached": pid, "attachments": handles}, f"detached {pid}", ref
+        data = {"detached": pid, "attachments": handles}
+        if there is not None:
+            data["closed_tabs"] = there[0].get("closed_tabs", 0)
+            ref = there[2] or ref
+        return data, f"detached {pid}", ref
+
+    async def detached_there(self, call: SessionCall) -> SessionAnswer:
+        """``detach`` that another keeper forwarded for its session (``call.channel.link``):
+        the session's lease of the profile here ends (its tabs closed, kept as a detach
+        keeps them), refused while a human holds its controls; the attachment and the hold
+        are the registry's, changed by that keeper."""
+        session = call.session
+        lease = await self.chooser.choose(session, call.handle, call.channel)
+        call.check(None, ending=[lease])
+        closed = await self.leases.end(session, lease, "closed")
+        session.leases.pop(lease.profile.id, None)
+        data = {"detached": lease.profile.id, "attachments": [], "closed_tabs": closed}
+        return data, f"detached {lease.profile.id} here ({closed} tab(s) closed)", lease.profile
 
     async def pin(self, call: SessionCall) -> SessionAnswer:
         session, args, by_other = call.session, call.args, call.by_other
@@ -340,22 +373,47 @@ class SessionVerbs:
         leases = session.running_leases
         if handle:
             lease = await self.chooser.choose(session, handle, call.channel)
+            if call.there is not None:
+                # Its browser runs on another keeper: its tabs (and a pause) are there.
+                there = await call.there.run(lease)
+                if there is not None:
+                    await self.leases.release_hold(session, lease.profile.id)  # the registry's
+                    return there
             leases = [lease] if lease.context is not None else []
         # A lease a human holds the controls of is not cut off; one in a backend switch's
         # gap holds no browser but is not closed: both refused.
         check(None, ending=leases if handle else list(session.leases.values()))
         children: list[str] = []
+        closed = elsewhere = 0
+        if not handle and call.there is not None:
+            # The session's leases whose browsers run on other keepers end there, each by
+            # a close of its profile (audited there); this keeper's part is its own row.
+            away_leases = [x for x in session.leases.values() if x.context is None]
+            for pid, alias in await self.db(self.attachments.of_session, session.ref.id):
+                if pid not in session.leases and pid in self.profiles.rows:  # not used here yet
+                    away_leases.append(self.chooser.persistent(session, pid, alias, "explicit"))
+            for away in away_leases:
+                there = await _there_or_gone(call, away)
+                if there is not None:
+                    elsewhere += 1
+                    closed += int(there[0].get("closed_tabs") or 0)
+            if elsewhere:
+                audit_here()
         if handle:  # one lease: the session and its children go on
-            closed = 0
             for lease in leases:
                 closed += await self.leases.close(session, lease)
         else:  # the whole session, and its child sessions with it
-            closed, children = await self.children.close(session)
+            here, children = await self.children.close(session)
+            closed += here
         text = f"closed {closed} tab(s); they are kept: bay resume reopens them"
         if children:
             text += f"; its child session(s) closed too: {', '.join(children)}"
         profile = leases[0].profile if len(leases) == 1 else None
-        data = {"closed_tabs": closed, "leases": len(leases), "children_closed": children}
+        data = {
+            "closed_tabs": closed,
+            "leases": len(leases) + elsewhere,
+            "children_closed": children,
+        }
         return data, text, profile
 
     async def status(self, call: SessionCall) -> SessionAnswer:
@@ -369,12 +427,26 @@ class SessionVerbs:
         atts = await self.db(self.attachments.of_session, session.ref.id)
         state = await self.db(self.sessions.state, session.ref.id)
         leases: list[dict[str, Any]] = []
+        chosen_there: SessionAnswer | None = None
         # On a session socket, a lease the owner's channel opened for the session on a
         # profile it may not use is not shown (its tabs' URLs and titles are that profile's).
         shown = [
             x for x in session.leases.values() if self.profiles.reaches(x.profile, call.channel)
         ]
         for lease in shown:
+            there = None
+            if call.there is not None:  # status never fails for another keeper's answer
+                there = await _there_or_gone(call, lease, any_refusal=True)
+            if there is not None:
+                # Its browser runs on another keeper: the lease there, as that keeper says
+                # it (its browser, tabs, pause, viewers), with where.
+                rows = there[0].get("leases")
+                for item in rows if isinstance(rows, list) else []:
+                    if isinstance(item, dict):
+                        leases.append(dict(item, profile=_where(item, there[2])))
+                if chosen is lease:
+                    chosen_there = there
+                continue
             pss = (
                 await anyio.to_thread.run_sync(procfs.tree_pss_kib, lease.browser.handle.pid)
                 if lease.browser
@@ -405,19 +477,25 @@ class SessionVerbs:
                     "blocked_requests": blocked_requests(lease),
                 }
             )
+        acts_on = chosen.profile if chosen else None
+        browser = chosen.browser.id if chosen and chosen.browser else None
+        if chosen_there is not None:
+            acts_on = chosen_there[2] or acts_on
+            browser = chosen_there[0].get("browser")
         data = {
             "session": session.ref.as_row(),
             "group": session.group,
             "attachments": self.chooser.handles(atts),
             "pin": state.pin,
-            "acts_on": chosen.profile.as_row() if chosen else None,
-            "browser": chosen.browser.id if chosen and chosen.browser else None,
+            "acts_on": acts_on.as_row() if acts_on else None,
+            "browser": browser,
             "leases": leases,
             "idle_timeout_s": self.settings.idle_timeout,
             "channel": call.channel.as_row(),
         }
         target = (
             f"{chosen.handle} ({chosen.profile.id}) · {chosen.profile.chosen}"
+            + (f" · on {acts_on.host}" if acts_on and acts_on.host else "")
             if chosen
             else "a profile you name with --profile (two or more are attached)"
         )
@@ -428,9 +506,11 @@ class SessionVerbs:
             f"attachments: {', '.join(self.chooser.handles(atts)) or '(none)'}"
         )
         for item in leases:
+            host = item["profile"].get("host") if isinstance(item["profile"], dict) else None
             text += (
                 f"\n  {item['handle']}: browser {item['browser'] or 'not running'}"
-                f" · {len(item['tabs'])} tab(s) · {_holds(item)}"
+                + (f" on {host}" if host else "")
+                + f" · {len(item['tabs'])} tab(s) · {_holds(item)}"
             )
             for t in item["tabs"]:
                 if t["frame"]:
@@ -438,7 +518,42 @@ class SessionVerbs:
                     text += f"\n    tab {t['id']} acts inside frame {t['frame']['target']}{gone}"
             if item["proposal"]:
                 text += f"\n    {proposal_line(item['proposal'])}"
-        return data, text, chosen.profile if chosen else None
+        return data, text, acts_on
+
+
+async def _there_or_gone(
+    call: SessionCall, lease: Lease, any_refusal: bool = False
+) -> SessionAnswer | None:
+    """``call``'s part for ``lease`` on the keeper its browser runs on (None: here). That
+    keeper's refusal is raised (a human holds the controls there: ``browser_paused``); one
+    that says it cannot be reached (``fleet_link_refused``, ``profile_host_down``) — or any,
+    with ``any_refusal`` — is said in a notice instead: what is there ends with that
+    keeper's idle timeout."""
+    assert call.there is not None
+    try:
+        return await call.there.run(lease)
+    except Refusal as r:
+        if r.code not in UNREACHED and not any_refusal:
+            raise
+        note = (
+            f"{call.verb.name}: profile {lease.profile.label}'s side on the keeper that runs "
+            f"it was not reached ({r.code}): its tabs there end with that keeper's idle timeout"
+        )
+        if note not in call.session.notices:
+            call.session.notices.append(note)
+        return None
+
+
+#: Refusals that say the keeper a lease's browser runs on was not reached.
+UNREACHED = frozenset({"fleet_link_refused", "profile_host_down"})
+
+
+def _where(item: dict[str, Any], ref: ProfileRef | None) -> Any:
+    """A status row's profile from another keeper, with where it runs."""
+    profile = item.get("profile")
+    if ref is not None and ref.host and isinstance(profile, dict):
+        return dict(profile, host=ref.host)
+    return profile
 
 
 def _holds(item: dict[str, Any]) -> str:
