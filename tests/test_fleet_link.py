@@ -494,6 +494,14 @@ def test_bs_session_never_sees_as_sessions_tabs(
         assert "?a" not in str(b_listing)
         assert_refused(b("tab", a_tabs[0], session="b1"), "not_your_tab")
         assert "?b" not in str(a.ok("tab", "list", session="b1"))  # nor A's b1 B's
+        # A's owner view says whose each tab is (the fleet campaign's oracle asks it so).
+        owners: dict[str, list[str]] = {}
+        for s in a.ok("keeper", "status", session=None)["sessions"]:
+            for lease in s["leases"]:
+                for tab in lease["tab_ids"]:
+                    owners.setdefault(tab, []).append(s["session"]["id"])
+        assert all(owners[t] == ["b1"] for t in a_tabs), owners
+        assert all(owners[t] == [f"b1@{b.keeper_id()}"] for t in b_tabs), owners
 
 
 def test_a_takeover_at_a_refuses_bs_forwarded_verb_browser_paused(

@@ -403,6 +403,7 @@ class Session:
                     "handle": lease.handle,
                     "browser": lease.browser.id if lease.browser else None,
                     "tabs": len(lease.tabs),
+                    "tab_ids": list(lease.tabs),
                     "current_tab": lease.current,
                     "inflight": [e.command for e in lease.control.inflight],
                 }
