@@ -197,6 +197,8 @@ class Figures:
     two_browsers: list[str] = field(default_factory=list)
     failovers: list[float] = field(default_factory=list)
     failover_failed: list[str] = field(default_factory=list)
+    failover_refused: int = 0
+    """Verbs refused while a profile's sessions retried after a kill (before its claim expired)."""
     keeper_kills: int = 0
     backend_kills: int = 0
     backends_killed: int = 0
@@ -659,6 +661,9 @@ def _fail_over(
                 continue
             frame = _drive(k, s, demo, n, f, acted)
             last = frame
+            if not frame.get("ok"):
+                with f.lock:
+                    f.failover_refused += 1
             if frame.get("ok") and _ran(k, frame) != victim.host:
                 with f.lock:
                     f.failovers.append(time.monotonic() - killed_at)
@@ -830,7 +835,11 @@ def main() -> None:
             f"{SESSIONS} + {FORWARDED} sessions, BAY_FLEET_TTL {TTL:g} s, {elapsed:.0f} s",
         ),
         ("verbs (open + get url)", f"{f.verbs}, {f.ok} ok"),
-        ("refused, by code", ", ".join(f"{c} ×{n}" for c, n in f.refused.most_common()) or "none"),
+        (
+            "refused, by code (of them while retrying a failover)",
+            (", ".join(f"{c} ×{n}" for c, n in f.refused.most_common()) or "none")
+            + f" ({f.failover_refused})",
+        ),
         (
             "session-rounds asked through a keeper other than the claim's holder",
             f"{f.placed_off} ({f.no_other} times no other keeper was alive)",
@@ -901,6 +910,7 @@ def main() -> None:
         "verbs": f.verbs,
         "ok": f.ok,
         "refused": dict(f.refused),
+        "failover_refused": f.failover_refused,
         "placed_off": f.placed_off,
         "no_other": f.no_other,
         "forwarded": f.forwarded,
