@@ -36,6 +36,31 @@ def test_a_keeper_spawned_for_a_page_verb_starts_warm_and_serves_it(
     assert _browser_rows(fresh_bay) == 1
 
 
+def _browser_argv(b: Bay) -> list[str]:
+    """The running browser's argv with its own id and directories left out."""
+    with sqlite3.connect(bay_paths({"BAY_HOME": str(b.home)}).registry) as db:
+        (row,) = db.execute("SELECT id, pid FROM browsers WHERE stopped_at IS NULL").fetchall()
+    browser_id, pid = row
+    return sorted(a for a in procfs.argv(pid)[1:] if browser_id not in a and str(b.home) not in a)
+
+
+def test_the_browser_a_warm_start_launches_early_is_the_providers_own(demo: str) -> None:
+    # The warm start launches the verb's browser beside the keeper's imports (daemon.Spare),
+    # before the verb is read: it must be the browser the pool would have launched for that
+    # verb — the provider's executable, flags and sandbox — and the one the verb then uses
+    # (one browser row). Against a keeper that started cold and launched it for the verb.
+    with keeper("w") as warm, keeper("c") as cold:
+        warm.ok("open", f"{demo}/form.html")
+        assert KEEPER_WARM in _argv(warm)
+        cold.ok("status")
+        cold.ok("open", f"{demo}/form.html")
+        assert KEEPER_WARM not in _argv(cold)
+        assert _browser_rows(warm) == _browser_rows(cold) == 1
+        early, late = _browser_argv(warm), _browser_argv(cold)
+        assert early == late
+        assert any(a.startswith("--remote-debugging-pipe") for a in early), early  # a pipe
+
+
 def test_a_keeper_spawned_for_another_verb_does_not_start_warm(fresh_bay: Bay) -> None:
     fresh_bay.ok("status")
     assert KEEPER_WARM not in _argv(fresh_bay)

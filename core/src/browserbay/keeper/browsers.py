@@ -356,6 +356,36 @@ class BrowserPool:
             await self.db(self.browsers.stopped, browser_id, "failed_to_start")
             shutil.rmtree(home, ignore_errors=True)
             raise
+        return await self._running(row, spec, handle, fence)
+
+    async def adopt(self, row: ProviderRow, spec: LaunchSpec, handle: BrowserHandle) -> Running:
+        """A shared ephemeral browser launched before the pool existed (the keeper's warm
+        start, :class:`browserbay.keeper.daemon.Spare`: ``row``'s own driver and ``spec``, as
+        :meth:`_launch` would have made them for an unfenced isolated session), taken into
+        the pool now — its registry row, guard and hooks as any launch's — idle until a
+        session's context is made in it (the idle grace stops it when none comes). Call it
+        after the orphan sweep, holding ``launch_lock`` (a first verb then waits for it)."""
+        await self.db(
+            self.browsers.started,
+            BrowserRow(
+                spec.browser_id, row.id, None, os.getpid(), str(spec.home), True, time.time()
+            ),
+        )
+        running = await self._running(row, spec, handle, ())
+        running.idle_since = time.monotonic()
+        return running
+
+    @property
+    def launch_lock(self) -> anyio.Lock:
+        """Held while a browser is launched or taken in (see :meth:`adopt`)."""
+        return self._launch_lock
+
+    async def _running(
+        self, row: ProviderRow, spec: LaunchSpec, handle: BrowserHandle, fence: tuple[str, ...]
+    ) -> Running:
+        """A launched browser in the pool: its pid recorded, guarded, watched, announced. One
+        that cannot be guarded is closed and recorded ``failed_to_start``."""
+        browser_id, home, user_data_dir = spec.browser_id, spec.home, spec.user_data_dir
         await self.db(self.browsers.set_pid, browser_id, handle.pid)
         running = Running(
             browser_id,
@@ -365,7 +395,7 @@ class BrowserPool:
             user_data_dir is None,
             time.time(),
             fence=fence,
-            key_source=key_source,
+            key_source=spec.key_source,
         )
         try:
             await self._guard(running)

@@ -39,6 +39,9 @@ from browserbay.settings import Configured, SettingsError, flags_from_argv, load
 
 if TYPE_CHECKING:
     from browserbay.keeper.app import App
+    from browserbay.keeper.browsers import BrowserPool
+    from browserbay.model import BrowserHandle, LaunchSpec, ProviderRow
+    from browserbay.plugins import Plugins
 
 log = logging.getLogger("browserbay.keeper")
 
@@ -615,6 +618,110 @@ def _import_keeper() -> None:
         importlib.import_module(name)
 
 
+def _load_plugins() -> Plugins:
+    """Imports and entry-point scans (~200 ms): run in a worker thread, so the loop meanwhile
+    carries the Playwright driver's start instead of holding it."""
+    from browserbay.plugins import load_plugins
+
+    return load_plugins(strict=False)
+
+
+class Spare:
+    """A warm start's browser, launched beside the keeper's own imports: a page verb is on
+    its way, and the browser it waits for is, unless it names a profile, a shared ephemeral
+    one of the default provider, unfenced. Launched by that provider's own driver with the
+    spec the pool would give it (:meth:`BrowserPool._launch`: its own ``bb-`` id and private
+    home, headless, no proxy, no options): the same executable, flags and sandbox. Only for
+    a provider that runs here, shares one process between isolated contexts, owns its
+    directories and needs no key (nothing is resolved before the pool exists).
+
+    No registry row until :meth:`hand_to`, after the orphan sweep: a keeper that dies first
+    takes the browser with it (the driver's pipe closes); one that does not start closes it
+    (:meth:`discard`). Taken in, it is the pool's like any other (BrowserPool.adopt): a first
+    verb that wants it makes its context there; one that does not leaves it idle, and the
+    idle grace stops it."""
+
+    def __init__(self, row: ProviderRow, spec: LaunchSpec) -> None:
+        self.row = row
+        self.spec = spec
+        self.handle: BrowserHandle | None = None
+        self.done = anyio.Event()
+        self.taken = False
+
+    @classmethod
+    def for_default(cls, plugins: Plugins, provider: str, paths: BayPaths) -> Spare | None:
+        from browserbay.keeper.browsers import mint_browser_id
+        from browserbay.model import LaunchSpec
+
+        row = plugins.providers.get(provider)
+        if row is None or row.not_runnable or row.driver_factory is None:
+            return None
+        caps = row.capabilities
+        if not caps.ephemeral_contexts or not caps.owns_dir or caps.key_scope != "none":
+            return None
+        if caps.remote_host or caps.cdp_endpoint:
+            return None
+        browser_id = mint_browser_id()
+        return cls(row, LaunchSpec(browser_id=browser_id, home=paths.browsers / browser_id))
+
+    async def launch(self, driver: PlaywrightDriver) -> None:
+        """Never raises: a spare that fails is logged, and the verb launches its own."""
+        try:
+            playwright = await driver.get()
+            assert self.row.driver_factory is not None
+            await anyio.to_thread.run_sync(
+                functools.partial(self.spec.home.mkdir, parents=True, mode=0o700)
+            )
+            with anyio.CancelScope(shield=True):  # never a launch cut half-way
+                self.handle = await self.row.driver_factory().launch(playwright, self.spec)
+        except Exception as exc:
+            log.info("no browser launched at the keeper's start (%s): the verb launches it", exc)
+            await anyio.to_thread.run_sync(_remove, self.spec.home)
+        finally:
+            self.done.set()
+
+    async def hand_to(
+        self,
+        pool: BrowserPool,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Into ``pool`` once launched. Holds its launch lock from the call on: a first verb
+        waits for this browser rather than starting another."""
+        async with pool.launch_lock:
+            task_status.started()
+            await self.done.wait()
+            handle, self.handle = self.handle, None
+            if handle is None:
+                return
+            browser = handle.browser
+            if browser is None or not browser.is_connected():
+                await self._close(handle)
+                return
+            self.taken = True
+            try:
+                await pool.adopt(self.row, self.spec, handle)  # closes it when it fails
+            except Exception:
+                log.exception("the browser launched at the keeper's start was not taken in")
+
+    async def discard(self) -> None:
+        await self.done.wait()
+        handle, self.handle = self.handle, None
+        if handle is not None and not self.taken:
+            await self._close(handle)
+
+    async def _close(self, handle: BrowserHandle) -> None:
+        with contextlib.suppress(Exception):
+            await handle.close(5.0)
+        await anyio.to_thread.run_sync(_remove, self.spec.home)
+
+
+def _remove(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
 def _quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
     """asyncio's own servers (a plugin's: the live view) log every accept that fails for want
     of descriptors, with its traceback — under a connection flood that is tens of thousands
@@ -658,16 +765,28 @@ async def _run(
         except Exception:
             log.exception("the Playwright driver failed to start")
 
+    spare: Spare | None = None
+    plugins: Plugins | None = None
     try:
         async with anyio.create_task_group() as first:
             if warm:
                 with contextlib.suppress(Exception):  # said by the driver's start, below
                     await driver.load()
                 first.start_soon(prewarm)
+                # The plugins first (the provider of the verb's browser), so that browser's
+                # launch runs beside the keeper's own imports (Spare).
+                plugins = await anyio.to_thread.run_sync(_load_plugins)
+                spare = await anyio.to_thread.run_sync(
+                    Spare.for_default, plugins, configured.settings.default_provider, paths
+                )
+                if spare is not None:
+                    first.start_soon(spare.launch, driver)
                 await anyio.to_thread.run_sync(_import_keeper)
-            await _serve(sock, paths, configured, driver, None if warm else prewarm)
+            await _serve(sock, paths, configured, driver, None if warm else prewarm, plugins, spare)
     finally:
         with anyio.CancelScope(shield=True):
+            if spare is not None:
+                await spare.discard()  # never taken in: the keeper did not start
             await driver.stop()  # stopped by app.close() already, unless the start failed
 
 
@@ -677,6 +796,8 @@ async def _serve(
     configured: Configured,
     driver: PlaywrightDriver,
     prewarm: Callable[[], Coroutine[Any, Any, None]] | None,
+    plugins: Plugins | None = None,
+    spare: Spare | None = None,
 ) -> None:
     # Imported here, after the socket is bound (see bind_first): the keeper's own modules,
     # the plugins and Playwright's import chain take a while, and a client may connect now.
@@ -687,7 +808,6 @@ async def _serve(
     from browserbay.keeper.fleet import KeeperIdBad, data_root, keeper_id
     from browserbay.keeper.link import LinkServer, link_config
     from browserbay.keys import registry_url
-    from browserbay.plugins import load_plugins
     from browserbay.registry import (
         RegistryUnreachable,
         RegistryUrlBad,
@@ -726,7 +846,8 @@ async def _serve(
         return
     # Imports and entry-point scans (~200 ms): in a worker thread, so the loop meanwhile
     # carries the Playwright driver's start (a warm start began it) instead of holding it.
-    plugins = await anyio.to_thread.run_sync(functools.partial(load_plugins, strict=False))
+    if plugins is None:
+        plugins = await anyio.to_thread.run_sync(_load_plugins)
     app = App(plugins, registry, paths, settings, configured, driver, link)
     life = app.life
     await app.start()
@@ -814,6 +935,8 @@ async def _serve(
             tg.start_soon(prewarm)
         await anyio.to_thread.run_sync(write_plugin_verbs, paths, app.admin.plugin_verb_rows())
         life.swept = await anyio.to_thread.run_sync(sweep_orphans, registry.browsers)
+        if spare is not None:  # after the sweep (it would take the new row for an orphan)
+            await tg.start(spare.hand_to, app.pool)
         await anyio.to_thread.run_sync(prune_outputs)
         said = await anyio.to_thread.run_sync(sandbox.state)
         if not said.sandboxed:  # root (Chromium's rule), or no sandbox possible: refused
