@@ -560,6 +560,24 @@ def test_attachments_detach_drops_the_pin_and_the_last_used(store: Store) -> Non
     assert store.registry.sessions.state("s") == SessionState(None, None, True, (), ())
 
 
+def test_attachments_standing_says_attached_last_used_group_default_and_the_hold(
+    store: Store,
+) -> None:
+    first, second = _with_profile(store, "bp-00000001"), _with_profile(store, "bp-00000002")
+    att = store.registry.attachments
+    assert att.standing("s", first, "g") == (False, None)
+    att.attach("s", first, None, by_other=False)
+    assert att.standing("s", first, "g") == (True, None)
+    assert att.standing("t", first, "g") == (False, None)  # another session's attachment
+    store.registry.groups.set("g", second)
+    assert att.standing("t", second, "g") == (True, None)  # its group's default
+    assert att.standing("t", second, "h") == (False, None)
+    assert store.registry.holds.set(first, "h1", "hg")
+    assert att.standing("s", first, "g") == (True, "hg")
+    att.detach("s", first, by_other=False)
+    assert att.standing("s", first, "g") == (False, "hg")
+
+
 def test_attachments_of_session_is_empty_at_first(store: Store) -> None:
     assert store.registry.attachments.of_session("s") == []
 

@@ -5,7 +5,6 @@ group's and its own ephemeral browser: :meth:`ProfileBook.usable`)."""
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Sequence
 
@@ -21,7 +20,6 @@ from browserbay.registry import (
     Attachments,
     Db,
     GroupDefaults,
-    Hold,
     Sessions,
     SessionState,
 )
@@ -203,23 +201,17 @@ class LeaseChooser:
         assert link is not None
         assert link.session is not None
         pid = lease.profile.id
-        read = functools.partial(self._read_forwarded, link.session, session.group, pid)
-        (atts, state, group_profile), hold = await self.db(read)  # one hop when all is well
-        if pid not in {a.profile for a in atts} and pid not in (state.last_profile, group_profile):
+        # One statement, one hop when all is well.
+        may, holding = await self.db(self.attachments.standing, link.session, pid, session.group)
+        if not may:
             raise Refusal(
                 "profile_unknown",
                 handle=pid,
                 why=f"attached to session {link.session} (of keeper {link.keeper})",
                 fix=f"bay use {pid}   (as that session, on its keeper)",
             )
-        if hold is not None and hold.group != session.group:
+        if holding is not None and holding != session.group:
             await self.leases.check_hold(session, pid)  # refused (or a dead holder's reclaimed)
-
-    def _read_forwarded(
-        self, sid: str, group: str, pid: str
-    ) -> tuple[tuple[list[Attachment], SessionState, str | None], Hold | None]:
-        """What :meth:`forwarded_may` reads, in one call on the registry's thread."""
-        return self._read(sid, group), self.leases.holds.get(pid)
 
     def _read(self, sid: str, group: str) -> tuple[list[Attachment], SessionState, str | None]:
         """What :meth:`choose` reads of the registry, in one call on the registry's thread:

@@ -72,6 +72,12 @@ class Attachments(Protocol):
         """Detach; the pin and the last-used profile go with it."""
 
     def of_session(self, session: str) -> list[Attachment]: ...
+    def standing(self, session: str, profile_id: str, group: str) -> tuple[bool, str | None]:
+        """Whether ``session`` (of ``group``) may act on the profile now, as another keeper
+        of the fleet forwarded it: it has the profile attached, or as its last-used or its
+        group's default; and the group that holds the profile exclusively (None: no hold).
+        One statement: what the browser's keeper re-reads before a forwarded verb."""
+
     def of_profile(self, profile_id: str) -> list[str]:
         """The sessions that have the profile attached, in the order they attached it."""
 
@@ -208,6 +214,16 @@ class SqliteAttachments:
             "SELECT profile, alias FROM attachments WHERE session=? ORDER BY position", (session,)
         ).fetchall()
         return [Attachment(r[0], r[1]) for r in rows]
+
+    def standing(self, session: str, profile_id: str, group: str) -> tuple[bool, str | None]:
+        row = self.db.execute(
+            "SELECT EXISTS(SELECT 1 FROM attachments WHERE session=? AND profile=?) "
+            "OR EXISTS(SELECT 1 FROM session_state WHERE session=? AND last_profile=?) "
+            "OR EXISTS(SELECT 1 FROM group_defaults WHERE group_name=? AND profile=?), "
+            "(SELECT group_name FROM holds WHERE profile=?)",
+            (session, profile_id, session, profile_id, group, profile_id, profile_id),
+        ).fetchone()
+        return bool(row[0]), row[1]
 
     def of_profile(self, profile_id: str) -> list[str]:
         rows = self.db.execute(
