@@ -1381,7 +1381,8 @@ def notes_text(info: dict[str, Any], b: Bench) -> list[str]:
             n.append(
                 "c: bay cold phases from the keeper log (median ms): client start + keeper spawn "
                 f"→ 'listening' {p['spawn_to_listening']}; 'listening' → 'browser started' "
-                f"(Playwright driver + Chromium launch) {p['listening_to_browser']}; "
+                "(the browser taken into the pool: a warm start launches it beside the keeper's "
+                f"imports, so this is what its launch had left) {p['listening_to_browser']}; "
                 f"→ answer printed (context, page, goto) {p['browser_to_answer']}."
             )
         if cold.get("errors"):
