@@ -15,6 +15,8 @@ import os
 import time
 from pathlib import Path
 
+import psycopg
+
 from browserbay.keeper.fleet import KEEPER_ID
 from browserbay_testing import Bay, assert_refused, wait_for
 from browserbay_testing.fleet import Fleet, Member, keeper_fleet
@@ -235,3 +237,30 @@ def test_a_fleet_ttl_under_one_second_is_refused_at_start_naming_the_variable(
         frame = assert_refused(r, "keeper_unavailable")
         assert f"BAY_FLEET_TTL='{bad}': needs a number" in frame["message"], frame
         assert "bay keeper logs" in frame["way_out"]
+
+
+def test_an_audit_row_held_up_by_the_database_does_not_hold_up_the_next_verbs(
+    postgres: PgServer, tmp_path: Path, demo: str
+) -> None:
+    """On PostgreSQL a verb's audit row goes on a registry lane of its own: with the audit
+    table locked by another connection (every insert into it waits), the next verbs still
+    read the registry and answer; the held rows are written, in order, once the lock goes.
+    With one lane for all, the second verb's registry read queued behind the first verb's
+    audit insert and the verb ran out of time."""
+    with keeper_fleet(postgres, tmp_path, 1) as fleet:
+        a = fleet["a"]
+        a.ok("open", f"{demo}/form.html")
+        before = fleet.rows("SELECT count(*) FROM audit WHERE verb='get'")[0][0]
+        with psycopg.connect(fleet.url) as locker:
+            locker.execute("LOCK TABLE audit IN EXCLUSIVE MODE")  # inserts wait; reads do not
+            titles = [a.ok("get", "title", "--timeout", "15")["value"] for _ in range(3)]
+            assert titles == ["Sign up"] * 3
+            held = fleet.rows("SELECT count(*) FROM audit WHERE verb='get'")[0][0]
+            assert held == before  # every row is still waiting on the lock
+            locker.rollback()  # the lock goes
+        wait_for(
+            lambda: fleet.rows("SELECT count(*) FROM audit WHERE verb='get'")[0][0] == before + 3,
+            timeout=30,
+            what="the three held audit rows",
+        )
+        assert fleet.rows("SELECT ok FROM audit WHERE verb='get' ORDER BY id")[-3:] == [(1,)] * 3

@@ -184,7 +184,11 @@ class App:
         self.life = Lifecycle(paths.socket)
         self.gate = RestartGate()
         self.roster = roster = Roster(registry.sessions, db)
-        self.audit = AuditTrail(registry.audit, db)
+        # A verb's audit row is written after its answer left; on a store whose calls may
+        # run at once (PostgreSQL's pool) it goes on a lane of its own, so the next verb's
+        # registry read (a forwarded verb's re-check) does not queue behind it.
+        lane = RegistryRunner() if registry.schema.lanes > 1 else db
+        self.audit = AuditTrail(registry.audit, lane)
         self.driver = driver if driver is not None else PlaywrightDriver()
         #: The files connections send and are answered (browserbay.keeper.files).
         self.carrier = Carrier(paths.runtime / "transfers")

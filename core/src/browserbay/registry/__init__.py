@@ -173,6 +173,12 @@ class Db(Protocol):
 class Schema(Protocol):
     """The store as a whole: its schema version, its health, its end."""
 
+    @property
+    def lanes(self) -> int:
+        """How many of its calls may run at once, each on a thread of its own: SQLite's one
+        connection 1 (its calls never interleave); PostgreSQL's pool lends each call its
+        own connection."""
+
     def schema_version(self) -> int: ...
     def integrity_check(self) -> str:
         """``"ok"``, or what is wrong."""

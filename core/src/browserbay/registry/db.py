@@ -333,6 +333,11 @@ class Sql(Protocol):
 
     @property
     def dialect(self) -> Dialect: ...
+    @property
+    def lanes(self) -> int:
+        """How many calls may run at once, each on a thread of its own (SQLite's one
+        connection: 1)."""
+
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> Rows: ...
     def tx(self, *statements: Statement) -> None:
         """Several writes, all or none."""
@@ -361,6 +366,7 @@ class Database:
     """One SQLite file (WAL, synchronous=NORMAL, private mode 0600), migrated on open."""
 
     dialect: Dialect = "sqlite"
+    lanes = 1  # one connection: its calls never interleave
 
     def __init__(self, path: Path):
         self.path = path

@@ -39,8 +39,11 @@ CONNECT_TIMEOUT = 5
 MIGRATION_LOCK = 0x62617901
 #: The advisory lock a keeper holds for its life (with the hash of its schema and keeper id).
 KEEPER_LOCK = 0x62617902
-#: Connections the pool keeps; the keeper has one writer thread, `bay doctor` one probe.
-POOL_SIZE = 2
+#: Calls that may run at once: the keeper's registry calls on one lane, its audit rows on
+#: another (a verb's read never waits behind the last verb's audit row).
+LANES = 2
+#: Connections the pool keeps: one per lane, and `bay doctor`'s probe.
+POOL_SIZE = LANES + 1
 
 _DDL = (
     # SQLite's rowid keys (with or without AUTOINCREMENT): a value is given on insert.
@@ -118,6 +121,7 @@ class PgDatabase:
     ``public``), migrated on open."""
 
     dialect: Dialect = "postgresql"
+    lanes = LANES
 
     def __init__(self, url: str, connect_timeout: int = CONNECT_TIMEOUT):
         check_url(url)
@@ -271,6 +275,7 @@ class PgReader:
     A :class:`~browserbay.registry.db.Sql` for the repositories' reads; a write raises."""
 
     dialect: Dialect = "postgresql"
+    lanes = LANES
 
     def __init__(self, url: str, connect_timeout: int = CONNECT_TIMEOUT):
         check_url(url)
