@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import select
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -80,6 +81,21 @@ def check_url(url: str) -> dict[str, str]:
     return {k: str(v) for k, v in params.items() if v is not None}
 
 
+def _lendable(conn: psycopg.Connection[Any]) -> None:
+    """The pool's check before it lends a connection: one the server ended while it sat in
+    the pool (a restart, ``pg_terminate_backend``, a proxy's cut) has something to read —
+    the server's FATAL notice, or the end of the stream — and only then is it asked an empty
+    query (``check_connection``), which fails it and the pool replaces it. A live idle
+    connection has nothing to read and is lent without that round trip (it was one of
+    every registry call's two)."""
+    if conn.closed or conn.broken:
+        raise psycopg.OperationalError("the connection is closed")
+    poller = select.poll()
+    poller.register(conn.fileno(), select.POLLIN | select.POLLERR | select.POLLHUP)
+    if poller.poll(0):
+        psycopg_pool.ConnectionPool.check_connection(conn)
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
@@ -133,7 +149,7 @@ class PgDatabase:
             raise RegistryUnreachable(_first_line(exc)) from None
         # A connection the server ended while it sat in the pool (a restart, an operator's
         # pg_terminate_backend, a proxy's idle cut) is found by a check before it is lent
-        # (an empty query: one round trip) and replaced, instead of failing the call.
+        # (_lendable) and replaced, instead of failing the call.
         self.pool = psycopg_pool.ConnectionPool(
             url,
             min_size=1,
@@ -141,7 +157,7 @@ class PgDatabase:
             kwargs=kwargs,
             open=False,
             name="bay-registry",
-            check=psycopg_pool.ConnectionPool.check_connection,
+            check=_lendable,
         )
         try:
             self.pool.open(wait=True, timeout=float(connect_timeout))
