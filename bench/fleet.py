@@ -9,22 +9,25 @@ session keeps one Python API connection (``SyncClient``), so what is timed is th
 answer, not a CLI process's start; B keeps its link connection to A, so what the difference
 shows is one more round trip (B's request path, TLS on loopback, A's framing) per verb.
 
-    .venv/bin/python bench/fleet.py [--reps 300] [--warm 20]
+    .venv/bin/python bench/fleet.py [--reps 300] [--warm 20] [--count 100] [--trace N]
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import os
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
+import psycopg
+
 from browserbay.api import SyncClient
 from browserbay_testing.fleet import linked_fleet
 from browserbay_testing.pages import serve_pages
-from browserbay_testing.postgres import pg_server
+from browserbay_testing.postgres import PgServer, pg_server
 
 
 def _ms(samples: list[float]) -> tuple[float, float, float]:
@@ -32,10 +35,72 @@ def _ms(samples: list[float]) -> tuple[float, float, float]:
     return qs[4] * 1000, statistics.median(samples) * 1000, qs[17] * 1000
 
 
+def _xacts(url: str) -> int:
+    """Transactions committed or rolled back in the bench's database so far (every registry
+    statement outside ``tx``/``atomic`` is its own autocommit transaction, so this counts
+    round trips of both keepers, plus this reader's own one statement)."""
+    time.sleep(1.2)  # a backend flushes its counters to the shared stats within ~1 s of idling
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT xact_commit + xact_rollback FROM pg_stat_database"
+            " WHERE datname = current_database()"
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def _round_trips(url: str, client: SyncClient | None, reps: int) -> tuple[float, float]:
+    """Registry transactions per ``reps`` verbs of ``client`` (None: the keepers idling for as
+    long), the reader's own connections' two counted out."""
+    before = _xacts(url)
+    started = time.perf_counter()
+    for _ in range(reps):
+        if client is not None:
+            client.get("title")
+    if client is None:
+        time.sleep(0.05 * reps)
+    took = time.perf_counter() - started
+    return (_xacts(url) - before - 2) / reps, took
+
+
+def _statements(server: PgServer, client: SyncClient, reps: int) -> list[tuple[int, str]]:
+    """The registry statements ``reps`` verbs of ``client`` cost (both keepers and the idle
+    keepers' own beats in the same window), from the server's log (``log_statement = all``
+    for the window only): (count, first 90 characters of the statement), most frequent first."""
+    with psycopg.connect(server.url(), autocommit=True) as conn:
+        conn.execute("ALTER SYSTEM SET log_statement = 'all'")
+        conn.execute("SELECT pg_reload_conf()")
+        time.sleep(0.5)
+        start = server.log.stat().st_size
+        for _ in range(reps):
+            client.get("title")
+        end = server.log.stat().st_size
+        conn.execute("ALTER SYSTEM RESET log_statement")
+        conn.execute("SELECT pg_reload_conf()")
+    with server.log.open("rb") as f:
+        f.seek(start)
+        text = f.read(end - start).decode("utf-8", "replace")
+    seen: collections.Counter[str] = collections.Counter()
+    entries: list[list[str]] = []
+    for line in text.splitlines():
+        if line[:1] in ("\t", " ") and entries:
+            entries[-1].append(line)  # a statement's continuation line
+        else:
+            entries.append([line])
+    for entry in entries:
+        _, sep, stmt = entry[0].partition("LOG:  ")
+        if sep and (stmt.startswith("statement: ") or stmt.startswith("execute ")):
+            stmt = stmt.split(": ", 1)[1]
+            seen[" ".join(" ".join([stmt, *entry[1:]]).split())[:90]] += 1
+    return [(n, stmt) for stmt, n in seen.most_common()]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=300)
     ap.add_argument("--warm", type=int, default=20)
+    ap.add_argument("--count", type=int, default=100, help="verbs per round-trip count")
+    ap.add_argument("--trace", type=int, default=0, help="log the statements of N verbs each")
     args = ap.parse_args()
     with (
         tempfile.TemporaryDirectory(prefix="bay-bench-fleet-") as tmp,
@@ -62,6 +127,17 @@ def main() -> None:
                 if rep >= args.warm:
                     times[name].append(took)
         load.append(os.getloadavg()[0])
+        url = server.url()
+        counts = {
+            "idle": _round_trips(url, None, args.count),
+            "direct": _round_trips(url, direct, args.count),
+            "forwarded": _round_trips(url, forwarded, args.count),
+        }
+        traces = {
+            name: _statements(server, client, args.trace)
+            for name, client in (("direct", direct), ("forwarded", forwarded))
+            if args.trace
+        }
         direct.disconnect()
         forwarded.disconnect()
     p25d, medd, p90d = _ms(times["direct"])
@@ -73,6 +149,15 @@ def main() -> None:
     print(f"  from B, via link p25 {p25f:6.2f}  median {medf:6.2f}  p90 {p90f:6.2f} ms")
     print(f"  extra per verb   p25 {p25e:6.2f}  median {mede:6.2f}  p90 {p90e:6.2f} ms")
     print(f"  forwarded / direct (medians): {medf / medd:.2f}x")
+    idle_rate = counts["idle"][0] * args.count / counts["idle"][1]  # transactions per second
+    for name in ("direct", "forwarded"):
+        per, took = counts[name]
+        busy = per - idle_rate * took / args.count
+        print(f"  registry transactions per {name} verb (both keepers, idle rate out): {busy:.2f}")
+    for name, seen in traces.items():
+        print(f"  statements logged over {args.trace} {name} verbs (count, statement):")
+        for n, stmt in seen:
+            print(f"    {n:5d}  {stmt}")
 
 
 if __name__ == "__main__":
