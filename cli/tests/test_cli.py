@@ -277,3 +277,47 @@ def test_a_keeper_of_another_version_is_retired_before_the_verb_is_sent_again(
     assert "the title" not in r.stdout
     shutdowns = [f for f in got if f.get("op") == "shutdown"]
     assert shutdowns == [{"id": "retire", "op": "shutdown", "reason": "version"}]
+
+
+def test_a_command_handed_over_after_the_keeper_had_it_is_not_sent_again(tmp_path: Path) -> None:
+    """BAY_HANDED (browserbay_cli.hot): a native client that hands over the keeper's frame
+    (an inherited file, named in the environment) or a deadline: the Python client prints
+    it and never contacts the keeper; ``whole`` skips the warm road's try."""
+    import os
+    import tempfile
+
+    env = {"BAY_HOME": str(tmp_path), "BAY_SESSION": "handed", "PATH": "/usr/bin:/bin"}
+    bay = str(Path(sys.executable).with_name("bay"))
+    frame = {"id": "1", "printed": {"out": "héllo\n", "err": "", "code": 3}}
+    with fake_keeper(tmp_path) as got, tempfile.TemporaryFile() as f:
+        f.write(protocol.encode(frame))
+        f.flush()
+        fd = f.fileno()
+        r = subprocess.run(
+            [bay, "get", "title"],
+            capture_output=True,
+            env={**env, "BAY_HANDED": f"said:{fd}"},
+            pass_fds=(fd,),
+            timeout=30,
+        )
+        assert (r.returncode, r.stdout) == (3, "héllo\n".encode()), r.stderr
+        r = subprocess.run(
+            [bay, "get", "title", "--timeout", "2", "--json"],
+            capture_output=True,
+            text=True,
+            env={**env, "BAY_HANDED": "deadline"},
+            timeout=30,
+        )
+        assert json.loads(r.stdout)["code"] == "deadline", r.stderr
+        assert got == []  # neither was sent again
+        r = subprocess.run(
+            [bay, "get", "title"],
+            capture_output=True,
+            text=True,
+            env={**env, "BAY_HANDED": "whole"},
+            timeout=30,
+        )
+        assert (r.returncode, r.stdout) == (0, "the title\n"), r.stderr
+        assert [f.get("verb") for f in got if "verb" in f] == ["get"]
+        assert not any("argv" in f for f in got)  # no warm road's try first
+    assert "BAY_HANDED" not in os.environ

@@ -133,9 +133,51 @@ def _cut_off() -> dict[str, Any]:
     return {"cut_off": True}
 
 
+#: How a native ``bay`` client (issue 19) hands a command over to this one, read and removed
+#: from the environment before anything else (no child inherits it): ``whole`` (the keeper
+#: answered that the whole client runs it, or is of another version: nothing ran),
+#: ``deadline`` or ``cut_off`` (the keeper had the request: it is never sent again), or
+#: ``said:FD`` (the keeper's answer frame, one line, in the inherited file FD, never in argv).
+HANDED = "BAY_HANDED"
+
+
+def _handed(argv: list[str]) -> dict[str, Any] | str | None:
+    """What the native client handed over: ``"whole"``, the keeper's frame (as
+    :func:`_warm` answers it), or None (it handed nothing: the warm road as usual)."""
+    how = os.environ.pop(HANDED, "")
+    if how == "whole":
+        return how
+    if how == "deadline":
+        return {"deadline": (_deadline(argv) or protocol.DEFAULT_TIMEOUT + 5.0) - 5.0}
+    if how.startswith("said:"):
+        try:
+            fd = int(how[5:])
+            try:
+                os.lseek(fd, 0, os.SEEK_SET)
+                data = b""
+                while len(data) <= protocol.MAX_ANSWER:
+                    chunk = os.read(fd, 1 << 20)
+                    if not chunk:
+                        break
+                    data += chunk
+            finally:
+                os.close(fd)
+            if len(data) > protocol.MAX_ANSWER:
+                return _cut_off()
+            return protocol.decode(data.rstrip(b"\n"))
+        except (OSError, ValueError):
+            return _cut_off()  # it ran: said as a keeper that went away, never sent again
+    if how:
+        return _cut_off()  # "cut_off" (or a word of a newer client): it may have run
+    return None
+
+
 def run(argv: list[str]) -> int | None:
     """The exit code of the command run on the warm road; None: the whole client runs it."""
-    said = _warm(argv)
+    handed = _handed(argv)
+    if handed == "whole":
+        return None
+    said = handed if isinstance(handed, dict) else _warm(argv)
     if said is None:
         return None
     printed = said.get("printed")
