@@ -321,3 +321,22 @@ def test_a_command_handed_over_after_the_keeper_had_it_is_not_sent_again(tmp_pat
         assert [f.get("verb") for f in got if "verb" in f] == ["get"]
         assert not any("argv" in f for f in got)  # no warm road's try first
     assert "BAY_HANDED" not in os.environ
+
+
+@pytest.mark.parametrize("value", ["1e400", "inf", "nan", "-1", "3601"])
+def test_a_timeout_out_of_range_is_refused_usage_on_the_warm_road_too(
+    tmp_path: Path, value: str
+) -> None:
+    """With a keeper listening, ``--timeout 1e400`` (infinite) went down the warm road and
+    the socket's timeout overflowed: a traceback (the fuzz campaign found it). Out of the
+    parser's range, the warm road leaves it to the whole client, which refuses ``usage``."""
+    env = {"BAY_HOME": str(tmp_path), "BAY_SESSION": "hot", "PATH": "/usr/bin:/bin"}
+    bay = str(Path(sys.executable).with_name("bay"))
+    with fake_keeper(tmp_path) as got:
+        p = subprocess.run(
+            [bay, "status", "--timeout", value], env=env, capture_output=True, text=True, timeout=30
+        )
+    assert p.returncode == 2, p
+    assert "Traceback" not in p.stderr
+    assert "refused [usage]: --timeout must be in (0, 3600]" in p.stdout + p.stderr
+    assert [f for f in got if "verb" in f] == []

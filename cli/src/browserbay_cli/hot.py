@@ -56,7 +56,8 @@ def _trusted(path: str) -> socket | None:
 def _deadline(argv: list[str]) -> float | None:
     """The seconds to wait for the answer: ``--timeout``'s (as the parser reads it), else
     the default, plus the margin the whole client gives the answer's trip; None when the
-    value is no number (the whole client says so)."""
+    value is no number or out of the parser's range, (0, 3600] — ``1e400`` is infinite, and
+    a socket timeout that far off overflows (the whole client refuses it as ``usage``)."""
     value: str | None = None
     for n, word in enumerate(argv):
         if word == "--":
@@ -66,9 +67,12 @@ def _deadline(argv: list[str]) -> float | None:
         elif word.startswith("--timeout="):
             value = word.partition("=")[2]
     try:
-        return (float(value) if value is not None else protocol.DEFAULT_TIMEOUT) + 5.0
+        seconds = float(value) if value is not None else protocol.DEFAULT_TIMEOUT
     except ValueError:
         return None
+    if not 0 < seconds <= protocol.MAX_TIMEOUT:  # NaN too
+        return None
+    return seconds + 5.0
 
 
 def _warm(argv: list[str]) -> dict[str, Any] | None:

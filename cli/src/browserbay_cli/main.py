@@ -473,10 +473,9 @@ def run(argv: list[str]) -> int:
         return EXIT_OK
     as_json = bool(options.get("json"))
     timeout = float(options.get("timeout") or DEFAULT_TIMEOUT)
-    if not 0 < timeout <= 3600:
-        return _refuse(
-            Refusal("usage", detail="--timeout must be in (0, 3600]", verb=verb.name), as_json
-        )
+    if not 0 < timeout <= protocol.MAX_TIMEOUT:
+        detail = f"--timeout must be in (0, {protocol.MAX_TIMEOUT:g}]"
+        return _refuse(Refusal("usage", detail=detail, verb=verb.name), as_json)
     try:
         _owner_only_here(verb, args)
         if verb.name in OFF_HOT_PATH:

@@ -32,6 +32,8 @@ MAX_DEPTH = 16
 KEEPER_WARM = "--warm"
 #: The deadline of a request that names none (``--timeout``), in seconds.
 DEFAULT_TIMEOUT = 30.0
+#: The largest ``--timeout`` a command takes (seconds); more, NaN or infinity is ``usage``.
+MAX_TIMEOUT = 3600.0
 #: The caller's environment variables a CLI request is made of (``--profile``'s and
 #: ``--session``'s defaults, the group, the footer's form): what ``bay``'s warm road sends
 #: with its argv (``{"id", "argv", "facts": {"env", "sid"}}``, see
