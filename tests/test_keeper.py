@@ -17,6 +17,7 @@ from pathlib import Path
 from browserbay import procfs
 from browserbay.paths import bay_paths
 from browserbay_testing import Bay, assert_refused
+from browserbay_testing.bay import wait_for_no_keeper
 
 
 def _marked(browser_id: str) -> list[int]:
@@ -154,6 +155,8 @@ def test_typed_text_is_never_logged_audited_or_hooked(fresh_bay: Bay, demo: str)
     fresh_bay.ok("type", "input[name=email]", secret)
     fresh_bay.ok("eval", f"'{secret}'.length")
     fresh_bay.ok("keeper", "stop")
+    # The stop's own audit row is written after its answer left: read once the keeper is gone.
+    wait_for_no_keeper(fresh_bay.home)
     paths = bay_paths({"BAY_HOME": str(fresh_bay.home)})
     for f in [
         paths.keeper_log,
