@@ -237,6 +237,40 @@ TABLES = sorted(
 )
 
 
+#: The registry check's plain queries: each row found is a fault, said with its columns.
+ORPHAN_CHECKS: tuple[tuple[str, str], ...] = (
+    (
+        "SELECT profile, keeper_id FROM profile_claims WHERE keeper_id NOT IN "
+        "(SELECT id FROM keepers)",
+        "claim of {} by {}, a keeper that never registered",
+    ),
+    (
+        "SELECT profile, keeper_id FROM profile_claims WHERE released_at IS NULL "
+        "AND renewed_at > extract(epoch FROM clock_timestamp()) + 1",
+        "claim of {} renewed in the future by {}",
+    ),
+    (
+        "SELECT profile, keeper_id FROM profile_claims WHERE released_at IS NULL "
+        "AND keeper_id IN (SELECT id FROM keepers WHERE stopped_at IS NOT NULL)",
+        "claim of {} still held by {}, which stopped",
+    ),
+    (
+        "SELECT h.profile, h.holder, h.keeper_id FROM holds h WHERE NOT EXISTS "
+        "(SELECT 1 FROM attachments a WHERE a.session = h.holder AND a.profile = h.profile)",
+        "hold of {} by {} (via {}) without its attachment",
+    ),
+    (
+        "SELECT profile, holder, keeper_id FROM holds WHERE keeper_id IS NOT NULL "
+        "AND keeper_id NOT IN (SELECT id FROM keepers)",
+        "hold of {} by {} through an unregistered keeper {}",
+    ),
+    (
+        "SELECT profile, count(*) FROM holds GROUP BY profile HAVING count(*) > 1",
+        "{1} holds of {0}",
+    ),
+)
+
+
 def registry_problems(
     url: str,
     data_root: Path,
@@ -309,38 +343,11 @@ def registry_problems(
                 if table_name == "kept_tabs" and p.removesuffix(PARKED) in profiles:
                     continue  # a close's tabs, parked for `bay resume`
                 out.append(f"{table_name} names a profile that does not exist: {p}")
-        # Claims: of a registered keeper, renewed in the past, never one keeper's twice.
-        for p, keeper in q(
-            "SELECT profile, keeper_id FROM profile_claims WHERE keeper_id NOT IN "
-            "(SELECT id FROM keepers)"
-        ).fetchall():
-            out.append(f"claim of {p} by {keeper}, a keeper that never registered")
-        for p, keeper in q(
-            "SELECT profile, keeper_id FROM profile_claims WHERE released_at IS NULL "
-            "AND renewed_at > extract(epoch FROM clock_timestamp()) + 1"
-        ).fetchall():
-            out.append(f"claim of {p} renewed in the future by {keeper}")
-        for p, keeper in q(
-            "SELECT profile, keeper_id FROM profile_claims WHERE released_at IS NULL "
-            "AND keeper_id IN (SELECT id FROM keepers WHERE stopped_at IS NOT NULL)"
-        ).fetchall():
-            out.append(f"claim of {p} still held by {keeper}, which stopped")
-        # Holds: one holder, attached to what it holds, through a registered keeper; no
-        # waiter left queued (nobody waits between rounds) but a dead keeper's.
-        for p, holder, keeper in q(
-            "SELECT h.profile, h.holder, h.keeper_id FROM holds h WHERE NOT EXISTS "
-            "(SELECT 1 FROM attachments a WHERE a.session = h.holder AND a.profile = h.profile)"
-        ).fetchall():
-            out.append(f"hold of {p} by {holder} (via {keeper}) without its attachment")
-        for p, holder, keeper in q(
-            "SELECT profile, holder, keeper_id FROM holds WHERE keeper_id IS NOT NULL "
-            "AND keeper_id NOT IN (SELECT id FROM keepers)"
-        ).fetchall():
-            out.append(f"hold of {p} by {holder} through an unregistered keeper {keeper}")
-        for p, n in q(
-            "SELECT profile, count(*) FROM holds GROUP BY profile HAVING count(*) > 1"
-        ).fetchall():
-            out.append(f"{n} holds of {p}")
+        # Claims: of a registered keeper, renewed in the past, never one keeper's twice;
+        # holds: one holder, attached to what it holds, through a registered keeper.
+        for sql, said in ORPHAN_CHECKS:
+            out.extend(said.format(*row) for row in q(sql).fetchall())
+        # No waiter left queued (nobody waits between rounds) but a dead keeper's.
         for p, s, keeper in q("SELECT profile, session, keeper_id FROM hold_queue").fetchall():
             if keeper in alive:
                 out.append(f"{s} still queued for {p} on live {keeper} with nobody waiting")
