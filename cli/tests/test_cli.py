@@ -323,7 +323,7 @@ def test_a_command_handed_over_after_the_keeper_had_it_is_not_sent_again(tmp_pat
     assert "BAY_HANDED" not in os.environ
 
 
-@pytest.mark.parametrize("value", ["1e400", "inf", "nan", "-1", "3601"])
+@pytest.mark.parametrize("value", ["1e400", "inf", "nan", "-1", "3601", "0", "0.0"])
 def test_a_timeout_out_of_range_is_refused_usage_on_the_warm_road_too(
     tmp_path: Path, value: str
 ) -> None:

@@ -472,7 +472,8 @@ def run(argv: list[str]) -> int:
             print(text)
         return EXIT_OK
     as_json = bool(options.get("json"))
-    timeout = float(options.get("timeout") or DEFAULT_TIMEOUT)
+    given = options.get("timeout")  # 0 is out of range, not "the default"
+    timeout = DEFAULT_TIMEOUT if given is None else float(given)
     if not 0 < timeout <= protocol.MAX_TIMEOUT:
         detail = f"--timeout must be in (0, {protocol.MAX_TIMEOUT:g}]"
         return _refuse(Refusal("usage", detail=detail, verb=verb.name), as_json)
