@@ -267,6 +267,15 @@ _ROWS = (
     ),
     Code("fleet_link_refused", "The fleet link {link} is refused: {reason}", "{fix}"),
     Code(
+        "fleet_fenced",
+        "This keeper (on {host}) has not renewed its fleet claims for {age} s "
+        "(BAY_FLEET_TTL {ttl} s): its profiles' browsers were stopped, and it serves no verb "
+        "until the registry answers it again, so that no profile runs on two keepers",
+        "check the registry connection (bay doctor; bay keeper logs), then run the command "
+        "again: the keeper serves again by itself once its heartbeat gets through; or run "
+        "it on another keeper of the fleet (bay keeper status lists them)",
+    ),
+    Code(
         "profile_host_down",
         "Profile {profile}'s browser ran on keeper {keeper} on {host} (since {since}), which "
         "is gone, and its data cannot be reached from this keeper",

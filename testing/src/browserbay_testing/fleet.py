@@ -17,6 +17,8 @@ import os
 import signal
 import socket
 import string
+import threading
+import urllib.parse
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -167,3 +169,89 @@ def linked_fleet(
         start=False,
     ) as fleet:
         yield fleet
+
+
+class RegistryCut:
+    """A TCP proxy between one keeper and the tests' PostgreSQL (its unix socket): the
+    keeper's ``BAY_REGISTRY`` is :meth:`url`; :meth:`cut` ends every connection through it
+    and refuses new ones (a network partition that answers with resets), :meth:`mend`
+    lets connections through again. The database is the real one; only the path is
+    the test's. Threads, no event loop; :meth:`close` ends it."""
+
+    def __init__(self, postgres: PgServer):
+        self.target = str(postgres.root / ".s.PGSQL.5432")
+        self._listener = socket.socket()
+        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(64)
+        self.port = int(self._listener.getsockname()[1])
+        self._lock = threading.Lock()
+        self._open: set[socket.socket] = set()
+        self._cut = False
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def url(self, schema_url: str) -> str:
+        """``schema_url`` (the fleet's, over the unix socket) through this proxy."""
+        parts = urllib.parse.urlsplit(schema_url)
+        query = [
+            (k, v) for k, v in urllib.parse.parse_qsl(parts.query) if k not in ("host", "port")
+        ]
+        query += [("host", "127.0.0.1"), ("port", str(self.port))]
+        return urllib.parse.urlunsplit(
+            (parts.scheme, "bay@", parts.path, urllib.parse.urlencode(query), "")
+        )
+
+    def cut(self) -> None:
+        with self._lock:
+            self._cut = True
+            for s in self._open:
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+                s.close()
+            self._open.clear()
+
+    def mend(self) -> None:
+        with self._lock:
+            self._cut = False
+
+    def close(self) -> None:
+        self._closed = True
+        self.cut()
+        self._listener.close()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                client, _addr = self._listener.accept()
+            except OSError:
+                return
+            with self._lock:
+                if self._cut:
+                    client.close()
+                    continue
+                server = socket.socket(socket.AF_UNIX)
+                try:
+                    server.connect(self.target)
+                except OSError:
+                    client.close()
+                    server.close()
+                    continue
+                self._open |= {client, server}
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while chunk := src.recv(65536):
+                dst.sendall(chunk)
+        except OSError:
+            pass
+        finally:
+            with self._lock:
+                for s in (src, dst):
+                    if s in self._open:
+                        self._open.discard(s)
+                        with contextlib.suppress(OSError):
+                            s.shutdown(socket.SHUT_RDWR)
+                        s.close()

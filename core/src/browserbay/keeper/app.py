@@ -96,7 +96,7 @@ from browserbay.keys import share_roots
 from browserbay.model import KeeperInfo
 from browserbay.paths import BayPaths
 from browserbay.plugins import Plugins
-from browserbay.registry import KeeperStart, Registry
+from browserbay.registry import KeeperStart, NoKeeperLock, Registry
 from browserbay.settings import BaySettings, Configured
 from browserbay.tracestore import Retention, traces_root
 
@@ -210,6 +210,8 @@ class App:
             settings.fleet_ttl,
             registry.keeper_lock,
             self.life.begin_stop,
+            # Other keepers may take its claims (a shared store): it fences itself.
+            shared=not isinstance(registry.keeper_lock, NoKeeperLock),
         )
         self.key_homes = KeyHomeBook(registry.key_homes, db, me.id, me.host)
         self.pool = BrowserPool(
@@ -260,6 +262,7 @@ class App:
             fleet=self.fleet,
         )
         self.pool.on_crash = self.leases.crashed
+        self.fleet.on_fenced = self.pool.fence
         #: Who holds each lease's controls; the live-view transports' host.
         self.controls = Controls(
             plugins,

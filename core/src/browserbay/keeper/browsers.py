@@ -38,6 +38,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("browserbay.keeper")
 
 CLOSE_TIMEOUT = 10.0
+#: How long before its claim's TTL runs out a fenced keeper's browser that has not closed
+#: is killed (seconds).
+FENCE_KILL_BEFORE = 0.3
 #: Seconds one running browser may take to learn a new DevTools port (``spread_devtools_ports``).
 GUARD_SPREAD_TIMEOUT = 5.0
 #: The longest the keeper waits for a tab it asked a browser for.
@@ -570,6 +573,47 @@ class BrowserPool:
         await anyio.to_thread.run_sync(lambda: shutil.rmtree(running.home, ignore_errors=True))
         log.info("browser %s stopped (%s)", running.id, reason)
         self.plugins.hooks.bay_browser_stopped(browser=running.info(), reason=reason)
+
+    async def fence(self) -> None:
+        """The keeper is fenced (browserbay.keeper.fleet): every persistent profile's
+        browser is closed now, whatever the registry does — another keeper may take its
+        claim once the TTL runs out. Its leases let go of it at their next verb, as after a
+        crash (their tabs kept to restore); its stop is recorded when the registry answers
+        (tried again until then); its claim is released by the beat that gets through."""
+        fenced = [r for r in self.running.values() if r.profile_id is not None]
+        async with anyio.create_task_group() as tg:
+            for r in fenced:
+                tg.start_soon(self._fenced_stop, r)
+
+    async def _fenced_stop(self, running: Running) -> None:
+        running.closing = True
+        self.running.pop(running.id, None)
+        self.stopping[running.id] = running
+        # Gracefully while the claim is still ours (its newest cookies written); a browser
+        # still running when the TTL is about to end is killed: two browsers writing one
+        # profile's data is the worse loss.
+        left = CLOSE_TIMEOUT
+        if self.fleet is not None:
+            left = self.fleet.renewed + self.fleet.ttl - time.monotonic() - FENCE_KILL_BEFORE
+        try:
+            await running.handle.close(max(left, 0.1))
+        finally:
+            self.stopping.pop(running.id, None)
+        pid = running.handle.pid
+        if pid is not None and _is_ours(pid, running.id):
+            log.error("browser %s did not close in time: killed (fenced)", running.id)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        log.warning("browser %s stopped (fenced: profile %s)", running.id, running.profile_id)
+        self.plugins.hooks.bay_browser_stopped(browser=running.info(), reason="fenced")
+        while True:  # the registry may not answer yet: its stop is written when it does
+            try:
+                await self.db(self.browsers.stopped, running.id, "fenced")
+                break
+            except Exception as exc:  # any failure of the store: tried again later
+                log.info("browser %s: its fenced stop is not recorded yet (%s)", running.id, exc)
+                await anyio.sleep(1.0)
+        await anyio.to_thread.run_sync(lambda: shutil.rmtree(running.home, ignore_errors=True))
 
     def release_user(self, running: Running, session: str) -> None:
         """A session's lease on a persistent browser went: the last one starts its grace."""

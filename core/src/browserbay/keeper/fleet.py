@@ -18,11 +18,12 @@ import re
 import secrets
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+import anyio.abc
 
 from browserbay.refusals import Refusal
 from browserbay.registry import (
@@ -41,6 +42,12 @@ log = logging.getLogger("browserbay.keeper")
 #: ``state/keeper-id``: the keeper's id, made once per home.
 KEEPER_ID_FILE = "keeper-id"
 KEEPER_ID = re.compile(r"kp-[0-9a-f]{8}")
+
+#: The share of ``BAY_FLEET_TTL`` after its last renewal began at which a keeper that has
+#: not renewed its claims since is *fenced* (stops its profiles' browsers and serves no
+#: verb): the rest of the TTL is the margin for its browsers to close before any other
+#: keeper may take their claims (docs/fleet.md, "Cut off from the registry").
+FENCE_AT = 2 / 3
 
 
 class KeeperIdBad(ValueError):
@@ -191,9 +198,12 @@ class Fleet:
         ttl: float,
         lock: KeeperLock,
         on_lost: Callable[[], None],
+        shared: bool = False,
     ):
         """``lock``: the keeper id's hold on the registry; ``on_lost``: how the keeper
-        stops when another process took that id's lock (the keeper's own stop)."""
+        stops when another process took that id's lock (the keeper's own stop);
+        ``shared``: other keepers may take this one's claims (a PostgreSQL registry): it
+        fences itself when its renewals stop getting through (:meth:`check_fence`)."""
         self.keepers = keepers
         self.claims = claims
         self.kept_tabs = kept_tabs
@@ -207,6 +217,15 @@ class Fleet:
         #: :meth:`where`'s answers kept per profile, with when they were read (monotonic):
         #: a verb forwarded again within :attr:`cache_for` reads nothing of the registry.
         self._where: dict[str, tuple[OnKeeper, float]] = {}
+        self.shared = shared
+        #: When (monotonic) the last renewal that got through began: the server stamped
+        #: the claims no earlier, so they expire no earlier than this plus the TTL.
+        self.renewed = time.monotonic()
+        self.fenced = False
+        """Its renewals stopped getting through for :attr:`fence_after`: its profiles'
+        browsers were stopped, and no verb is served until a beat gets through."""
+        #: What the fence does to the keeper's browsers (set by the keeper: the pool's).
+        self.on_fenced: Callable[[], Coroutine[object, object, None]] | None = None
 
     @property
     def cache_for(self) -> float:
@@ -223,8 +242,33 @@ class Fleet:
     def keeper_id(self) -> str:
         return self.me.id
 
+    @property
+    def fence_after(self) -> float:
+        """Seconds without a renewal after which the keeper is fenced (of the TTL)."""
+        return self.ttl * FENCE_AT
+
+    def renewal_age(self) -> float:
+        return time.monotonic() - self.renewed
+
+    def check_fence(self) -> None:
+        """Refuse a verb ``fleet_fenced`` while the keeper's claims may be another's soon
+        (its last renewal began more than :attr:`fence_after` ago): checked before the
+        verb reads the registry, so a registry that does not answer cannot hold it."""
+        if not self.shared:
+            return
+        age = self.renewal_age()
+        if self.fenced or age > self.fence_after:
+            raise Refusal(
+                "fleet_fenced",
+                age=f"{age:.1f}",
+                ttl=f"{self.ttl:g}",
+                host=self.me.host,
+            )
+
     async def start(self) -> None:
+        begun = time.monotonic()
         await self.db(self.keepers.register, self.me)
+        self.renewed = begun
 
     async def beat(self) -> None:
         """One heartbeat: the keeper id's lock (taken again when the server dropped it
@@ -246,17 +290,63 @@ class Fleet:
         if state == "retaken":
             log.warning("keeper id %s: the registry dropped its lock; taken again", self.me.id)
         await self.db(self.keepers.beat, self.me.id)
+        begun = time.monotonic()
+        if self.fenced:
+            # Its browsers were stopped by the fence: claims still held would have
+            # nothing behind them. Free them all; the next verb claims again.
+            await self.db(self.claims.release_all, self.me.id)
+            self.renewed = begun
+            self.fenced = False
+            log.warning(
+                "fleet: the registry answers again; keeper %s serves verbs again (its "
+                "claims were released: a profile's next verb places it anew)",
+                self.me.id,
+            )
+            return
         await self.db(self.claims.renew, self.me.id)
+        self.renewed = begun
 
     async def run(self) -> None:
-        """Beat every third of the TTL until cancelled (a failed beat is logged; the next
-        one tries again, so a registry that hiccups does not end the keeper)."""
-        while not self.lost:
-            await anyio.sleep(self.ttl / 3)
-            try:
-                await self.beat()
-            except Exception:
-                log.exception("the fleet heartbeat failed")
+        """Beat every third of the TTL until cancelled (a failed beat is logged and tried
+        again after a tenth of the TTL, so a registry that hiccups does not end the
+        keeper); on a shared registry, the fence's watch beside it (:meth:`_watch`)."""
+        async with anyio.create_task_group() as tg:
+            if self.shared:
+                tg.start_soon(self._watch, tg)
+            wait = self.ttl / 3
+            while not self.lost:
+                await anyio.sleep(wait)
+                try:
+                    await self.beat()
+                    wait = self.ttl / 3
+                except Exception:
+                    log.exception("the fleet heartbeat failed")
+                    wait = self.ttl / 10
+            tg.cancel_scope.cancel()
+
+    async def _watch(self, tg: anyio.abc.TaskGroup) -> None:
+        """The fence: when no renewal got through for :attr:`fence_after` (a beat that
+        fails, or hangs on a registry that does not answer — this watch never waits for
+        one), the keeper is fenced: its profiles' browsers are stopped
+        (:attr:`on_fenced`, in a task of its own) and every verb is refused
+        ``fleet_fenced`` until a beat gets through again — all before the TTL runs out and
+        another keeper may take its claims."""
+        while True:
+            wait = self.renewed + self.fence_after - time.monotonic()
+            if wait > 0 or self.fenced:
+                await anyio.sleep(wait if wait > 0 else self.ttl / 10)
+                continue
+            self.fenced = True
+            log.error(
+                "fleet: keeper %s has not renewed its claims for %.1f s (BAY_FLEET_TTL %g s): "
+                "fenced — its profiles' browsers stop and verbs are refused fleet_fenced "
+                "until the registry answers again",
+                self.me.id,
+                self.renewal_age(),
+                self.ttl,
+            )
+            if self.on_fenced is not None:
+                tg.start_soon(self.on_fenced)
 
     async def stop(self) -> None:
         """The keeper's end: its claims are free for the others now, and its row says it

@@ -211,6 +211,8 @@ class Keeper:
                         check()
                         data, text = await handler.run(args, handle, channel, ref)
                     else:
+                        if self.leases.fleet is not None:  # cut off from the registry: none
+                            self.leases.fleet.check_fence()
                         if channel.link is not None:  # another keeper's session: its group
                             group = channel.link.group
                         session = self.roster.session(ref, group)
