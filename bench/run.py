@@ -1351,6 +1351,11 @@ def notes_text(info: dict[str, Any], b: Bench) -> list[str]:
         "agent-browser is its whole CLI process (its daemon warm). Rows a' add the whole "
         "`bay` process for the same verbs, for information."
     )
+    n.append(
+        "Goals: the goal column is issue 2's (a ≤ 0.75×, c ≤ 0.8×, d ≤ 0.4×, e ≤ 0.8×). Issue 19 "
+        "asks less of a and c: the in-keeper click ≤ 1.0× agent-browser's whole process, cold "
+        "first open ≤ 1.0×; and b ≤ 1.25× (the same)."
+    )
     if "warm_p90" in info:
         n.append("a: p90 — " + json.dumps(info["warm_p90"]))
     if "mcp" in info:
