@@ -181,3 +181,44 @@ def test_a_script_animated_element_is_not_pressed_while_jquery_animates(
     bay.ok("click", ref, session=s)
     assert bay.ok("get", "text", "#out", session=s)["value"] == "pressed 1"
     bay.ok("close", session=s)
+
+
+def _bay_browsers(b: Bay) -> list[int]:
+    """Browser processes of this home's (their argv names a dir under it and a bay id)."""
+    home = str(b.home)
+    found = []
+    for pid in procfs.pids():
+        argv = procfs.argv(pid)
+        if any(a.startswith("--bay-browser=") for a in argv) and any(home in a for a in argv):
+            found.append(pid)
+    return found
+
+
+def test_a_keeper_killed_between_the_early_launch_and_its_adoption_leaves_nothing_behind(
+    demo: str,
+) -> None:
+    # The attack on the warm start: the browser launched beside the keeper's imports
+    # (daemon.Spare) has no registry row until the pool adopts it, after the orphan sweep —
+    # a keeper SIGKILLed in between left its run/browsers/bb-* directory behind, which no
+    # sweep ever found (nothing names it). The next keeper on the home must leave no such
+    # directory and no such browser process; and it serves.
+    with keeper("k") as b:
+        killed = b("open", f"{demo}/form.html", "--timeout", "20", env={"BAY_FAULTS": KILL})
+        assert killed.code != 0, killed
+        # The kill landed after the launch: the killed keeper's browser dir is there.
+        assert list((b.home / "run" / "browsers").glob("bb-*")), _log_text(b)
+        assert b.ok("status")["session"]["id"] == "a"  # a new keeper, no fault
+        assert not list((b.home / "run" / "browsers").glob("bb-*"))
+        assert _bay_browsers(b) == []
+        # Negative control: the new keeper's own browser is there once a page verb ran.
+        assert b.ok("open", f"{demo}/form.html")["url"].endswith("/form.html")
+        assert len(list((b.home / "run" / "browsers").glob("bb-*"))) == 1
+        assert len(_bay_browsers(b)) >= 1
+
+
+KILL = "keeper.spare_launched=kill"
+
+
+def _log_text(b: Bay) -> str:
+    log = b.home / "logs" / "keeper.log"
+    return log.read_text() if log.exists() else ""

@@ -10,7 +10,7 @@ import secrets
 import shutil
 import signal
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -655,6 +655,41 @@ def sweep_orphans(browsers: Browsers) -> list[str]:
         browsers.stopped(row.id, "orphan_swept")
         swept.append(row.id)
     return swept
+
+
+def sweep_strays(browsers_dir: Path, browsers: Browsers, keep: Collection[str] = ()) -> list[str]:
+    """At keeper start, after :func:`sweep_orphans`: every ``bb-*`` directory under
+    ``browsers_dir`` (the home's ``run/browsers``) that no unstopped row names and that is
+    not in ``keep`` (the browser this start is launching early, daemon.Spare): left by a
+    keeper killed between a browser's launch and its row (the early browser before its
+    adoption). No other keeper uses this home while we hold its lock, so what is there is
+    stale: a browser still running from it is ended (SIGTERM, as an orphan is), the dir
+    removed. /proc is read only when such a directory is found. Runs in a worker thread."""
+    try:
+        found = sorted(d for d in browsers_dir.glob("bb-*") if d.is_dir())
+    except OSError:
+        return []
+    if not found:
+        return []
+    known = {row.id for row in browsers.unstopped()} | set(keep)
+    strays = [d for d in found if d.name not in known]
+    if not strays:
+        return []
+    names = {d.name for d in strays}
+    ended = {}
+    for pid in procfs.pids():
+        flags = [a for a in procfs.argv(pid) if a.startswith("--bay-browser=")]
+        if flags and (name := flags[0].split("=", 1)[1]) in names:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)  # an ephemeral browser: nothing of it is kept
+                ended[pid] = name
+    end = time.monotonic() + 3.0  # gone before its dir is removed and the keeper serves
+    while ended and time.monotonic() < end:
+        ended = {p: n for p, n in ended.items() if _is_ours(p, n)}
+        time.sleep(0.02)
+    for stray in strays:
+        shutil.rmtree(stray, ignore_errors=True)
+    return [d.name for d in strays]
 
 
 def _is_ours(pid: int, browser_id: str) -> bool:

@@ -666,6 +666,8 @@ class Spare:
 
     async def launch(self, driver: PlaywrightDriver) -> None:
         """Never raises: a spare that fails is logged, and the verb launches its own."""
+        from browserbay.keeper.faults import FaultPlan
+
         try:
             playwright = await driver.get()
             assert self.row.driver_factory is not None
@@ -674,6 +676,7 @@ class Spare:
             )
             with anyio.CancelScope(shield=True):  # never a launch cut half-way
                 self.handle = await self.row.driver_factory().launch(playwright, self.spec)
+            await FaultPlan.from_environ().ahit("keeper.spare_launched", "*")
         except Exception as exc:
             log.info("no browser launched at the keeper's start (%s): the verb launches it", exc)
             await anyio.to_thread.run_sync(_remove, self.spec.home)
@@ -804,7 +807,7 @@ async def _serve(
     from browserbay import sandbox
     from browserbay.keeper import outputs
     from browserbay.keeper.app import App
-    from browserbay.keeper.browsers import sweep_orphans
+    from browserbay.keeper.browsers import sweep_orphans, sweep_strays
     from browserbay.keeper.fleet import KeeperIdBad, data_root, keeper_id
     from browserbay.keeper.link import LinkServer, link_config
     from browserbay.keys import registry_url
@@ -935,6 +938,14 @@ async def _serve(
             tg.start_soon(prewarm)
         await anyio.to_thread.run_sync(write_plugin_verbs, paths, app.admin.plugin_verb_rows())
         life.swept = await anyio.to_thread.run_sync(sweep_orphans, registry.browsers)
+        # Dirs no row names (a keeper killed before its early browser's adoption); never
+        # the early browser this start launches (it has no row yet either).
+        keep = () if spare is None else (spare.spec.browser_id,)
+        strays = await anyio.to_thread.run_sync(
+            sweep_strays, paths.browsers, registry.browsers, keep
+        )
+        if strays:
+            log.info("removed %d stray browser dir(s): %s", len(strays), ", ".join(strays))
         if spare is not None:  # after the sweep (it would take the new row for an orphan)
             await tg.start(spare.hand_to, app.pool)
         await anyio.to_thread.run_sync(prune_outputs)
