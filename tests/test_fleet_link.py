@@ -5,10 +5,13 @@ on before TLS), logged without the secret, and nothing of the keeper's runs for 
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import json
 import os
+import select
 import socket
 import ssl
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -819,3 +822,85 @@ def test_a_placement_b_kept_is_placed_again_when_its_keeper_stopped(
         assert r.frame["profile"].get("host") != "host-a"
         (claim,) = fleet.rows("SELECT keeper_id, released_at FROM profile_claims")
         assert claim == (b.keeper_id(), None)
+
+
+class IdleFlood:
+    """An attacker that holds ``n`` TCP connections to a link open from ``source`` (a
+    loopback address of its own), sending nothing, and (``reopen``) opens another whenever
+    the keeper hangs one up — what a peer without the secret can do to the
+    pre-authentication slots."""
+
+    def __init__(self, address: str, source: str, n: int, reopen: bool = True):
+        host, port = address.rsplit(":", 1)
+        self.target = (host, int(port))
+        self.source = source
+        self.n = n
+        self.reopen = reopen
+        self.opened = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> IdleFlood:
+        self._thread.start()
+        wait_for(lambda: self.opened >= self.n, what="the idle connections open")
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def _open(self) -> socket.socket:
+        s = socket.socket()
+        s.bind((self.source, 0))
+        s.connect(self.target)
+        s.setblocking(False)
+        self.opened += 1
+        return s
+
+    def _run(self) -> None:
+        held = [self._open() for _ in range(self.n)]
+        try:
+            while not self._stop.is_set():
+                readable, _w, _x = select.select(held, [], [], 0.05)
+                for s in readable:  # hung up on (or a TLS alert): another in its place
+                    with contextlib.suppress(OSError):
+                        if s.recv(4096):
+                            continue
+                    s.close()
+                    held.remove(s)
+                    if self.reopen:
+                        time.sleep(0.01)
+                        held.append(self._open())
+        finally:
+            for s in held:
+                s.close()
+
+
+def test_idle_unproven_connections_cannot_keep_a_member_from_linking(
+    postgres: PgServer, tmp_path: Path, demo: str
+) -> None:
+    """128 idle connections from another address (the 64 connections the link served at
+    once and as many in its listen backlog, each held up to the 5 s handshake deadline and
+    opened again when cut), then B's first forwarded verb: served by A. Before, every slot
+    and the backlog ahead of B were the attacker's: B's link never got its handshake."""
+    with linked_fleet(postgres, tmp_path, secret=SECRET) as fleet:
+        a, b = fleet["a"], fleet["b"]
+        a.start()
+        pid = _work_on_a(a, demo)
+        with IdleFlood(a.env["BAY_FLEET_LISTEN"], "127.0.0.2", 128) as flood:
+            b.ok("use", pid, session="b1")
+            r = b("get", "url", session="b1")
+            assert r.code == 0, r
+            assert r.frame["profile"]["host"] == "host-a"
+            assert flood.opened > 128  # the keeper hung up on some, and they came back
+        # From the member's own address, 80 idle ones: the newest take the oldest's
+        # places, and B's new connection one of theirs.
+        b.stop()  # B's proven connections go with it: its next verb links anew
+        with IdleFlood(a.env["BAY_FLEET_LISTEN"], "127.0.0.1", 80, reopen=False):
+            r = b("get", "url", session="b1")
+            assert r.code == 0, r
+        assert any("went to a newer connection" in line for line in _refusals(a))
+
+
+def _refusals(member: Member) -> list[str]:
+    return [line for line in keeper_log(member).splitlines() if "fleet_link_refused" in line]

@@ -18,9 +18,11 @@ sealed variable) by an HMAC-SHA256 over:
 The server proves first; the client proves only once the server's proof holds. Before both
 proofs hold, a peer gets the TLS handshake and two lines of at most :data:`HANDSHAKE_MAX`
 bytes, all within :data:`HANDSHAKE_TIMEOUT` seconds of its connect, then is hung up on and
-logged (``fleet_link_refused``, never the secret). After it, the connection is served as the
-keeper's socket is (``browserbay.protocol`` frames, the daemon's frame size and time bounds)
-on a :class:`~browserbay.keeper.channels.Channel` that names the origin keeper: see
+logged (``fleet_link_refused``, never the secret); at most :data:`PREAUTH_SLOTS` wait at once
+(:data:`PREAUTH_PER_ADDRESS` from one address), a newer one taking the oldest's place.
+After it, the connection is served as the keeper's socket is (``browserbay.protocol``
+frames, the daemon's frame size and time bounds) on a
+:class:`~browserbay.keeper.channels.Channel` that names the origin keeper: see
 :func:`forwarded` for what such a request may do.
 """
 
@@ -57,8 +59,15 @@ SECRET_FILE_ENV = keys.FLEET_SECRET_FILE_VAR
 HANDSHAKE_TIMEOUT = 5.0
 #: Bytes of one handshake line (a JSON object of two ids, a nonce and a proof).
 HANDSHAKE_MAX = 1024
-#: Link connections served at once (the pre-authentication ones included).
+#: Proven link connections served at once (a member keeps up to 8 to each keeper).
 LINK_CONNECTIONS = 64
+#: Connections not proven yet, at once: when they are all taken a new one takes the
+#: oldest's place (hung up on), so idle connections that never prove anything cannot keep
+#: a member from linking — it proves itself in milliseconds, they wait for the deadline.
+PREAUTH_SLOTS = 32
+#: Of them, from one address at once: one address's next connection takes the place of
+#: that address's own oldest, never another address's.
+PREAUTH_PER_ADDRESS = 8
 _VERSION = 1
 _LABEL = b"browserbay fleet link 1"
 
@@ -380,7 +389,10 @@ class LinkServer:
         assert config.host is not None
         self.tls = await anyio.to_thread.run_sync(server_tls, config)
         listener = await anyio.abc.SocketListener.from_socket(_bound(config.host, config.port))
-        slots = anyio.Semaphore(LINK_CONNECTIONS)
+        proven = anyio.Semaphore(LINK_CONNECTIONS)
+        #: The connections not proven yet, oldest first (each with its address), whose
+        #: handshake a newer one may cut (:func:`_evictee`).
+        waiting: dict[anyio.CancelScope, str] = {}
         log.info(
             "fleet link listening on %s (TLS certificate SHA-256 %s)",
             config.listen,
@@ -388,39 +400,81 @@ class LinkServer:
         )
         task_status.started()
 
-        async def one(tcp: anyio.abc.SocketStream) -> None:
-            try:
-                peer = _peer_words(tcp)
+        def refused(peer: str, reason: str) -> None:
+            self.refused += 1
+            log.warning("fleet link: refused %s (fleet_link_refused): %s", peer, reason)
+
+        async def one(tcp: anyio.abc.SocketStream, address: str) -> None:
+            peer = _peer_words(tcp)
+            proved: tuple[anyio.abc.ByteStream, str] | None = None
+            with anyio.CancelScope() as place:
+                waiting[place] = address
                 try:
                     with anyio.fail_after(HANDSHAKE_TIMEOUT):
-                        stream, origin = await accept_peer(tcp, tls, config.secret, self.me)
+                        proved = await accept_peer(tcp, tls, config.secret, self.me)
                 except (LinkRefused, TimeoutError) as exc:
-                    self.refused += 1
-                    reason = (
+                    refused(
+                        peer,
                         str(exc)
                         if isinstance(exc, LinkRefused)
-                        else f"no proven handshake within {HANDSHAKE_TIMEOUT:g}s"
+                        else f"no proven handshake within {HANDSHAKE_TIMEOUT:g}s",
                     )
-                    log.warning("fleet link: refused %s (fleet_link_refused): %s", peer, reason)
-                    with contextlib.suppress(Exception):
-                        await tcp.aclose()
-                    return
+                finally:
+                    waiting.pop(place, None)
+            if place.cancelled_caught:
+                refused(peer, "its unproven connection's place went to a newer connection")
+            if proved is None:
+                with contextlib.suppress(Exception):
+                    await tcp.aclose()
+                return
+            stream, origin = proved
+            try:
+                proven.acquire_nowait()
+            except anyio.WouldBlock:
+                refused(peer, f"{LINK_CONNECTIONS} proven links are served already")
+                with contextlib.suppress(Exception):
+                    await stream.aclose()
+                return
+            try:
                 log.info("fleet link: keeper %s connected from %s", origin, peer)
                 await serve(stream, Channel(link=LinkPeer(origin)))
             finally:
-                slots.release()
+                proven.release()
 
         tls = self.tls
         async with listener, anyio.create_task_group() as tg:
             while True:
-                await slots.acquire()
                 try:
                     tcp = await listener.accept()
                 except (anyio.BrokenResourceError, OSError):
-                    slots.release()
                     await anyio.sleep(0.1)
                     continue
-                tg.start_soon(one, tcp)
+                address = _peer_host(tcp)
+                evictee = _evictee(waiting, address)
+                if evictee is not None:
+                    waiting.pop(evictee, None)
+                    evictee.cancel()
+                tg.start_soon(one, tcp, address)
+
+
+def _evictee(waiting: dict[anyio.CancelScope, str], address: str) -> anyio.CancelScope | None:
+    """The unproven connection a new one from ``address`` takes the place of: that
+    address's oldest when it has :data:`PREAUTH_PER_ADDRESS`, else the oldest of all when
+    :data:`PREAUTH_SLOTS` are taken, else none."""
+    own = [scope for scope, a in waiting.items() if a == address]
+    if len(own) >= PREAUTH_PER_ADDRESS:
+        return own[0]
+    if len(waiting) >= PREAUTH_SLOTS:
+        return next(iter(waiting))
+    return None
+
+
+def _peer_host(stream: anyio.abc.SocketStream) -> str:
+    with contextlib.suppress(Exception):
+        address = stream.extra(anyio.abc.SocketAttribute.remote_address)  # noqa: S610 - anyio
+        if isinstance(address, tuple):
+            return str(address[0])
+    return ""
 
 
 def _bound(host: str, port: int) -> socket.socket:
