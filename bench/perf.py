@@ -1,10 +1,11 @@
 """Before and after one change: rows a (warm click and get title in the keeper), s (warm
-snapshots in the keeper: form.html, its ``-i``, list.html?n=300's ``-i``), b (the whole
+snapshots in the keeper: form.html, its ``-i``, list.html?n=300's ``-i``), v (warm focus,
+fill and get text by ref in the keeper), b (the whole
 ``bay get title`` process against a bare Python start, ``python -c pass``, with ``-S`` beside
 it) and c (cold first open) of RESULTS.md, for this checkout, a baseline checkout (optional)
 and agent-browser, interleaved rep by rep in ONE run.
 
-    .venv/bin/python bench/perf.py [--parts a,s,b,c] [--reps 20] [--cold-reps 4]
+    .venv/bin/python bench/perf.py [--parts a,s,v,b,c] [--reps 20] [--cold-reps 4]
                                    [--baseline /path/to/other/checkout]
 
 The order of the tools rotates every rep, so load from elsewhere on the machine (two cores
@@ -153,6 +154,39 @@ def part_s(b: run.Bench, url: str, roots: dict[str, Path], reps: int) -> str:
     return "\n".join(out)
 
 
+def part_v(b: run.Bench, url: str, roots: dict[str, Path], reps: int) -> str:
+    """MiniWoB's element verbs after click, warm in the keeper (one connection) vs
+    agent-browser's whole process, each by a ref of ``snapshot -i`` on form.html: ``focus``
+    and ``fill`` of the first textbox, ``get text`` of the button."""
+    keepers = {label: click.Keeper(b, root, label, url) for label, root in roots.items()}
+    ab_home = b.ab_home("perf-v")
+    run.must(b.ab(ab_home, "open", url, session="bench-verbs")[1], "agent-browser open")
+    ab_snap = run.must(b.ab(ab_home, "snapshot", "-i", session="bench-verbs")[1], "ab snapshot")
+    ab = ab_timer(b, ab_home, "bench-verbs")
+    snaps = {n: k.req("snapshot", {"interactive": True})["text"] for n, k in keepers.items()}
+
+    def refs(text: str) -> dict[str, str]:
+        return {role: "@" + run.ref_of(text, role) for role in ("textbox", "button")}
+
+    mine, peer = {n: refs(t) for n, t in snaps.items()}, refs(ab_snap)
+    out = []
+    for what, verb, role, extra in (
+        ("v focus @ref, in keeper", "focus", "textbox", {}),
+        ("v fill @ref, in keeper", "fill", "textbox", {"text": "Ada"}),
+        ("v get text @ref, in keeper", "get", "button", {"what": "text"}),
+    ):
+        tools = {
+            n: keeper_timer(k, verb, {"target": mine[n][role], **extra}) for n, k in keepers.items()
+        }
+        words = ("get", "text") if verb == "get" else (verb,)
+        tools["agent-browser"] = ab(
+            *words, peer[role], *([extra["text"]] if verb == "fill" else [])
+        )
+        out.append(measured(what, tools, reps))
+    stop_all(b, keepers, ab_home)
+    return "\n".join(out)
+
+
 def timed_ok(argv: list[str], env: dict[str, str]) -> float:
     t, cp = run.timed(argv, env, 30)
     run.must(cp, " ".join(argv))
@@ -229,7 +263,7 @@ def main() -> int:
     b = run.Bench(work)
     server, base = serve()
     url = f"{base}/form.html"
-    parts: dict[str, Any] = {"a": part_a, "b": part_b, "c": part_c, "s": part_s}
+    parts: dict[str, Any] = {"a": part_a, "b": part_b, "c": part_c, "s": part_s, "v": part_v}
     blocks = [
         f"- {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {opts.reps} warm reps after 5 warm-up,"
         f" {opts.cold_reps} cold after 1 discarded, {' vs '.join(roots)}"

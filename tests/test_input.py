@@ -127,9 +127,22 @@ window.painted = () => {
 </script>"""
 
 
+#: A field the page adds a moment after it loaded: a verb that names it waits for it.
+LATE = """<!doctype html><title>late</title><p>wait</p>
+<script>setTimeout(() => {
+  const i = document.createElement('input'); i.id = 'late'; document.body.append(i);
+}, 300);</script>"""
+
+
 @pytest.fixture(scope="module")
 def site() -> Iterator[str]:
-    pages = {"/dnd": DND, "/sortable": SORTABLE, "/keys": KEYS, "/svgdrop": SVG_DROP}
+    pages = {
+        "/dnd": DND,
+        "/sortable": SORTABLE,
+        "/keys": KEYS,
+        "/svgdrop": SVG_DROP,
+        "/late": LATE,
+    }
     with serve_pages(pages) as base:
         yield base
 
@@ -183,6 +196,24 @@ def test_focus_sends_the_keys_to_the_element_and_refuses_what_cannot_take_it(
     frame = assert_refused(bay("focus", "#plain", session=s), "action_failed")
     assert "not focusable" in frame["message"], frame
     assert _value(bay, "document.activeElement.id", s) == "other"  # nothing moved
+    bay.ok("close", session=s)
+
+
+def test_focus_by_ref_and_on_a_field_the_page_adds_later(bay: Bay, site: str) -> None:
+    """focus takes an element there now in one round trip; a ref goes that way too, and a
+    selector that matches nothing yet is waited for as before (the one-trip try misses)."""
+    s = "in-focus-ref"
+    bay.ok("open", f"{site}/keys", session=s)
+    snap = bay.ok("snapshot", "-i", session=s)["snapshot"]
+    ref = re.findall(r"textbox.*?@(e\d+)", snap)[1]  # the second field: #other
+    bay.ok("focus", "@" + ref, session=s)
+    assert _value(bay, "document.activeElement.id", s) == "other"
+    stale = assert_refused(bay("focus", "@e999", session=s), "ref_stale")
+    assert "e999" in stale["message"], stale
+    assert _value(bay, "document.activeElement.id", s) == "other"
+    bay.ok("open", f"{site}/late", session=s)
+    bay.ok("focus", "#late", session=s)
+    assert _value(bay, "document.activeElement.id", s) == "late"
     bay.ok("close", session=s)
 
 

@@ -18,7 +18,7 @@ import anyio
 
 from browserbay.keeper import fastclick, nearest
 from browserbay.keeper.act import Act
-from browserbay.keeper.actions import before_action, before_keys
+from browserbay.keeper.actions import before_action, before_keys, gated
 from browserbay.keeper.pageinput import page_input
 from browserbay.model import Failure
 from browserbay.refusals import Refusal
@@ -143,6 +143,32 @@ async def act_on_located(
             if not present:  # gone meanwhile
                 raise await nearest.not_found(act, target) from None
         raise Refusal("action_failed", verb=act.verb, reason=first_line(exc)) from None
+
+
+#: What :func:`at_once` answers when it did not act: the caller takes the careful path.
+NOT_NOW: Any = object()
+
+
+async def at_once(act: Act, target: str, js: str, arg: Any = None) -> Any:
+    """``js`` on the element ``target`` names, NOW, in one Playwright call
+    (``eval_on_selector``: the lookup and the evaluate together; for an ``aria-ref`` still ~8
+    CDP messages, the node adopted from Playwright's utility world into the page's) — where
+    :func:`act_on` spends a call on the ref's presence (``count``), one on the wait, one on
+    the evaluate of a handle and one on its dispose. Worth it only where the locator's way is
+    several calls: a ``get text`` of a ref (count + inner_text: 2 calls, 2 CDP messages) is
+    cheaper as it is.
+    :data:`NOT_NOW` when that is not the verb's whole work: a gate or a trace must see the
+    element first, or the element is not there (yet), or the evaluate failed; the caller then
+    takes :func:`act_on`, which waits, refuses and names as before. ``js`` answers ``false``
+    for an element it must not act on now (not ready, not its kind): NOT_NOW too."""
+    if act.trace is not None or gated(act):
+        return NOT_NOW
+    selector = selector_of(act, target) or target
+    try:
+        got = await act.scope.eval_on_selector(selector, js, arg)
+    except Exception:
+        return NOT_NOW
+    return NOT_NOW if got is False else got
 
 
 def _acted(act: Act, what: str) -> Answer:
