@@ -9,7 +9,13 @@ session keeps one Python API connection (``SyncClient``), so what is timed is th
 answer, not a CLI process's start; B keeps its link connection to A, so what the difference
 shows is one more round trip (B's request path, TLS on loopback, A's framing) per verb.
 
-    .venv/bin/python bench/fleet.py [--reps 300] [--warm 20] [--count 100] [--trace N]
+The keepers load no plugin (as a keeper does unless its owner installs one): the tests'
+``recorder`` plugin, which the fixtures load, appends a JSON line to a file on the keeper's
+event loop at every ``bay_before_verb`` and ``bay_after_verb`` (~0.25 ms each under load), and
+a forwarded verb pays the after-verb one on both keepers; ``--recorder`` loads it, as the
+figures in RESULTS-fleet.md before 2026-12-03 did.
+
+    .venv/bin/python bench/fleet.py [--reps 300] [--warm 20] [--count 100] [--trace N] [--recorder]
 """
 
 from __future__ import annotations
@@ -101,12 +107,16 @@ def main() -> None:
     ap.add_argument("--warm", type=int, default=20)
     ap.add_argument("--count", type=int, default=100, help="verbs per round-trip count")
     ap.add_argument("--trace", type=int, default=0, help="log the statements of N verbs each")
+    ap.add_argument(
+        "--recorder", action="store_true", help="keepers with the tests' recorder plugin"
+    )
     args = ap.parse_args()
+    plugins = {} if args.recorder else {"BAY_PLUGIN_MODULES": ""}
     with (
         tempfile.TemporaryDirectory(prefix="bay-bench-fleet-") as tmp,
         pg_server() as server,
         serve_pages({"/": "<!doctype html><title>bench</title><p>fleet"}) as site,
-        linked_fleet(server, Path(tmp)) as fleet,
+        linked_fleet(server, Path(tmp), **plugins) as fleet,
     ):
         a, b = fleet["a"], fleet["b"]
         a.start()
@@ -144,7 +154,10 @@ def main() -> None:
     p25f, medf, p90f = _ms(times["forwarded"])
     extra = [f - d for f, d in zip(times["forwarded"], times["direct"], strict=True)]
     p25e, mede, p90e = _ms(extra)
-    print(f"load average {load[0]:.1f} -> {load[1]:.1f}; {args.reps} reps interleaved")
+    print(
+        f"load average {load[0]:.1f} -> {load[1]:.1f}; {args.reps} reps interleaved; keepers"
+        f" {'with the recorder plugin' if args.recorder else 'without plugins'}"
+    )
     print(f"  direct on A      p25 {p25d:6.2f}  median {medd:6.2f}  p90 {p90d:6.2f} ms")
     print(f"  from B, via link p25 {p25f:6.2f}  median {medf:6.2f}  p90 {p90f:6.2f} ms")
     print(f"  extra per verb   p25 {p25e:6.2f}  median {mede:6.2f}  p90 {p90e:6.2f} ms")
