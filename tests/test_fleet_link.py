@@ -904,3 +904,47 @@ def test_idle_unproven_connections_cannot_keep_a_member_from_linking(
 
 def _refusals(member: Member) -> list[str]:
     return [line for line in keeper_log(member).splitlines() if "fleet_link_refused" in line]
+
+
+def test_a_profile_b_reaches_through_its_instance_default_is_served_by_a_and_rejudged(
+    postgres: PgServer, tmp_path: Path, demo: str
+) -> None:
+    """B's BAY_DEFAULT_PROFILE names a profile whose browser runs on A; session b1 on B has
+    nothing attached. B's verb travels to A as what its standing is — B's instance rung —
+    and A serves it (before, A refused profile_unknown: it found no attachment); A still
+    judges the holds itself: another group's exclusive hold refuses it profile_busy."""
+    with linked_fleet(postgres, tmp_path, secret=SECRET) as fleet:
+        a, b = fleet["a"], fleet["b"]
+        a.start()
+        pid = _work_on_a(a, demo)
+        b.env["BAY_DEFAULT_PROFILE"] = pid
+        r = b("get", "url", session="b1")
+        assert r.code == 0, r
+        assert r.frame["profile"]["host"] == "host-a"
+        assert r.frame["profile"]["chosen"] == "instance"
+        assert demo not in str(r.data)  # b1's own tab at A, not A's session's
+        assert fleet.rows("SELECT profile FROM attachments WHERE session='b1'") == []
+        rows = a.ok("audit", "--last", "200")["audit"]
+        ran = [r for r in rows if r["actor"] == f"fleet:{b.keeper_id()}/b1"]
+        assert [(r["verb"], r["ok"]) for r in ran] == [("get", True)]  # run and audited at A
+
+
+def test_a_peers_instance_standing_is_still_held_to_the_holds_at_a(linked: Linked) -> None:
+    """A peer that says its session reached the profile through its instance default
+    (``standing: instance``, B's own setting, which A cannot read) gets no further past a
+    hold than an attached session: another group's exclusive hold is refused profile_busy
+    at A; a standing that is no known rung is a bad frame."""
+    pid = str(linked.bay.ok("new", "instance-work", session=None)["id"])
+    frame = dict(_tab_list(1, "y", pid), standing="instance")
+    (served,) = _forward(linked, [frame])
+    assert served is not None
+    assert served["ok"], served
+    linked.bay.ok("use", pid, "--exclusive", session="h2")
+    busy, bad = _forward(
+        linked, [dict(frame, id=2), dict(_tab_list(3, "y", pid), standing="attached")]
+    )
+    assert busy is not None
+    assert assert_refused(busy, "profile_busy")["data"]["holder"] == "h2"
+    assert bad is not None
+    assert "standing" in assert_refused(bad, "bad_frame")["message"]
+    linked.bay.ok("detach", session="h2")

@@ -55,6 +55,10 @@ class LinkPeer:
     """Whose profiles are that session's caller's own, as its keeper says it (the owner's,
     ``owner``, on its keeper's owner channel; ``group:<session>`` on a session socket): a
     profile whose sharing is ``owner`` is reachable over the link by that owner only."""
+    standing: str | None = None
+    """``instance``: its keeper reached the profile through its own ``BAY_DEFAULT_PROFILE``
+    (a setting of that keeper's, not of the registry); None: through what the registry
+    holds (an attachment, the last-used profile, the group's default)."""
 
 
 @dataclass(frozen=True)

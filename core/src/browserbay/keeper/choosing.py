@@ -195,7 +195,8 @@ class LeaseChooser:
         here from the shared registry before it runs: that keeper judged it too, but a
         keeper runs only what its own reading allows. The origin session must have the
         profile attached (or as its last-used or its group's default: the rungs the
-        registry holds), else ``profile_unknown``; a hold of another group is refused
+        registry holds; or its keeper says it reached it through its own instance
+        default, ``standing``), else ``profile_unknown``; a hold of another group is refused
         ``profile_busy`` naming the holder, as the origin keeper refuses it."""
         link = channel.link
         assert link is not None
@@ -203,7 +204,10 @@ class LeaseChooser:
         pid = lease.profile.id
         # One statement, one hop when all is well.
         may, holding = await self.db(self.attachments.standing, link.session, pid, session.group)
-        if not may:
+        # Reached through the origin keeper's BAY_DEFAULT_PROFILE: that keeper's own setting,
+        # which the registry does not hold — taken on its word, as its session's group is;
+        # the holds below are judged here all the same.
+        if not may and link.standing != "instance":
             raise Refusal(
                 "profile_unknown",
                 handle=pid,

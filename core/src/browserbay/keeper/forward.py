@@ -368,6 +368,8 @@ class Forwarder:
             # one whose sharing is ``owner`` is reachable there for its owner only.
             "owner": THE_OWNER if grant is None else group_owner(grant.session),
         }
+        if call.lease.profile.chosen == "instance":  # this keeper's BAY_DEFAULT_PROFILE
+            frame["standing"] = "instance"
         if progress.SINK.get() is not None:
             frame["progress"] = True
         answer = await conn.exchange(frame)

@@ -556,6 +556,9 @@ def forwarded(frame: dict[str, Any], channel: Channel) -> tuple[dict[str, Any], 
         group = sid  # a session's group is its own id unless its keeper says otherwise
     elif not isinstance(group, str) or not identity.is_session_id(group):
         raise Refusal("bad_frame", reason=f"group is {identity.RULE}")
+    standing = frame.get("standing")
+    if standing not in (None, "instance"):
+        raise Refusal("bad_frame", reason="standing is 'instance' or absent")
     here = namespaced(sid, peer.keeper)
     grant = Grant(here, Path(f"fleet:{peer.keeper}"), profiles)
     clean = {
@@ -568,4 +571,4 @@ def forwarded(frame: dict[str, Any], channel: Channel) -> tuple[dict[str, Any], 
     for key in ("id", "road", "progress"):
         if key in frame:
             clean[key] = frame[key]
-    return clean, Channel(grant=grant, link=LinkPeer(peer.keeper, sid, group, owner))
+    return clean, Channel(grant=grant, link=LinkPeer(peer.keeper, sid, group, owner, standing))
