@@ -80,10 +80,24 @@ LATE = """<!doctype html><html><head><title>Late</title></head><body>
 PY_DOC = Path("/usr/share/doc/python3/html/tutorial/controlflow.html")
 
 
+#: A page whose script broke what JSON needs (old Prototype.js gives arrays a toJSON; this
+#: one replaces JSON.stringify too): the snapshot's walk of the page still reads it.
+SPOILED = """<!doctype html><html><head><title>Spoiled</title></head><body>
+<div onclick="document.getElementById('said').textContent = 'row opened'">Open the row</div>
+<input type=password id=pw aria-label=Secret>
+<p id=said>nothing</p>
+<script>
+document.getElementById('pw').value = 'pw-spoiled-4c7e';
+Array.prototype.toJSON = function () { return 'spoiled'; };
+JSON.stringify = () => '{"found": "spoiled", "passwords": 7}';
+</script></body></html>"""
+
+
 @pytest.fixture(scope="module")
 def site() -> Iterator[str]:
     pages = {
         "/act": ACT,
+        "/spoiled": SPOILED,
         "/inner": INNER,
         "/change": CHANGE,
         "/many": MANY,
@@ -172,6 +186,24 @@ def test_password_values_in_the_page_and_its_iframes_never_show(bay: Bay, site: 
         assert "pw-on-top-9b2c" not in snap, snap
         assert "pw-in-frame-5e1d" not in snap, snap
         assert snap.count("••••") == 3, snap
+
+
+def test_a_page_that_broke_json_still_has_its_clickables_and_masked_passwords(
+    bay: Bay, site: str
+) -> None:
+    """The walk answers as JSON text (one CDP message); where the page's script spoiled
+    JSON.stringify the same answer is read through Playwright's serializer instead."""
+    s = "snap-spoiled"
+    bay.ok("open", f"{site}/spoiled", session=s)
+    for flags in ((), ("-i",)):
+        snap = bay.ok("snapshot", *flags, session=s)["snapshot"]
+        assert "pw-spoiled-4c7e" not in snap, snap
+        assert "••••" in snap, snap
+        row = _line(snap, "Open the row")
+        assert re.search(r" @\w+ clickable\b", row), row
+    bay.ok("click", _ref(row), session=s)
+    assert _said(bay, s) == "row opened"
+    bay.ok("close", session=s)
 
 
 def test_an_element_made_clickable_after_the_last_snapshot_gets_its_ref(

@@ -20,8 +20,10 @@ Playwright's ``aria-ref``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from browserbay.keeper.act import Act
@@ -56,11 +58,16 @@ from browserbay.snapshot import (
 REF_ENGINE = OWN_REF_ENGINE
 
 #: The ``bay-ref`` selector engine (main world). ``bay-ref=:collect`` finds the elements of
-#: a document that can be acted on without an interactive role and returns them, each with
-#: what was found (under ``Symbol.for("browserbay.found")``), and its password fields that
-#: hold a value (that property null); ``bay-ref=cN`` is the element
-#: that ref was given to, while it is in the document. Its map lives in the engine's
-#: closure: the page cannot rename a ref.
+#: a document that can be acted on without an interactive role, and the values of its
+#: password fields, and answers ONE element made for the purpose (in no document) whose text
+#: is all of it as JSON: ``{"found": [{ref, kind, text, box}…], "passwords": […]}`` — read
+#: with one ``text_content`` (one CDP message; returning the elements and describing them
+#: took an ``evaluate_all``'s three: the query, the evaluate on its array, the release). The
+#: same object is on the element under ``Symbol.for("browserbay.found")``, read by an
+#: ``evaluate_all`` (Playwright's own serializer) in a frame, and where a page's script broke
+#: ``JSON.stringify`` (an ``Array.prototype.toJSON``, as old Prototype.js has, or worse).
+#: ``bay-ref=cN`` is the element that ref was given to, while it is in the document. Its map
+#: lives in the engine's closure: the page cannot rename a ref.
 REF_ENGINE_JS = r"""(() => {
   const FOUND = Symbol.for("browserbay.found");
   const byRef = new Map();
@@ -105,7 +112,7 @@ REF_ENGINE_JS = r"""(() => {
       if (el.tagName === "HTML" || el.tagName === "BODY") continue;
       if (el.localName === "input" && el.type === "password") {
         // Its value is masked in the snapshot: returned with the rest, in this one call.
-        if (el.value) { el[FOUND] = null; out.push(el); }
+        if (el.value) out.passwords.push(el.value);
         continue;
       }
       const kind = judge(el);
@@ -120,17 +127,23 @@ REF_ENGINE_JS = r"""(() => {
       }
       const label = el.getAttribute("aria-label") || el.getAttribute("title") || "";
       const text = (label || el.innerText || el.textContent || "").replace(/\s+/g, " ").trim();
-      el[FOUND] = {
+      out.found.push({
         ref, kind, text: text.slice(0, 100),
         box: [Math.round(r.x), Math.round(r.y), Math.round(r.width), Math.round(r.height)],
-      };
-      out.push(el);
+      });
     }
     return out;
   }
   return {
     queryAll(root, selector) {
-      if (selector === ":collect") return collect(root.ownerDocument ? root : document, []);
+      if (selector === ":collect") {
+        const doc = root.ownerDocument || root;
+        const got = collect(root.ownerDocument ? root : document, { found: [], passwords: [] });
+        const answer = doc.createElement("output");
+        answer[FOUND] = got;  // read this way where the text is not the JSON it should be
+        try { answer.textContent = JSON.stringify(got); } catch (_) { /* the same */ }
+        return [answer];
+      }
       const held = byRef.get(selector);
       const el = held && held.deref();
       return el && el.isConnected ? [el] : [];
@@ -138,14 +151,6 @@ REF_ENGINE_JS = r"""(() => {
   };
 })()"""
 
-#: What one evaluation answers about a frame: the elements the engine found, and the values
-#: of the frame's password fields (masked in the snapshot), which it returns among them.
-#: (With nothing matched, Playwright runs this outside the frame: all it reads is ``els``.)
-_DESCRIBE_JS = (
-    "els => { const F = Symbol.for('browserbay.found');"
-    " return {found: els.filter(e => e[F]).map(e => e[F]),"
-    " passwords: els.filter(e => !e[F]).map(e => e.value)} }"
-)
 _ENTER = " >> internal:control=enter-frame"
 
 
@@ -181,20 +186,44 @@ class Collected:
     read: bool = True
 
 
+#: The engine's answer, read from its element by Playwright's serializer.
+_FOUND_JS = "els => els.length ? els[0][Symbol.for('browserbay.found')] : null"
+
+
 async def _found_in(act: Act, path: str, prefix: str) -> Collected:
-    where = f"{path} >> " if path else ""
+    """What the engine finds in the scope's document (``path`` empty: one ``text_content``,
+    one CDP message; the document is always there) or in the frame ``path`` enters (an
+    ``evaluate_all``, which answers at once — nothing — when that frame has gone, where a
+    ``text_content`` would wait for it)."""
+    loc = act.scope.locator(
+        f"{path} >> {REF_ENGINE}=:collect" if path else f"{REF_ENGINE}=:collect"
+    )
+    got: Any = None
     try:
-        got = await act.scope.locator(f"{where}{REF_ENGINE}=:collect").evaluate_all(_DESCRIBE_JS)
-    except Exception:  # a frame going away, or a context without the engine: its tree alone
+        if not path:
+            with contextlib.suppress(ValueError):
+                got = _collected(json.loads(await loc.text_content(timeout=act.ms_left()) or ""))
+        if got is None:
+            got = _collected(await loc.evaluate_all(_FOUND_JS))
+    except Exception:  # a frame going away, or a context without the engine
+        got = None
+    if got is None:  # its tree alone (and its passwords asked for another way)
         return Collected([], [], read=False)
-    out = []
-    for r in got["found"]:
-        if not isinstance(r, dict):
-            continue
-        x, y, w, h = (int(v) for v in r["box"])
-        ref, kind, text = prefix + str(r["ref"]), str(r["kind"]), str(r["text"])
-        out.append(Found(ref, kind, Box(x, y, w, h), text, frame=prefix))
-    return Collected(out, [str(v) for v in got["passwords"]])
+    found, passwords = got
+    return Collected([replace(f, ref=prefix + f.ref, frame=prefix) for f in found], passwords)
+
+
+def _collected(got: Any) -> tuple[list[Found], list[str]] | None:
+    """The engine's answer as found elements and password values; None if it is not one."""
+    try:
+        found = [
+            Found(str(r["ref"]), str(r["kind"]), Box(*(int(v) for v in r["box"])), str(r["text"]))
+            for r in got["found"]
+        ]
+        passwords = [str(v) for v in got["passwords"]]
+    except (TypeError, KeyError, ValueError):
+        return None
+    return found, passwords
 
 
 def _frames(act: Act, roots: list[Node]) -> tuple[dict[str, str], dict[str, tuple[int, int]]]:
