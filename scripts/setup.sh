@@ -60,7 +60,15 @@ fi
 # of CPU a keeper start, ~20 ms a warm command; bench/RESULTS-perf.md).
 uv sync --quiet --locked --compile-bytecode
 .venv/bin/python -m compileall -q -j 0 core/src cli/src testing/src plugins/*/src providers/*/src >/dev/null
-# `bay` as `python -S` with the client's directories on its path: ~3 ms less a command than
-# the console script uv installs (which reads the venv's 14 .pth files first).
-.venv/bin/python -m browserbay_cli.launcher >/dev/null
+# `bay` is the native client (cli/native/bay.c, issue 19: a warm command without an
+# interpreter's start), built with cc when a compiler can be had; it hands the rest to
+# `bay-py`, the lean launcher: `python -S` with the client's directories on its path (~3 ms
+# less a command than the console script uv installs, which reads the venv's 14 .pth files
+# first). Without a compiler `bay` is the lean launcher itself. Rebuilt only when bay.c or
+# the version it embeds changed (a stamp beside it).
+if [ "$(uname -s)" = Linux ] && { ! command -v cc >/dev/null 2>&1 || ! dpkg -s libc6-dev >/dev/null 2>&1; }; then
+  echo "setup: installing gcc libc6-dev (the native bay)" >&2
+  apt_install gcc libc6-dev || echo "setup: no C compiler: bay stays the Python launcher" >&2
+fi
+.venv/bin/python -m browserbay_cli.launcher --native >/dev/null
 echo "setup: ready (.venv/bin/bay)" >&2

@@ -19,7 +19,7 @@ from browserbay import protocol
 from browserbay.refusals import Refusal
 from browserbay.verbs import VERBS
 from browserbay_cli.parse import UsageError, help_text, parse, usage_line
-from browserbay_testing.bay import BAY, Bay
+from browserbay_testing.bay import Bay
 from browserbay_testing.planted import fake_answer
 
 
@@ -196,7 +196,7 @@ def fake_keeper(
 
 def test_a_warm_verbs_whole_process_imports_only_the_hot_path(tmp_path: Path) -> None:
     env = {"BAY_HOME": str(tmp_path), "BAY_SESSION": "hot", "PATH": "/usr/bin:/bin"}
-    bay = str(Path(sys.executable).with_name("bay"))
+    bay = str(Path(sys.executable).with_name("bay-py"))  # the Python client, not the native bay
     _, bare = _imported([sys.executable, "-c", "pass"], env)
     with fake_keeper(tmp_path) as got:
         for argv, stdin, code in [
@@ -216,6 +216,7 @@ def test_a_warm_verbs_whole_process_imports_only_the_hot_path(tmp_path: Path) ->
 
 def test_a_warm_verb_on_a_real_keeper_imports_only_the_warm_road(bay: Bay) -> None:
     env = {**bay.env, "BAY_SESSION": "warm-road", "PATH": "/usr/bin:/bin"}
+    client = str(Path(sys.executable).with_name("bay-py"))  # the Python client's imports
     _, bare = _imported([sys.executable, "-c", "pass"], env)
     bay.ok("open", "about:blank", session="warm-road")
     for argv, code in [
@@ -225,12 +226,12 @@ def test_a_warm_verb_on_a_real_keeper_imports_only_the_warm_road(bay: Bay) -> No
         (["click", "@e9", "--json"], 1),
         (["tab", "list"], 0),
     ]:
-        exit, loaded = _imported([BAY, *argv], env)
+        exit, loaded = _imported([client, *argv], env)
         assert exit == code, argv
         assert loaded - bare <= WARM_ROAD, (argv, sorted(loaded - bare - WARM_ROAD))
     # What needs the client's own side is the whole client's, run as before.
     for argv, code in [(["fill", "@e1", "-"], 1), (["get", "titel"], 2)]:
-        exit, loaded = _imported([BAY, *argv], env, "typed")
+        exit, loaded = _imported([client, *argv], env, "typed")
         assert exit == code, argv
         assert "browserbay_cli.main" in loaded, argv
 
@@ -287,7 +288,7 @@ def test_a_command_handed_over_after_the_keeper_had_it_is_not_sent_again(tmp_pat
     import tempfile
 
     env = {"BAY_HOME": str(tmp_path), "BAY_SESSION": "handed", "PATH": "/usr/bin:/bin"}
-    bay = str(Path(sys.executable).with_name("bay"))
+    bay = str(Path(sys.executable).with_name("bay-py"))  # the Python client the native one hands to
     frame = {"id": "1", "printed": {"out": "héllo\n", "err": "", "code": 3}}
     with fake_keeper(tmp_path) as got, tempfile.TemporaryFile() as f:
         f.write(protocol.encode(frame))

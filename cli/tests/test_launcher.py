@@ -82,7 +82,8 @@ def test_an_interpreter_path_with_a_space_is_started_through_sh(tmp_path: Path) 
 
 
 def test_the_workspace_venv_runs_the_lean_launcher() -> None:
-    """scripts/setup.sh writes it over the console script ``uv sync`` installs."""
-    bay = Path(sys.executable).with_name("bay")
+    """scripts/setup.sh writes it over the console script ``uv sync`` installs: as ``bay``,
+    or as ``bay-py`` beside the native client (cli/tests/test_native.py)."""
+    bay = Path(sys.executable).with_name(launcher.PYTHON_CLIENT)
     first = bay.read_text().splitlines()[0]
     assert first.endswith(" -S"), f"{bay} is not the lean launcher: run scripts/setup.sh"

@@ -186,7 +186,10 @@ def run(argv: list[str]) -> int | None:
         return None
     printed = said.get("printed")
     if isinstance(printed, dict):
+        # All of stdout, then all of stderr: one order on a pipe and on a terminal, whatever
+        # their buffers (the native client writes them so, cli/tests/test_native.py).
         sys.stdout.write(str(printed.get("out", "")))
+        sys.stdout.flush()
         sys.stderr.write(str(printed.get("err", "")))
         return int(printed.get("code", 1))
     from browserbay_cli import main  # a long answer, a deadline, a keeper gone: rare

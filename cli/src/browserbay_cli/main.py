@@ -86,6 +86,7 @@ def show(frame: dict[str, Any], verb: str, as_json: bool, footed: bool) -> int:
         frame, verb, as_json=as_json, footed=footed, full=full, cut=_cut
     )
     sys.stdout.write(out)
+    sys.stdout.flush()  # all of stdout, then stderr: the warm road's order (browserbay_cli.hot)
     sys.stderr.write(err)
     return code
 

@@ -1,5 +1,6 @@
-"""A test plugin that adds verbs through bay_verbs: `greet` (no browser) and `heading`
-(reads the current page through ctx.page())."""
+"""A test plugin that adds verbs through bay_verbs: `greet` (no browser), `heading`
+(reads the current page through ctx.page()) and `chatter` (progress lines, then its
+answer: cli/tests/test_native.py)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,12 @@ async def heading(ctx: VerbContext) -> tuple[dict[str, Any], str]:
     return {"heading": text}, text
 
 
+async def chatter(ctx: VerbContext) -> tuple[dict[str, Any], str]:
+    for n in range(1, 4):
+        await ctx.progress(f"step {n}/3 — ça avance")
+    return {"steps": 3}, "done: 3 steps ✓"
+
+
 @hookimpl
 def bay_verbs() -> list[PluginVerb]:
     return [
@@ -41,4 +48,5 @@ def bay_verbs() -> list[PluginVerb]:
             Verb("heading", PLUGIN, "The page's first h1.", needs=("has_cdp",)),
             heading,
         ),
+        PluginVerb(Verb("chatter", PLUGIN, "Progress lines, then an answer."), chatter),
     ]
