@@ -405,9 +405,10 @@ def test_bs_session_verbs_act_where_the_browser_runs_and_say_so(
 ) -> None:
     """use, status, close (a tab's lease, and the session) and detach of a session on B
     whose profile's browser runs on A: the tabs live on A, so they are read and closed
-    there (each verb's one audit row A's, naming B's session); the attachments and holds
-    are the registry's, changed by B. (Before, none was forwarded: B's status showed no tab,
-    and A's tabs outlived B's close and detach.)"""
+    there (each verb's one audit row A's, naming B's session; a close of the whole session
+    is one row, B's, where the session ends — before, one at A and one at B); the
+    attachments and holds are the registry's, changed by B. (Before, none was forwarded:
+    B's status showed no tab, and A's tabs outlived B's close and detach.)"""
     with linked_fleet(postgres, tmp_path, secret=SECRET) as fleet:
         a, b = fleet["a"], fleet["b"]
         a.start()
@@ -451,8 +452,7 @@ def test_bs_session_verbs_act_where_the_browser_runs_and_say_so(
             ("status", there),
             ("close", there),
             ("detach", there),
-            ("close", there),  # the session's lease on A, closed there
-            ("close", "b1"),  # and the session itself, here
+            ("close", "b1"),  # the whole session: one row, here (its lease on A a part of it)
         ]
 
 
@@ -948,3 +948,14 @@ def test_a_peers_instance_standing_is_still_held_to_the_holds_at_a(linked: Linke
     assert bad is not None
     assert "standing" in assert_refused(bad, "bad_frame")["message"]
     linked.bay.ok("detach", session="h2")
+
+
+def test_a_part_of_another_keepers_verb_is_a_close_only(linked: Linked) -> None:
+    """A frame marked ``part`` (a whole-session close's lease here, audited by its keeper
+    alone) is refused bad_frame on any verb but ``close``: a peer cannot run another verb
+    here without its row."""
+    pid = str(linked.bay.ok("new", "part-work", session=None)["id"])
+    linked.bay.ok("use", pid, session="z")
+    (bad,) = _forward(linked, [dict(_tab_list(1, "z", pid), part=True)])
+    assert bad is not None
+    assert "part" in assert_refused(bad, "bad_frame")["message"]

@@ -59,6 +59,9 @@ class LinkPeer:
     """``instance``: its keeper reached the profile through its own ``BAY_DEFAULT_PROFILE``
     (a setting of that keeper's, not of the registry); None: through what the registry
     holds (an attachment, the last-used profile, the group's default)."""
+    part: bool = False
+    """The request is a part of a verb its keeper audits (a whole-session ``close``'s
+    close of a lease here): no row of it here."""
 
 
 @dataclass(frozen=True)

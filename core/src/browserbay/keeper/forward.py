@@ -65,14 +65,6 @@ ANSWERED: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
 )
 
 
-def audit_here() -> None:
-    """This keeper ran a part of the request's verb too (a ``close`` of the whole session
-    whose leases ran here and elsewhere): its own row is written as well as theirs."""
-    answered = ANSWERED.get()
-    if answered is not None:
-        answered.clear()
-
-
 class _Gone(Exception):
     """The peer closed a connection before answering anything of this request."""
 
@@ -254,6 +246,9 @@ class ForwardCall:
     deadline: float
     """On the monotonic clock (the keeper's request deadline)."""
     road: str
+    part: bool = False
+    """A part of a verb this keeper audits itself (a whole-session ``close``'s close of a
+    lease there): the other keeper writes no row of it, and this one's is written."""
 
 
 class Forwarder:
@@ -323,7 +318,7 @@ class Forwarder:
             self.fleet.forget(pid)  # the link failed mid-request: never sent again
             raise
         answered = ANSWERED.get()
-        if answered is not None:
+        if answered is not None and not call.part:
             answered.append(keeper.id)  # it audited the verb (its refusal too)
         if not answer.get("ok"):
             refusal = relayed(answer)
@@ -368,6 +363,8 @@ class Forwarder:
             # one whose sharing is ``owner`` is reachable there for its owner only.
             "owner": THE_OWNER if grant is None else group_owner(grant.session),
         }
+        if call.part:  # audited here, not there
+            frame["part"] = True
         if call.lease.profile.chosen == "instance":  # this keeper's BAY_DEFAULT_PROFILE
             frame["standing"] = "instance"
         if progress.SINK.get() is not None:

@@ -296,7 +296,10 @@ class Keeper:
                         self._traced, dataclasses.replace(call, profile=recorder.profile), outcome
                     )
                 )
-            if not answered:  # a verb another keeper ran is audited there, once
+            # A verb another keeper ran is audited there, once; a part of another keeper's
+            # verb (a whole-session close's lease here) is audited by that keeper alone.
+            part = channel.link is not None and channel.link.part
+            if not answered and not part:
                 await self.audit.later(call, ok, code)  # written once the answer has left
         ANSWERED.reset(answering)
         return answer
@@ -603,7 +606,8 @@ class _There:
         placed = await forward.elsewhere(lease)
         return placed.keeper.host if placed is not None else None
 
-    async def run(self, lease: Lease) -> SessionAnswer | None:
+    async def run(self, lease: Lease, part: bool = False) -> SessionAnswer | None:
+        """``part``: a part of this keeper's verb, audited here only (ForwardCall.part)."""
         if lease.profile.ephemeral or lease.context is not None:
             return None  # its browser runs here
         call = ForwardCall(
@@ -615,6 +619,7 @@ class _There:
             self.files,
             self.deadline,
             self.road,
+            part,
         )
         return await self.keeper.forwarded(call)
 

@@ -559,6 +559,9 @@ def forwarded(frame: dict[str, Any], channel: Channel) -> tuple[dict[str, Any], 
     standing = frame.get("standing")
     if standing not in (None, "instance"):
         raise Refusal("bad_frame", reason="standing is 'instance' or absent")
+    part = frame.get("part", False)
+    if part is not False and (part is not True or name != "close"):
+        raise Refusal("bad_frame", reason="part is true on a close only")
     here = namespaced(sid, peer.keeper)
     grant = Grant(here, Path(f"fleet:{peer.keeper}"), profiles)
     clean = {
@@ -571,4 +574,6 @@ def forwarded(frame: dict[str, Any], channel: Channel) -> tuple[dict[str, Any], 
     for key in ("id", "road", "progress"):
         if key in frame:
             clean[key] = frame[key]
-    return clean, Channel(grant=grant, link=LinkPeer(peer.keeper, sid, group, owner, standing))
+    return clean, Channel(
+        grant=grant, link=LinkPeer(peer.keeper, sid, group, owner, standing, part)
+    )

@@ -63,9 +63,10 @@ class Elsewhere(Protocol):
         """The host the lease's browser runs on when not here (None: here, or nowhere)."""
         ...
 
-    async def run(self, lease: Lease) -> SessionAnswer | None:
+    async def run(self, lease: Lease, part: bool = False) -> SessionAnswer | None:
         """The verb run for ``lease`` by the keeper its browser runs on (its answer, the
-        profile with ``host``; its refusal raised); None: it runs here."""
+        profile with ``host``; its refusal raised); None: it runs here. ``part``: a part of
+        this keeper's verb, which this keeper audits alone."""
         ...
 
 

@@ -17,7 +17,6 @@ from browserbay.keeper.channels import Channel, owner_only
 from browserbay.keeper.children import Children
 from browserbay.keeper.choosing import LeaseChooser
 from browserbay.keeper.controls import Controls
-from browserbay.keeper.forward import audit_here
 from browserbay.keeper.guard import host_allowed
 from browserbay.keeper.hints import blocked
 from browserbay.keeper.leases import Leases, blocked_requests, goto_guarded
@@ -387,18 +386,17 @@ class SessionVerbs:
         closed = elsewhere = 0
         if not handle and call.there is not None:
             # The session's leases whose browsers run on other keepers end there, each by
-            # a close of its profile (audited there); this keeper's part is its own row.
+            # a close of its profile — parts of this close, whose one row is this keeper's
+            # (no row of theirs there: ForwardCall.part).
             away_leases = [x for x in session.leases.values() if x.context is None]
             for pid, alias in await self.db(self.attachments.of_session, session.ref.id):
                 if pid not in session.leases and pid in self.profiles.rows:  # not used here yet
                     away_leases.append(self.chooser.persistent(session, pid, alias, "explicit"))
             for away in away_leases:
-                there = await _there_or_gone(call, away)
+                there = await _there_or_gone(call, away, part=True)
                 if there is not None:
                     elsewhere += 1
                     closed += int(there[0].get("closed_tabs") or 0)
-            if elsewhere:
-                audit_here()
         if handle:  # one lease: the session and its children go on
             for lease in leases:
                 closed += await self.leases.close(session, lease)
@@ -522,7 +520,7 @@ class SessionVerbs:
 
 
 async def _there_or_gone(
-    call: SessionCall, lease: Lease, any_refusal: bool = False
+    call: SessionCall, lease: Lease, any_refusal: bool = False, part: bool = False
 ) -> SessionAnswer | None:
     """``call``'s part for ``lease`` on the keeper its browser runs on (None: here). That
     keeper's refusal is raised (a human holds the controls there: ``browser_paused``); one
@@ -531,7 +529,7 @@ async def _there_or_gone(
     keeper's idle timeout."""
     assert call.there is not None
     try:
-        return await call.there.run(lease)
+        return await call.there.run(lease, part)
     except Refusal as r:
         if r.code not in UNREACHED and not any_refusal:
             raise
