@@ -1,9 +1,10 @@
 """Before and after one change: rows a (warm click and get title in the keeper), s (warm
 snapshots in the keeper: form.html, its ``-i``, list.html?n=300's ``-i``), v (warm focus,
-fill and get text by ref in the keeper), b (the whole
-``bay get title`` process against a bare Python start, ``python -c pass``, with ``-S`` beside
-it) and c (cold first open) of RESULTS.md, for this checkout, a baseline checkout (optional)
-and agent-browser, interleaved rep by rep in ONE run.
+fill and get text by ref in the keeper), b (the whole ``bay get title`` process — the native
+client and ``bay-py`` — against a bare Python start, ``python -c pass``, with ``-S`` beside
+it, and agent-browser's ``get title``; wall time and the command's own CPU) and c (cold first
+open) of RESULTS.md, for this checkout, a baseline checkout (optional) and agent-browser,
+interleaved rep by rep in ONE run.
 
     .venv/bin/python bench/perf.py [--parts a,s,v,b,c] [--reps 20] [--cold-reps 4]
                                    [--baseline /path/to/other/checkout]
@@ -193,24 +194,65 @@ def timed_ok(argv: list[str], env: dict[str, str]) -> float:
     return t
 
 
+def _children_cpu() -> float:
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def with_cpu(go: Callable[[], float], cpu: list[float]) -> Callable[[], float]:
+    """``go`` timed, its process's own CPU (user + system, of the waited child: not a
+    keeper's or a daemon's) appended to ``cpu``."""
+
+    def timed() -> float:
+        before = _children_cpu()
+        t = go()
+        cpu.append(_children_cpu() - before)
+        return t
+
+    return timed
+
+
 def part_b(b: run.Bench, url: str, roots: dict[str, Path], reps: int) -> str:
+    """The whole ``bay get title`` process: the native client (issue 19) and the Python
+    client it hands over to (``bay-py``), against a bare Python start and agent-browser's
+    native client on its warm daemon; wall time and the command's own CPU."""
     tools: dict[str, Callable[[], float]] = {}
+    cpu: dict[str, list[float]] = {}
+
+    def add(name: str, go: Callable[[], float]) -> None:
+        cpu[name] = []
+        tools[name] = with_cpu(go, cpu[name])
+
     for label, root in roots.items():
         home = b.bay_home("perf-b")
         env = b.bay_env(home, "bench-b")
         bay_bin = str(root / ".venv" / "bin" / "bay")
         run.must(run.timed([bay_bin, "open", url], env)[1], f"{label}: bay open")
-
-        tools[f"{label} get title"] = functools.partial(timed_ok, [bay_bin, "get", "title"], env)
+        add(f"{label} bay", functools.partial(timed_ok, [bay_bin, "get", "title"], env))
+        py_bin = root / ".venv" / "bin" / "bay-py"
+        if py_bin.exists():
+            argv = [str(py_bin), "get", "title"]
+            add(f"{label} bay-py", functools.partial(timed_ok, argv, env))
     # The floor is a bare start of the venv's interpreter (site included, as a console
     # script has it); `-S` beside it is the lean launcher's start (no site).
     for name, flags in (("python floor", []), ("python -S", ["-S"])):
         argv = [str(run.VENV_PY), *flags, "-c", "pass"]
-        tools[name] = functools.partial(timed_ok, argv, run.clean_env())
+        add(name, functools.partial(timed_ok, argv, run.clean_env()))
+    ab_home = b.ab_home("perf-b")
+    run.must(b.ab(ab_home, "open", url, session="bench-b")[1], "agent-browser open")
+    add("agent-browser", ab_timer(b, ab_home, "bench-b")("get", "title"))
     loads = [click.loadavg()]
     samples = rotate(tools, reps, 5)
     loads.append(click.loadavg())
-    return report("b whole process", samples, "python floor", loads)
+    b.ab_stop(ab_home)
+    text = report("b whole process", samples, "agent-browser", loads)
+    warm = len(cpu["agent-browser"]) - reps  # the warm-up's, dropped as rotate drops them
+    lines = ["b its own CPU (user+sys of the command's process, median):"]
+    for n, v in cpu.items():
+        lines.append(f"  {n:<22} {statistics.median(v[warm:]) * 1000:8.1f} ms")
+    return text + "\n" + "\n".join(lines)
 
 
 def part_c(b: run.Bench, url: str, roots: dict[str, Path], reps: int) -> str:
