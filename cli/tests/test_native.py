@@ -224,6 +224,15 @@ def scripted(
     it received, in order."""
     run = home / "run"
     run.mkdir(mode=0o700, parents=True)
+    with scripted_at(run, answer, hello=hello) as got:
+        yield got
+
+
+@contextlib.contextmanager
+def scripted_at(
+    run: Path, answer: list[bytes] | str, *, hello: bytes = HELLO
+) -> Iterator[list[dict[str, Any]]]:
+    """:func:`scripted`'s keeper socket in the directory ``run``."""
     path = str(run / "keeper.sock")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
@@ -344,6 +353,51 @@ def test_parity_on_a_scripted_keeper(tmp_path: Path, name: str) -> None:
         assert said["merged"][1] == BIG.encode() + "warning: ünïcode, no newline".encode()
 
 
+#: Who prints each scripted answer: the native client itself, or the Python client it hands
+#: over to (how, as BAY_HANDED says it).
+BY = {
+    "big out, err without a newline": "itself",
+    "err with lines, out without": "itself",
+    "progress then printed": "itself",
+    "progress of another id": "whole",
+    "surrogate pair escapes": "itself",
+    "raw utf-8 and control escapes": "itself",
+    "a duplicate key": "said:",
+    "NaN beside": "said:",
+    "a float code": "said:",
+    "a text code": "said:",
+    "a true code": "itself",
+    "a code past 255": "itself",
+    "a negative code": "itself",
+    "no code": "itself",
+    "a number as out": "said:",
+    "printed null": "said:",
+    "a lone surrogate": "cut_off",
+    "no JSON": "cut_off",
+    "invalid utf-8": "cut_off",
+    "deep nesting": "said:",
+    "whole": "whole",
+    "an answer frame": "said:",
+}
+
+
+@needs_native
+@pytest.mark.parametrize("name", list(SCRIPTS))
+def test_the_native_client_prints_what_is_plain_and_hands_over_the_rest(
+    tmp_path: Path, name: str
+) -> None:
+    """The parity above holds whoever prints; here the Python client is one that only says
+    it was handed the command: the plain answers are the native client's own."""
+    with alone(tmp_path) as bay, scripted(tmp_path / "h", SCRIPTS[name]):
+        r = subprocess.run([bay, "get", "title"], capture_output=True, env=_env(tmp_path / "h"))
+    handed = r.stdout.decode().removeprefix("handed: ") if r.returncode == 99 else None
+    if BY[name] == "itself":
+        assert handed is None, r
+    else:
+        assert handed is not None, r
+        assert handed.startswith(BY[name]), handed
+
+
 @needs_native
 @pytest.mark.parametrize(
     "hello",
@@ -358,6 +412,75 @@ def test_parity_of_a_compatible_hello_in_another_spelling(tmp_path: Path, hello:
         said = _parity(["get", "title"], _env(tmp_path / "h"))
     assert said["stdout"] == b"x\n"
     assert [f for f in got if "verb" in f] == []
+
+
+# -- the socket path rule --------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def alone(tmp_path: Path) -> Iterator[str]:
+    """A copy of the native client whose ``bay-py`` only says it was handed the command
+    (exit 99): what the native client does itself, and nothing Python does for it."""
+    where = tmp_path / "alone"
+    where.mkdir()
+    shutil.copy(NATIVE, where / "bay")
+    (where / "bay-py").write_text('#!/bin/sh\necho "handed: $BAY_HANDED"\nexit 99\n')
+    (where / "bay-py").chmod(0o755)
+    yield str(where / "bay")
+
+
+@needs_native
+@pytest.mark.parametrize(
+    "case", ["relative", "dot-dot", "tilde", "tilde alone", "double slash", "deep", "xdg/"]
+)
+def test_the_native_client_finds_the_socket_where_sockpath_puts_it(
+    tmp_path: Path, case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BAY_", "XDG_"))}
+    env.update(BAY_SESSION="path", HOME=str(tmp_path / "homedir"))
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    home = {
+        "relative": "rel/h",
+        "dot-dot": "./rel/../rel/./h/",
+        "tilde": "~/h",
+        "tilde alone": "~",
+        "double slash": "/" + str(tmp_path / "h"),
+        "deep": str(tmp_path / ("d" * 100)),
+    }.get(case)
+    if home is None:
+        env["XDG_RUNTIME_DIR"] = str(tmp_path / "xdg") + "/"
+    else:
+        env["BAY_HOME"] = home
+    monkeypatch.chdir(cwd)  # sockpath's abspath reads the cwd, its expanduser HOME
+    monkeypatch.setenv("HOME", env["HOME"])
+    sock = socket_for(runtime_dir(env))
+    assert (case == "deep") == sock.startswith("/tmp/bay-")
+    directory = Path(os.path.dirname(sock))
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        with alone(tmp_path) as bay, scripted_at(directory, [_printed("warm\n", "", 0)]) as got:
+            r = subprocess.run(
+                [bay, "get", "title"], capture_output=True, text=True, env=env, cwd=cwd
+            )
+        assert (r.returncode, r.stdout) == (0, "warm\n"), (sock, r)
+        assert len([f for f in got if "argv" in f]) == 1
+    finally:
+        if case == "deep":
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+@needs_native
+def test_what_the_native_client_hands_over_it_does_not_send(tmp_path: Path) -> None:
+    """The harness above, the other way: no socket there, the copy hands it over plainly."""
+    env = _env(tmp_path / "h")
+    with alone(tmp_path) as bay:
+        r = subprocess.run([bay, "get", "title"], capture_output=True, text=True, env=env)
+        assert (r.returncode, r.stdout) == (99, "handed: \n")
+        with scripted(tmp_path / "h", [b'{"id":"1","whole":"usage"}']) as got:
+            r = subprocess.run([bay, "get", "title"], capture_output=True, text=True, env=env)
+        assert (r.returncode, r.stdout) == (99, "handed: whole\n")
+        assert len(got) == 2  # its hello and its argv, once
 
 
 # -- run once ---------------------------------------------------------------------------------
