@@ -649,3 +649,20 @@ def test_a_socket_of_ours_the_checks_refuse_gets_no_argv(tmp_path: Path, how: st
     assert argv_frames == [], f"the native client sent its argv ({how})"
     assert got == []  # the Python client it handed over to sent nothing either
     assert json.loads(r.stdout)["code"] == "socket_untrusted", r
+
+
+@needs_native
+def test_a_closed_stdout_is_exit_1_and_nothing_else_as_python_says(tmp_path: Path) -> None:
+    """SIGPIPE ignored as Python ignores it: the write fails EPIPE, exit 1 (BrokenPipeError),
+    and stderr's text is not written after it."""
+    said = []
+    with scripted(tmp_path / "h", [_printed(BIG, "err text\n", 3)]):
+        for exe in (NATIVE, PY):
+            r, w = os.pipe()
+            os.close(r)
+            p = subprocess.run(
+                [exe, "get", "title"], stdout=w, stderr=subprocess.PIPE, env=_env(tmp_path / "h")
+            )
+            os.close(w)
+            said.append((p.returncode, p.stderr))
+    assert said[0] == said[1] == (1, b"")
