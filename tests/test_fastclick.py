@@ -22,11 +22,15 @@ PAGE = """<!doctype html><title>fast</title>
 <iframe srcdoc="<button id=inner>Inside</button>"></iframe>"""
 
 
-def _run(check: Any) -> Any:
+def _run(check: Any, *, engine: bool = False) -> Any:
     from playwright.async_api import async_playwright
 
     async def go() -> Any:
         async with async_playwright() as p:
+            if engine:  # as the keeper's driver registers it
+                await p.selectors.register(
+                    fastclick.READY_ENGINE, fastclick.READY_ENGINE_JS, content_script=True
+                )
             browser = await p.chromium.launch(executable_path=CHROMIUM)
             try:
                 page = await browser.new_page(viewport={"width": 800, "height": 600})
@@ -132,3 +136,49 @@ def test_an_animated_element_is_not_ready() -> None:
     moving, still = _run(check)
     assert moving is None
     assert still is not None
+
+
+async def _aria_ref(page: Any, needle: str) -> str:
+    snap = await page.aria_snapshot(mode="ai")
+    (line,) = [x for x in snap.splitlines() if needle in x]
+    return "aria-ref=" + line.split("[ref=")[1].split("]")[0]  # Playwright's own text
+
+
+def test_a_ref_is_looked_at_in_the_utility_world_whatever_the_page_broke() -> None:
+    """A ref's readiness is read where Playwright resolved it (its utility world): a page
+    script that replaced getBoundingClientRect, elementFromPoint and JSON.stringify in its own
+    world changes nothing there (the main world's look saw a 0x0 box: not ready). jQuery's
+    timers, a page global, are still asked of the page's world; a ref gone is not ready."""
+
+    async def check(page: Any) -> dict[str, Any]:
+        press = await _aria_ref(page, 'button "Press"')
+        under = await _aria_ref(page, 'button "Under"')
+        out: dict[str, Any] = {"true": await page.eval_on_selector("#b", fastclick.READY_JS)}
+        await page.evaluate(
+            """() => {
+                 Element.prototype.getBoundingClientRect = () => new DOMRect(0, 0, 0, 0);
+                 Document.prototype.elementFromPoint = () => null;
+                 JSON.stringify = () => 'spoiled';
+               }"""
+        )
+        out["main world"] = await page.eval_on_selector("#b", fastclick.READY_JS)
+        out["ready"] = await fastclick.ready_point(page, press, ref=True)
+        out["covered"] = await fastclick.ready_point(page, under, ref=True)
+        await page.evaluate("() => { window.jQuery = { timers: [{}] }; }")
+        out["jquery busy"] = await fastclick.ready_point(page, press, ref=True)
+        await page.evaluate("() => { window.jQuery.timers.length = 0; }")
+        out["jquery still"] = await fastclick.ready_point(page, press, ref=True)
+        await page.evaluate("() => document.getElementById('b').remove()")
+        out["gone"] = await fastclick.ready_point(page, press, ref=True)
+        out["kept"] = list(fastclick._HANDLES[page].handles)
+        return out
+
+    out = _run(check, engine=True)
+    assert isinstance(out["true"], list), out
+    assert out["main world"] is False, out  # the page's world is spoiled, as meant
+    assert out["ready"] == (out["true"][0], out["true"][1]), out
+    assert out["covered"] is None, out
+    assert out["jquery busy"] is None, out
+    assert out["jquery still"] == out["ready"], out
+    assert out["gone"] is None, out
+    assert out["kept"] == [], out  # no main-world handle is kept for a ref looked at so

@@ -38,6 +38,7 @@ import browserbay.keeper.reading  # noqa: F401  (its @page_verb handlers join PA
 from browserbay._version import __version__
 from browserbay.keeper import (
     emulation,
+    fastclick,
     fileverbs,
     inputs,
     network,
@@ -418,6 +419,9 @@ class App:
         now kept tabs that come back by themselves. Before any browser starts, the driver
         has the engine of snapshots' own refs, which every context then gets."""
         await self.driver.add_engine(snapshots.REF_ENGINE, snapshots.REF_ENGINE_JS)
+        await self.driver.add_engine(
+            fastclick.READY_ENGINE, fastclick.READY_ENGINE_JS, content_script=True
+        )
         await self.fleet.start()
         await self.profiles.load()
         await self.continuous.opt_ins.load()

@@ -48,7 +48,8 @@ class PlaywrightDriver:
         self._pw: Playwright | None = None
         self._cm: Any = None  # playwright's context manager (its type is private)
         self._lock = anyio.Lock()
-        self._engines: list[tuple[str, str]] = []  # selector engines: (name, script)
+        # selector engines: (name, script, content script: Playwright's utility world)
+        self._engines: list[tuple[str, str, bool]] = []
 
     async def load(self) -> None:
         """Import Playwright's Python side, in a worker thread so the loop keeps serving.
@@ -80,8 +81,8 @@ class PlaywrightDriver:
                     pw = await cm.start()
                 try:
                     # One added meanwhile is in the list by the time the loop reaches its end.
-                    for name, script in self._engines:
-                        await pw.selectors.register(name, script=script)
+                    for name, script, content in self._engines:
+                        await pw.selectors.register(name, script=script, content_script=content)
                 except BaseException:
                     with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
                         await cm.__aexit__(None, None, None)
@@ -108,13 +109,13 @@ class PlaywrightDriver:
         log.info("the Playwright driver (pid %d) spawned at the keeper's start", early.proc.pid)
         return cm, started
 
-    async def add_engine(self, name: str, script: str) -> None:
+    async def add_engine(self, name: str, script: str, *, content_script: bool = False) -> None:
         """A selector engine every browser context gets: registered at the driver's start,
         or now when it is running (before any browser is launched: the keeper's start).
         Without the lock, so the keeper's start never waits for a driver still booting."""
-        self._engines.append((name, script))
+        self._engines.append((name, script, content_script))
         if self._pw is not None:
-            await self._pw.selectors.register(name, script=script)
+            await self._pw.selectors.register(name, script=script, content_script=content_script)
 
     async def stop(self) -> None:
         async with self._lock:

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import weakref
 from collections.abc import AsyncIterator, Awaitable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from playwright.async_api import CDPSession, ElementHandle, Frame, Page
@@ -55,6 +56,36 @@ READY_BODY = """
   return ok ? [r.left + r.width / 2, r.top + r.height / 2] : false;
 """
 READY_JS = "(el) => {" + READY_BODY + "}"
+
+#: A selector engine of Playwright's utility world (a content script: the page's scripts and
+#: globals are not there, its builtins are its own). ``aria-ref=eN >> bay-ready=:point`` is
+#: one element made for the purpose whose text is :data:`READY_BODY`'s answer for the ref's
+#: element as JSON (``false``, ``"frame"`` or the point) — read with ONE ``text_content``,
+#: one CDP message in the world Playwright found the ref in, where a main-world evaluate of
+#: an ``aria-ref`` costs eight (the node is adopted from the utility world first). jQuery is
+#: a page global, invisible there: :data:`JQUERY_BUSY_JS` asks the page's world, at once.
+READY_ENGINE = "bay-ready"
+READY_ENGINE_JS = (
+    "({ queryAll(root, selector) {\n"
+    "  if (selector !== ':point' || !root || root.nodeType !== 1) return [];\n"
+    "  const el = root;\n"
+    "  const answer = (el.ownerDocument || document).createElement('output');\n"
+    "  answer.textContent = JSON.stringify((() => {\n"
+    "    if (window.top !== window) return 'frame';\n"
+    + READY_BODY.replace(
+        "  const jq = el.ownerDocument.defaultView && el.ownerDocument.defaultView.jQuery;\n"
+        "  if (jq && jq.timers && jq.timers.length > 0) return false;\n",
+        "",
+    )
+    + "  })());\n  return [answer];\n} })"
+)
+#: Whether a jQuery animation runs in the page (its timers), from the page's own world.
+JQUERY_BUSY_JS = (
+    "() => { const jq = window.jQuery; return !!(jq && jq.timers && jq.timers.length > 0); }"
+)
+#: How long the utility world's look waits for a ref that matches nothing (a stale ref: the
+#: careful path then refuses it) before it steps aside.
+READY_LOOK_MS = 300
 #: The same, and 'frame' for an element outside the main frame (the fast path's point
 #: would be in the wrong coordinates there).
 CLICK_READY_JS = "(el) => {\n  if (window.top !== window) return 'frame';" + READY_BODY + "}"
@@ -201,6 +232,12 @@ class RefHandles:
                 self.handles[selector] = handle  # most recently used last
                 return point
             await _dispose(handle)
+        if ref and selector.startswith("aria-ref=") and ">>" not in selector:
+            # Looked at where Playwright keeps its refs (one CDP message, every click): no
+            # handle to keep. Without the engine (a context made before it), as below.
+            looked = await _look(page, selector)
+            if not isinstance(looked, bool):
+                return looked
         if not ref or selector not in self.seen:  # the lookup and the check in one trip
             if ref:
                 if len(self.seen) >= MAX_SEEN:
@@ -221,6 +258,28 @@ class RefHandles:
         while len(self.handles) > MAX_HANDLES:
             await _dispose(self.handles.pop(next(iter(self.handles))))
         return point
+
+
+async def _look(page: Page, selector: str) -> tuple[float, float] | Literal[False] | None:
+    """The ref's readiness from the utility world (:data:`READY_ENGINE_JS`) and the page's
+    jQuery timers, asked at once: the point, None (not ready, busy, in a frame, gone), or
+    False when the look itself could not be had (no such engine in this context, the text
+    not its JSON): the caller asks the main world instead."""
+    look = page.locator(f"{selector} >> {READY_ENGINE}=:point").text_content(timeout=READY_LOOK_MS)
+    texts = await asyncio.gather(look, page.evaluate(JQUERY_BUSY_JS), return_exceptions=True)
+    text, busy = texts
+    if isinstance(text, BaseException):
+        # Not there (a stale ref, waited for READY_LOOK_MS) or a context without the engine.
+        return None if type(text).__name__ == "TimeoutError" else False
+    try:
+        point = json.loads(text or "")
+    except ValueError:
+        return False
+    if busy is not False:  # a jQuery animation runs (or the page could not say): not now
+        return None
+    if isinstance(point, list) and len(point) == 2:
+        return float(point[0]), float(point[1])
+    return None
 
 
 async def _check(evaluation: Awaitable[Any]) -> tuple[float, float] | None:
