@@ -192,6 +192,32 @@ def test_exclusive_holds_queue_fifo_and_refuse_when_the_wait_runs_out(fresh_bay:
     assert answer["data"]["waited_s"] > 0.3  # it queued behind the holder, then got it
 
 
+def test_a_verb_on_a_profile_another_group_holds_is_refused_whichever_way_it_was_chosen(
+    fresh_bay: Bay,
+) -> None:
+    """The hold of the chosen profile is read with the session's attachments (one registry
+    call for the whole choice): the only attachment and --profile are refused alike, the
+    holder's own group is not, and a release lets the other group in again."""
+    gx, gh = {"BAY_GROUP": "gx"}, {"BAY_GROUP": "gh"}
+    fresh_bay.ok("new", "solo")
+    fresh_bay.ok("new", "spare")
+    fresh_bay.ok("use", "solo", session="x", env=gx)
+    fresh_bay.ok("use", "solo", "--exclusive", session="h", env=gh)
+    frame = assert_refused(fresh_bay("get", "url", session="x", env=gx), "profile_busy")
+    assert (frame["data"]["holder"], frame["data"]["group"]) == ("h", "gh")
+    assert_refused(
+        fresh_bay("get", "url", "--profile", "solo", session="x", env=gx), "profile_busy"
+    )
+    fresh_bay.ok("use", "spare", session="x", env=gx)  # two attached: the named one's hold
+    assert_refused(
+        fresh_bay("get", "url", "--profile", "solo", session="x", env=gx), "profile_busy"
+    )
+    assert fresh_bay.ok("get", "url", "--profile", "spare", session="x", env=gx)["url"]
+    assert fresh_bay.ok("get", "url", session="h", env=gh)["url"]  # the holder's own group
+    fresh_bay.ok("detach", session="h", env=gh)
+    assert fresh_bay.ok("get", "url", "--profile", "solo", session="x", env=gx)["url"]
+
+
 def test_a_shells_exclusive_hold_outlives_a_keeper_restart_while_the_shell_runs(
     fresh_bay: Bay,
 ) -> None:

@@ -711,6 +711,22 @@ def test_holds_set_by_the_holding_group_replaces_the_holder(store: Store) -> Non
     assert hold.since > 0
 
 
+def test_holds_of_profiles_answers_each_profiles_hold_as_get_does(store: Store) -> None:
+    holds = store.registry.holds
+    assert holds.of_profiles([]) == {}
+    assert holds.set("p1", "s1", "g1")
+    assert holds.set("p3", "s3", "g3")
+    found = holds.of_profiles(["p1", "p2", "p3", "p1"])
+    assert list(found) == ["p1", "p2", "p3"]
+    assert found == {p: holds.get(p) for p in ("p1", "p2", "p3")}
+    assert found["p2"] is None
+    held = found["p1"]
+    assert held is not None
+    assert (held.holder, held.group) == ("s1", "g1")
+    holds.release("p1", "s1")
+    assert holds.of_profiles(["p1"]) == {"p1": None}
+
+
 def test_holds_set_by_another_group_changes_nothing(store: Store) -> None:
     assert store.registry.holds.set("p", "s1", "g1")
     assert not store.registry.holds.set("p", "s2", "g2")

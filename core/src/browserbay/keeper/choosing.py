@@ -20,6 +20,7 @@ from browserbay.registry import (
     Attachments,
     Db,
     GroupDefaults,
+    Hold,
     Sessions,
     SessionState,
 )
@@ -114,7 +115,8 @@ class LeaseChooser:
             row = self.profiles.find(handle, channel)
             return self.persistent(session, row.id, None, "explicit")
         sid = session.ref.id
-        atts, state, group_profile = await self.db(self._read, sid, session.group)
+        instance = self._instance_default(quiet=True)  # its hold is read with the rest
+        atts, state, group_profile, holds = await self.db(self._read, sid, session.group, instance)
         atts = [a for a in atts if a.profile in self.profiles.rows]
         handles = self.handles(atts)
         if state.changed:
@@ -143,7 +145,9 @@ class LeaseChooser:
                 if handle in (alias, pid, row.label):
                     self.profiles.check(row, handle, channel)
                     return await self._held(
-                        session, self.persistent(session, pid, alias, "explicit", len(atts))
+                        session,
+                        self.persistent(session, pid, alias, "explicit", len(atts)),
+                        holds,
                     )
             row = await self.profiles.find_fresh(handle, channel)  # an unknown name says so
             raise Refusal(
@@ -164,11 +168,12 @@ class LeaseChooser:
         for pid, alias in mine:
             if pid == pin:
                 return await self._held(
-                    session, self.persistent(session, pid, alias, "pinned", len(mine))
+                    session, self.persistent(session, pid, alias, "pinned", len(mine)), holds
                 )
         if len(mine) == 1:
             pid, alias = mine[0]
-            return await self._held(session, self.persistent(session, pid, alias, "default", 1))
+            lease = self.persistent(session, pid, alias, "default", 1)
+            return await self._held(session, lease, holds)
         if len(mine) >= 2:
             choices = self.handles(mine)
             raise Refusal(
@@ -187,7 +192,7 @@ class LeaseChooser:
             found = self.profiles.rows.get(candidate) if candidate else None
             if found is not None and self.profiles.usable(found, channel):
                 lease = self.persistent(session, found.id, None, rung)
-                return await self._held(session, lease)
+                return await self._held(session, lease, holds)
         return self.ephemeral(session, "ephemeral", state.ephemeral_domains)
 
     async def forwarded_may(self, session: Session, lease: Lease, channel: Channel) -> None:
@@ -217,22 +222,35 @@ class LeaseChooser:
         if holding is not None and holding != session.group:
             await self.leases.check_hold(session, pid)  # refused (or a dead holder's reclaimed)
 
-    def _read(self, sid: str, group: str) -> tuple[list[Attachment], SessionState, str | None]:
+    def _read(
+        self, sid: str, group: str, instance: str | None
+    ) -> tuple[list[Attachment], SessionState, str | None, dict[str, Hold | None]]:
         """What :meth:`choose` reads of the registry, in one call on the registry's thread:
         every verb makes it, and each call is a thread hand-off (~0.1 ms on a quiet machine,
-        milliseconds on a busy one)."""
-        return self.attachments.of_session(sid), self.sessions.state(sid), self.groups.get(group)
+        milliseconds on a busy one, 0.2-0.3 ms both ways at load 4 in bench/RESULTS-fleet.md).
+        With it the holds of every profile the choice may land on (the attachments, the
+        last-used, the group's and the instance's default), so the hold check of the chosen
+        one needs no call of its own."""
+        atts = self.attachments.of_session(sid)
+        state = self.sessions.state(sid)
+        group_profile = self.groups.get(group)
+        candidates = [a.profile for a in atts]
+        candidates += [p for p in (state.last_profile, group_profile, instance) if p]
+        return atts, state, group_profile, self.leases.holds.of_profiles(candidates)
 
-    def _instance_default(self) -> str | None:
+    def _instance_default(self, quiet: bool = False) -> str | None:
+        """``quiet``: a setting that names no profile is not logged (it is, when the
+        ladder comes to it)."""
         wanted = self.settings.default_profile
         if not wanted:
             return None
         try:
             return self.profiles.find(wanted, OWNER).id  # the owner's setting
         except Refusal:
-            log.warning("BAY_DEFAULT_PROFILE=%s names no profile", wanted)
+            if not quiet:
+                log.warning("BAY_DEFAULT_PROFILE=%s names no profile", wanted)
             return None
 
-    async def _held(self, session: Session, lease: Lease) -> Lease:
-        await self.leases.check_hold(session, lease.profile.id)
+    async def _held(self, session: Session, lease: Lease, holds: dict[str, Hold | None]) -> Lease:
+        await self.leases.check_hold(session, lease.profile.id, holds)
         return lease

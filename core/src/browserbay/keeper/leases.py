@@ -7,6 +7,7 @@ import contextlib
 import logging
 import time
 import weakref
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -529,10 +530,17 @@ class Leases:
 
     # -- exclusive holds --------------------------------------------------------------
 
-    async def check_hold(self, session: Session, profile_id: str) -> None:
+    async def check_hold(
+        self, session: Session, profile_id: str, read: Mapping[str, Hold | None] | None = None
+    ) -> None:
         """A profile held exclusively by another group is refused ``profile_busy``. Every
-        verb on a persistent profile asks: one registry read when nothing is in the way."""
-        hold = await self.db(self.holds.get, profile_id)
+        verb on a persistent profile asks: one registry read when nothing is in the way, or
+        none when ``read`` has the profile's hold (read in the lease choice's own call,
+        :meth:`Holds.of_profiles`)."""
+        if read is not None and profile_id in read:
+            hold = read[profile_id]
+        else:
+            hold = await self.db(self.holds.get, profile_id)
         if hold is not None and hold.group != session.group and self._remote(hold):
             hold = await self._live_hold(profile_id)  # its keeper may have died
         if hold is None or hold.group == session.group:

@@ -16,6 +16,7 @@ the profile next (:meth:`Holds.reclaim`), each drop audited. Times are the store
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
@@ -76,6 +77,11 @@ class Holds(Protocol):
     """At most one exclusive hold per profile, and each profile's queue of waiters."""
 
     def get(self, profile_id: str) -> Hold | None: ...
+    def of_profiles(self, profile_ids: Sequence[str]) -> dict[str, Hold | None]:
+        """Each profile's hold (None: none), in one statement (none for no profiles): what
+        a verb's lease choice reads beside the session's attachments, for every profile
+        the choice may land on."""
+
     def set(self, profile_id: str, holder: str, group: str) -> bool:
         """Hold the profile for ``holder`` of ``group`` (through this keeper) when it is
         free or already held by that group (the holder becomes this session); False when
@@ -126,6 +132,10 @@ _HOLD = (
     "SELECT h.holder, h.group_name, h.since, h.keeper_id, k.host FROM holds h "
     "LEFT JOIN keepers k ON k.id = h.keeper_id WHERE h.profile=?"
 )
+_HOLDS_OF = (
+    "SELECT h.profile, h.holder, h.group_name, h.since, h.keeper_id, k.host FROM holds h "
+    "LEFT JOIN keepers k ON k.id = h.keeper_id WHERE h.profile IN"
+)
 _WAITER = "seq, profile, session, group_name, keeper_id, enqueued_at"
 
 
@@ -146,6 +156,18 @@ class SqliteHolds:
 
     def get(self, profile_id: str) -> Hold | None:
         return _hold(self.db.execute(_HOLD, (profile_id,)).fetchone())
+
+    def of_profiles(self, profile_ids: Sequence[str]) -> dict[str, Hold | None]:
+        wanted = list(dict.fromkeys(profile_ids))
+        found: dict[str, Hold | None] = dict.fromkeys(wanted)
+        if not wanted:
+            return found
+        marks = ", ".join("?" * len(wanted))
+        sql = f"{_HOLDS_OF} ({marks})"  # a constant, and one placeholder per profile
+        rows = self.db.execute(sql, tuple(wanted)).fetchall()
+        for r in rows:
+            found[r[0]] = _hold(r[1:])
+        return found
 
     def _take(
         self, tx: Tx, profile_id: str, holder: str, group: str, keeper_id: str | None
