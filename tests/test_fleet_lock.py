@@ -8,12 +8,14 @@ and leaves the id's rows to the one that runs. Real keepers on the real PostgreS
 from __future__ import annotations
 
 import os
+import signal
 import time
 from pathlib import Path
 
 from browserbay.paths import bay_paths
 from browserbay.registry.pg import KEEPER_LOCK
 from browserbay_testing import assert_refused, wait_for
+from browserbay_testing.bay import wait_for_no_keeper
 from browserbay_testing.fleet import Fleet, Member, keeper_fleet
 from browserbay_testing.postgres import PgServer
 
@@ -99,3 +101,39 @@ def test_after_a_cut_lock_exactly_one_keeper_runs_under_a_copied_id(
         assert fleet.rows("SELECT stopped_at FROM keepers WHERE id = %s", kid) == [(None,)]
         if running[0] is b:
             assert "another keeper took it" in _log(a)
+
+
+def test_a_copied_id_started_in_the_gap_ends_the_older_keepers_browser_and_keeps_the_claim(
+    postgres: PgServer, tmp_path: Path
+) -> None:
+    """What holds in the gap (docs/fleet.md, "A copied keeper id"): A runs a profile's
+    browser under the id's claim; A is held still (SIGSTOP, so it cannot take its lock
+    again) while the lock's connection is cut and a copied-id home B starts and takes the
+    lock. B's start sweeps the id's browsers as its last run's orphans — A's Chromium is
+    ended and recorded ``orphan_swept`` — so no two browsers of the profile run; let go, A
+    finds the lock taken at its next beat and stops; the claim stays the id's, held."""
+    # A long TTL: A is held still for B's whole start, and must not be fenced for it.
+    with keeper_fleet(postgres, tmp_path, 2, ttl=60, start=False) as fleet:
+        a, b = fleet["a"], fleet["b"]
+        a.start()
+        pid = str(a.ok("new", "work", session=None)["id"])
+        a.ok("use", pid)
+        a.ok("open", "about:blank")
+        kid = _copy_id(a, b)
+        keeper = a.keeper_pid()
+        os.kill(keeper, signal.SIGSTOP)
+        try:
+            _cut(fleet, kid)
+            b.ok("keeper", "start", session=None)  # A cannot take the lock again meanwhile
+        finally:
+            os.kill(keeper, signal.SIGCONT)
+        wait_for(lambda: not _running(a), timeout=fleet.ttl, what="A stopped")
+        wait_for_no_keeper(a.home)  # its whole way out done (its browser stopped)
+        assert _running(b)
+        assert "another keeper took it" in _log(a)
+        assert "fenced" not in _log(a)
+        claims = fleet.rows("SELECT keeper_id, released_at FROM profile_claims")
+        assert fleet.rows("SELECT stop_reason, keeper_pid FROM browsers") == [
+            ("orphan_swept", keeper)
+        ]
+        assert claims == [(kid, None)], claims
