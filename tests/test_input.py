@@ -134,9 +134,25 @@ LATE = """<!doctype html><title>late</title><p>wait</p>
 }, 300);</script>"""
 
 
+#: Fields filled by ref: an input and a textarea with text in them already, a contenteditable,
+#: a read-only field; the page counts its input events and has spoiled its own world's
+#: select() and focus() (the fill's selection is made in Playwright's utility world).
+FILL = """<!doctype html><title>fill</title>
+<input id=who aria-label=Name value="old name"> <textarea id=note aria-label=Note>old
+note</textarea> <div id=ed contenteditable=true role=textbox aria-label=Editor>old text</div>
+<input id=ro aria-label=Fixed readonly value=fixed>
+<script>
+window.inputs = 0;
+document.addEventListener('input', () => inputs++);
+HTMLInputElement.prototype.select = () => {};
+HTMLElement.prototype.focus = () => {};
+</script>"""
+
+
 @pytest.fixture(scope="module")
 def site() -> Iterator[str]:
     pages = {
+        "/fill": FILL,
         "/dnd": DND,
         "/sortable": SORTABLE,
         "/keys": KEYS,
@@ -214,6 +230,30 @@ def test_focus_by_ref_and_on_a_field_the_page_adds_later(bay: Bay, site: str) ->
     bay.ok("open", f"{site}/late", session=s)
     bay.ok("focus", "#late", session=s)
     assert _value(bay, "document.activeElement.id", s) == "late"
+    bay.ok("close", session=s)
+
+
+def test_fill_by_ref_replaces_the_text_of_inputs_textareas_and_editables(
+    bay: Bay, site: str
+) -> None:
+    s = "in-fill"
+    bay.ok("open", f"{site}/fill", session=s)
+    snap = bay.ok("snapshot", "-i", session=s)["snapshot"]
+    refs = {name: "@" + re.findall(rf'"{name}".*?@(e\d+)', snap)[0] for name in ("Name", "Note")}
+    refs["Editor"] = "@" + re.findall(r'"Editor".*?@(e\d+)', snap)[0]
+    bay.ok("fill", refs["Name"], "Ada", session=s)
+    bay.ok("fill", refs["Note"], "two\nlines", session=s)
+    bay.ok("fill", refs["Editor"], "new text", session=s)
+    got = _value(bay, "[who.value, note.value, ed.textContent, inputs]", s)
+    assert got[:3] == ["Ada", "two\nlines", "new text"], got
+    assert got[3] >= 3, got  # the page saw its input events
+    bay.ok("fill", refs["Name"], "Grace", session=s)  # again: replaced, not appended
+    assert _value(bay, "who.value", s) == "Grace"
+    # A read-only field is not typed into: Playwright's fill waits for it to be editable.
+    fixed = "@" + re.findall(r'"Fixed".*?@(e\d+)', snap)[0]
+    refused = bay("fill", fixed, "changed", "--timeout", "2", session=s)
+    assert refused.code != 0, refused
+    assert _value(bay, "ro.value", s) == "fixed"
     bay.ok("close", session=s)
 
 

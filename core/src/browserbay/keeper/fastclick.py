@@ -65,19 +65,59 @@ READY_JS = "(el) => {" + READY_BODY + "}"
 #: an ``aria-ref`` costs eight (the node is adopted from the utility world first). jQuery is
 #: a page global, invisible there: :data:`JQUERY_BUSY_JS` asks the page's world, at once.
 READY_ENGINE = "bay-ready"
+#: ``:fill``: Playwright's fill's first step, where it is Playwright's own (its checks of
+#: visible, enabled and editable, then its selectText, both in this same world) for a text
+#: field — an ``<input>`` typed into, a ``<textarea>``, a contenteditable — ready now: its
+#: text selected and the focus on it, ``true``; the keyboard then inserts the text. Anything
+#: else is ``false`` and takes Playwright's fill, which waits and says what is wrong: a label
+#: (Playwright fills its control), a number, date or colour input, a hidden, disabled or
+#: read-only field, a field that did not keep the focus (the text would go elsewhere).
+FILL_BODY = """
+  if (!el.isConnected || el.namespaceURI !== 'http://www.w3.org/1999/xhtml') return false;
+  const tag = el.localName;
+  const kinds = ['', 'email', 'password', 'search', 'tel', 'text', 'url'];
+  if (tag === 'input' ? !kinds.includes(el.type.toLowerCase())
+      : tag !== 'textarea' && !el.isContentEditable) return false;
+  const r = el.getBoundingClientRect();
+  if (r.width <= 0 || r.height <= 0) return false;
+  if (getComputedStyle(el).visibility !== 'visible') return false;
+  if (el.checkVisibility && !el.checkVisibility()) return false;
+  if (el.matches(':disabled') || el.closest('[aria-disabled=true]')) return false;
+  if (el.readOnly || el.closest('[aria-readonly=true]')) return false;
+  if (tag === 'input') { el.select(); el.focus(); }
+  else if (tag === 'textarea') {
+    el.selectionStart = 0; el.selectionEnd = el.value.length; el.focus();
+  } else {
+    let host = el;
+    while (host.isContentEditable && host.parentElement && host.parentElement.isContentEditable)
+      host = host.parentElement;
+    host.focus();
+    const range = el.ownerDocument.createRange();
+    range.selectNodeContents(el);
+    const sel = el.ownerDocument.defaultView.getSelection();
+    if (sel) { sel.removeAllRanges(); sel.addRange(range); }
+  }
+  const a = el.getRootNode().activeElement;
+  return !!a && (a === el || (el.isContentEditable && a.contains(el)));
+"""
 READY_ENGINE_JS = (
     "({ queryAll(root, selector) {\n"
-    "  if (selector !== ':point' || !root || root.nodeType !== 1) return [];\n"
+    "  if (!root || root.nodeType !== 1) return [];\n"
     "  const el = root;\n"
-    "  const answer = (el.ownerDocument || document).createElement('output');\n"
-    "  answer.textContent = JSON.stringify((() => {\n"
+    "  const point = () => {\n"
     "    if (window.top !== window) return 'frame';\n"
     + READY_BODY.replace(
         "  const jq = el.ownerDocument.defaultView && el.ownerDocument.defaultView.jQuery;\n"
         "  if (jq && jq.timers && jq.timers.length > 0) return false;\n",
         "",
     )
-    + "  })());\n  return [answer];\n} })"
+    + "  };\n"
+    "  const fill = () => {" + FILL_BODY + "  };\n"
+    "  const run = selector === ':point' ? point : selector === ':fill' ? fill : null;\n"
+    "  if (!run) return [];\n"
+    "  const answer = (el.ownerDocument || document).createElement('output');\n"
+    "  answer.textContent = JSON.stringify(run());\n"
+    "  return [answer];\n} })"
 )
 #: Whether a jQuery animation runs in the page (its timers), from the page's own world.
 JQUERY_BUSY_JS = (
@@ -280,6 +320,20 @@ async def _look(page: Page, selector: str) -> tuple[float, float] | Literal[Fals
     if isinstance(point, list) and len(point) == 2:
         return float(point[0]), float(point[1])
     return None
+
+
+async def fill_ready(page: Page, selector: str) -> bool:
+    """An ``aria-ref`` text field selected and focused for the keyboard's text, in one CDP
+    message (:data:`FILL_BODY`, in the utility world, as Playwright's fill); False — nothing
+    done, or only the selection — where Playwright's fill must do it (not such a field, not
+    ready, a ref gone: waited for :data:`READY_LOOK_MS`, a context without the engine)."""
+    if not selector.startswith("aria-ref=") or ">>" in selector:
+        return False
+    look = page.locator(f"{selector} >> {READY_ENGINE}=:fill")
+    try:
+        return await look.text_content(timeout=READY_LOOK_MS) == "true"
+    except Exception:
+        return False
 
 
 async def _check(evaluation: Awaitable[Any]) -> tuple[float, float] | None:

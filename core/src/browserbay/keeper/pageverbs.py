@@ -397,8 +397,22 @@ async def verb_dblclick(act: Act) -> Answer:
 
 @page_verb("fill")
 async def verb_fill(act: Act) -> Answer:
+    """Playwright's fill. A ref's text field ready now is selected and focused in one CDP
+    message (:func:`fastclick.fill_ready`) and the keyboard inserts the text, as Playwright's
+    fill does: 2 calls and 2 CDP messages where the ref's count and the fill took 2 and 9.
+    Empty text (Playwright presses Delete), a gate or a trace, a frame: Playwright's way."""
     text = str(act.args["text"])
-    await act_on(act, act.args["target"], lambda loc: loc.fill(text, timeout=act.ms_left()))
+    target = str(act.args["target"])
+    selector = selector_of(act, target)
+    quick = bool(text) and selector is not None and act.tab.focus is None
+    quick = quick and act.trace is None and not gated(act)
+    if quick and await fastclick.fill_ready(act.page, str(selector)):
+        try:
+            await act.page.keyboard.insert_text(text)
+        except Exception as exc:
+            raise Refusal("action_failed", verb=act.verb, reason=first_line(exc)) from None
+        return _acted(act, "filled")
+    await act_on(act, target, lambda loc: loc.fill(text, timeout=act.ms_left()))
     return _acted(act, "filled")
 
 
