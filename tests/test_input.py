@@ -249,6 +249,11 @@ def test_fill_by_ref_replaces_the_text_of_inputs_textareas_and_editables(
     assert got[3] >= 3, got  # the page saw its input events
     bay.ok("fill", refs["Name"], "Grace", session=s)  # again: replaced, not appended
     assert _value(bay, "who.value", s) == "Grace"
+    # get text|value of a ref read it in one call; what it cannot read is refused as before.
+    assert bay.ok("get", "value", refs["Name"], session=s)["value"] == "Grace"
+    assert bay.ok("get", "text", refs["Editor"], session=s)["value"] == "new text"
+    assert_refused(bay("get", "value", refs["Editor"], session=s), "action_failed")
+    assert_refused(bay("get", "text", "@e999", session=s), "ref_stale")
     # A read-only field is not typed into: Playwright's fill waits for it to be editable.
     fixed = "@" + re.findall(r'"Fixed".*?@(e\d+)', snap)[0]
     refused = bay("fill", fixed, "changed", "--timeout", "2", session=s)

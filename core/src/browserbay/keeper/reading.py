@@ -14,7 +14,7 @@ import typing
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from browserbay.keeper import nearest
+from browserbay.keeper import fastclick, nearest
 from browserbay.keeper.act import Act
 from browserbay.keeper.actions import DESCRIBE_JS
 from browserbay.keeper.pageverbs import (
@@ -106,6 +106,23 @@ async def _read_css(act: Act, target: str, what: str) -> str:
         raise Refusal("action_failed", verb=act.verb, reason=first_line(exc)) from None
 
 
+async def _read_ref(act: Act, target: str, what: str) -> str | None:
+    """``get text|value`` of a ref in ONE call and one CDP message (Playwright's own read, in
+    its utility world, where the ref is): :func:`act_on` asked for the ref's count first. A
+    ref that matches nothing is given :data:`fastclick.READY_LOOK_MS`, then None — as for
+    any other failure or a trace to take: :func:`act_on` then reads or refuses as before."""
+    if act.trace is not None:
+        return None
+    scope, selector = act.scope, str(selector_of(act, target))
+    timeout = fastclick.READY_LOOK_MS
+    try:
+        if what == "text":
+            return await scope.inner_text(selector, strict=True, timeout=timeout)
+        return await scope.input_value(selector, strict=True, timeout=timeout)
+    except Exception:
+        return None
+
+
 def _usage(detail: str, verb: str) -> Refusal:
     return Refusal("usage", detail=detail, verb=verb)
 
@@ -154,6 +171,8 @@ async def verb_get(act: Act) -> Answer:
             value = await act.scope.locator(selector_of(act, t) or t).count()
         elif what in ("text", "value") and selector_of(act, t) is None:
             value = await _read_css(act, t, what)
+        elif what in ("text", "value") and (got := await _read_ref(act, t, what)) is not None:
+            value = got
         elif what == "text":
             value = await act_on(act, t, lambda loc: loc.inner_text(timeout=ms()))
         elif what == "html":
