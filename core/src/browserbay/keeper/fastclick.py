@@ -100,6 +100,22 @@ FILL_BODY = """
   const a = el.getRootNode().activeElement;
   return !!a && (a === el || (el.isContentEditable && a.contains(el)));
 """
+#: ``:focus``: Playwright's focus before it types (its focusNode, reset selection): the
+#: element takes the focus twice (a contenteditable after the last one let go of it), an
+#: input not focused before has its caret put at the start; ``true``, or ``false`` when the
+#: element is gone.
+FOCUS_BODY = """
+  if (!el.isConnected) return false;
+  const active = el.getRootNode().activeElement;
+  const was = active === el && !!el.ownerDocument && el.ownerDocument.hasFocus();
+  if (el.isContentEditable && !was && active && active.blur) active.blur();
+  el.focus();
+  el.focus();
+  if (!was && el.nodeName.toLowerCase() === 'input') {
+    try { el.setSelectionRange(0, 0); } catch (e) {}
+  }
+  return true;
+"""
 READY_ENGINE_JS = (
     "({ queryAll(root, selector) {\n"
     "  if (!root || root.nodeType !== 1) return [];\n"
@@ -113,7 +129,9 @@ READY_ENGINE_JS = (
     )
     + "  };\n"
     "  const fill = () => {" + FILL_BODY + "  };\n"
-    "  const run = selector === ':point' ? point : selector === ':fill' ? fill : null;\n"
+    "  const focus = () => {" + FOCUS_BODY + "  };\n"
+    "  const runs = { ':point': point, ':fill': fill, ':focus': focus };\n"
+    "  const run = Object.prototype.hasOwnProperty.call(runs, selector) ? runs[selector] : null;\n"
     "  if (!run) return [];\n"
     "  const answer = (el.ownerDocument || document).createElement('output');\n"
     "  answer.textContent = JSON.stringify(run());\n"
@@ -272,11 +290,20 @@ class RefHandles:
                 self.handles[selector] = handle  # most recently used last
                 return point
             await _dispose(handle)
-        if ref and selector.startswith("aria-ref=") and ">>" not in selector:
-            # Looked at where Playwright keeps its refs (one CDP message, every click): no
-            # handle to keep. Without the engine (a context made before it), as below.
+        if (
+            ref
+            and selector not in self.seen
+            and selector.startswith("aria-ref=")
+            and (">>" not in selector)
+        ):
+            # A ref's first click on the page is looked at where Playwright keeps its refs
+            # (one CDP message); a second one takes a handle below, kept for the third on.
+            # Without the engine (a context made before it), as below.
             looked = await _look(page, selector)
             if not isinstance(looked, bool):
+                if len(self.seen) >= MAX_SEEN:
+                    self.seen.clear()
+                self.seen.add(selector)
                 return looked
         if not ref or selector not in self.seen:  # the lookup and the check in one trip
             if ref:
@@ -322,14 +349,15 @@ async def _look(page: Page, selector: str) -> tuple[float, float] | Literal[Fals
     return None
 
 
-async def fill_ready(page: Page, selector: str) -> bool:
+async def fill_ready(page: Page, selector: str, step: str = ":fill") -> bool:
     """An ``aria-ref`` text field selected and focused for the keyboard's text, in one CDP
-    message (:data:`FILL_BODY`, in the utility world, as Playwright's fill); False — nothing
-    done, or only the selection — where Playwright's fill must do it (not such a field, not
-    ready, a ref gone: waited for :data:`READY_LOOK_MS`, a context without the engine)."""
+    message (:data:`FILL_BODY`, in the utility world, as Playwright's fill; ``step``
+    ``:focus``: :data:`FOCUS_BODY`, as Playwright's type); False — nothing done, or only
+    the selection — where Playwright's own must do it (not such a field, not ready, a ref
+    gone: waited for :data:`READY_LOOK_MS`, a context without the engine)."""
     if not selector.startswith("aria-ref=") or ">>" in selector:
         return False
-    look = page.locator(f"{selector} >> {READY_ENGINE}=:fill")
+    look = page.locator(f"{selector} >> {READY_ENGINE}={step}")
     try:
         return await look.text_content(timeout=READY_LOOK_MS) == "true"
     except Exception:
