@@ -224,6 +224,11 @@ def test_focus_by_ref_and_on_a_field_the_page_adds_later(bay: Bay, site: str) ->
     ref = re.findall(r"textbox.*?@(e\d+)", snap)[1]  # the second field: #other
     bay.ok("focus", "@" + ref, session=s)
     assert _value(bay, "document.activeElement.id", s) == "other"
+    # type by ref: the element focused (in one call), then its keys
+    first = re.findall(r"textbox.*?@(e\d+)", snap)[0]  # #k, which counts its keydowns
+    bay.ok("type", "@" + first, "zq", session=s)
+    assert _value(bay, "[document.activeElement.id, k.value, keydowns]", s) == ["k", "zq", 2]
+    bay.ok("focus", "@" + ref, session=s)
     stale = assert_refused(bay("focus", "@e999", session=s), "ref_stale")
     assert "e999" in stale["message"], stale
     assert _value(bay, "document.activeElement.id", s) == "other"
