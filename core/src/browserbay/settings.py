@@ -128,7 +128,7 @@ class BaySettings:
     fleet_ttl: float = _setting(
         15.0,
         "Seconds after which a keeper of a fleet that stopped beating is dead and its "
-        "profile claims expire (it beats every third of it; at least 1).",
+        "profile claims expire (it beats every sixth of it; at least 1).",
     )
     fleet_host: str = _setting(
         "", "The host name the keeper registers in the fleet; empty: socket.gethostname()."

@@ -48,6 +48,9 @@ KEEPER_ID = re.compile(r"kp-[0-9a-f]{8}")
 #: verb): the rest of the TTL is the margin for its browsers to close before any other
 #: keeper may take their claims (docs/fleet.md, "Cut off from the registry").
 FENCE_AT = 2 / 3
+#: How many beats start within one TTL: at six, a keeper fences only when no beat sent in
+#: the last two thirds of the TTL got through, which leaves each beat half the TTL.
+BEATS_PER_TTL = 6
 
 
 class KeeperIdBad(ValueError):
@@ -228,6 +231,11 @@ class Fleet:
         self.on_fenced: Callable[[], Coroutine[object, object, None]] | None = None
 
     @property
+    def beat_every(self) -> float:
+        """Seconds between two beats' starts: a sixth of the TTL (:data:`BEATS_PER_TTL`)."""
+        return self.ttl / BEATS_PER_TTL
+
+    @property
     def cache_for(self) -> float:
         """How long a placement read of the registry is reused: a third of the TTL (a
         keeper that died meanwhile refuses the link once, and the next verb reads again)."""
@@ -307,18 +315,23 @@ class Fleet:
         self.renewed = begun
 
     async def run(self) -> None:
-        """Beat every third of the TTL until cancelled (a failed beat is logged and tried
-        again after a tenth of the TTL, so a registry that hiccups does not end the
-        keeper); on a shared registry, the fence's watch beside it (:meth:`_watch`)."""
+        """Beat every sixth of the TTL, counted from when the last beat was sent (so a slow
+        beat does not push the next one back), until cancelled; a failed beat is logged and
+        tried again after a tenth of the TTL, so a registry that hiccups does not end the
+        keeper. On a shared registry, the fence's watch beside it (:meth:`_watch`): with
+        the fence at two thirds of the TTL, a beat may take up to half the TTL to get
+        through (a loaded machine, a registry call queued before it) before the keeper
+        fences itself — a third of the TTL when it beat every third."""
         async with anyio.create_task_group() as tg:
             if self.shared:
                 tg.start_soon(self._watch, tg)
-            wait = self.ttl / 3
+            wait = self.beat_every
             while not self.lost:
                 await anyio.sleep(wait)
+                sent = time.monotonic()
                 try:
                     await self.beat()
-                    wait = self.ttl / 3
+                    wait = max(0.0, sent + self.beat_every - time.monotonic())
                 except Exception:
                     log.exception("the fleet heartbeat failed")
                     wait = self.ttl / 10

@@ -2,7 +2,7 @@
 runs each persistent profile's browser.
 
 Every keeper registers itself in ``keepers`` at its start (its stable id, host, fleet link
-address, pid) and beats there every ``BAY_FLEET_TTL/3``; a keeper whose beat is older than
+address, pid) and beats there every ``BAY_FLEET_TTL/6``; a keeper whose beat is older than
 the TTL, or that said it stopped, is not alive. A ``profile_claims`` row says which keeper
 runs a persistent profile's browser: taken when that keeper starts it, renewed by the
 keeper's heartbeat, released when the browser stops, and free for another keeper once it
