@@ -21,6 +21,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <langinfo.h>
 #include <limits.h>
 #include <locale.h>
@@ -968,6 +969,12 @@ static int python_writes_utf8(void) {
 
 int main(int argc, char **argv) {
     g_argv = argv;
+    /* A standard descriptor closed: the socket or the memfd would take its number, and what
+     * this writes to stdout or stderr (anyone's text) would go to the keeper as frames.
+     * Python decides (its sys.stdout is None then); nothing is sent. */
+    for (int fd = 0; fd <= 2; fd++)
+        if (fcntl(fd, F_GETFD) < 0)
+            hand_over(NULL);
     const char *handed = getenv("BAY_HANDED");
     if (handed && *handed)
         hand_over(NULL); /* someone handed it already: Python reads it */

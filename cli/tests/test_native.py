@@ -35,7 +35,9 @@ from browserbay_cli import launcher
 from browserbay_testing.planted import ATTACKER, fake_answer, fake_keeper, victim_env
 
 BIN = Path(sys.executable).parent
-NATIVE = str(BIN / "bay")
+#: The native client under test: the installed one, or (test-only) another build of it, such
+#: as test_native_fuzz's sanitizer build, with ``bay-py`` beside it.
+NATIVE = os.environ.get("BAY_NATIVE_BIN") or str(BIN / "bay")
 PY = str(BIN / launcher.PYTHON_CLIENT)
 
 
@@ -666,3 +668,30 @@ def test_a_closed_stdout_is_exit_1_and_nothing_else_as_python_says(tmp_path: Pat
             os.close(w)
             said.append((p.returncode, p.stderr))
     assert said[0] == said[1] == (1, b"")
+
+
+@needs_native
+@pytest.mark.parametrize("closed", ["stdout", "stderr", "stdin"])
+def test_a_closed_stdout_or_stderr_never_writes_into_the_keeper_socket(
+    tmp_path: Path, closed: str
+) -> None:
+    """Started with fd 1 (or 2, or 0) closed, the first descriptor the native client opens
+    takes its number: the keeper socket. What it then wrote to "stdout" (the keeper's
+    printed text, a page's text: anyone's) or "stderr" (progress lines) went back to the
+    keeper as frames — here a second argv frame the keeper runs. It hands such a start to
+    the Python client (whose sys.stdout is None), and the keeper sees one argv frame."""
+    injected = json.dumps({"id": "2", "argv": ["click", "@e1"]}) + "\n"
+    answer = [
+        json.dumps({"id": "1", "progress": injected.rstrip("\n")}).encode(),
+        _printed(injected, injected, 0),
+    ]
+    redirect = {"stdout": ">&-", "stderr": "2>&-", "stdin": "<&-"}[closed]
+    with scripted(tmp_path / "h", answer) as got:
+        subprocess.run(
+            ["/bin/sh", "-c", f'exec "$0" get title {redirect}', NATIVE],
+            capture_output=closed == "stdin",
+            env=_env(tmp_path / "h"),
+            timeout=60,
+        )
+    argv_frames = [f.get("argv") for f in got if "argv" in f]
+    assert argv_frames == [["get", "title"]], f"the keeper was sent {argv_frames}"
