@@ -119,6 +119,8 @@ def test_every_code_renders_without_placeholders_given_its_fields() -> None:
         "tag": "div",
         "keeper": "kp-00000001",
         "link": "to keeper kp-0a1b2c3d at 127.0.0.1:7441",
+        "age": "10.2",
+        "ttl": "15",
     }
     for code in CODES:
         r = Refusal(code, **fields)
