@@ -198,6 +198,7 @@ def test_parity_on_a_real_keeper(real: dict[str, str], argv: list[str]) -> None:
         assert said["stdout"] == f"{TITLE}\n".encode()
     if argv == ["chatter"]:
         assert said["stderr"].count("ça avance".encode()) == 3
+        assert b"\nnan\n" in said["stderr"]  # a plugin's non-text progress, sent as text
         assert said["merged"][1].index(b"step 3/3") < said["merged"][1].index(b"done: 3")
 
 

@@ -795,8 +795,9 @@ class VerbContext:
     async def progress(self, text: str) -> bool:
         """``await ctx.progress(text)``: a line the client prints (on stderr) while the verb
         still runs — a link a human must open before the verb can end. False when the client
-        did not ask for progress lines."""
-        return await say_progress(text)
+        did not ask for progress lines. Sent as text whatever a plugin passes (a number,
+        NaN): the frame's ``progress`` is a string, which is all the native client reads."""
+        return await say_progress(str(text))
 
 
 VerbHandler = Callable[[VerbContext], Awaitable[tuple[dict[str, Any], str]]]

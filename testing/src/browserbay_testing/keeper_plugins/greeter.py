@@ -29,6 +29,7 @@ async def heading(ctx: VerbContext) -> tuple[dict[str, Any], str]:
 async def chatter(ctx: VerbContext) -> tuple[dict[str, Any], str]:
     for n in range(1, 4):
         await ctx.progress(f"step {n}/3 — ça avance")
+    await ctx.progress(float("nan"))  # type: ignore[arg-type]  # a plugin that breaks the type
     return {"steps": 3}, "done: 3 steps ✓"
 
 
