@@ -10,6 +10,7 @@ import json
 import os
 import select
 import socket
+import sqlite3
 import ssl
 import threading
 import time
@@ -959,3 +960,111 @@ def test_a_part_of_another_keepers_verb_is_a_close_only(linked: Linked) -> None:
     (bad,) = _forward(linked, [dict(_tab_list(1, "z", pid), part=True)])
     assert bad is not None
     assert "part" in assert_refused(bad, "bad_frame")["message"]
+
+
+def test_a_change_made_before_the_frame_arrives_refuses_the_forwarded_verb(
+    linked: Linked,
+) -> None:
+    """A's re-check is read as soon as the frame is parsed (while A takes the session's
+    lock and chooses), never before: a detach, and then another group's exclusive hold, made
+    in the registry between two frames of one link connection each refuse the next verb —
+    and a frame naming the profile by its label (the early read keyed on another name) is
+    judged by a read of the profile it resolves to."""
+    pid = str(linked.bay.ok("new", "early-work", session=None)["id"])
+    linked.bay.ok("use", pid, session="e1")
+
+    async def go() -> list[dict[str, Any] | None]:
+        stream = await link.connect_peer(linked.address, SECRET.encode(), OTHER, linked.id)
+        await stream.send(protocol.encode(protocol.hello("fleet")))
+        assert await _read_frame(stream) is not None
+        answers = []
+        changes = [
+            lambda: linked.bay.ok("detach", session="e1"),
+            lambda: linked.bay.ok("use", pid, session="e1"),
+            lambda: linked.bay.ok("use", pid, "--exclusive", session="e-holder"),
+            lambda: linked.bay.ok("detach", session="e-holder"),
+        ]
+        frames = [_tab_list(n, "e1", pid) for n in range(4)]
+        frames.append(dict(_tab_list(4, "e1", "early-work"), scope=[pid]))  # by its label
+        for n, frame in enumerate(frames):
+            await stream.send(protocol.encode(frame))
+            answers.append(await _read_frame(stream))
+            if n < len(changes):
+                await anyio.to_thread.run_sync(changes[n])
+        await stream.aclose()
+        return answers
+
+    before, detached, attached, held, by_label = in_thread(go)
+    assert before is not None
+    assert before["ok"], before
+    assert detached is not None
+    assert "e1" in assert_refused(detached, "profile_unknown")["message"]
+    assert attached is not None
+    assert attached["ok"], attached
+    assert held is not None
+    assert assert_refused(held, "profile_busy")["data"]["holder"] == "e-holder"
+    assert by_label is not None
+    assert by_label["ok"], by_label
+
+
+def test_a_registry_error_in_the_early_recheck_refuses_the_forwarded_verb(
+    linked: Linked,
+) -> None:
+    """The re-check's read fails (the registry's holds table is gone from under the keeper):
+    the forwarded verb is refused internal_error, as a failed read refused it when it was
+    read after the choice; it does not act on what it could not read. Put back, it acts."""
+    pid = str(linked.bay.ok("new", "broken-work", session=None)["id"])
+    linked.bay.ok("use", pid, session="e2")
+    (served,) = _forward(linked, [_tab_list(1, "e2", pid)])
+    assert served is not None
+    assert served["ok"], served
+    (registry,) = linked.bay.home.rglob("registry.sqlite3")
+    with sqlite3.connect(registry) as db:
+        db.execute("ALTER TABLE holds RENAME TO holds_away")
+    try:
+        (failed,) = _forward(linked, [_tab_list(2, "e2", pid)])
+    finally:
+        with sqlite3.connect(registry) as db:
+            db.execute("ALTER TABLE holds_away RENAME TO holds")
+    assert failed is not None
+    assert assert_refused(failed, "internal_error")["data"]["reason"] == "OperationalError"
+    (again,) = _forward(linked, [_tab_list(3, "e2", pid)])
+    assert again is not None
+    assert again["ok"], again
+
+
+def test_a_change_made_while_the_verb_waits_its_sessions_turn_refuses_it(
+    linked: Linked,
+) -> None:
+    """Attack: a peer sends a second verb for session w while w's first one still runs at A
+    (holding w's lock: its browser starts, then it waits 3 s), and w is detached while the
+    second waits its turn. The second verb's early read (at its frame) said "may"; it took
+    its turn after another verb of its session, so A reads again then: refused
+    profile_unknown, as when A read only once the lock was its."""
+    pid = str(linked.bay.ok("new", "turn-work", session=None)["id"])
+    linked.bay.ok("use", pid, session="w")
+
+    async def go() -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        streams = []
+        for _ in range(2):
+            stream = await link.connect_peer(linked.address, SECRET.encode(), OTHER, linked.id)
+            await stream.send(protocol.encode(protocol.hello("fleet")))
+            assert await _read_frame(stream) is not None
+            streams.append(stream)
+        first, second = streams
+        slow = dict(_tab_list(1, "w", pid), verb="wait", args={"what": "3000"}, timeout=60)
+        await first.send(protocol.encode(slow))
+        await anyio.sleep(0.5)  # (sequencing only: the first holds w's lock by now)
+        await second.send(protocol.encode(_tab_list(2, "w", pid)))
+        await anyio.sleep(0.3)  # its early read is in
+        await anyio.to_thread.run_sync(lambda: linked.bay.ok("detach", session="w"))
+        answers = (await _read_frame(first), await _read_frame(second))
+        for stream in streams:
+            await stream.aclose()
+        return answers
+
+    slow, waited = in_thread(go)
+    assert slow is not None
+    assert slow["ok"], slow
+    assert waited is not None
+    assert "w" in assert_refused(waited, "profile_unknown")["message"]
