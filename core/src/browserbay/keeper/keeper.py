@@ -163,6 +163,12 @@ class Keeper:
                 # Its re-check's registry read (LeaseChooser.forwarded_may) runs meanwhile.
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(early.read, self.db, self.chooser.attachments.standing)
+                    # What follows up to forwarded_may awaits nothing (validation, the lock
+                    # taken at once, the choice from memory): let the read reach the registry
+                    # thread first — its task's start, to_thread's checkpoint and the
+                    # limiter's, one turn of the loop each — or it would start only there.
+                    for _ in range(3):
+                        await anyio.lowlevel.checkpoint()
                     return await self._answer(frame, channel, files)
         return await self._answer(frame, channel, files)
 
