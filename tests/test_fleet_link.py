@@ -965,11 +965,10 @@ def test_a_part_of_another_keepers_verb_is_a_close_only(linked: Linked) -> None:
 def test_a_change_made_before_the_frame_arrives_refuses_the_forwarded_verb(
     linked: Linked,
 ) -> None:
-    """A's re-check is read as soon as the frame is parsed (while A takes the session's
-    lock and chooses), never before: a detach, and then another group's exclusive hold, made
-    in the registry between two frames of one link connection each refuse the next verb —
-    and a frame naming the profile by its label (the early read keyed on another name) is
-    judged by a read of the profile it resolves to."""
+    """A's re-check is read after the frame arrived: a detach, and then another group's
+    exclusive hold, made in the registry between two frames of one link connection each
+    refuse the next verb — and a frame naming the profile by its label is judged by a read
+    of the profile it resolves to."""
     pid = str(linked.bay.ok("new", "early-work", session=None)["id"])
     linked.bay.ok("use", pid, session="e1")
 
@@ -1007,7 +1006,7 @@ def test_a_change_made_before_the_frame_arrives_refuses_the_forwarded_verb(
     assert by_label["ok"], by_label
 
 
-def test_a_registry_error_in_the_early_recheck_refuses_the_forwarded_verb(
+def test_a_registry_error_in_the_recheck_refuses_the_forwarded_verb(
     linked: Linked,
 ) -> None:
     """The re-check's read fails (the registry's holds table is gone from under the keeper):
@@ -1038,9 +1037,8 @@ def test_a_change_made_while_the_verb_waits_its_sessions_turn_refuses_it(
 ) -> None:
     """Attack: a peer sends a second verb for session w while w's first one still runs at A
     (holding w's lock: its browser starts, then it waits 3 s), and w is detached while the
-    second waits its turn. The second verb's early read (at its frame) said "may"; it took
-    its turn after another verb of its session, so A reads again then: refused
-    profile_unknown, as when A read only once the lock was its."""
+    second waits its turn: A reads the standing once the session's turn is the verb's, so
+    refused profile_unknown (a read made when the frame arrived would have said "may")."""
     pid = str(linked.bay.ok("new", "turn-work", session=None)["id"])
     linked.bay.ok("use", pid, session="w")
 
@@ -1056,7 +1054,7 @@ def test_a_change_made_while_the_verb_waits_its_sessions_turn_refuses_it(
         await first.send(protocol.encode(slow))
         await anyio.sleep(0.5)  # (sequencing only: the first holds w's lock by now)
         await second.send(protocol.encode(_tab_list(2, "w", pid)))
-        await anyio.sleep(0.3)  # its early read is in
+        await anyio.sleep(0.3)  # (sequencing only: the second is waiting its turn)
         await anyio.to_thread.run_sync(lambda: linked.bay.ok("detach", session="w"))
         answers = (await _read_frame(first), await _read_frame(second))
         for stream in streams:

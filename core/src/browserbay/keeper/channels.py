@@ -15,12 +15,10 @@ explicitly (``OnKeeper.run(args, handle, channel)``, ``SessionCall.channel``,
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import anyio
 
 from browserbay import verbs
 from browserbay.refusals import Refusal
@@ -41,49 +39,6 @@ class Grant:
     """Wall-clock time the grant was made."""
     expires: float | None = None
     """Wall-clock time it ends by itself (``--ttl``); None: when revoked."""
-
-
-Standing = tuple[bool, str | None]
-"""What :meth:`browserbay.registry.sessions.Attachments.standing` answers: may the session
-act on the profile, and the group that holds it exclusively (None: no hold)."""
-
-
-class EarlyStanding:
-    """The re-check of a forwarded verb (:meth:`LeaseChooser.forwarded_may`), read as soon as
-    the link frame is parsed (:func:`browserbay.keeper.link.forwarded`), while the keeper
-    validates, takes the session's lock and chooses the lease; awaited right before the verb
-    may act. It answers only for what it read — ``key``, the origin session, the profile the
-    frame names and the session's group — and only if the request took its session's turn
-    without waiting for another verb of it (``stale`` else: a change committed meanwhile
-    would be unseen). Anything else reads again, as before."""
-
-    def __init__(self, session: str, profile: str, group: str) -> None:
-        self.key = (session, profile, group)
-        self.stale = False
-        self._started = False
-        self._done = anyio.Event()
-        self._answer: Standing | None = None
-        self._error: Exception | None = None
-
-    async def read(self, db: Callable[..., Awaitable[Standing]], standing: Any) -> None:
-        """The read, in its own task (the request's task group: :meth:`Keeper.handle`)."""
-        self._started = True
-        try:
-            self._answer = await db(standing, *self.key)
-        except Exception as exc:  # raised where the answer is awaited, as a read there is
-            self._error = exc
-        finally:
-            self._done.set()
-
-    async def answer(self, key: tuple[str, str, str]) -> Standing | None:
-        """The early read's answer for ``key`` (its error raised); None: read again now."""
-        if not self._started or self.stale or key != self.key:
-            return None
-        await self._done.wait()
-        if self._error is not None:
-            raise self._error
-        assert self._answer is not None
-        return self._answer
 
 
 @dataclass(frozen=True)
@@ -107,8 +62,6 @@ class LinkPeer:
     part: bool = False
     """The request is a part of a verb its keeper audits (a whole-session ``close``'s
     close of a lease here): no row of it here."""
-    early: EarlyStanding | None = field(default=None, compare=False, repr=False)
-    """The re-check's registry read, started when the frame was parsed."""
 
 
 @dataclass(frozen=True)

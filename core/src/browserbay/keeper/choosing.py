@@ -207,14 +207,8 @@ class LeaseChooser:
         assert link is not None
         assert link.session is not None
         pid = lease.profile.id
-        # One statement, one hop when all is well: read since the frame was parsed
-        # (link.early), if it read this profile for this session and group and the request
-        # did not wait for its session's turn; else read now.
-        key = (link.session, pid, session.group)
-        early = await link.early.answer(key) if link.early is not None else None
-        if early is None:
-            early = await self.db(self.attachments.standing, *key)
-        may, holding = early
+        # One statement, one hop when all is well.
+        may, holding = await self.db(self.attachments.standing, link.session, pid, session.group)
         # Reached through the origin keeper's BAY_DEFAULT_PROFILE: that keeper's own setting,
         # which the registry does not hold — taken on its word, as its session's group is;
         # the holds below are judged here all the same.

@@ -158,36 +158,6 @@ class Keeper:
                 frame, channel = forwarded(frame, channel)
             except Refusal as r:
                 return dict(r.frame(), id=frame.get("id"))
-            early = channel.link.early if channel.link is not None else None
-            if early is not None and self._rechecks(frame.get("verb")):
-                # Its re-check's registry read (LeaseChooser.forwarded_may) runs meanwhile.
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(early.read, self.db, self.chooser.attachments.standing)
-                    # What follows up to forwarded_may awaits nothing (validation, the lock
-                    # taken at once, the choice from memory): let the read reach the registry
-                    # thread first — its task's start, to_thread's checkpoint and the
-                    # limiter's, one turn of the loop each — or it would start only there.
-                    for _ in range(3):
-                        await anyio.lowlevel.checkpoint()
-                    return await self._answer(frame, channel, files)
-        return await self._answer(frame, channel, files)
-
-    def _rechecks(self, name: object) -> bool:
-        """Whether a verb forwarded over the link reaches :meth:`LeaseChooser.forwarded_may`
-        (a verb that acts on a lease it chooses), whose read is then started early."""
-        verb = verbs.BY_NAME.get(name) if isinstance(name, str) else None
-        if verb is None or verb.name not in self.route.table:
-            return False
-        handler = self.route[verb.name]
-        if isinstance(handler, OnPlugin):
-            return not handler.verb.lease_free
-        return not isinstance(handler, OnSession | OnKeeper | OnKeeperAsked)
-
-    async def _answer(
-        self, frame: dict[str, Any], channel: Channel, files: Carried
-    ) -> dict[str, Any]:
-        """:meth:`handle`'s answer, its connection's files known and a forwarded request
-        made this keeper's own."""
         rid = frame.get("id")
         started = time.monotonic()
         call: VerbCall | None = None
@@ -246,11 +216,6 @@ class Keeper:
                         if channel.link is not None:  # another keeper's session: its group
                             group = channel.link.group
                         session = self.roster.session(ref, group)
-                        early = channel.link.early if channel.link is not None else None
-                        if early is not None and (session.lock.locked() or session.asking):
-                            # It waits for another verb of its session: what the registry
-                            # says once its turn comes is read then (forwarded_may).
-                            early.stale = True
                         async with session.lock:
                             if acts_on_pages(handler):
                                 await behind_asking(session)  # never overtakes an approval

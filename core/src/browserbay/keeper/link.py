@@ -46,7 +46,7 @@ import anyio.abc
 from anyio.streams.tls import TLSAttribute, TLSStream
 
 from browserbay import identity, keys, protocol, verbs
-from browserbay.keeper.channels import Channel, EarlyStanding, Grant, LinkPeer
+from browserbay.keeper.channels import Channel, Grant, LinkPeer
 from browserbay.keeper.fleet import KEEPER_ID
 from browserbay.refusals import Refusal
 from browserbay.selfsigned import ensure_self_signed, fingerprint
@@ -523,9 +523,7 @@ def forwarded(frame: dict[str, Any], channel: Channel) -> tuple[dict[str, Any], 
     and whose profiles are its caller's own, ``owner``: a profile whose sharing is ``owner``
     is reachable by its owner only, :meth:`ProfileBook.usable`).
     Whether that session may act on the profile now (its attachment, an exclusive hold) is
-    read again here, from the registry (:meth:`LeaseChooser.forwarded_may`): that read
-    (``LinkPeer.early``) starts as soon as this returns, and the verb awaits it before it may
-    act."""
+    read again here, from the registry (:meth:`LeaseChooser.forwarded_may`)."""
     peer = channel.link
     assert peer is not None
     name = frame.get("verb")
@@ -576,9 +574,6 @@ def forwarded(frame: dict[str, Any], channel: Channel) -> tuple[dict[str, Any], 
     for key in ("id", "road", "progress"):
         if key in frame:
             clean[key] = frame[key]
-    # The re-check's read (the frame names the session, its group and the profile, checked
-    # above), started by the keeper at once; it answers for that profile only.
-    early = EarlyStanding(sid, profile, group)
     return clean, Channel(
-        grant=grant, link=LinkPeer(peer.keeper, sid, group, owner, standing, part, early)
+        grant=grant, link=LinkPeer(peer.keeper, sid, group, owner, standing, part)
     )
