@@ -16,7 +16,7 @@ import pytest
 
 from browserbay import errors
 from browserbay.api import SyncClient
-from browserbay_testing import Bay, assert_refused
+from browserbay_testing import Bay, assert_refused, wait_for
 
 #: The login cookie the server sets (httpOnly): a value no answer may print whole.
 TOKEN = "tok-" + "s3cr3t" * 12
@@ -428,8 +428,13 @@ def test_a_cookie_listing_is_bounded_and_says_how_to_filter(bay: Bay, site: str)
     s = "ck-many"
     bay.ok("open", f"{site}/page", session=s)
     bay.ok("eval", "for (let i = 0; i < 150; i++) document.cookie = 'c' + i + '=v'; 1", session=s)
-    listed = bay.ok("cookies", session=s)
-    assert listed["count"] == 150
+    # document.cookie reaches the browser's cookie store asynchronously: a listing right
+    # after the eval (a few ms with the native bay) can see part of them (90 of 150 once).
+    listed = wait_for(
+        lambda: (lambda r: r if r["count"] == 150 else None)(bay.ok("cookies", session=s)),
+        timeout=10,
+        what="the 150 cookies in the browser's store",
+    )
     assert len(listed["cookies"]) == 100
     text = bay("cookies", session=s, json_=False).stdout
     assert "50 more" in text

@@ -79,6 +79,9 @@ class Encoder:
         #: lasts from the start to the stop, however late the first frame came).
         self.begun = time.monotonic()
         self.frames = 0
+        #: Set once a frame went to the encoder (``record stop`` right after the start waits
+        #: for it, bounded).
+        self.offered = asyncio.Event()
         self.dropped = 0
         self.size = (0, 0)
         self.error: str | None = None
@@ -135,6 +138,7 @@ class Encoder:
             return
         fx, fy = point if point is not None else (math.nan, math.nan)
         proc.stdin.write(HEAD.pack(b"F", at - self.begun, fx, fy, len(jpeg)) + jpeg)
+        self.offered.set()
 
     async def end(self, at: float) -> None:
         """The last picture lasts to ``at``; wait for the file to be closed, then put it at

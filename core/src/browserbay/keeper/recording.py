@@ -144,10 +144,20 @@ async def start(act: Act, book: Recordings) -> Answer:
     )
 
 
+#: How long ``record stop`` waits for a tab's first frame when none has come yet (seconds).
+FIRST_FRAME_WAIT = 2.0
+
+
 async def stop(act: Act, book: Recordings) -> Answer:
     recording = book.pop(act.lease.session.id, act.lease.profile.id)
     if recording is None:
         raise Refusal("no_recording", fix="bay record start demo.webm")
+    # A stop right after the start (a few ms with the native bay) may come before the tab's
+    # first screencast frame: wait for it, bounded, rather than refuse a recording that
+    # would have had it a moment later.
+    if recording.stopped is None and recording.encoder.error is None:
+        with anyio.move_on_after(FIRST_FRAME_WAIT):
+            await recording.encoder.offered.wait()
     await recording.finish()
     enc = recording.encoder
     if enc.error is not None:
