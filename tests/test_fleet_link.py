@@ -278,20 +278,20 @@ def test_an_unproven_peer_gets_a_deadline_and_a_few_bytes(linked: Linked) -> Non
     assert answer is not None
     assert "longer than" in assert_refused(answer, "fleet_link_refused")["message"]
 
-    async def slow() -> float:
+    async def slow() -> str:
+        """Who ended the trickle: the keeper (its handshake deadline) or, if it never
+        does, this test's own long bound — an order of events, not a wall-clock bound."""
         stream = await _tls(linked)
-        started = time.monotonic()
-        with anyio.fail_after(link.HANDSHAKE_TIMEOUT + 5):
+        with anyio.move_on_after(link.HANDSHAKE_TIMEOUT * 4 + 10):
             try:
                 while True:  # one byte a second, never a line
                     await stream.send(b"{")
                     await anyio.sleep(1)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError, ssl.SSLError):
-                pass
-        return time.monotonic() - started
+                return "the keeper cut it"
+        return "never cut"
 
-    took = in_thread(slow)
-    assert took <= link.HANDSHAKE_TIMEOUT + 3
+    assert in_thread(slow) == "the keeper cut it"
     assert any("within" in line for line in linked.refusals_logged())
 
 
