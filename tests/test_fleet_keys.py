@@ -65,23 +65,29 @@ def _with_password(url: str, password: str) -> str:
 # -- path 1: the environment of the keeper and of everything it starts ------------------------
 
 
+@pytest.mark.parametrize("road", ["url", "PGPASSWORD"])
 def test_the_fleet_secret_and_the_registry_password_are_in_no_child_environ(
-    home: Path, postgres: PgServer
+    home: Path, postgres: PgServer, road: str
 ) -> None:
-    """A keeper of a fleet is started with the link's secret and the registry's password;
-    before this, both stayed in its ``/proc/<pid>/environ`` and were inherited by the
-    Playwright driver and every browser — readable there by any process of the user (an
-    agent's shell), and carried to whatever the driver starts."""
+    """A keeper of a fleet is started with the link's secret and the registry's password
+    (in the URL, or in libpq's ``PGPASSWORD``); before this, each stayed in its
+    ``/proc/<pid>/environ`` and was inherited by the Playwright driver and every browser —
+    readable there by any process of the user (an agent's shell), and carried to whatever
+    the driver starts. (``PGPASSWORD`` was, until 2026-12-03.)"""
     fleet_secret = "fs-" + secrets.token_hex(16)
     password = "pw-" + secrets.token_hex(12)
     with postgres.schema_url() as url:
         b = keyed_bay(home, BAY_DEFAULT_PROVIDER="chromium")
-        started = {"BAY_REGISTRY": _with_password(url, password), "BAY_FLEET_SECRET": fleet_secret}
+        started = {"BAY_FLEET_SECRET": fleet_secret}
+        if road == "url":
+            started["BAY_REGISTRY"] = _with_password(url, password)
+        else:
+            started.update(BAY_REGISTRY=url, PGPASSWORD=password)
         try:
             b.ok("keeper", "start", env=started)
             b.ok("open", "about:blank", env=started)
             status = b.ok("keeper", "status")
-            assert status["registry"].startswith("postgresql://bay:***@")  # it is on PostgreSQL
+            assert status["registry"].startswith("postgresql://bay")  # it is on PostgreSQL
             keeper = status["pid"]
             tree = children(keeper)
             assert [br["pid"] for br in status["browsers"] if br["pid"] in tree]
@@ -92,6 +98,7 @@ def test_the_fleet_secret_and_the_registry_password_are_in_no_child_environ(
                 assert password.encode() not in environ, f"registry password in /proc/{pid}"
             # Neither is printed: status names the registry without its password.
             assert password not in str(status)
+            assert "***" in status["registry"]  # the keeper sends it: shown blotted out
             log = b.home.rglob("keeper.log*")
             assert not any(password in p.read_text(errors="replace") for p in log)
         finally:

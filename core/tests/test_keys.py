@@ -151,6 +151,38 @@ def test_sealing_moves_the_fleet_secret_and_a_registry_url_with_a_password(
     assert keys_module.registry_password("") is None
 
 
+def test_sealing_moves_pgpassword_and_the_registry_url_then_carries_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """libpq's ``PGPASSWORD`` is the registry's password by another road: before, it stayed
+    in the keeper's environment and every child's (the driver, each browser). Sealed, it is
+    in no environment, libpq's included, so the keeper's URL carries it; shown, it is
+    blotted out either way."""
+    from browserbay.registry.db import redact
+
+    monkeypatch.setattr(keys_module, "_sealed", None)
+    url = "postgresql://bay@db.internal/bay?host=/run/pg"
+    monkeypatch.setenv("BAY_REGISTRY", url)
+    env = {"PGPASSWORD": "pg-s3cret/&=pw", "PGHOST": "db.internal"}
+    assert seal_environment(env) == ["PGPASSWORD"]
+    assert env == {"PGHOST": "db.internal"}
+    carried = keys_module.registry_url()
+    assert carried.startswith(url + "&password=")
+    assert keys_module.registry_password(carried) == "pg-s3cret/&=pw"
+    assert "pg-s3cret" not in redact(carried)
+    assert redact(carried) == url + "&password=***"
+    assert "pg-s3cret" not in scrub.scrub("auth failed for pg-s3cret/&=pw")
+    # A URL with a password of its own keeps it (libpq would prefer it too).
+    own = "postgresql://bay:own-pw@db.internal/bay"
+    monkeypatch.setenv("BAY_REGISTRY", own)
+    assert keys_module.registry_url() == own
+    # Not sealed (``bay doctor``): libpq reads the variable itself; the URL is as given.
+    monkeypatch.setattr(keys_module, "_sealed", None)
+    monkeypatch.setenv("BAY_REGISTRY", url)
+    monkeypatch.setenv("PGPASSWORD", "pg-s3cret/&=pw")
+    assert keys_module.registry_url() == url
+
+
 def test_the_fleet_secret_file_must_be_private_and_long_enough(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

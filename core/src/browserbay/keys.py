@@ -53,6 +53,9 @@ FLEET_SECRET_FILE_VAR = "BAY_FLEET_SECRET_FILE"  # noqa: S105 - a variable name
 #: The registry's URL: sealed like a key when it carries a password (``postgresql://u:pw@…``),
 #: which lets its reader into every keeper's rows of the fleet.
 REGISTRY_VAR = "BAY_REGISTRY"
+#: libpq's own password variable: a key like the others when the keeper is started with it
+#: (sealed at the start; the registry's connections get it from the sealed snapshot).
+PGPASSWORD_VAR = "PGPASSWORD"
 #: The shortest fleet secret taken: 32 characters (an ``openssl rand -hex 16`` is exactly it).
 MIN_FLEET_SECRET = 32
 #: Set only by :func:`exec_without_keys` for the process it becomes: the inherited fd that
@@ -79,13 +82,15 @@ _sealed: dict[str, str] | None = None
 
 def is_key_variable(name: str, value: str = "") -> bool:
     """A variable that carries keys: a provider's, the key store's passphrase, the fleet
-    link's secret — or the registry URL when ``value`` holds a password."""
+    link's secret, libpq's ``PGPASSWORD`` — or the registry URL when ``value`` holds a
+    password."""
     if name == REGISTRY_VAR:
         return registry_password(value) is not None
     return name.startswith(INTEGRATION_PREFIX) or name in (
         INTEGRATIONS_VAR,
         PASSPHRASE_VAR,
         FLEET_SECRET_VAR,
+        PGPASSWORD_VAR,
     )
 
 
@@ -194,6 +199,7 @@ def seal_environment(environ: MutableMapping[str, str] | None = None) -> list[st
     for value in (
         moved.get(PASSPHRASE_VAR),
         moved.get(FLEET_SECRET_VAR),
+        moved.get(PGPASSWORD_VAR),
         registry_password(moved.get(REGISTRY_VAR, "")),
     ):
         if value:
@@ -212,8 +218,31 @@ def key_environ() -> dict[str, str]:
 def registry_url() -> str:
     """``BAY_REGISTRY`` as the keeper was started with it: from the sealed snapshot when it
     carries a password (then it is in no environment the keeper hands on), else from the
-    environment; ``""`` for the SQLite file."""
-    return key_environ().get(REGISTRY_VAR) or os.environ.get(REGISTRY_VAR, "")
+    environment; ``""`` for the SQLite file.
+
+    In a sealed process (the keeper), a ``PGPASSWORD`` it was started with is in no
+    environment any more, libpq's included: a URL without a password of its own then
+    carries it as its ``password`` parameter, so every registry connection the keeper makes
+    (its pool, its lock, its listener) still sends it. Elsewhere (``bay doctor``) libpq
+    reads the variable itself."""
+    keys = key_environ()
+    url = keys.get(REGISTRY_VAR) or os.environ.get(REGISTRY_VAR, "")
+    password = keys.get(PGPASSWORD_VAR) if _sealed is not None else None
+    if url and password and registry_password(url) is None:
+        return with_registry_password(url, password)
+    return url
+
+
+def with_registry_password(url: str, password: str) -> str:
+    """``url`` (a ``postgresql://`` one) with ``password`` as its ``password`` query
+    parameter; any other text unchanged (it is refused as a registry URL anyway)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("postgresql", "postgres"):
+        return url
+    # Appended to the query as written (re-encoding it would change what the user wrote).
+    added = "password=" + urllib.parse.quote(password, safe="")
+    query = f"{parts.query}&{added}" if parts.query else added
+    return urllib.parse.urlunsplit(parts._replace(query=query))
 
 
 # -- storage every keeper mounts ---------------------------------------------------------------

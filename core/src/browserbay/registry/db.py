@@ -305,8 +305,10 @@ class RegistryInUse(RegistryUnreachable):
 
 
 def redact(url: str) -> str:
-    """A registry URL without its password, as logs, refusals and ``bay doctor`` show it."""
-    return re.sub(r"(://[^:/@?]*):[^@/?]*@", r"\1:***@", url)
+    """A registry URL without its password (in its userinfo or its ``password`` query
+    parameter), as logs, refusals and ``bay doctor`` show it."""
+    url = re.sub(r"(://[^:/@?]*):[^@/?]*@", r"\1:***@", url)
+    return re.sub(r"([?&]password=)[^&#]*", r"\1***", url)
 
 
 class Rows(Protocol):
