@@ -188,8 +188,8 @@ class App:
         # A verb's audit row is written after its answer left; on a store whose calls may
         # run at once (PostgreSQL's pool) it goes on a lane of its own, so the next verb's
         # registry read (a forwarded verb's re-check) does not queue behind it.
-        lane = RegistryRunner() if registry.schema.lanes > 1 else db
-        self.audit = AuditTrail(registry.audit, lane)
+        lanes = registry.schema.lanes
+        self.audit = AuditTrail(registry.audit, RegistryRunner() if lanes > 1 else db)
         self.driver = driver if driver is not None else PlaywrightDriver()
         #: The files connections send and are answered (browserbay.keeper.files).
         self.carrier = Carrier(paths.runtime / "transfers")
@@ -213,6 +213,9 @@ class App:
             self.life.begin_stop,
             # Other keepers may take its claims (a shared store): it fences itself.
             shared=not isinstance(registry.keeper_lock, NoKeeperLock),
+            # The heartbeat's own lane (PostgreSQL): no verb's registry call that waits
+            # (a locked row, a slow listing, a burst queued) delays a renewal.
+            beat_db=RegistryRunner() if lanes > 2 else None,
         )
         self.key_homes = KeyHomeBook(registry.key_homes, db, me.id, me.host)
         self.pool = BrowserPool(

@@ -20,9 +20,11 @@ Answer = tuple[dict[str, Any], str]
 
 
 class RegistryRunner:
-    """Runs registry calls in the one writer thread, off the event loop: the registry is one
-    SQLite connection, so its calls never interleave. Call it as ``await db(fn, *args)`` (it
-    is the :class:`browserbay.registry.Db` every service is given)."""
+    """Runs registry calls in one thread at a time, off the event loop: one lane (the
+    registry is one SQLite connection, so its calls never interleave). Call it as ``await
+    db(fn, *args)`` (it is the :class:`browserbay.registry.Db` every service is given). On
+    PostgreSQL the keeper has three (``Schema.lanes``): the verbs', the audit rows', the
+    heartbeat's — a call on one never waits for a call on another."""
 
     def __init__(self) -> None:
         self._limiter = anyio.CapacityLimiter(1)

@@ -187,9 +187,15 @@ def refuse_elsewhere(placed: Placement, handle: str) -> None:
 
 
 class Fleet:
-    """This keeper's membership: registered at start, beating every ``ttl/3`` (renewing
+    """This keeper's membership: registered at start, beating every ``ttl/6`` (renewing
     its claims with it, and checking that its keeper id's lock is still its own), stopped
-    at its end; and the claims of the persistent profiles it runs."""
+    at its end; and the claims of the persistent profiles it runs.
+
+    The membership's calls (the registration, every beat, the stop) go through ``beat_db``:
+    on PostgreSQL a registry lane of its own (its own thread and pooled connection), so a
+    verb's registry call that waits — a row another transaction locked, a slow listing, a
+    burst of verbs queued on the verbs' lane — never delays a renewal and cannot fence a
+    healthy keeper. On SQLite (no fleet: its one connection) it is the verbs' lane."""
 
     def __init__(
         self,
@@ -202,15 +208,18 @@ class Fleet:
         lock: KeeperLock,
         on_lost: Callable[[], None],
         shared: bool = False,
+        beat_db: Db | None = None,
     ):
         """``lock``: the keeper id's hold on the registry; ``on_lost``: how the keeper
         stops when another process took that id's lock (the keeper's own stop);
         ``shared``: other keepers may take this one's claims (a PostgreSQL registry): it
-        fences itself when its renewals stop getting through (:meth:`check_fence`)."""
+        fences itself when its renewals stop getting through (:meth:`check_fence`);
+        ``beat_db``: the heartbeat's registry lane (None: ``db``, the verbs')."""
         self.keepers = keepers
         self.claims = claims
         self.kept_tabs = kept_tabs
         self.db = db
+        self.beat_db = beat_db if beat_db is not None else db
         self.me = me
         self.ttl = ttl
         self.lock = lock
@@ -275,16 +284,17 @@ class Fleet:
 
     async def start(self) -> None:
         begun = time.monotonic()
-        await self.db(self.keepers.register, self.me)
+        await self.beat_db(self.keepers.register, self.me)
         self.renewed = begun
 
     async def beat(self) -> None:
         """One heartbeat: the keeper id's lock (taken again when the server dropped it
-        with its connection), then the keeper's row and every claim it holds. When another
+        with its connection), then the keeper's row and every claim it holds, all on the
+        beat's own lane (:attr:`beat_db`: no verb's registry call is queued before it). When another
         process took the lock meanwhile (a home with a copied ``state/keeper-id`` started in
         the gap), that one runs under the id: this keeper stops, touching none of the id's
         rows (docs/fleet.md, "A copied keeper id")."""
-        state = await self.db(self.lock.recheck_keeper)
+        state = await self.beat_db(self.lock.recheck_keeper)
         if state == "lost":
             self.lost = True
             log.error(
@@ -297,12 +307,12 @@ class Fleet:
             return
         if state == "retaken":
             log.warning("keeper id %s: the registry dropped its lock; taken again", self.me.id)
-        await self.db(self.keepers.beat, self.me.id)
+        await self.beat_db(self.keepers.beat, self.me.id)
         begun = time.monotonic()
         if self.fenced:
             # Its browsers were stopped by the fence: claims still held would have
             # nothing behind them. Free them all; the next verb claims again.
-            await self.db(self.claims.release_all, self.me.id)
+            await self.beat_db(self.claims.release_all, self.me.id)
             self.renewed = begun
             self.fenced = False
             log.warning(
@@ -311,7 +321,7 @@ class Fleet:
                 self.me.id,
             )
             return
-        await self.db(self.claims.renew, self.me.id)
+        await self.beat_db(self.claims.renew, self.me.id)
         self.renewed = begun
 
     async def run(self) -> None:
@@ -321,7 +331,8 @@ class Fleet:
         keeper. On a shared registry, the fence's watch beside it (:meth:`_watch`): with
         the fence at two thirds of the TTL, a beat may take up to half the TTL to get
         through (a loaded machine, a registry call queued before it) before the keeper
-        fences itself — a third of the TTL when it beat every third."""
+        fences itself — a third of the TTL when it beat every third. A beat waits for no
+        verb's registry call: it has a lane of its own (:attr:`beat_db`)."""
         async with anyio.create_task_group() as tg:
             if self.shared:
                 tg.start_soon(self._watch, tg)
@@ -367,8 +378,8 @@ class Fleet:
         the id are the keeper's that runs under it now."""
         if self.lost:
             return
-        await self.db(self.claims.release_all, self.me.id)
-        await self.db(self.keepers.stop, self.me.id)
+        await self.beat_db(self.claims.release_all, self.me.id)
+        await self.beat_db(self.keepers.stop, self.me.id)
 
     async def place(self, profile_id: str, data: Path | None) -> Placement:
         """Where the profile's browser runs, taking its claim when it is free. ``data``:

@@ -41,8 +41,9 @@ MIGRATION_LOCK = 0x62617901
 #: The advisory lock a keeper holds for its life (with the hash of its schema and keeper id).
 KEEPER_LOCK = 0x62617902
 #: Calls that may run at once: the keeper's registry calls on one lane, its audit rows on
-#: another (a verb's read never waits behind the last verb's audit row).
-LANES = 2
+#: another (a verb's read never waits behind the last verb's audit row), its heartbeat on
+#: a third (a renewal never waits behind a verb's call: a locked row cannot fence it).
+LANES = 3
 #: Connections the pool keeps: one per lane, and `bay doctor`'s probe.
 POOL_SIZE = LANES + 1
 
