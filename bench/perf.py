@@ -216,21 +216,14 @@ def timed_ok(argv: list[str], env: dict[str, str]) -> float:
     return t
 
 
-def _children_cpu() -> float:
-    import resource
-
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
 def with_cpu(go: Callable[[], float], cpu: list[float]) -> Callable[[], float]:
     """``go`` timed, its process's own CPU (user + system, of the waited child: not a
     keeper's or a daemon's) appended to ``cpu``."""
 
     def timed() -> float:
-        before = _children_cpu()
+        before = run.children_cpu()
         t = go()
-        cpu.append(_children_cpu() - before)
+        cpu.append(run.children_cpu() - before)
         return t
 
     return timed
@@ -277,14 +270,31 @@ def part_b(b: run.Bench, url: str, roots: dict[str, Path], reps: int) -> str:
     return text + "\n" + "\n".join(lines)
 
 
+#: Seconds after a cold open's answer before its process trees' CPU is read (the page's
+#: load ends; what the browser does idle after it is not the open's).
+CPU_SETTLE = 0.3
+
+
 def part_c(b: run.Bench, url: str, roots: dict[str, Path], reps: int) -> str:
+    """Cold first open (a fresh home: the keeper's or the daemon's spawn included), and the
+    CPU it cost: each tool's process trees (keeper or daemon, driver, browser) read
+    :data:`CPU_SETTLE` s after the answer, by process kind, plus the client's own."""
+    cpu: dict[str, list[dict[str, float]]] = {}
+
     def bay(label: str, root: Path) -> Callable[[], float]:
+        cpu[f"{label} cold open"] = []
+
         def go() -> float:
             home = b.bay_home("perf-c")
             env = b.bay_env(home, "bench-cold")
             try:
+                before = run.children_cpu()
                 t, cp = run.timed([str(root / ".venv" / "bin" / "bay"), "open", url], env)
+                client = run.children_cpu() - before
                 run.must(cp, f"{label}: bay open (cold)")
+                time.sleep(CPU_SETTLE)
+                used = run.tree_cpu([], str(home), "BAY_HOME")
+                cpu[f"{label} cold open"].append({**used, "client": client})
                 return t
             finally:
                 b.bay_stop(home)
@@ -292,11 +302,18 @@ def part_c(b: run.Bench, url: str, roots: dict[str, Path], reps: int) -> str:
 
         return go
 
+    cpu["agent-browser"] = []
+
     def ab() -> float:
         home = b.ab_home("perf-c")
         try:
+            before = run.children_cpu()
             t, cp = b.ab(home, "open", url, session="bench-cold")
+            client = run.children_cpu() - before
             run.must(cp, "agent-browser open (cold)")
+            time.sleep(CPU_SETTLE)
+            used = run.tree_cpu(b.ab_daemons(home), str(home))
+            cpu["agent-browser"].append({**used, "client": client})
             return t
         finally:
             b.ab_stop(home)
@@ -307,7 +324,16 @@ def part_c(b: run.Bench, url: str, roots: dict[str, Path], reps: int) -> str:
     loads = [click.loadavg()]
     samples = rotate(tools, reps, 1)
     loads.append(click.loadavg())
-    return report("c cold first open", samples, "agent-browser", loads)
+    kept = {n: v[1:] for n, v in cpu.items()}  # the warm-up's dropped, as rotate drops it
+    title = (
+        f"c CPU per cold open (user+sys ms, {CPU_SETTLE:g} s after the answer, median by kind;"
+        " client: the command's own process):"
+    )
+    return (
+        report("c cold first open", samples, "agent-browser", loads)
+        + "\n"
+        + run.cpu_lines(title, kept)
+    )
 
 
 def main() -> int:

@@ -240,6 +240,66 @@ def tree_pss(roots: Iterable[int], marker: str) -> dict[str, Any]:
     return {"kib": total, "procs": len(pids), "by_kind": by_kind}
 
 
+def cpu_kind(p: Proc) -> str:
+    """A process's kind for the CPU accounting: Chromium's by its ``--type`` (browser,
+    renderer, gpu-process, utility, zygote, crashpad), else :func:`kind`."""
+    if "chrom" in p.exe and p.exe != "chrome_crashpad_handler":
+        words = " ".join(p.cmd).split()
+        types = [w.split("=", 1)[1] for w in words if w.startswith("--type=")]
+        return "chromium " + (types[0] if types else "browser")
+    return kind(p)
+
+
+def tree_cpu(roots: Iterable[int], marker: str, env_var: str | None = None) -> dict[str, float]:
+    """CPU seconds (user + system, and that of their waited children: utime + stime +
+    cutime + cstime of /proc/<pid>/stat) of the trees under ``roots``, under every process
+    whose command line names ``marker`` (as :func:`tree_pss`) and, with ``env_var``, under
+    every process whose environment sets it to ``marker`` (a keeper: ``BAY_HOME``), summed
+    by :func:`cpu_kind`."""
+    table = proc_table()
+    named = {p.pid for p in table.values() if any(marker in c for c in p.cmd)}
+    if env_var is not None:
+        named |= {pid for pid in table if procfs.environ(pid).get(env_var) == marker}
+    pids = descendants(set(roots) | named, table)
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[str, float] = {}
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        ticks = sum(int(x) for x in fields[11:15])
+        k = cpu_kind(table[pid])
+        out[k] = out.get(k, 0.0) + ticks / tick
+    return out
+
+
+def children_cpu() -> float:
+    """User + system CPU of this process's waited children so far (a timed client's)."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def cpu_lines(title: str, per_tool: dict[str, list[dict[str, float]]]) -> str:
+    """Medians by process kind of each tool's per-open CPU samples, and of their total."""
+    lines = [title]
+    for tool, samples in per_tool.items():
+        if not samples:
+            continue
+        kinds = sorted(
+            {k for s in samples for k in s}, key=lambda k: -sum(s.get(k, 0) for s in samples)
+        )
+        total = statistics.median(sum(s.values()) for s in samples) * 1000
+        parts = ", ".join(
+            f"{k} {statistics.median(s.get(k, 0.0) for s in samples) * 1000:.0f}" for k in kinds
+        )
+        lines.append(f"  {tool:<22} {total:8.1f} ms total: {parts}")
+    return "\n".join(lines)
+
+
 # -- environment ------------------------------------------------------------------------------
 
 
