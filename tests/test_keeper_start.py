@@ -92,6 +92,43 @@ def test_the_driver_spawned_at_the_first_instant_gets_no_key_and_the_private_tmp
         assert b.ok("get", "title")["value"] == "Sign up"
 
 
+def test_the_collector_paused_for_a_cold_start_runs_again_once_the_keeper_listens(
+    fresh_bay: Bay, demo: str
+) -> None:
+    # `python -m browserbay.keeper` pauses the cyclic collector for its start (the start's
+    # imports are CPU a cold open waits for). A keeper that stayed without it would never
+    # collect a cycle in its whole life: it must be on again once the keeper listens, with
+    # the start's objects frozen, and the keeper must serve as before.
+    fresh_bay.ok("open", f"{demo}/form.html")
+    assert fresh_bay.ok("get", "title")["value"] == "Sign up"
+    log = (fresh_bay.home / "logs" / "keeper.log").read_text()
+    listening = log.index(" listening on ")
+    (line,) = re.findall(r"garbage collector on \((\d+) objects of the start frozen\)", log)
+    assert int(line) > 10_000  # every module's objects, not a handful
+    assert log.index("garbage collector on") > listening
+
+
+def test_resume_gc_turns_on_only_a_collector_the_start_paused() -> None:
+    # In a child: the collector's state is the process's. Resumed once; never turned on when
+    # the keeper's start did not pause it (an embedding process that disabled it keeps it off).
+    code = """
+import gc
+from browserbay.keeper import daemon
+gc.disable()
+daemon.resume_gc()
+print(gc.isenabled(), gc.get_freeze_count())
+daemon._gc_paused = True  # as main(gc_paused=True) leaves it
+daemon.resume_gc()
+print(gc.isenabled(), gc.get_freeze_count() > 0)
+gc.disable()
+daemon.resume_gc()
+print(gc.isenabled())
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:3] == ["False 0", "True True", "False"]
+
+
 def test_a_keeper_that_does_not_start_leaves_no_early_driver(bay: Bay) -> None:
     # A second keeper on a home whose keeper runs exits at once ("another keeper holds the
     # lock"): the driver it spawned at its first instant must go with it, not be left running.

@@ -8,6 +8,7 @@ import contextlib
 import errno
 import fcntl
 import functools
+import gc
 import importlib
 import logging
 import math
@@ -456,6 +457,7 @@ async def refuse_until_idle(
     exits: the next command starts a new keeper, which tries the registry again. With no
     request for ``idle`` seconds it exits too."""
     log.error("%s (%s)", refusal.message, refusal.code)
+    resume_gc()
     listener = await anyio.abc.SocketListener.from_socket(sock)
     answered = anyio.Event()
 
@@ -956,6 +958,7 @@ async def _serve(
             log.info("swept %d orphaned browser(s): %s", len(life.swept), ", ".join(life.swept))
         await app.db(registry.runs.started, os.getpid(), __version__)
         log.info("keeper %s (pid %d) listening on %s", __version__, os.getpid(), paths.socket)
+        resume_gc()
         await tg.start(app.grants.run, listen_session)  # the live grants' sockets again
         tg.start_soon(app.fleet.run)  # the heartbeat (its first beat was the start's row)
         tg.start_soon(serve)
@@ -997,11 +1000,32 @@ def _private_tmp(paths: BayPaths) -> None:
     os.environ["TMPDIR"] = str(tmp)
 
 
-def main(early: EarlyDriver | None = None) -> None:
+#: The collector was paused for the start (``python -m browserbay.keeper``): see resume_gc.
+_gc_paused = False
+
+
+def resume_gc() -> None:
+    """The start is over (the keeper listens, or serves only its refusal): the cyclic
+    collector paused by ``python -m browserbay.keeper`` runs again, the objects the start
+    made (modules, classes, the App: they live as long as the keeper) moved out of its
+    reach first (:func:`gc.freeze`), so no collection walks them again. Once; a no-op when
+    the collector was not paused here."""
+    global _gc_paused
+    if _gc_paused:
+        _gc_paused = False
+        gc.freeze()
+        gc.enable()
+        log.info("garbage collector on (%d objects of the start frozen)", gc.get_freeze_count())
+
+
+def main(early: EarlyDriver | None = None, gc_paused: bool = False) -> None:
     """The keeper; ``early``: its Playwright driver, spawned already by ``python -m
     browserbay.keeper`` (:mod:`browserbay.keeper.early`), ended here if the keeper does not
-    start."""
+    start. ``gc_paused``: that start paused the cyclic collector (:func:`resume_gc`)."""
+    global _gc_paused
     from browserbay.keys import hide_keys
+
+    _gc_paused = gc_paused and not gc.isenabled()
 
     hide_keys()  # done already by `python -m browserbay.keeper`; a no-op then
     try:
