@@ -19,7 +19,6 @@ import re
 import time
 import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -193,16 +192,19 @@ def _judge(row: IntegrationRow, kind: str, status: int, target: Target) -> KeyVe
     return KeyVerdict(row.id, kind, False, detail, target.host, now, fix)
 
 
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    """A redirect would be a second request, perhaps to another host: not followed."""
-
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
 def one_request(url: str, headers: Mapping[str, str], timeout: float) -> int:
     """One GET, no proxy, no redirect, at most ``MAX_BODY`` bytes read: the status."""
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirects())
+    # Imported at a key test's first request, not with the plugins at the keeper's start:
+    # urllib.request and http.client are ~20 modules a cold open does not use.
+    import urllib.request
+
+    class NoRedirects(urllib.request.HTTPRedirectHandler):
+        """A redirect would be a second request, perhaps to another host: not followed."""
+
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), NoRedirects())
     request = urllib.request.Request(  # noqa: S310 - the scheme is checked by derive_target
         url,
         headers={"User-Agent": "browserbay-keytest", "Accept": "application/json", **headers},

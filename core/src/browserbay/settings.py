@@ -15,7 +15,8 @@ status``).
 Standard library only, on purpose: the keeper imports this before its first answer, so its
 import is part of every cold ``bay`` command (a pydantic-settings model cost ~250 ms there,
 18 % of a cold first open: ``bench/keeper_compare.py``). The config file is read with
-``tomllib`` for the same reason (the issue asked for pydantic-settings).
+``tomllib`` for the same reason (the issue asked for pydantic-settings), imported only when
+there is a file to read (a fresh home has none), as ``difflib`` only for a name to correct.
 
 Not here, on purpose:
 
@@ -37,10 +38,8 @@ Not here, on purpose:
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import os
 import stat
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -268,6 +267,8 @@ def _parse(name: str, raw: str, where: str) -> tuple[Any, str | None]:
 
 
 def _unknown(name: str, where: str) -> str:
+    import difflib
+
     close = difflib.get_close_matches(name, list(_FIELDS), n=1)
     hint = f" (did you mean {close[0]}?)" if close else ""
     return f"{where}{name[:40]!r} is no keeper setting{hint} (docs/configuration.md lists them)"
@@ -282,6 +283,8 @@ def _file_layer(path: Path, problems: list[str]) -> dict[str, str] | None:
         return None
     except OSError as exc:
         raise SettingsError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    import tomllib
+
     with os.fdopen(fd, "rb") as f:
         why = _untrusted(path, os.fstat(f.fileno()))
         if why is not None:

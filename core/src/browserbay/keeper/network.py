@@ -5,7 +5,6 @@ requested (its :class:`~browserbay.keeper.netlog.TabLog`), and the lease's route
 from __future__ import annotations
 
 import json
-import mimetypes
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -163,6 +162,8 @@ def _content_type(body: bytes, name: str) -> str:
         return "application/json"
     except ValueError:
         pass
+    import mimetypes  # at the first fulfilled body with a name, not at the keeper's start
+
     guessed = mimetypes.guess_type(name)[0] if name else None
     return guessed or "text/plain; charset=utf-8"
 

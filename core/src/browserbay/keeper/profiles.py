@@ -22,7 +22,6 @@ import logging
 import os
 import secrets
 import shutil
-import tarfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -516,6 +515,8 @@ class ProfileBook:
 
     def _archive(self, row: ProfileRow) -> Path:
         """The directory, as a private tar.gz, before anything is removed."""
+        import tarfile  # at a profile's first removal, not at the keeper's start
+
         archive_dir = self.paths.data / "archive"
         ensure_private(archive_dir)
         target = archive_dir / f"{row.id}-{time.strftime('%Y%m%d-%H%M%S')}.tar.gz"

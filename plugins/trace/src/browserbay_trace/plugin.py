@@ -37,7 +37,6 @@ from browserbay.model import (
 from browserbay.paths import bay_paths, write_private
 from browserbay.refusals import Refusal
 from browserbay.verbs import PLUGIN, Arg, Verb
-from browserbay_trace.report import render
 from browserbay_trace.store import Retention, TraceStore, prune, trace_key
 from browserbay_trace.writer import Job, Writer
 
@@ -171,6 +170,8 @@ def _report(ctx: VerbContext, last: int, writer: Writer | None) -> tuple[dict[st
         else f"{ctx.profile.label} ({ctx.profile.id})"
     )
     path = _out_path(ctx, key)
+    from browserbay_trace.report import render  # html escaping: at a report, not at load
+
     write_private(path, render(f"browserbay trace · {who}", records, path.parent).encode())
     data: dict[str, Any] = {
         "path": str(path),

@@ -18,8 +18,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -68,6 +66,8 @@ def read_port_file(directory: Path) -> tuple[int, str] | None:
 
 def version(http_url: str, timeout: float = PROBE_TIMEOUT) -> dict[str, str]:
     """The browser's ``/json/version`` (raises OSError/ValueError when nothing answers)."""
+    import urllib.request  # at the first probe, not with every keeper's plugins
+
     url = http_url.rstrip("/") + "/json/version"
     with urllib.request.urlopen(url, timeout=timeout) as r:  # noqa: S310 - http(s) only
         data = json.loads(r.read(1 << 20))

@@ -12,7 +12,6 @@ See docs/tiers.md ("CloakBrowser without its wrapper").
 from __future__ import annotations
 
 import os
-import platform
 import secrets
 from collections.abc import Mapping
 from pathlib import Path
@@ -77,6 +76,8 @@ def valid_seed(value: str) -> bool:
 def default_fingerprint_platform() -> str:
     """``get_default_stealth_args``: a Mac runs as a native Mac browser (``macos``); Linux and
     Windows present a Windows fingerprint (``windows``)."""
+    import platform  # at first use: not with every keeper's plugins
+
     return "macos" if platform.system() == "Darwin" else "windows"
 
 
@@ -86,6 +87,8 @@ def fingerprint_args(seed: str, fingerprint_platform: str) -> list[str]:
 
 
 def platform_tag() -> str | None:
+    import platform
+
     return PLATFORM_TAGS.get((platform.system(), platform.machine()))
 
 
@@ -107,6 +110,8 @@ def cache_dir(env: Mapping[str, str] | None = None) -> Path:
 
 def binary_relpath() -> Path:
     """``get_binary_path`` below a version's directory."""
+    import platform
+
     system = platform.system()
     if system == "Darwin":
         return Path("Chromium.app/Contents/MacOS/Chromium")
