@@ -28,6 +28,7 @@ from browserbay.model import SiteHint
 from browserbay.registry import (
     MIGRATIONS,
     PARKED,
+    SOLE_KEEPER,
     THE_OWNER,
     Attachment,
     AuditRow,
@@ -53,6 +54,7 @@ from browserbay.registry import (
 from browserbay.registry.db import Sql
 from browserbay.registry.holds import RECLAIMED, Reclaimed
 from browserbay.registry.pg import PgDatabase
+from browserbay_testing.bay import wait_for
 from browserbay_testing.postgres import PgServer
 
 
@@ -1490,3 +1492,91 @@ def test_key_homes_race_one_binding_wins(two_keepers: TwoKeepers) -> None:
         first, second = answers
         assert isinstance(first, KeyHome)
         assert first == second  # both see the one that stands
+
+
+# -- the change clock (migration 13) --------------------------------------------------------
+
+
+class _Heard:
+    """A change listener's sink: what it was told, in order."""
+
+    def __init__(self) -> None:
+        self.said: list[tuple[Any, ...]] = []
+        self.lock = threading.Lock()
+
+    def listening(self, clock: int) -> None:
+        with self.lock:
+            self.said.append(("listening", clock))
+
+    def lost(self) -> None:
+        with self.lock:
+            self.said.append(("lost",))
+
+    def change(self, clock: int, profile: str) -> None:
+        with self.lock:
+            self.said.append(("change", clock, profile))
+
+    def ping(self, keeper_id: str, n: int) -> None:
+        with self.lock:
+            self.said.append(("ping", keeper_id, n))
+
+    def pinged(self, n: int) -> bool:
+        with self.lock:
+            return ("ping", SOLE_KEEPER, n) in self.said
+
+    def changes(self) -> list[tuple[int, str]]:
+        with self.lock:
+            return [(s[1], s[2]) for s in self.said if s[0] == "change"]
+
+
+def test_every_input_of_standing_bumps_the_clock_and_is_heard_in_commit_order(
+    store: Store,
+) -> None:
+    """On PostgreSQL an attachment, a session's last-used profile, a group's default and a
+    hold each bump the clock once per profile they touch, and the listener hears
+    ``<clock> <profile>`` in clock order, then the keeper's own ping (sent after them: the
+    listener has heard every change before it); a change of nothing standing reads (a pin,
+    an acknowledgement) bumps nothing. ``standing_at`` and ``of_session_at`` read the clock
+    in their own statement. On SQLite the clock stays 0 (no fleet there)."""
+    first, second = _with_profile(store, "bp-00000001"), _with_profile(store, "bp-00000002")
+    reg = store.registry
+    assert reg.attachments.standing_at("s", first, "g") == (False, None, reg.changes.clock())
+    if not isinstance(store.db, PgDatabase):
+        reg.attachments.attach("s", first, None, by_other=False)
+        assert reg.changes.clock() == 0
+        assert reg.attachments.of_session_at("s") == ([Attachment(first, None)], 0)
+        return
+    heard = _Heard()
+    listener = store.db.change_listener(heard, SOLE_KEEPER)
+    listener.start()
+    try:
+        wait_for(lambda: any(s[0] == "listening" for s in heard.said), what="the LISTEN")
+        start = reg.changes.clock()
+        reg.attachments.attach("s", first, None, by_other=False)  # last_profile and attachment
+        reg.sessions.set_pin("s", first, by_other=False)  # nothing standing reads
+        reg.sessions.ack_set("s", ["x"])
+        reg.groups.set("g", second)
+        assert reg.holds.set(first, "h1", "hg")
+        reg.sessions.set_last_profile("s", second)  # first's and second's
+        reg.attachments.detach("s", first, by_other=False)
+        assert reg.holds.release(first, "h1")
+        reg.changes.ping(SOLE_KEEPER, 1)
+        wait_for(lambda: heard.pinged(1), what="the ping")
+        got = heard.changes()
+        assert [c for c, _p in got] == list(range(start + 1, start + len(got) + 1))
+        assert [p for _c, p in got] == [
+            first,  # attach: last_profile (deferred triggers fire in the order queued)
+            first,  # attach: the attachment row
+            second,  # the group's default
+            first,  # the hold
+            first,  # last_profile first -> second
+            second,
+            first,  # detach: the attachment row
+            first,  # the hold's release
+        ]
+        end = reg.changes.clock()
+        assert end == start + len(got)
+        assert reg.attachments.standing_at("s", second, "g") == (True, None, end)
+        assert reg.attachments.of_session_at("s") == ([], end)
+    finally:
+        listener.stop()

@@ -126,7 +126,7 @@ class PgServer:
             with psycopg.connect(self.url(), autocommit=True) as conn:
                 tables = conn.execute(
                     "SELECT tablename FROM pg_tables WHERE schemaname = %s "
-                    "AND tablename != 'bay_schema'",
+                    "AND tablename NOT IN ('bay_schema', 'change_clock')",
                     (schema,),
                 ).fetchall()
                 # DELETE, not TRUNCATE: a handful of rows go faster than new relation files.

@@ -250,6 +250,9 @@ class AdminVerbs:
         status["keeper_id"] = self.fleet.keeper_id
         status["fleet"] = [m.as_row() for m in members]
         status["fleet_ttl_s"] = self.fleet.ttl
+        book = self.fleet.standing
+        if book is not None:
+            status["standing"] = book.status()
         text = (
             f"keeper pid {status['pid']} · version {status['version']} · up {status['uptime_s']}s\n"
             f"socket {status['socket']}\nbrowsers {len(status['browsers'])} · "
@@ -258,6 +261,15 @@ class AdminVerbs:
         )
         text += f"\nfleet ({len(members)} keeper(s), TTL {self.fleet.ttl:g}s):\n"
         text += "\n".join(m.line() for m in members)
+        if book is not None:
+            said = status["standing"]
+            text += (
+                "\nforwarded verbs' standing: "
+                + ("served from the change channel" if said["healthy"] else "read each time")
+                + f" ({'listening' if said['listening'] else 'not listening'}; "
+                f"{said['served']} served, {said['read']} read, "
+                f"channel lost {said['losses']} time(s))"
+            )
         if self.audit_trail.failures:
             text += (
                 f"\naudit rows not written: {self.audit_trail.failures} (see the log; a full "

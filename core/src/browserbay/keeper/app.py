@@ -91,6 +91,7 @@ from browserbay.keeper.route import (
 )
 from browserbay.keeper.sessions import TabBook, reserve_tab_ids
 from browserbay.keeper.sessionverbs import SessionVerbs, TabVerbs
+from browserbay.keeper.standing import StandingBook
 from browserbay.keeper.switch import BackendSwitch
 from browserbay.keeper.triggers import TriggerIntake
 from browserbay.keys import share_roots
@@ -98,6 +99,7 @@ from browserbay.model import KeeperInfo
 from browserbay.paths import BayPaths
 from browserbay.plugins import Plugins
 from browserbay.registry import KeeperStart, NoKeeperLock, Registry
+from browserbay.registry.changes import Listener
 from browserbay.settings import BaySettings, Configured
 from browserbay.tracestore import Retention, traces_root
 
@@ -267,6 +269,16 @@ class App:
         )
         self.pool.on_crash = self.leases.crashed
         self.fleet.on_fenced = self.pool.fence
+        # On PostgreSQL: the forwarded verbs' standings served from what the registry's
+        # change channel says (keeper/standing.py), heard by a thread of its own.
+        make_listener = getattr(registry.schema, "change_listener", None)
+        self.standing: StandingBook | None = None
+        self.change_listener: Listener | None = None
+        if make_listener is not None:
+            self.standing = StandingBook(registry.keeper_id, self.fleet.ttl / 2)
+            self.change_listener = make_listener(self.standing, registry.keeper_id)
+            self.fleet.standing = self.standing
+            self.fleet.changes = registry.changes
         #: Who holds each lease's controls; the live-view transports' host.
         self.controls = Controls(
             plugins,
@@ -291,6 +303,7 @@ class App:
             self.profiles,
             self.leases,
             settings,
+            self.standing,
         )
         #: The session sockets: their grants, files and listeners (served by the daemon).
         self.grants = GrantBook(registry.grants, db, self.profiles, self.leases, roster.by_id)

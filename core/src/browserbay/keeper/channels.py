@@ -62,6 +62,10 @@ class LinkPeer:
     part: bool = False
     """The request is a part of a verb its keeper audits (a whole-session ``close``'s
     close of a lease here): no row of it here."""
+    clock: int | None = None
+    """The change clock its keeper read with the session's attachments when it chose the
+    lease (migration 13): a standing kept here serves the verb only when this keeper heard
+    the registry's changes up to it (keeper/standing.py). None: the standing is read."""
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ group's and its own ephemeral browser: :meth:`ProfileBook.usable`)."""
 
 from __future__ import annotations
 
+import contextvars
 import logging
 from collections.abc import Sequence
 
@@ -12,6 +13,7 @@ from browserbay.keeper.channels import OWNER, Channel
 from browserbay.keeper.leases import Leases
 from browserbay.keeper.profiles import ProfileBook
 from browserbay.keeper.sessions import Lease, Session
+from browserbay.keeper.standing import StandingBook
 from browserbay.model import ProfileRef
 from browserbay.plugins import Plugins
 from browserbay.refusals import Refusal
@@ -28,6 +30,14 @@ from browserbay.settings import BaySettings
 
 log = logging.getLogger("browserbay.keeper")
 
+#: The change clock :meth:`LeaseChooser.choose` read with the session's attachments (the
+#: first statement of its one registry call; migration 13): a verb forwarded after it
+#: carries it (``clock`` in the frame), so the browser's keeper is never behind what this
+#: keeper saw. None: no choice read the registry in this request (set by ``Keeper``).
+READ_CLOCK: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "browserbay_read_clock", default=None
+)
+
 
 class LeaseChooser:
     def __init__(
@@ -40,7 +50,11 @@ class LeaseChooser:
         profiles: ProfileBook,
         leases: Leases,
         settings: BaySettings,
+        standing: StandingBook | None = None,
     ) -> None:
+        """``standing``: the forwarded verbs' standings this keeper serves from what its
+        change listener heard (None: each is read, as on SQLite)."""
+        self.standing = standing
         self.plugins = plugins
         self.attachments = attachments
         self.sessions = sessions
@@ -116,7 +130,10 @@ class LeaseChooser:
             return self.persistent(session, row.id, None, "explicit")
         sid = session.ref.id
         instance = self._instance_default(quiet=True)  # its hold is read with the rest
-        atts, state, group_profile, holds = await self.db(self._read, sid, session.group, instance)
+        atts, state, group_profile, holds, clock = await self.db(
+            self._read, sid, session.group, instance
+        )
+        READ_CLOCK.set(clock)
         atts = [a for a in atts if a.profile in self.profiles.rows]
         handles = self.handles(atts)
         if state.changed:
@@ -207,8 +224,19 @@ class LeaseChooser:
         assert link is not None
         assert link.session is not None
         pid = lease.profile.id
-        # One statement, one hop when all is well.
-        may, holding = await self.db(self.attachments.standing, link.session, pid, session.group)
+        book = self.standing
+        key = (link.session, session.group, pid)
+        kept = book.get(key, link.clock) if book is not None else None
+        if kept is not None:
+            may, holding = kept  # heard of no change since it was read (keeper/standing.py)
+        else:
+            # One statement, one hop when all is well.
+            token = book.token() if book is not None else None
+            may, holding, at = await self.db(
+                self.attachments.standing_at, link.session, pid, session.group
+            )
+            if book is not None:
+                book.put(key, token, may, holding, at)
         # Reached through the origin keeper's BAY_DEFAULT_PROFILE: that keeper's own setting,
         # which the registry does not hold — taken on its word, as its session's group is;
         # the holds below are judged here all the same.
@@ -224,19 +252,21 @@ class LeaseChooser:
 
     def _read(
         self, sid: str, group: str, instance: str | None
-    ) -> tuple[list[Attachment], SessionState, str | None, dict[str, Hold | None]]:
+    ) -> tuple[list[Attachment], SessionState, str | None, dict[str, Hold | None], int]:
         """What :meth:`choose` reads of the registry, in one call on the registry's thread:
         every verb makes it, and each call is a thread hand-off (~0.1 ms on a quiet machine,
         milliseconds on a busy one, 0.2-0.3 ms both ways at load 4 in bench/RESULTS-fleet.md).
         With it the holds of every profile the choice may land on (the attachments, the
         last-used, the group's and the instance's default), so the hold check of the chosen
-        one needs no call of its own."""
-        atts = self.attachments.of_session(sid)
+        one needs no call of its own. And the change clock, read first (in the
+        attachments' statement, so no round trip of its own): what the rest saw is at least
+        as new as it (:data:`READ_CLOCK`)."""
+        atts, clock = self.attachments.of_session_at(sid)
         state = self.sessions.state(sid)
         group_profile = self.groups.get(group)
         candidates = [a.profile for a in atts]
         candidates += [p for p in (state.last_profile, group_profile, instance) if p]
-        return atts, state, group_profile, self.leases.holds.of_profiles(candidates)
+        return atts, state, group_profile, self.leases.holds.of_profiles(candidates), clock
 
     def _instance_default(self, quiet: bool = False) -> str | None:
         """``quiet``: a setting that names no profile is not logged (it is, when the

@@ -961,6 +961,8 @@ async def _serve(
         resume_gc()
         await tg.start(app.grants.run, listen_session)  # the live grants' sockets again
         tg.start_soon(app.fleet.run)  # the heartbeat (its first beat was the start's row)
+        if app.change_listener is not None:  # the registry's change channel, in its thread
+            app.change_listener.start()
         tg.start_soon(serve)
         if link is not None and link.host is not None:
             tg.start_soon(listen_link)
@@ -977,6 +979,8 @@ async def _serve(
         await app.grants.close()  # every session socket and its connections end; files go
         tg.cancel_scope.cancel()
     started = time.monotonic()
+    if app.change_listener is not None:
+        app.change_listener.stop()
     with anyio.CancelScope(shield=True):
         await app.keeper.audit.flush()  # the rows of the last answers
         await app.close()

@@ -25,8 +25,10 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
+from browserbay.keeper.standing import StandingBook
 from browserbay.refusals import Refusal
 from browserbay.registry import (
+    Changes,
     Claim,
     Claims,
     Db,
@@ -238,6 +240,11 @@ class Fleet:
         browsers were stopped, and no verb is served until a beat gets through."""
         #: What the fence does to the keeper's browsers (set by the keeper: the pool's).
         self.on_fenced: Callable[[], Coroutine[object, object, None]] | None = None
+        #: The forwarded verbs' standings served from the registry's change channel, and
+        #: the channel's pings (set by the keeper on PostgreSQL; keeper/standing.py): each
+        #: beat pings, so the change listener proves it hears in time.
+        self.standing: StandingBook | None = None
+        self.changes: Changes | None = None
 
     @property
     def beat_every(self) -> float:
@@ -323,6 +330,20 @@ class Fleet:
             return
         await self.beat_db(self.claims.renew, self.me.id)
         self.renewed = begun
+        await self.ping()
+
+    async def ping(self) -> None:
+        """This keeper's ping on the registry's change channel (keeper/standing.py): heard
+        by its own listener, it proves the listener heard every change committed before
+        it. A ping that fails is logged; the listener is unhealthy once no ping was heard
+        for the book's bound, and the standings are read."""
+        if self.standing is None or self.changes is None:
+            return
+        n = self.standing.next_ping()
+        try:
+            await self.db(self.changes.ping, self.me.id, n)
+        except Exception as exc:
+            log.warning("fleet: the change channel's ping failed: %s", exc)
 
     async def run(self) -> None:
         """Beat every sixth of the TTL, counted from when the last beat was sent (so a slow

@@ -249,6 +249,10 @@ class ForwardCall:
     part: bool = False
     """A part of a verb this keeper audits itself (a whole-session ``close``'s close of a
     lease there): the other keeper writes no row of it, and this one's is written."""
+    clock: int | None = None
+    """The change clock this keeper's choice of the lease read (``choosing.READ_CLOCK``),
+    sent as the frame's ``clock``: the other keeper serves the verb's standing from what it
+    heard only when it heard the changes up to it (None: it reads it)."""
 
 
 class Forwarder:
@@ -365,6 +369,8 @@ class Forwarder:
         }
         if call.part:  # audited here, not there
             frame["part"] = True
+        if call.clock is not None:
+            frame["clock"] = call.clock
         if call.lease.profile.chosen == "instance":  # this keeper's BAY_DEFAULT_PROFILE
             frame["standing"] = "instance"
         if progress.SINK.get() is not None:

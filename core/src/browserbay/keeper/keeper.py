@@ -23,7 +23,7 @@ from browserbay.keeper.base import RestartGate
 from browserbay.keeper.browsers import BrowserPool
 from browserbay.keeper.channels import OWNER, Channel, admit
 from browserbay.keeper.children import Children
-from browserbay.keeper.choosing import LeaseChooser
+from browserbay.keeper.choosing import READ_CLOCK, LeaseChooser
 from browserbay.keeper.continuous import Continuous
 from browserbay.keeper.controls import Controls
 from browserbay.keeper.dialogs import Dialogs
@@ -395,13 +395,24 @@ class Keeper:
             finally:
                 if fresh and lease.context is None:  # leave no lease behind it
                     session.leases.pop(lease.profile.id, None)
+        READ_CLOCK.set(None)
         lease = await self.chooser.choose(session, handle, channel)
         if channel.link is not None:
-            # Another keeper's session: its attachment and the holds, read again here.
+            # Another keeper's session: its attachment and the holds, judged again here.
             await self.chooser.forwarded_may(session, lease, channel)
         # Its browser runs on another keeper of the fleet: judged and run there.
         answered = await self.forwarded(
-            ForwardCall(verb, args, session, lease, channel, files, deadline, road)
+            ForwardCall(
+                verb,
+                args,
+                session,
+                lease,
+                channel,
+                files,
+                deadline,
+                road,
+                clock=READ_CLOCK.get(),
+            )
         )
         if answered is not None:
             return answered

@@ -562,6 +562,9 @@ def forwarded(frame: dict[str, Any], channel: Channel) -> tuple[dict[str, Any], 
     part = frame.get("part", False)
     if part is not False and (part is not True or name != "close"):
         raise Refusal("bad_frame", reason="part is true on a close only")
+    clock = frame.get("clock")
+    if clock is not None and (type(clock) is not int or clock < 0):
+        raise Refusal("bad_frame", reason="clock is a whole number of 0 or more, or absent")
     here = namespaced(sid, peer.keeper)
     grant = Grant(here, Path(f"fleet:{peer.keeper}"), profiles)
     clean = {
@@ -575,5 +578,5 @@ def forwarded(frame: dict[str, Any], channel: Channel) -> tuple[dict[str, Any], 
         if key in frame:
             clean[key] = frame[key]
     return clean, Channel(
-        grant=grant, link=LinkPeer(peer.keeper, sid, group, owner, standing, part)
+        grant=grant, link=LinkPeer(peer.keeper, sid, group, owner, standing, part, clock)
     )

@@ -31,6 +31,7 @@ from browserbay.registry.browsers import (
     SqliteBrowsers,
     SqliteKeeperRuns,
 )
+from browserbay.registry.changes import Changes, SqlChanges
 from browserbay.registry.db import (
     MIGRATIONS,
     Database,
@@ -105,6 +106,7 @@ __all__ = [
     "AuditRow",
     "BrowserRow",
     "Browsers",
+    "Changes",
     "Claim",
     "Claims",
     "Database",
@@ -231,6 +233,8 @@ class Registry:
     grants: Grants
     key_homes: KeyHomes
     keeper_lock: KeeperLock
+    changes: Changes
+    """The change clock and the keeper's pings (migration 13, registry/changes.py)."""
 
     def close(self) -> None:
         self.schema.close()
@@ -267,6 +271,7 @@ def sql_registry(
         grants=SqliteGrants(db, keeper_id),
         key_homes=SqlKeyHomes(db),
         keeper_lock=keeper_lock if keeper_lock is not None else NoKeeperLock(),
+        changes=SqlChanges(db),
     )
 
 

@@ -24,6 +24,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+#: In a migration, what follows this line is PostgreSQL's alone (its triggers and functions,
+#: which SQLite does not speak): SQLite runs the part before it (:func:`for_sqlite`).
+POSTGRESQL_ONLY = "-- postgresql only --"
+
 #: Ordered migrations. Never edit a released one: append a new one.
 MIGRATIONS: Sequence[str] = (
     # 1: the foundation — sessions, the browsers the keeper started, keeper runs, audit.
@@ -276,6 +280,72 @@ MIGRATIONS: Sequence[str] = (
         since REAL NOT NULL
     );
     """,
+    # 13: the change clock (issue 22: a forwarded verb's standing served from what the
+    # browser's keeper heard, docs/security.md §14). One row; on PostgreSQL every change of
+    # an input of `Attachments.standing` (attachments, session_state.last_profile,
+    # group_defaults, holds) bumps it at its commit (a deferred trigger: the row's lock is
+    # the transaction's last, so commit order is clock order) and notifies the schema's
+    # channel (`bay_` + 16 hex digits of md5(schema)) with `<clock> <profile>`. Triggers, so
+    # any writer signals. SQLite has the table alone (a fleet needs PostgreSQL).
+    """
+    CREATE TABLE change_clock (
+        id INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),
+        value BIGINT NOT NULL
+    );
+    INSERT INTO change_clock(id, value) VALUES (1, 0);
+    -- postgresql only --
+    CREATE FUNCTION bay_standing_changed() RETURNS trigger LANGUAGE plpgsql AS $bay$
+    DECLARE
+        was TEXT;
+        now_ TEXT;
+        touched TEXT;
+        tick BIGINT;
+    BEGIN
+        IF TG_OP = 'UPDATE' AND to_jsonb(OLD) = to_jsonb(NEW) THEN
+            RETURN NULL;
+        END IF;
+        IF TG_OP <> 'INSERT' THEN
+            was := to_jsonb(OLD) ->> TG_ARGV[0];
+        END IF;
+        IF TG_OP <> 'DELETE' THEN
+            now_ := to_jsonb(NEW) ->> TG_ARGV[0];
+        END IF;
+        FOREACH touched IN ARRAY ARRAY[was, CASE WHEN now_ IS DISTINCT FROM was THEN now_ END]
+        LOOP
+            IF touched IS NOT NULL THEN
+                EXECUTE format(
+                    'INSERT INTO %I.change_clock(id, value) VALUES (1, 1) ON CONFLICT (id) '
+                    'DO UPDATE SET value = change_clock.value + 1 RETURNING value',
+                    TG_TABLE_SCHEMA) INTO tick;
+                PERFORM pg_notify('bay_' || left(md5(TG_TABLE_SCHEMA), 16),
+                                  tick::text || ' ' || touched);
+            END IF;
+        END LOOP;
+        RETURN NULL;
+    END
+    $bay$;
+    CREATE CONSTRAINT TRIGGER attachments_changed AFTER INSERT OR UPDATE OR DELETE
+        ON attachments DEFERRABLE INITIALLY DEFERRED
+        FOR EACH ROW EXECUTE FUNCTION bay_standing_changed('profile');
+    CREATE CONSTRAINT TRIGGER holds_changed AFTER INSERT OR UPDATE OR DELETE
+        ON holds DEFERRABLE INITIALLY DEFERRED
+        FOR EACH ROW EXECUTE FUNCTION bay_standing_changed('profile');
+    CREATE CONSTRAINT TRIGGER group_defaults_changed AFTER INSERT OR UPDATE OR DELETE
+        ON group_defaults DEFERRABLE INITIALLY DEFERRED
+        FOR EACH ROW EXECUTE FUNCTION bay_standing_changed('profile');
+    CREATE CONSTRAINT TRIGGER session_state_inserted AFTER INSERT
+        ON session_state DEFERRABLE INITIALLY DEFERRED
+        FOR EACH ROW WHEN (NEW.last_profile IS NOT NULL)
+        EXECUTE FUNCTION bay_standing_changed('last_profile');
+    CREATE CONSTRAINT TRIGGER session_state_changed AFTER UPDATE OF last_profile
+        ON session_state DEFERRABLE INITIALLY DEFERRED
+        FOR EACH ROW WHEN (OLD.last_profile IS DISTINCT FROM NEW.last_profile)
+        EXECUTE FUNCTION bay_standing_changed('last_profile');
+    CREATE CONSTRAINT TRIGGER session_state_deleted AFTER DELETE
+        ON session_state DEFERRABLE INITIALLY DEFERRED
+        FOR EACH ROW WHEN (OLD.last_profile IS NOT NULL)
+        EXECUTE FUNCTION bay_standing_changed('last_profile');
+    """,
 )
 
 
@@ -396,7 +466,7 @@ class Database:
         for number, script in enumerate(MIGRATIONS[current:], start=current + 1):
             self.conn.execute("BEGIN IMMEDIATE")
             try:
-                for statement in statements(script):
+                for statement in statements(for_sqlite(script)):
                     self.conn.execute(statement)
                 self.conn.execute(f"PRAGMA user_version={number}")
                 self.conn.execute("COMMIT")
@@ -432,6 +502,11 @@ class Database:
 
     def close(self) -> None:
         self.conn.close()
+
+
+def for_sqlite(script: str) -> str:
+    """A migration as SQLite runs it: without its PostgreSQL-only part."""
+    return script.split(POSTGRESQL_ONLY, 1)[0]
 
 
 def statements(script: str) -> list[str]:

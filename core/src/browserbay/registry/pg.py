@@ -13,8 +13,10 @@ be made within the connect timeout is :class:`RegistryUnreachable`, never a hang
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 import select
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -22,8 +24,10 @@ from typing import Any
 import psycopg
 import psycopg_pool
 from psycopg import conninfo
+from psycopg import sql as pgsql
 
 from browserbay.registry import db as schema
+from browserbay.registry.changes import CHANNEL, CLOCK, PING, ChangeSink
 from browserbay.registry.db import (
     Dialect,
     KeeperLockState,
@@ -46,6 +50,12 @@ KEEPER_LOCK = 0x62617902
 LANES = 3
 #: Connections the pool keeps: one per lane, and `bay doctor`'s probe.
 POOL_SIZE = LANES + 1
+#: Seconds the change listener waits between two connection attempts.
+LISTEN_RETRY = 1.0
+#: Seconds the change listener blocks for notifications before it looks at its stop flag.
+LISTEN_SLICE = 0.5
+
+log = logging.getLogger("browserbay.registry")
 
 _DDL = (
     # SQLite's rowid keys (with or without AUTOINCREMENT): a value is given on insert.
@@ -275,10 +285,86 @@ class PgDatabase:
         with self.pool.connection() as conn, conn.transaction():
             yield _Tx(conn)
 
+    def change_listener(self, sink: ChangeSink, keeper_id: str) -> ChangeListener:
+        """The registry's change channel heard on a connection of its own (migration 13),
+        named ``bay-changes <keeper_id>`` on the server (``pg_stat_activity``)."""
+        return ChangeListener(self.url, sink, f"bay-changes {keeper_id}")
+
     def close(self) -> None:
         self.pool.close()
         if self._sole is not None:
             self._sole.close()
+
+
+class ChangeListener:
+    """The schema's change channel (:mod:`browserbay.registry.changes`) on a dedicated
+    connection (never one of the pool's), in a thread of its own that blocks on it: tells
+    ``sink`` when it listens (with the clock read right after its LISTEN: every change at or
+    below it committed before, every later one will be heard), each change and each ping
+    heard, and when its connection is lost (then it connects again every
+    :data:`LISTEN_RETRY` seconds)."""
+
+    def __init__(self, url: str, sink: ChangeSink, name: str = "bay-changes") -> None:
+        self.url = url
+        self.sink = sink
+        self.name = name
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self.run, name="bay-changes", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn = psycopg.connect(
+                    self.url,
+                    autocommit=True,
+                    connect_timeout=CONNECT_TIMEOUT,
+                    application_name=self.name,
+                )
+            except psycopg.Error as exc:
+                log.warning("the registry's change channel: %s", _first_line(exc))
+                self._stop.wait(LISTEN_RETRY)
+                continue
+            try:
+                self._listen(conn)
+            except psycopg.Error as exc:
+                if not self._stop.is_set():
+                    log.warning(
+                        "the registry's change channel was lost (%s): forwarded verbs read "
+                        "their standing until it listens again",
+                        _first_line(exc),
+                    )
+            finally:
+                self.sink.lost()
+                with contextlib.suppress(Exception):
+                    conn.close()
+            self._stop.wait(LISTEN_RETRY)
+
+    def _listen(self, conn: psycopg.Connection[Any]) -> None:
+        row = conn.execute(f"SELECT {CHANNEL}").fetchone()
+        assert row is not None
+        conn.execute(pgsql.SQL("LISTEN {}").format(pgsql.Identifier(str(row[0]))))
+        row = conn.execute(f"SELECT {CLOCK}").fetchone()
+        assert row is not None
+        self.sink.listening(int(row[0]))
+        while not self._stop.is_set():
+            for note in conn.notifies(timeout=LISTEN_SLICE):
+                self._heard(note.payload)
+
+    def _heard(self, payload: str) -> None:
+        first, _, rest = payload.partition(" ")
+        if first == PING:
+            keeper, _, n = rest.partition(" ")
+            if n.isdigit():
+                self.sink.ping(keeper, int(n))
+        elif first.isdigit() and rest:
+            self.sink.change(int(first), rest)
 
 
 def _version(conn: psycopg.Connection[Any]) -> int:

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
+from browserbay.registry.changes import CLOCK
 from browserbay.registry.db import Sql, Statement
 
 
@@ -77,6 +78,16 @@ class Attachments(Protocol):
         of the fleet forwarded it: it has the profile attached, or as its last-used or its
         group's default; and the group that holds the profile exclusively (None: no hold).
         One statement: what the browser's keeper re-reads before a forwarded verb."""
+
+    def of_session_at(self, session: str) -> tuple[list[Attachment], int]:
+        """:meth:`of_session` and the change clock (migration 13) in one statement, so one
+        snapshot: every change committed at or below the clock is in the answer."""
+
+    def standing_at(
+        self, session: str, profile_id: str, group: str
+    ) -> tuple[bool, str | None, int]:
+        """:meth:`standing` and the change clock read in the same statement (one
+        snapshot): what the browser's keeper keeps of it (keeper/standing.py)."""
 
     def of_profile(self, profile_id: str) -> list[str]:
         """The sessions that have the profile attached, in the order they attached it."""
@@ -216,14 +227,29 @@ class SqliteAttachments:
         return [Attachment(r[0], r[1]) for r in rows]
 
     def standing(self, session: str, profile_id: str, group: str) -> tuple[bool, str | None]:
+        may, holding, _clock = self.standing_at(session, profile_id, group)
+        return may, holding
+
+    def standing_at(
+        self, session: str, profile_id: str, group: str
+    ) -> tuple[bool, str | None, int]:
         row = self.db.execute(
-            "SELECT EXISTS(SELECT 1 FROM attachments WHERE session=? AND profile=?) "
+            "SELECT EXISTS(SELECT 1 FROM attachments WHERE session=? AND profile=?) "  # noqa: S608 - constants
             "OR EXISTS(SELECT 1 FROM session_state WHERE session=? AND last_profile=?) "
             "OR EXISTS(SELECT 1 FROM group_defaults WHERE group_name=? AND profile=?), "
-            "(SELECT group_name FROM holds WHERE profile=?)",
+            f"(SELECT group_name FROM holds WHERE profile=?), {CLOCK}",
             (session, profile_id, session, profile_id, group, profile_id, profile_id),
         ).fetchone()
-        return bool(row[0]), row[1]
+        return bool(row[0]), row[1], int(row[2])
+
+    def of_session_at(self, session: str) -> tuple[list[Attachment], int]:
+        rows = self.db.execute(
+            f"SELECT {CLOCK}, a.profile, a.alias FROM (SELECT 1 AS one) o "  # noqa: S608 - constants
+            "LEFT JOIN attachments a ON a.session=? ORDER BY a.position",
+            (session,),
+        ).fetchall()
+        clock = int(rows[0][0]) if rows else 0
+        return [Attachment(r[1], r[2]) for r in rows if r[1] is not None], clock
 
     def of_profile(self, profile_id: str) -> list[str]:
         rows = self.db.execute(
