@@ -341,7 +341,7 @@ class Fleet:
             return
         n = self.standing.next_ping()
         try:
-            await self.db(self.changes.ping, self.me.id, n)
+            await self.beat_db(self.changes.ping, self.me.id, n)  # the beat's own lane
         except Exception as exc:
             log.warning("fleet: the change channel's ping failed: %s", exc)
 
