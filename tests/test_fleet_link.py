@@ -104,10 +104,10 @@ def linked() -> Iterator[Linked]:
         yield a
 
 
-def connect(a: Linked, secret: str = SECRET) -> TLSStream:
+def connect(a: Linked, secret: str = SECRET) -> link.LinkStream:
     """A proven link to keeper A, as keeper OTHER (blocking helper for anyio.run)."""
 
-    async def go() -> TLSStream:
+    async def go() -> link.LinkStream:
         return await link.connect_peer(a.address, secret.encode(), OTHER, a.id)
 
     return in_thread(go)
@@ -120,7 +120,7 @@ async def _tls(a: Linked) -> TLSStream:
     )
 
 
-async def _read_frame(stream: TLSStream, timeout: float = 8.0) -> dict[str, Any] | None:
+async def _read_frame(stream: anyio.abc.ByteStream, timeout: float = 8.0) -> dict[str, Any] | None:
     """The next line as a frame; None when the peer hung up first."""
     buf = b""
     with anyio.fail_after(timeout):

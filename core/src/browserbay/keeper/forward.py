@@ -34,14 +34,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
-from anyio.streams.tls import TLSStream
 
 from browserbay import progress, protocol, transfer, verbs
 from browserbay.keeper.channels import Channel
 from browserbay.keeper.files import Carried
 from browserbay.keeper.fleet import Fleet, OnKeeper
 from browserbay.keeper.keyhomes import KeyHomeBook
-from browserbay.keeper.link import LINK_FIX, LinkConfig, connect_peer
+from browserbay.keeper.link import LINK_FIX, LinkClosed, LinkConfig, LinkStream, connect_peer
 from browserbay.keeper.sessions import Lease, Session
 from browserbay.model import ProfileRef
 from browserbay.refusals import CODES, Refusal, clip
@@ -98,13 +97,19 @@ class PeerConnection:
     """One proven link connection to another keeper: frames out, answer lines in (at most
     :data:`browserbay.protocol.MAX_ANSWER` bytes each)."""
 
-    def __init__(self, stream: TLSStream) -> None:
+    def __init__(self, stream: LinkStream) -> None:
         self.stream = stream
         self.buf = bytearray()
         self.lines = 0  # answer lines read for the current request
 
     async def send(self, frame: dict[str, Any]) -> None:
-        await self.stream.send(protocol.encode(frame))
+        """A connection the peer had closed (its stop, a restart) before a byte of the frame
+        went out is :class:`_Gone`, as a closed one found on reading; one that broke while
+        the frame went out is not (the peer may have read it whole)."""
+        try:
+            await self.stream.send(protocol.encode(frame))
+        except LinkClosed:
+            raise _Gone from None
 
     async def line(self) -> dict[str, Any]:
         while True:
