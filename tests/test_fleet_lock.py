@@ -1,7 +1,7 @@
 """A keeper id's lock on the shared registry outlives a cut connection (issue 22): the
 keeper holds a session-level advisory lock for its id so that a home with a copied
 ``state/keeper-id`` cannot run beside it; the server drops that lock with its connection
-(``pg_terminate_backend``, a restart), so the heartbeat checks it every ``BAY_FLEET_TTL/3``
+(``pg_terminate_backend``, a restart), so the heartbeat checks it every ``BAY_FLEET_TTL/6``
 and takes it again — and when a copied-id home took it in the gap, the older keeper stops
 and leaves the id's rows to the one that runs. Real keepers on the real PostgreSQL."""
 

@@ -29,7 +29,7 @@ import psycopg
 from browserbay_testing.bay import Bay, wait_for, wait_for_no_keeper
 from browserbay_testing.postgres import PgServer
 
-#: Seconds after which a silent keeper is dead in a test fleet (it beats every third).
+#: Seconds after which a silent keeper is dead in a test fleet (it beats every sixth).
 TEST_TTL = 3.0
 
 
