@@ -184,5 +184,82 @@ def test_a_ref_is_looked_at_in_the_utility_world_whatever_the_page_broke() -> No
     assert out["covered"] is None, out
     assert out["jquery busy"] is None, out
     assert out["jquery still"] == out["ready"], out
-    assert out["gone"] is None, out
+    assert out["gone"] is fastclick.STALE, out  # known at once (the test below)
     assert out["kept"] == [], out  # no main-world handle is taken on a ref's first click
+
+
+FIELDS = """<!doctype html><title>fields</title>
+<input id=name aria-label=Name value=Ada>
+<button id=b>Press</button>
+<input id=off aria-label=Off disabled value=x>
+<input id=hid aria-label=Hidden value=y>"""
+
+
+NEEDLES = {
+    "name": 'textbox "Name"',
+    "b": 'button "Press"',
+    "off": 'textbox "Off"',
+    "hid": 'textbox "Hidden"',
+}
+
+
+def test_a_stale_ref_is_known_at_once_by_every_look_and_a_ref_not_ready_is_not() -> None:
+    """Every look of a ref (click's point, fill's and type's focus, get's read) answers
+    STALE for a ref whose element is detached or whose document is gone — what only the
+    GONE answer found at the look's first query gives (no wait: the old look polled for the
+    missing element READY_LOOK_MS, then timed out with None/False). Given a wait longer than
+    the test's whole bound here, it still answers. A ref that is there but not ready is
+    never STALE: its look says not now (None/False) and the verb takes Playwright's wait."""
+    from browserbay.keeper import reading
+
+    async def looks(page: Any, refs: dict[str, str]) -> dict[str, Any]:
+        fastclick._HANDLES.pop(page, None)  # each ref's first look on the page
+        return {
+            "point": await fastclick.ready_point(page, refs["b"], ref=True),
+            "fill": await fastclick.fill_ready(page, refs["name"]),
+            "focus": await fastclick.fill_ready(page, refs["name"], ":focus"),
+            "text": await reading.read_ref(page, refs["b"], "text"),
+            "value": await reading.read_ref(page, refs["name"], "value"),
+        }
+
+    async def check(page: Any) -> dict[str, Any]:
+        await page.set_content(FIELDS)
+        refs = {k: await _aria_ref(page, v) for k, v in NEEDLES.items()}
+        out: dict[str, Any] = {"there": await looks(page, refs)}
+        await page.evaluate("document.getElementById('hid').style.visibility = 'hidden'")
+        out["disabled"] = await fastclick.fill_ready(page, refs["off"])
+        out["hidden"] = await fastclick.fill_ready(page, refs["hid"])
+        out["hidden point"] = await fastclick.ready_point(page, refs["hid"], ref=True)
+        await page.evaluate("document.getElementById('b').style.visibility = 'hidden'")
+        out["hidden text"] = await reading.read_ref(page, refs["b"], "text")
+        # Detached: the page replaced them (same markup, new elements).
+        await page.evaluate("document.body.innerHTML = document.body.innerHTML")
+        fastclick.READY_LOOK_MS = 600_000  # a wait would outlast the test's own bound
+        out["detached"] = await looks(page, refs)
+        await page.set_content(FIELDS)  # a new document, no snapshot taken in it
+        out["navigated"] = await looks(page, refs)
+        # Refs taken after a navigation name the frame by its number (f1eN), which the
+        # next navigation renews: Playwright refuses them "Invalid frame in aria-ref".
+        await page.goto("data:text/html," + FIELDS)
+        await page.goto("data:text/html," + FIELDS)
+        renewed = {k: await _aria_ref(page, v) for k, v in NEEDLES.items()}
+        out["renewed prefix"] = renewed["b"]
+        await page.goto("data:text/html," + FIELDS)
+        out["frame gone"] = await looks(page, renewed)
+        return out
+
+    waited = fastclick.READY_LOOK_MS
+    try:
+        out = _run(check, engine=True)
+    finally:
+        fastclick.READY_LOOK_MS = waited
+    there = out["there"]
+    assert isinstance(there["point"], tuple), out
+    assert (there["fill"], there["focus"]) == (True, True), out
+    assert (there["text"], there["value"]) == ("Press", "Ada"), out
+    assert (out["disabled"], out["hidden"]) == (False, False), out
+    assert out["hidden point"] is None, out
+    assert out["hidden text"] == "", out  # hidden: read as Playwright reads it, not stale
+    assert out["renewed prefix"].startswith("aria-ref=f"), out
+    for case in ("detached", "navigated", "frame gone"):
+        assert out[case] == dict.fromkeys(there, fastclick.STALE), (case, out)

@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import json
+import secrets
 import weakref
 from collections.abc import AsyncIterator, Awaitable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 if TYPE_CHECKING:
-    from playwright.async_api import CDPSession, ElementHandle, Frame, Page
+    from playwright.async_api import CDPSession, ElementHandle, Frame, Locator, Page
 
 #: Is the element ready for a pointer, right now? In view (scrolled if needed), sized,
 #: enabled, visible, still (no running CSS animation, transition or Web Animation on it or
@@ -65,6 +67,35 @@ READY_JS = "(el) => {" + READY_BODY + "}"
 #: an ``aria-ref`` costs eight (the node is adopted from the utility world first). jQuery is
 #: a page global, invisible there: :data:`JQUERY_BUSY_JS` asks the page's world, at once.
 READY_ENGINE = "bay-ready"
+#: ``bay-ready=:gone``: one element, always, made by the document the query starts from (a
+#: ``<textarea>``, detached, whose text, inner text and value are :data:`GONE_TEXT`). Or-ed
+#: to a ref (:func:`or_gone`), it is what the query finds when the ref matches nothing (its
+#: element detached, its document gone): the look answers at once where Playwright would
+#: poll for the missing element until its timeout. When the ref matches, its element comes
+#: first (Playwright's or keeps the ref's match before the one or-ed to it; the first is
+#: taken). A random word, so that no page's text can pass for it.
+GONE_TEXT = "bay-ref-gone-" + secrets.token_hex(8)
+GONE = f"{READY_ENGINE}=:gone"
+
+
+class Gone(enum.Enum):
+    """What a look answers for a ref that matches nothing now (never a text a page could
+    have): the verb refuses ``ref_stale``."""
+
+    STALE = "stale"
+
+
+STALE: Final = Gone.STALE
+
+
+def gone_frame(exc: BaseException) -> bool:
+    """Playwright's refusal of a ref whose frame is gone: ``f1e3`` names the frame it was
+    taken in by that frame's sequence number, which a navigation renews (the main frame's
+    refs after a navigation are ``f1eN``, after the next one ``f2eN``), and a removed iframe
+    takes with it. The ref matches nothing, ever: it is stale."""
+    return "Invalid frame in aria-ref selector" in str(exc)
+
+
 #: ``:fill``: Playwright's fill's first step, where it is Playwright's own (its checks of
 #: visible, enabled and editable, then its selectText, both in this same world) for a text
 #: field — an ``<input>`` typed into, a ``<textarea>``, a contenteditable — ready now: its
@@ -118,6 +149,12 @@ FOCUS_BODY = """
 """
 READY_ENGINE_JS = (
     "({ queryAll(root, selector) {\n"
+    "  if (selector === ':gone') {\n"
+    "    if (!root || root.nodeType !== 9) return [];\n"
+    "    const gone = root.createElement('textarea');\n"
+    "    gone.textContent = " + json.dumps(GONE_TEXT) + ";\n"
+    "    return [gone];\n"
+    "  }\n"
     "  if (!root || root.nodeType !== 1) return [];\n"
     "  const el = root;\n"
     "  const point = () => {\n"
@@ -141,8 +178,9 @@ READY_ENGINE_JS = (
 JQUERY_BUSY_JS = (
     "() => { const jq = window.jQuery; return !!(jq && jq.timers && jq.timers.length > 0); }"
 )
-#: How long the utility world's look waits for a ref that matches nothing (a stale ref: the
-#: careful path then refuses it) before it steps aside.
+#: The bound of the utility world's look. It finds something at once (the ref's answer, or
+#: :data:`GONE`'s for a ref that matches nothing), so it waits only on a page too busy to
+#: answer; it steps aside then.
 READY_LOOK_MS = 300
 #: The same, and 'frame' for an element outside the main frame (the fast path's point
 #: would be in the wrong coordinates there).
@@ -282,7 +320,9 @@ class RefHandles:
         self.seen: set[str] = set()
         self.handles: dict[str, ElementHandle] = {}
 
-    async def ready_point(self, page: Page, selector: str, ref: bool) -> tuple[float, float] | None:
+    async def ready_point(
+        self, page: Page, selector: str, ref: bool
+    ) -> tuple[float, float] | Literal[Gone.STALE] | None:
         handle = self.handles.pop(selector, None)
         if handle is not None:
             point = await _check(handle.evaluate(CLICK_READY_JS))
@@ -300,6 +340,8 @@ class RefHandles:
             # (one CDP message); a second one takes a handle below, kept for the third on.
             # Without the engine (a context made before it), as below.
             looked = await _look(page, selector)
+            if looked == STALE:
+                return STALE
             if not isinstance(looked, bool):
                 if len(self.seen) >= MAX_SEEN:
                     self.seen.clear()
@@ -327,17 +369,28 @@ class RefHandles:
         return point
 
 
-async def _look(page: Page, selector: str) -> tuple[float, float] | Literal[False] | None:
+def or_gone(scope: Page | Frame, selector: str) -> Locator:
+    """The first element of ``selector`` (a ref), else :data:`GONE`'s: found at once."""
+    return scope.locator(selector).or_(scope.locator(GONE)).first
+
+
+async def _look(
+    page: Page, selector: str
+) -> tuple[float, float] | Literal[False, Gone.STALE] | None:
     """The ref's readiness from the utility world (:data:`READY_ENGINE_JS`) and the page's
-    jQuery timers, asked at once: the point, None (not ready, busy, in a frame, gone), or
-    False when the look itself could not be had (no such engine in this context, the text
-    not its JSON): the caller asks the main world instead."""
-    look = page.locator(f"{selector} >> {READY_ENGINE}=:point").text_content(timeout=READY_LOOK_MS)
+    jQuery timers, asked at once: the point, None (not ready, busy, in a frame), STALE (the
+    ref matches nothing), or False when the look itself could not be had (no such engine in
+    this context, the text not its JSON): the caller asks the main world instead."""
+    look = or_gone(page, f"{selector} >> {READY_ENGINE}=:point").text_content(timeout=READY_LOOK_MS)
     texts = await asyncio.gather(look, page.evaluate(JQUERY_BUSY_JS), return_exceptions=True)
     text, busy = texts
     if isinstance(text, BaseException):
-        # Not there (a stale ref, waited for READY_LOOK_MS) or a context without the engine.
+        # A page too busy to answer in READY_LOOK_MS, or a context without the engine.
+        if gone_frame(text):
+            return STALE
         return None if type(text).__name__ == "TimeoutError" else False
+    if text == GONE_TEXT:
+        return STALE
     try:
         point = json.loads(text or "")
     except ValueError:
@@ -349,19 +402,20 @@ async def _look(page: Page, selector: str) -> tuple[float, float] | Literal[Fals
     return None
 
 
-async def fill_ready(page: Page, selector: str, step: str = ":fill") -> bool:
+async def fill_ready(page: Page, selector: str, step: str = ":fill") -> bool | Literal[Gone.STALE]:
     """An ``aria-ref`` text field selected and focused for the keyboard's text, in one CDP
     message (:data:`FILL_BODY`, in the utility world, as Playwright's fill; ``step``
-    ``:focus``: :data:`FOCUS_BODY`, as Playwright's type); False — nothing done, or only
-    the selection — where Playwright's own must do it (not such a field, not ready, a ref
-    gone: waited for :data:`READY_LOOK_MS`, a context without the engine)."""
+    ``:focus``: :data:`FOCUS_BODY`, as Playwright's type); STALE, at once, for a ref that
+    matches nothing; False — nothing done, or only the selection — where Playwright's own
+    must do it (not such a field, not ready, a context without the engine)."""
     if not selector.startswith("aria-ref=") or ">>" in selector:
         return False
-    look = page.locator(f"{selector} >> {READY_ENGINE}={step}")
+    look = or_gone(page, f"{selector} >> {READY_ENGINE}={step}")
     try:
-        return await look.text_content(timeout=READY_LOOK_MS) == "true"
-    except Exception:
-        return False
+        text = await look.text_content(timeout=READY_LOOK_MS)
+    except Exception as exc:
+        return STALE if gone_frame(exc) else False
+    return STALE if text == GONE_TEXT else text == "true"
 
 
 async def _check(evaluation: Awaitable[Any]) -> tuple[float, float] | None:
@@ -382,9 +436,12 @@ async def _dispose(handle: ElementHandle) -> None:
 _HANDLES: weakref.WeakKeyDictionary[Page, RefHandles] = weakref.WeakKeyDictionary()
 
 
-async def ready_point(page: Page, selector: str, ref: bool = False) -> tuple[float, float] | None:
+async def ready_point(
+    page: Page, selector: str, ref: bool = False
+) -> tuple[float, float] | Literal[Gone.STALE] | None:
     """The click point of the first element ``selector`` matches when it is ready for the
-    pointer now, in the main frame; None otherwise (not there yet, covered, in a frame…).
+    pointer now, in the main frame; None otherwise (not there yet, covered, in a frame…);
+    STALE, at once, for a ref's first look on the page when the ref matches nothing.
     ``ref``: the selector is a snapshot's ref (one element of one document, never another):
     clicked again on the page, it is checked on its kept handle (:class:`RefHandles`)."""
     handles = _HANDLES.get(page)

@@ -91,10 +91,22 @@ async def locate(act: Act, target: str) -> Locator:
     selector = selector_of(act, target)
     if selector is not None:
         loc = scope.locator(selector)
-        if await loc.count() == 0:  # a ref never appears later: known absent at once
-            raise await nearest.stale(act, "@" + target.removeprefix("@"))
+        try:
+            count = await loc.count()
+        except Exception as exc:
+            if not fastclick.gone_frame(exc):
+                raise
+            count = 0  # the frame it was taken in is gone (a navigation since): stale
+        if count == 0:  # a ref never appears later: known absent at once
+            raise await stale_ref(act, target)
         return loc
     return scope.locator(target).first
+
+
+async def stale_ref(act: Act, target: str) -> Refusal:
+    """``ref_stale`` for the ref ``target`` (``@eN`` or ``eN``): it matches nothing now, and a
+    ref never appears later."""
+    return await nearest.stale(act, "@" + target.removeprefix("@"))
 
 
 async def present(act: Act, target: str, loc: Locator) -> None:
@@ -361,6 +373,8 @@ async def verb_click(act: Act) -> Answer:
 
     async def fast() -> bool:
         point = await fastclick.ready_point(act.page, selector, ref is not None)
+        if point == fastclick.STALE:
+            raise await stale_ref(act, target)
         if point is None:
             return False
         act.lease.trace.pointed(act.tab.id, point[0], point[1])
@@ -395,6 +409,26 @@ async def verb_dblclick(act: Act) -> Answer:
     return _acted(act, "double-clicked")
 
 
+async def _keys_now(act: Act, target: str, step: str, send: Callable[[], Awaitable[None]]) -> bool:
+    """A ref's field made ready for the keyboard in one CDP message (``step`` of
+    :func:`fastclick.fill_ready`), then ``send`` (the keys): True. False where Playwright's
+    way must do it (no ref, a frame, a gate or a trace, a field not ready); ``ref_stale`` at
+    once for a ref that matches nothing."""
+    selector = selector_of(act, target)
+    if selector is None or act.tab.focus is not None or act.trace is not None or gated(act):
+        return False
+    ready = await fastclick.fill_ready(act.page, selector, step)
+    if ready == fastclick.STALE:
+        raise await stale_ref(act, target)
+    if not ready:
+        return False
+    try:
+        await send()
+    except Exception as exc:
+        raise Refusal("action_failed", verb=act.verb, reason=first_line(exc)) from None
+    return True
+
+
 @page_verb("fill")
 async def verb_fill(act: Act) -> Answer:
     """Playwright's fill. A ref's text field ready now is selected and focused in one CDP
@@ -403,14 +437,7 @@ async def verb_fill(act: Act) -> Answer:
     Empty text (Playwright presses Delete), a gate or a trace, a frame: Playwright's way."""
     text = str(act.args["text"])
     target = str(act.args["target"])
-    selector = selector_of(act, target)
-    quick = bool(text) and selector is not None and act.tab.focus is None
-    quick = quick and act.trace is None and not gated(act)
-    if quick and await fastclick.fill_ready(act.page, str(selector)):
-        try:
-            await act.page.keyboard.insert_text(text)
-        except Exception as exc:
-            raise Refusal("action_failed", verb=act.verb, reason=first_line(exc)) from None
+    if text and await _keys_now(act, target, ":fill", lambda: act.page.keyboard.insert_text(text)):
         return _acted(act, "filled")
     await act_on(act, target, lambda loc: loc.fill(text, timeout=act.ms_left()))
     return _acted(act, "filled")
@@ -421,23 +448,12 @@ async def verb_type(act: Act) -> Answer:
     """Playwright's press_sequentially: the element focused, then the keys. A ref's element
     is focused in one CDP message (:func:`fastclick.fill_ready`, ``:focus``: Playwright's own
     focus step) and the keyboard types: the ref's count and the locator's resolution saved.
-    A gate or a trace, a frame, a ref gone: Playwright's way."""
+    A gate or a trace, a frame: Playwright's way."""
     text = str(act.args["text"])
     target = str(act.args["target"])
-    selector = selector_of(act, target)
-    quick = selector is not None and act.tab.focus is None
-    quick = quick and act.trace is None and not gated(act)
-    if quick and await fastclick.fill_ready(act.page, str(selector), ":focus"):
-        try:
-            await act.page.keyboard.type(text)
-        except Exception as exc:
-            raise Refusal("action_failed", verb=act.verb, reason=first_line(exc)) from None
+    if await _keys_now(act, target, ":focus", lambda: act.page.keyboard.type(text)):
         return _acted(act, "typed")
-    await act_on(
-        act,
-        act.args["target"],
-        lambda loc: loc.press_sequentially(text, timeout=act.ms_left()),
-    )
+    await act_on(act, target, lambda loc: loc.press_sequentially(text, timeout=act.ms_left()))
     return _acted(act, "typed")
 
 

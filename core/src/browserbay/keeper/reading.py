@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from browserbay.keeper import fastclick, nearest
 from browserbay.keeper.act import Act
@@ -26,6 +26,7 @@ from browserbay.keeper.pageverbs import (
     page_verb,
     pointer_on,
     selector_of,
+    stale_ref,
 )
 from browserbay.keeper.sessions import FrameFocus
 from browserbay.refusals import Refusal
@@ -107,20 +108,35 @@ async def _read_css(act: Act, target: str, what: str) -> str:
 
 
 async def _read_ref(act: Act, target: str, what: str) -> str | None:
-    """``get text|value`` of a ref in ONE call and one CDP message (Playwright's own read, in
-    its utility world, where the ref is): :func:`act_on` asked for the ref's count first. A
-    ref that matches nothing is given :data:`fastclick.READY_LOOK_MS`, then None — as for
-    any other failure or a trace to take: :func:`act_on` then reads or refuses as before."""
+    """``get text|value`` of a ref in ONE call and one CDP message (:func:`read_ref`):
+    :func:`act_on` asked for the ref's count first. A ref that matches nothing is refused
+    ``ref_stale`` at once; any other failure, or a trace to take: None, and :func:`act_on`
+    reads or refuses as before."""
     if act.trace is not None:
         return None
-    scope, selector = act.scope, str(selector_of(act, target))
-    timeout = fastclick.READY_LOOK_MS
+    got = await read_ref(act.scope, str(selector_of(act, target)), what)
+    if got == fastclick.STALE:
+        raise await stale_ref(act, target)
+    return got
+
+
+async def read_ref(
+    scope: Page | Frame, selector: str, what: str
+) -> str | Literal[fastclick.Gone.STALE] | None:
+    """Playwright's own read (``inner_text``, ``input_value``; in its utility world, where
+    the ref is) of the ref ``selector``, or-ed to :data:`fastclick.GONE`: STALE at once when
+    the ref matches nothing (its element detached, its document or frame gone) where the
+    read alone polled for it; None when the read failed (not an input, a page too busy to
+    answer)."""
+    loc = fastclick.or_gone(scope, selector)
     try:
         if what == "text":
-            return await scope.inner_text(selector, strict=True, timeout=timeout)
-        return await scope.input_value(selector, strict=True, timeout=timeout)
-    except Exception:
-        return None
+            got = await loc.inner_text(timeout=fastclick.READY_LOOK_MS)
+        else:
+            got = await loc.input_value(timeout=fastclick.READY_LOOK_MS)
+    except Exception as exc:
+        return fastclick.STALE if fastclick.gone_frame(exc) else None
+    return fastclick.STALE if got == fastclick.GONE_TEXT else got
 
 
 def _usage(detail: str, verb: str) -> Refusal:
