@@ -12,7 +12,11 @@
  *   deadline        the keeper had the request and did not answer in time: never re-sent;
  *   cut_off         the keeper had the request and went away (or said what nobody can
  *                   read): never re-sent;
- *   said:FD         the keeper's answer line, in the inherited memfd FD: Python prints it.
+ *   said:FD         the keeper's answer line, in the inherited memfd FD: Python prints it;
+ *   rest:FD:SOCK:MS a line after the hello this reader cannot judge (a progress line with a
+ *                   NaN or a value str() prints its own way, or the answer) and all read
+ *                   after it, in the memfd FD, then the keeper socket itself (SOCK) with MS
+ *                   milliseconds left: Python reads the rest, progress and answer.
  *
  * Standard C and Linux libc only; one file. Built by `python -m browserbay_cli.launcher
  * --native` (scripts/setup.sh), which embeds the version, protocol and limits below from
@@ -101,15 +105,15 @@ static void hand_over(const char *how) {
     _exit(1);
 }
 
-/* The keeper's answer line handed over in a memfd (never in argv or the environment). */
-static void hand_said(const char *line, size_t len) __attribute__((noreturn));
-static void hand_said(const char *line, size_t len) {
-    int fd = memfd_create("bay-said", 0); /* no MFD_CLOEXEC: bay-py inherits it */
+/* `len` bytes from `s` in a memfd bay-py inherits (never in argv or the environment): its
+ * descriptor. The keeper had the request: any failure is cut_off, never sent again. */
+static int memfd_of(const char *name, const char *s, size_t len) {
+    int fd = memfd_create(name, 0); /* no MFD_CLOEXEC: bay-py inherits it */
     if (fd < 0)
         hand_over("cut_off"); /* it ran: said as a keeper gone, never sent again */
     size_t off = 0;
     while (off < len) {
-        ssize_t w = write(fd, line + off, len - off);
+        ssize_t w = write(fd, s + off, len - off);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
@@ -117,8 +121,35 @@ static void hand_said(const char *line, size_t len) {
         }
         off += (size_t)w;
     }
+    return fd;
+}
+
+/* The keeper's answer line handed over: said:FD. */
+static void hand_said(const char *line, size_t len) __attribute__((noreturn));
+static void hand_said(const char *line, size_t len) {
     char how[32];
-    snprintf(how, sizeof how, "said:%d", fd);
+    snprintf(how, sizeof how, "said:%d", memfd_of("bay-said", line, len));
+    hand_over(how);
+}
+
+/* The keeper socket and the deadline, for hand_rest. */
+static int g_sock = -1;
+static double g_end;
+static double now(void);
+
+/* A line this reader cannot judge, and all read after it (len bytes from `from`), handed
+ * over with the socket itself: it may be a progress line (then the answer still comes), so
+ * the Python client reads on from there -- the same bytes bay-py would have read. */
+static void hand_rest(const char *from, size_t len) __attribute__((noreturn));
+static void hand_rest(const char *from, size_t len) {
+    int fd = memfd_of("bay-rest", from, len);
+    int flags = fcntl(g_sock, F_GETFD);
+    if (flags < 0 || fcntl(g_sock, F_SETFD, flags & ~FD_CLOEXEC) < 0)
+        hand_over("cut_off");
+    double left = g_end - now();
+    char how[64];
+    snprintf(how, sizeof how, "rest:%d:%d:%lld", fd, g_sock,
+             left > 0 ? (long long)(left * 1000.0) : 0LL);
     hand_over(how);
 }
 
@@ -878,15 +909,17 @@ static void out_exit(const char *out, size_t on, const char *err, size_t en, lon
     _exit((int)code);
 }
 
-/* One line after the hello: returns when it was progress; else it ends the process. */
-static void keeper_line(const char *line, size_t n) {
+/* One line after the hello (`avail` bytes read from `line` on: it, its newline and what
+ * came after): returns when it was progress; else it ends the process. A line it cannot
+ * judge, which may be progress, is handed over with the rest (hand_rest). */
+static void keeper_line(const char *line, size_t n, size_t avail) {
     const unsigned char *s = (const unsigned char *)line;
     val_t top, v, id, printed;
     int err = read_line(s, n, &top);
     if (err == J_INVALID)
         hand_over("cut_off"); /* protocol.decode refuses it: hot.py's cut_off */
     if (err)
-        hand_said(line, n);
+        hand_rest(line, avail); /* NaN, a duplicate key, deep: progress or the answer */
     int has_progress = member(&top, "progress", &v, &err);
     val_t okv;
     int has_ok = member(&top, "ok", &okv, &err);
@@ -895,7 +928,7 @@ static void keeper_line(const char *line, size_t n) {
     val_t answer;
     int has_answer = member(&top, "answer", &answer, &err);
     if (err)
-        hand_said(line, n);
+        hand_rest(line, avail);
     if (has_progress && !has_ok && has_id && id.type == T_STR) {
         buf_t i = {0};
         string_of(&id, &i);
@@ -908,7 +941,7 @@ static void keeper_line(const char *line, size_t n) {
             else if (v.type == T_STR)
                 string_of(&v, &t);
             else
-                hand_said(line, n); /* str() of it is Python's */
+                hand_rest(line, avail); /* str() of it is Python's; the answer comes after */
             put(&t, "\n", 1);
             if (write_all(2, t.p, t.n) < 0)
                 _exit(1);
@@ -1041,6 +1074,8 @@ int main(int argc, char **argv) {
     if (s < 0)
         hand_over(NULL); /* Python checks again, starts a keeper or says why */
     double end = now() + wait;
+    g_sock = s;
+    g_end = end;
     struct timeval tv = {10, 0};
     setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     for (size_t off = 0; off < frame.n;) {
@@ -1111,6 +1146,6 @@ int main(int argc, char **argv) {
             hello = 1;
             continue;
         }
-        keeper_line(line, len);
+        keeper_line(line, len, in.n - (size_t)(line - in.p));
     }
 }

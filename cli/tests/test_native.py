@@ -325,6 +325,21 @@ SCRIPTS: dict[str, list[bytes]] = {
         b'{"id":"1","printed":{"out":"x\\n","code":0},"d":' + b"[" * 20 + b"]" * 20 + b"}"
     ],
     "whole": [b'{"id":"1","whole":"usage"}'],
+    # Progress lines the native reader cannot print as Python's str() would, then the
+    # answer: handed over with the socket (rest:), the answer is still read and printed.
+    "a NaN progress, then printed": [
+        b'{"id":"1","progress":NaN}',
+        _printed("after the NaN\n", "footer\n", 0),
+    ],
+    "odd progress lines, then printed": [
+        json.dumps({"id": "1", "progress": "plain first"}).encode(),
+        json.dumps({"id": "1", "progress": 1.5}).encode(),
+        json.dumps({"id": "1", "progress": [1, "two"]}).encode(),
+        b'{"id":"1","progress":-Infinity}',
+        json.dumps({"id": "1", "progress": "plain again"}).encode(),
+        _printed("the answer\n", "", 4),
+    ],
+    "a NaN progress, then whole": [b'{"id":"1","progress":NaN}', b'{"id":"1","whole":"usage"}'],
     "an answer frame": [
         json.dumps(
             {
@@ -349,11 +364,22 @@ def test_parity_on_a_scripted_keeper(tmp_path: Path, name: str) -> None:
     # each client sent the argv once per run (6: two clients, apart, merged, on a tty); only
     # a "whole" answer has the whole client send the verb itself
     assert len(argv_frames) == 6
-    assert len(verb_frames) == (6 if name in ("whole", "progress of another id") else 0)
+    whole = name in ("whole", "progress of another id", "a NaN progress, then whole")
+    assert len(verb_frames) == (6 if whole else 0)
     if name == "big out, err without a newline":
         assert said["stdout"] == BIG.encode()
         assert said["code"] == 3
         assert said["merged"][1] == BIG.encode() + "warning: ünïcode, no newline".encode()
+    if name == "a NaN progress, then printed":  # the answer after it is not lost
+        assert (said["code"], said["stdout"], said["stderr"]) == (
+            0,
+            b"after the NaN\n",
+            b"nan\nfooter\n",
+        )
+    if name == "odd progress lines, then printed":
+        assert said["code"] == 4
+        assert said["stdout"] == b"the answer\n"
+        assert said["stderr"] == b"plain first\n1.5\n[1, 'two']\n-inf\nplain again\n"
 
 
 #: Who prints each scripted answer: the native client itself, or the Python client it hands
@@ -366,7 +392,7 @@ BY = {
     "surrogate pair escapes": "itself",
     "raw utf-8 and control escapes": "itself",
     "a duplicate key": "said:",
-    "NaN beside": "said:",
+    "NaN beside": "rest:",
     "a float code": "said:",
     "a text code": "said:",
     "a true code": "itself",
@@ -378,8 +404,11 @@ BY = {
     "a lone surrogate": "cut_off",
     "no JSON": "cut_off",
     "invalid utf-8": "cut_off",
-    "deep nesting": "said:",
+    "deep nesting": "rest:",
     "whole": "whole",
+    "a NaN progress, then printed": "rest:",
+    "odd progress lines, then printed": "rest:",
+    "a NaN progress, then whole": "rest:",
     "an answer frame": "said:",
 }
 

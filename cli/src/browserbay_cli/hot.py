@@ -92,15 +92,27 @@ def _warm(argv: list[str]) -> dict[str, Any] | None:
         return None
     env = {k: os.environ[k] for k in protocol.ARGV_FACTS if k in os.environ}
     frame = {"id": "1", "argv": argv, "facts": {"env": env, "sid": os.getsid(0)}, "progress": True}
-    buf = b""
-    hello: dict[str, Any] | None = None
     end = time.monotonic() + wait
     try:
         sock.settimeout(10.0)
         sock.sendall(protocol.encode(protocol.hello("client")) + protocol.encode(frame))
+        return _answer(sock, b"", None, end, wait)
+    except OSError:  # no hello yet: nothing ran
+        return None
+    finally:
+        sock.close()
+
+
+def _answer(
+    sock: socket, buf: bytes, hello: dict[str, Any] | None, end: float, wait: float
+) -> dict[str, Any] | None:
+    """The keeper's lines, ``buf`` first, then what ``sock`` brings: the hello (``hello``
+    None: not read yet), progress written to stderr, then the answer as :func:`_warm`
+    answers it — until ``end`` (monotonic), then the deadline of ``wait`` seconds."""
+    try:
         while True:
             while b"\n" not in buf:
-                sock.settimeout(max(end - time.monotonic(), 0.001) if hello else 10.0)
+                sock.settimeout(max(end - time.monotonic(), 0.001) if hello is not None else 10.0)
                 chunk = sock.recv(1 << 20)
                 if not chunk:
                     return None if hello is None else _cut_off()
@@ -127,8 +139,6 @@ def _warm(argv: list[str]) -> dict[str, Any] | None:
         return {"deadline": wait - 5.0}
     except (OSError, ValueError):
         return None if hello is None else _cut_off()
-    finally:
-        sock.close()
 
 
 def _cut_off() -> dict[str, Any]:
@@ -140,9 +150,54 @@ def _cut_off() -> dict[str, Any]:
 #: How a native ``bay`` client (issue 19) hands a command over to this one, read and removed
 #: from the environment before anything else (no child inherits it): ``whole`` (the keeper
 #: answered that the whole client runs it, or is of another version: nothing ran),
-#: ``deadline`` or ``cut_off`` (the keeper had the request: it is never sent again), or
-#: ``said:FD`` (the keeper's answer frame, one line, in the inherited file FD, never in argv).
+#: ``deadline`` or ``cut_off`` (the keeper had the request: it is never sent again),
+#: ``said:FD`` (the keeper's answer frame, one line, in the inherited file FD, never in argv),
+#: or ``rest:FD:SOCK:MS`` (a line after the hello the native reader could not judge — a
+#: progress line with a NaN, one str() prints its own way, or the answer — and what it had
+#: read after it, in FD; then the keeper's socket itself, SOCK, with MS milliseconds left:
+#: this client reads the rest as :func:`_warm` would have).
 HANDED = "BAY_HANDED"
+
+
+def _read_fd(fd: int) -> bytes | None:
+    """The bytes in the inherited file ``fd`` (closed then), None past MAX_ANSWER."""
+    try:
+        os.lseek(fd, 0, os.SEEK_SET)
+        data = b""
+        while len(data) <= protocol.MAX_ANSWER:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(fd)
+    return None if len(data) > protocol.MAX_ANSWER else data
+
+
+def _rest(words: str, argv: list[str]) -> dict[str, Any] | None:
+    """``rest:FD:SOCK:MS``: the keeper's lines in FD, then the rest from SOCK (a socket to
+    a listener of this user's, checked again), as :func:`_warm` reads them after the hello."""
+    fd, sock_fd, ms = (int(w) for w in words.split(":"))
+    try:
+        data = _read_fd(fd)
+        sock = socket(fileno=sock_fd)
+    except (OSError, ValueError):
+        return _cut_off()  # the process ends soon after: SOCK with it
+    try:
+        if sys.platform == "linux":
+            from _socket import SO_PEERCRED
+
+            raw = sock.getsockopt(SOL_SOCKET, SO_PEERCRED, 12)
+            if int.from_bytes(raw[4:8], sys.byteorder) != os.getuid():
+                return _cut_off()
+        if data is None:
+            return _cut_off()
+        wait = _deadline(argv) or protocol.DEFAULT_TIMEOUT + 5.0
+        return _answer(sock, data, {}, time.monotonic() + max(ms, 0) / 1000, wait)
+    except OSError:
+        return _cut_off()
+    finally:
+        sock.close()
 
 
 def _handed(argv: list[str]) -> dict[str, Any] | str | None:
@@ -155,22 +210,18 @@ def _handed(argv: list[str]) -> dict[str, Any] | str | None:
         return {"deadline": (_deadline(argv) or protocol.DEFAULT_TIMEOUT + 5.0) - 5.0}
     if how.startswith("said:"):
         try:
-            fd = int(how[5:])
-            try:
-                os.lseek(fd, 0, os.SEEK_SET)
-                data = b""
-                while len(data) <= protocol.MAX_ANSWER:
-                    chunk = os.read(fd, 1 << 20)
-                    if not chunk:
-                        break
-                    data += chunk
-            finally:
-                os.close(fd)
-            if len(data) > protocol.MAX_ANSWER:
+            data = _read_fd(int(how[5:]))
+            if data is None:
                 return _cut_off()
             return protocol.decode(data.rstrip(b"\n"))
         except (OSError, ValueError):
             return _cut_off()  # it ran: said as a keeper that went away, never sent again
+    if how.startswith("rest:"):
+        try:
+            rest = _rest(how[5:], argv)
+        except ValueError:  # not its three numbers
+            return _cut_off()
+        return "whole" if rest is None else rest  # the keeper said "whole": nothing ran
     if how:
         return _cut_off()  # "cut_off" (or a word of a newer client): it may have run
     return None
