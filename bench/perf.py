@@ -270,15 +270,10 @@ def part_b(b: run.Bench, url: str, roots: dict[str, Path], reps: int) -> str:
     return text + "\n" + "\n".join(lines)
 
 
-#: Seconds after a cold open's answer before its process trees' CPU is read (the page's
-#: load ends; what the browser does idle after it is not the open's).
-CPU_SETTLE = 0.3
-
-
 def part_c(b: run.Bench, url: str, roots: dict[str, Path], reps: int) -> str:
     """Cold first open (a fresh home: the keeper's or the daemon's spawn included), and the
     CPU it cost: each tool's process trees (keeper or daemon, driver, browser) read
-    :data:`CPU_SETTLE` s after the answer, by process kind, plus the client's own."""
+    :data:`run.CPU_SETTLE` s after the answer, by process kind, plus the client's own."""
     cpu: dict[str, list[dict[str, float]]] = {}
 
     def bay(label: str, root: Path) -> Callable[[], float]:
@@ -292,7 +287,7 @@ def part_c(b: run.Bench, url: str, roots: dict[str, Path], reps: int) -> str:
                 t, cp = run.timed([str(root / ".venv" / "bin" / "bay"), "open", url], env)
                 client = run.children_cpu() - before
                 run.must(cp, f"{label}: bay open (cold)")
-                time.sleep(CPU_SETTLE)
+                time.sleep(run.CPU_SETTLE)
                 used = run.tree_cpu([], str(home), "BAY_HOME")
                 cpu[f"{label} cold open"].append({**used, "client": client})
                 return t
@@ -311,7 +306,7 @@ def part_c(b: run.Bench, url: str, roots: dict[str, Path], reps: int) -> str:
             t, cp = b.ab(home, "open", url, session="bench-cold")
             client = run.children_cpu() - before
             run.must(cp, "agent-browser open (cold)")
-            time.sleep(CPU_SETTLE)
+            time.sleep(run.CPU_SETTLE)
             used = run.tree_cpu(b.ab_daemons(home), str(home))
             cpu["agent-browser"].append({**used, "client": client})
             return t
@@ -326,7 +321,7 @@ def part_c(b: run.Bench, url: str, roots: dict[str, Path], reps: int) -> str:
     loads.append(click.loadavg())
     kept = {n: v[1:] for n, v in cpu.items()}  # the warm-up's dropped, as rotate drops it
     title = (
-        f"c CPU per cold open (user+sys ms, {CPU_SETTLE:g} s after the answer, median by kind;"
+        f"c CPU per cold open (user+sys ms, {run.CPU_SETTLE:g} s after the answer, median by kind;"
         " client: the command's own process):"
     )
     return (

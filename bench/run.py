@@ -73,6 +73,9 @@ N_SESSIONS = int(os.environ.get("BENCH_SESSIONS", "8"))
 ONLY = frozenset(x for x in os.environ.get("BENCH_ONLY", "").split(",") if x)
 SETTLE = 3.0  # seconds a set of open pages gets before its memory is read
 STOP_WAIT = 30.0  # seconds every started process gets to exit after being asked
+#: Seconds after a cold open's answer before its process trees' CPU is read (the page's
+#: load ends; what the browser does idle after it is not the open's).
+CPU_SETTLE = 0.3
 
 ROLES = ("link", "button", "textbox", "checkbox", "combobox")
 INTERACTIVE = frozenset(
@@ -289,9 +292,8 @@ def cpu_lines(title: str, per_tool: dict[str, list[dict[str, float]]]) -> str:
     for tool, samples in per_tool.items():
         if not samples:
             continue
-        kinds = sorted(
-            {k for s in samples for k in s}, key=lambda k: -sum(s.get(k, 0) for s in samples)
-        )
+        used = {k for s in samples for k, v in s.items() if v > 0}
+        kinds = sorted(used, key=lambda k: -sum(s.get(k, 0.0) for s in samples))
         total = statistics.median(sum(s.values()) for s in samples) * 1000
         parts = ", ".join(
             f"{k} {statistics.median(s.get(k, 0.0) for s in samples) * 1000:.0f}" for k in kinds
@@ -918,16 +920,21 @@ def bench_cold(b: Bench, base: str, rows: list[Row], info: dict[str, Any]) -> No
     ab_t: list[float] = []
     phases: list[dict[str, float]] = []
     errors: list[str] = []
+    cpu: dict[str, list[dict[str, float]]] = {"bay": [], "agent-browser": []}
 
     def one_bay(keep: bool) -> None:
         home = b.bay_home("cold")
         try:
             t_wall = time.time()
+            before = children_cpu()
             t, cp = b.bay(home, "open", url, session="bench-cold")
             t_end = time.time()
+            client = children_cpu() - before
             must(cp, "bay open (cold)")
             if keep:
                 bay_t.append(t)
+                time.sleep(CPU_SETTLE)
+                cpu["bay"].append({**tree_cpu([], str(home), "BAY_HOME"), "client": client})
                 marks = _log_times(home / "logs" / "keeper.log")
                 if "listening" in marks and "browser" in marks:
                     phases.append(
@@ -944,10 +951,16 @@ def bench_cold(b: Bench, base: str, rows: list[Row], info: dict[str, Any]) -> No
     def one_ab(keep: bool) -> None:
         home = b.ab_home("cold")
         try:
+            before = children_cpu()
             t, cp = b.ab(home, "open", url, session="bench-cold")
+            client = children_cpu() - before
             must(cp, "agent-browser open (cold)")
             if keep:
                 ab_t.append(t)
+                time.sleep(CPU_SETTLE)
+                cpu["agent-browser"].append(
+                    {**tree_cpu(b.ab_daemons(home), str(home)), "client": client}
+                )
         finally:
             b.ab_stop(home)
             b.check_clean("a cold agent-browser open")
@@ -964,6 +977,7 @@ def bench_cold(b: Bench, base: str, rows: list[Row], info: dict[str, Any]) -> No
         "bay_s": [round(x, 3) for x in bay_t],
         "agent_browser_s": [round(x, 3) for x in ab_t],
         "errors": errors,
+        "cpu": cpu_lines("c: CPU per cold open (user+sys ms, median by process kind):", cpu),
     }
     if phases:
         info["cold"]["bay_phases_median_ms"] = {
@@ -1450,6 +1464,9 @@ def notes_text(info: dict[str, Any], b: Bench) -> list[str]:
                 f"imports, so this is what its launch had left) {p['listening_to_browser']}; "
                 f"→ answer printed (context, page, goto) {p['browser_to_answer']}."
             )
+        if cold.get("cpu"):
+            title, *tools = cold["cpu"].split("\n")
+            n.append(title + " " + " · ".join(" ".join(t.split()) for t in tools))
         if cold.get("errors"):
             n.append("c: errors: " + "; ".join(cold["errors"]))
     if "components_ms" in info:
