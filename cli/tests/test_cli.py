@@ -8,7 +8,6 @@ import json
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from browserbay.verbs import VERBS
 from browserbay_cli.parse import UsageError, help_text, parse, usage_line
 from browserbay_testing.bay import Bay
 from browserbay_testing.planted import fake_answer
+from browserbay_testing.unixserver import unix_server
 
 
 def test_parse_positional_flags_values_and_rest() -> None:
@@ -148,9 +148,6 @@ def fake_keeper(
     sends its request waits in vain). Yields the frames it received."""
     run = home / "run"
     run.mkdir(mode=0o700, parents=True)
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(run / "keeper.sock"))
-    listener.listen(8)
     got: list[dict[str, Any]] = []
 
     def answer(frame: dict[str, Any]) -> dict[str, Any]:
@@ -160,41 +157,29 @@ def fake_keeper(
             return dict(Refusal("target_not_found", target="@e9").frame(), id=frame["id"])
         return fake_answer(frame, text="the title", **hello)
 
-    def serve() -> None:
-        while True:
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return
-            # A client that hung up before its answers (the warm road, on a keeper of another
-            # version) ends only its own connection, as with a real keeper: a write to it
-            # fails EPIPE, and a read ECONNRESET when it closed with our answer unread (the
-            # native bay execs bay-py at once; the reset killed this thread, and bay-py's
-            # connection then waited in the backlog for a hello that never came).
-            with conn, conn.makefile("rb") as lines, contextlib.suppress(ConnectionError):
-                held: list[dict[str, Any]] = []
-                for n, line in enumerate(lines):
-                    held.append(json.loads(line))
-                    got.append(held[-1])
-                    if together and n == 0:
-                        continue
-                    for f in held:
-                        conn.sendall(protocol.encode(answer(f)))
-                    held = []
-                    if got[-1].get("op") == "shutdown":  # gone, as a keeper that stops
-                        listener.close()
-                        (run / "keeper.sock").unlink()
-                        return
+    def serve(conn: socket.socket) -> None:
+        # A client that hung up before its answers (the warm road, on a keeper of another
+        # version) ends only its own connection, as with a real keeper: a write to it
+        # fails EPIPE, and a read ECONNRESET when it closed with our answer unread (the
+        # native bay execs bay-py at once; the reset killed the serving thread, and bay-py's
+        # connection then waited in the backlog for a hello that never came).
+        with conn, conn.makefile("rb") as lines, contextlib.suppress(ConnectionError):
+            held: list[dict[str, Any]] = []
+            for n, line in enumerate(lines):
+                held.append(json.loads(line))
+                got.append(held[-1])
+                if together and n == 0:
+                    continue
+                for f in held:
+                    conn.sendall(protocol.encode(answer(f)))
+                held = []
+                if got[-1].get("op") == "shutdown":  # gone, as a keeper that stops
+                    listener.close()
+                    (run / "keeper.sock").unlink()
+                    return
 
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
+    with unix_server(run / "keeper.sock", serve, backlog=8, in_turn=True) as listener:
         yield got
-    finally:
-        with contextlib.suppress(OSError):
-            listener.shutdown(socket.SHUT_RDWR)
-        listener.close()
-        thread.join(5)
 
 
 def test_a_warm_verbs_whole_process_imports_only_the_hot_path(tmp_path: Path) -> None:

@@ -22,7 +22,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ from browserbay import protocol
 from browserbay.sockpath import runtime_dir, socket_for
 from browserbay_cli import launcher
 from browserbay_testing.planted import ATTACKER, fake_answer, fake_keeper, victim_env
+from browserbay_testing.unixserver import unix_server
 
 BIN = Path(sys.executable).parent
 #: The native client under test: the installed one, or (test-only) another build of it, such
@@ -236,12 +236,7 @@ def scripted_at(
     run: Path, answer: list[bytes] | str, *, hello: bytes = HELLO
 ) -> Iterator[list[dict[str, Any]]]:
     """:func:`scripted`'s keeper socket in the directory ``run``."""
-    path = str(run / "keeper.sock")
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
-    listener.listen(16)
     got: list[dict[str, Any]] = []
-    conns: list[socket.socket] = []
 
     def serve(conn: socket.socket) -> None:
         with conn, conn.makefile("rb") as lines, contextlib.suppress(OSError):
@@ -259,27 +254,8 @@ def scripted_at(
                 else:
                     conn.sendall(protocol.encode(fake_answer(frame, text="the title")))
 
-    def accept() -> None:
-        while True:
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return
-            conns.append(conn)
-            threading.Thread(target=serve, args=(conn,), daemon=True).start()
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
+    with unix_server(run / "keeper.sock", serve):
         yield got
-    finally:
-        with contextlib.suppress(OSError):
-            listener.shutdown(socket.SHUT_RDWR)
-        listener.close()
-        for c in conns:
-            with contextlib.suppress(OSError):
-                c.shutdown(socket.SHUT_RDWR)
-        thread.join(5)
 
 
 def _env(home: Path) -> dict[str, str]:

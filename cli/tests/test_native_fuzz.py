@@ -29,7 +29,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -38,6 +37,7 @@ import pytest
 
 from browserbay import protocol
 from browserbay_cli import hot, launcher
+from browserbay_testing.unixserver import unix_server
 
 SEED = int(os.environ.get("BAY_FUZZ_SEED", "19"))
 FRAME_CASES = 1500
@@ -114,31 +114,18 @@ def _listing_own(fds: dict[str, str]) -> set[str]:
 
 
 class Keeper:
-    """A keeper socket at ``home``/run: a valid hello to a hello, then ``self.answer`` (bytes,
-    as they are) to the argv frame, then it closes. Counts the argv frames of each
-    connection."""
+    """A keeper socket at ``home``/run (served by :func:`keeper`): a valid hello to a hello,
+    then ``self.answer`` (bytes, as they are) to the argv frame, then it closes. Counts the
+    argv frames of each connection."""
 
     def __init__(self, home: Path) -> None:
         run = home / "run"
         run.mkdir(mode=0o700, parents=True)
-        self.path = str(run / "keeper.sock")
+        self.path = run / "keeper.sock"
         self.answer = b""
         self.argv: list[list[Any]] = []  # per connection, the argv frames it received
-        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.listener.bind(self.path)
-        self.listener.listen(16)
-        self.thread = threading.Thread(target=self._accept, daemon=True)
-        self.thread.start()
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            self._serve(conn)  # one client at a time: the cases run in turn
-
-    def _serve(self, conn: socket.socket) -> None:
+    def serve(self, conn: socket.socket) -> None:
         got: list[Any] = []
         self.argv.append(got)
         with conn, conn.makefile("rb") as lines, contextlib.suppress(OSError):
@@ -153,18 +140,12 @@ class Keeper:
                 else:
                     got.append(("verb", frame))
 
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.listener.shutdown(socket.SHUT_RDWR)
-        self.listener.close()
-        self.thread.join(5)
-
 
 @pytest.fixture
 def keeper(tmp_path: Path) -> Iterator[Keeper]:
     k = Keeper(tmp_path / "h")
-    yield k
-    k.close()
+    with unix_server(k.path, k.serve, in_turn=True):  # one client at a time: cases in turn
+        yield k
 
 
 def _env(build: dict[str, Any], home: Path) -> dict[str, str]:
