@@ -148,6 +148,9 @@ def main() -> None:
             for name, client in (("direct", direct), ("forwarded", forwarded))
             if args.trace
         }
+        # A's re-check of the forwarded verbs: served from its change channel or read
+        # (keeper/standing.py; absent before migration 13).
+        standing = a.ok("keeper", "status", session=None).get("standing")
         direct.disconnect()
         forwarded.disconnect()
     p25d, medd, p90d = _ms(times["direct"])
@@ -167,6 +170,11 @@ def main() -> None:
         per, took = counts[name]
         busy = per - idle_rate * took / args.count
         print(f"  registry transactions per {name} verb (both keepers, idle rate out): {busy:.2f}")
+    if standing is not None:
+        print(
+            f"  A's re-check of forwarded verbs: {standing['served']} served from the change"
+            f" channel, {standing['read']} read (channel lost {standing['losses']} time(s))"
+        )
     for name, seen in traces.items():
         print(f"  statements logged over {args.trace} {name} verbs (count, statement):")
         for n, stmt in seen:

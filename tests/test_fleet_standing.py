@@ -24,6 +24,7 @@ from browserbay import protocol
 from browserbay.keeper import link
 from browserbay_testing.bay import wait_for
 from browserbay_testing.fleet import Fleet, Member, linked_fleet
+from browserbay_testing.pages import serve_pages
 from browserbay_testing.postgres import PgServer
 from browserbay_testing.refusals import assert_refused
 
@@ -248,6 +249,26 @@ def test_a_lost_change_listener_turns_the_book_off_until_it_listens_again(
     assert busy["data"]["holder"] == "kh"
     _write(fleet, "DELETE FROM holds WHERE profile = %s", pid)
     peer.ok_served("k", pid)
+
+
+def test_bs_forwarded_verbs_carry_the_clock_and_are_served_from_as_book(fleet: Fleet) -> None:
+    """The real road: B stamps the frames of its session's verbs with the clock its choice
+    read, so A serves the re-check of the second one from its book (its served count grows),
+    and the verb's answer is A's (``host-a``)."""
+    a, b = fleet["a"], fleet["b"]
+    peer = Peer(fleet)
+    pid = _new(a, "standing-road")
+    with serve_pages({"/": "<!doctype html><title>road</title>"}) as site:
+        a.ok("use", pid, session="here")
+        a.ok("open", f"{site}/", session="here")  # its browser runs on A
+        b.ok("use", pid, session="there")
+        peer.healthy()
+        first = b("get", "title", session="there").frame
+        assert first["ok"], first
+        assert first["profile"]["host"] == "host-a"
+        served = peer.book()["served"]
+        b.ok("get", "title", session="there")
+        assert peer.book()["served"] == served + 1
 
 
 def test_keeper_status_says_whether_standings_are_served_from_the_channel(
