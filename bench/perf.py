@@ -1,12 +1,13 @@
 """Before and after one change: rows a (warm click and get title in the keeper), s (warm
 snapshots in the keeper: form.html, its ``-i``, list.html?n=300's ``-i``), v (warm focus,
-fill and get text by ref in the keeper), b (the whole ``bay get title`` process — the native
-client and ``bay-py`` — against a bare Python start, ``python -c pass``, with ``-S`` beside
-it, and agent-browser's ``get title``; wall time and the command's own CPU) and c (cold first
-open) of RESULTS.md, for this checkout, a baseline checkout (optional) and agent-browser,
-interleaved rep by rep in ONE run.
+fill and get text by ref in the keeper), r (a stale ref refused by click, fill, type and get
+in the keeper: this checkout against the baseline, no peer), b (the whole ``bay get title``
+process — the native client and ``bay-py`` — against a bare Python start, ``python -c
+pass``, with ``-S`` beside it, and agent-browser's ``get title``; wall time and the
+command's own CPU) and c (cold first open) of RESULTS.md, for this checkout, a baseline
+checkout (optional) and agent-browser, interleaved rep by rep in ONE run.
 
-    .venv/bin/python bench/perf.py [--parts a,s,v,b,c] [--reps 20] [--cold-reps 4]
+    .venv/bin/python bench/perf.py [--parts a,s,v,r,b,c] [--reps 20] [--cold-reps 4]
                                    [--baseline /path/to/other/checkout]
 
 The order of the tools rotates every rep, so load from elsewhere on the machine (two cores
@@ -210,6 +211,46 @@ def part_v(b: run.Bench, url: str, roots: dict[str, Path], reps: int) -> str:
     return "\n".join(out)
 
 
+def part_r(b: run.Bench, url: str, roots: dict[str, Path], reps: int) -> str:
+    """A stale ref refused, warm in the keeper (one connection): ``click``, ``fill``,
+    ``type`` and ``get text`` of a ref of ``snapshot -i`` on form.html whose element the page
+    then replaced (``document.body.innerHTML`` set again, untimed), each rep a fresh
+    snapshot. The refusal (``ref_stale``) is what is timed; no peer (agent-browser's refs
+    are its own). The checkouts are interleaved rep by rep."""
+    keepers = {label: click.Keeper(b, root, label, url) for label, root in roots.items()}
+    replace = {"js": "document.body.innerHTML = document.body.innerHTML; 1"}
+
+    def stale(k: click.Keeper, verb: str, role: str, extra: dict[str, Any]) -> Callable[[], float]:
+        def go() -> float:
+            ref = run.ref_of(k.req("snapshot", {"interactive": True})["text"], role)
+            k.req("eval", replace)
+            t0 = time.perf_counter()
+            said = k.conn.request(verb, {"target": "@" + ref, **extra}, k.session, 30.0)
+            took = time.perf_counter() - t0
+            if said.get("code") != "ref_stale":
+                raise RuntimeError(f"{k.label} {verb}: {said.get('code')}, not ref_stale")
+            return took
+
+        return go
+
+    out = []
+    for what, verb, role, extra in (
+        ("r click of a stale @ref, in keeper", "click", "checkbox", {}),
+        ("r fill of a stale @ref, in keeper", "fill", "textbox", {"text": "Ada"}),
+        ("r type of a stale @ref, in keeper", "type", "textbox", {"text": "Ada"}),
+        ("r get text of a stale @ref, in keeper", "get", "button", {"what": "text"}),
+    ):
+        tools = {n: stale(k, verb, role, extra) for n, k in keepers.items()}
+        loads = [click.loadavg()]
+        samples = rotate(tools, reps, 5)
+        loads.append(click.loadavg())
+        out.append(report(what, samples, next(iter(tools)), loads))
+    for k in keepers.values():
+        k.conn.close()
+        b.bay_stop(k.home)
+    return "\n".join(out)
+
+
 def timed_ok(argv: list[str], env: dict[str, str]) -> float:
     t, cp = run.timed(argv, env, 30)
     run.must(cp, " ".join(argv))
@@ -348,7 +389,14 @@ def main() -> int:
     b = run.Bench(work)
     server, base = serve()
     url = f"{base}/form.html"
-    parts: dict[str, Any] = {"a": part_a, "b": part_b, "c": part_c, "s": part_s, "v": part_v}
+    parts: dict[str, Any] = {
+        "a": part_a,
+        "b": part_b,
+        "c": part_c,
+        "r": part_r,
+        "s": part_s,
+        "v": part_v,
+    }
     blocks = [
         f"- {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {opts.reps} warm reps after 5 warm-up,"
         f" {opts.cold_reps} cold after 1 discarded, {' vs '.join(roots)}"
