@@ -97,6 +97,24 @@ def test_waiters_on_a_and_b_get_the_hold_in_the_order_they_queued(fleet: Fleet) 
     assert got_second["at"] > got_first["at"]
 
 
+def test_a_release_on_a_wakes_bs_waiter_through_the_registrys_change_channel(
+    fleet: Fleet,
+) -> None:
+    """B's waiter is woken by the change channel (migration 13: the hold's release on A
+    notifies it; keeper/standing.py) and gets the hold; B's status counts the wake (without
+    the channel's wake it is 0: the waiter saw the release only at its next look)."""
+    a, b = fleet["a"], fleet["b"]
+    _use(a, "h", "g0", "--exclusive")
+    waiter, got = _in_background(lambda: _use(b, "w", "g1", "--exclusive", "--wait", "40"))
+    _queued(fleet, 1)
+    woke = b.ok("keeper", "status", session=None)["standing"]["woke"]
+    a.ok("detach", session="h", env={"BAY_GROUP": "g0"})  # the release, on A
+    waiter.join(timeout=60)
+    assert got["frame"]["ok"] is True, got
+    assert fleet.rows("SELECT holder, keeper_id FROM holds") == [("w", b.keeper_id())]
+    assert b.ok("keeper", "status", session=None)["standing"]["woke"] > woke
+
+
 def test_after_a_kill_of_the_holders_keeper_the_next_waiter_gets_the_hold_past_the_ttl(
     fleet: Fleet,
 ) -> None:

@@ -30,6 +30,7 @@ import contextlib
 import functools
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -448,6 +449,25 @@ class App:
         if revived:
             log.info("%d tab(s) of the last keeper's browsers are kept for restore", revived)
         self.plugins.hooks.bay_keeper_started(KeeperInfo(os.getpid(), __version__, self.paths))
+
+    def hear_changes(self, call_soon: Callable[..., object]) -> None:
+        """The change listener's news of a profile wakes this keeper's waiters for its hold
+        (``call_soon``: the event loop's ``call_soon_threadsafe``; the listener's thread
+        never waits for the loop)."""
+        book = self.standing
+        if book is None:
+            return
+        leases = self.leases
+
+        def woke(profile_id: str) -> None:  # on the event loop
+            if leases.heard_change(profile_id):
+                book.count_woken()
+
+        def heard(profile_id: str) -> None:  # on the listener's thread
+            if leases.has_waiters(profile_id):
+                call_soon(woke, profile_id)
+
+        book.on_change = heard
 
     async def close(self) -> None:
         self.plugins.hooks.bay_keeper_stopping()

@@ -962,6 +962,7 @@ async def _serve(
         await tg.start(app.grants.run, listen_session)  # the live grants' sockets again
         tg.start_soon(app.fleet.run)  # the heartbeat (its first beat was the start's row)
         if app.change_listener is not None:  # the registry's change channel, in its thread
+            app.hear_changes(asyncio.get_running_loop().call_soon_threadsafe)
             app.change_listener.start()
         tg.start_soon(serve)
         if link is not None and link.host is not None:

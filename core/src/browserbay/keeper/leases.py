@@ -40,7 +40,8 @@ __all__ = ["blocked_requests", "check_url_allowed", "goto_guarded", "host_allowe
 log = logging.getLogger("browserbay.keeper")
 RESTORE_TIMEOUT = 20.0
 #: Seconds between two looks of a waiter at its profile's queue: a release on another keeper
-#: of the fleet is seen within it (one on this keeper wakes its waiters at once).
+#: of the fleet is seen within it (one on this keeper, or one the registry's change channel
+#: brings, wakes its waiters at once).
 HOLD_POLL = 0.5
 
 
@@ -554,8 +555,10 @@ class Leases:
         """Hold the profile for the session's group, waiting FIFO behind the sessions that
         queued first — on any keeper of the fleet: the queue is the registry's — for at
         most ``wait`` seconds. Answers how long it waited. A release on this keeper wakes
-        its waiters at once; one on another keeper is seen by the next look, every
-        :data:`HOLD_POLL` seconds (a registry call in the writer thread, off the loop)."""
+        its waiters at once; one on another keeper wakes them when the registry's change
+        channel says so (:meth:`heard_change`, on PostgreSQL), and is seen by the next look
+        anyway, every :data:`HOLD_POLL` seconds (a registry call in the writer thread, off
+        the loop)."""
         started = time.monotonic()
         sid = session.ref.id
         seq = await self.db(self.holds.enqueue, profile_id, sid, session.group)
@@ -639,6 +642,19 @@ class Leases:
     def _wake(self, profile_id: str) -> None:
         for event in self._waiters.get(profile_id, {}).values():
             event.set()
+
+    def has_waiters(self, profile_id: str) -> bool:
+        """Sessions here wait for the profile's hold (read from the change listener's
+        thread: a dictionary look-up, whose answer may be a moment old)."""
+        return profile_id in self._waiters
+
+    def heard_change(self, profile_id: str) -> bool:
+        """The registry's change channel says the profile's hold changed (a release or a
+        grant on another keeper of the fleet): its waiters here look at the queue now,
+        not at their next :data:`HOLD_POLL`. Answers whether any was woken."""
+        waiting = bool(self._waiters.get(profile_id))
+        self._wake(profile_id)
+        return waiting
 
     def _remote(self, hold: Hold) -> bool:
         """The hold came through another keeper of the fleet."""

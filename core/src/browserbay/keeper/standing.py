@@ -64,6 +64,11 @@ class StandingBook:
         """Standings read of the registry for a forwarded verb."""
         self.losses = 0
         """Times the listener's connection was lost."""
+        self.woke = 0
+        """Times hold waiters here were woken by a change heard (``Leases.heard_change``)."""
+        self.on_change: Callable[[str], None] | None = None
+        """Called from the listener's thread with each changed profile (outside the lock):
+        the keeper's hold waiters wake on it (:meth:`App.hear_changes`)."""
 
     # -- the listener's thread ---------------------------------------------------------
 
@@ -92,6 +97,9 @@ class StandingBook:
             self.heard = max(self.heard, clock)
             if self._changed.get(profile, -1) < clock:
                 self._changed[profile] = clock
+        told = self.on_change
+        if told is not None:
+            told(profile)
 
     def ping(self, keeper_id: str, n: int) -> None:
         if keeper_id != self.keeper_id:
@@ -158,9 +166,14 @@ class StandingBook:
                 self._kept.clear()
             self._kept[key] = (may, holding, at, token)
 
+    def count_woken(self) -> None:
+        with self._lock:
+            self.woke += 1
+
     def status(self) -> dict[str, object]:
         with self._lock:
             return {
+                "woke": self.woke,
                 "listening": self._listening,
                 "healthy": self._healthy(),
                 "heard": self.heard,
