@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import json
 import os
 import select
 import socket
@@ -34,6 +33,7 @@ from browserbay_testing.fleet import (
     keeper_fleet,
     link_env,
     linked_fleet,
+    read_frame,
     write_secret,
 )
 from browserbay_testing.live import open_live_link, press_hand_back, press_take_over
@@ -120,18 +120,6 @@ async def _tls(a: Linked) -> TLSStream:
     )
 
 
-async def _read_frame(stream: anyio.abc.ByteStream, timeout: float = 8.0) -> dict[str, Any] | None:
-    """The next line as a frame; None when the peer hung up first."""
-    buf = b""
-    with anyio.fail_after(timeout):
-        while b"\n" not in buf:
-            try:
-                buf += await stream.receive()
-            except (anyio.EndOfStream, anyio.BrokenResourceError, ssl.SSLError):
-                return None
-    return dict(json.loads(buf.split(b"\n", 1)[0]))
-
-
 def _hello(nonce: str | None = None) -> bytes:
     return protocol.encode({"link": {"v": 1, "keeper": OTHER, "nonce": nonce or "ab" * 32}})
 
@@ -170,11 +158,11 @@ def test_a_peer_with_a_wrong_secret_is_refused_both_ways(linked: Linked) -> None
     async def go() -> dict[str, Any] | None:
         stream = await _tls(linked)
         await stream.send(_hello())
-        hello = await _read_frame(stream)
+        hello = await read_frame(stream)
         assert hello is not None
         assert "proof" in hello["link"]
         await stream.send(protocol.encode({"link": {"proof": "00" * 32}}))
-        return await _read_frame(stream)
+        return await read_frame(stream)
 
     answer = in_thread(go)
     assert answer is not None
@@ -197,14 +185,14 @@ def test_a_replayed_handshake_is_refused(linked: Linked) -> None:
         nonce = "cd" * 32
         hello = _hello(nonce)
         await stream.send(hello)
-        server = await _read_frame(stream)
+        server = await read_frame(stream)
         assert server is not None
         ours = link.proof(
             SECRET.encode(), "client", digest, linked.id, OTHER, nonce, server["link"]["nonce"]
         )
         answer = protocol.encode({"link": {"proof": ours}})
         await stream.send(answer)
-        done = await _read_frame(stream)
+        done = await read_frame(stream)
         assert done == {"link": {"ok": True}}  # the recording was of a good handshake
         await stream.aclose()
         return hello, answer
@@ -212,9 +200,9 @@ def test_a_replayed_handshake_is_refused(linked: Linked) -> None:
     async def replay(hello: bytes, answer: bytes) -> dict[str, Any] | None:
         stream = await _tls(linked)
         await stream.send(hello)
-        assert await _read_frame(stream) is not None
+        assert await read_frame(stream) is not None
         await stream.send(answer)
-        return await _read_frame(stream)
+        return await read_frame(stream)
 
     hello, answer = in_thread(record)
     refused = in_thread(replay, hello, answer)
@@ -272,7 +260,7 @@ def test_an_unproven_peer_gets_a_deadline_and_a_few_bytes(linked: Linked) -> Non
     async def oversized() -> dict[str, Any] | None:
         stream = await _tls(linked)
         await stream.send(b"x" * (link.HANDSHAKE_MAX * 64))
-        return await _read_frame(stream)
+        return await read_frame(stream)
 
     answer = in_thread(oversized)
     assert answer is not None
@@ -308,7 +296,7 @@ def test_a_proven_peer_cannot_stop_the_keeper(linked: Linked) -> None:
         stream = await link.connect_peer(linked.address, SECRET.encode(), OTHER, linked.id)
         answers = []
         await stream.send(protocol.encode(protocol.hello("fleet")))
-        hello = await _read_frame(stream)
+        hello = await read_frame(stream)
         assert hello is not None
         assert hello["hello"]["channel"] == "fleet"
         for frame in (
@@ -316,7 +304,7 @@ def test_a_proven_peer_cannot_stop_the_keeper(linked: Linked) -> None:
             {"id": 2, "verb": "keeper", "args": {"action": "stop"}, "session": {"id": "s"}},
         ):
             await stream.send(protocol.encode(frame))
-            answers.append(await _read_frame(stream))
+            answers.append(await read_frame(stream))
         return answers
 
     pid = linked.bay.keeper_pid()
@@ -577,7 +565,7 @@ def test_a_forwarded_verb_stays_within_the_scope_its_keeper_sends(linked: Linked
     async def go() -> list[dict[str, Any] | None]:
         stream = await link.connect_peer(linked.address, SECRET.encode(), OTHER, linked.id)
         await stream.send(protocol.encode(protocol.hello("fleet")))
-        assert await _read_frame(stream) is not None
+        assert await read_frame(stream) is not None
         answers = []
         for n, scope in enumerate(([other], [work])):
             frame = {
@@ -590,7 +578,7 @@ def test_a_forwarded_verb_stays_within_the_scope_its_keeper_sends(linked: Linked
                 "actor": {"id": "someone-else", "origin": "flag"},  # dropped: not vouched
             }
             await stream.send(protocol.encode(frame))
-            answers.append(await _read_frame(stream))
+            answers.append(await read_frame(stream))
         return answers
 
     outside, inside = in_thread(go)
@@ -608,11 +596,11 @@ def _forward(a: Linked, frames: list[dict[str, Any]]) -> list[dict[str, Any] | N
     async def go() -> list[dict[str, Any] | None]:
         stream = await link.connect_peer(a.address, SECRET.encode(), OTHER, a.id)
         await stream.send(protocol.encode(protocol.hello("fleet")))
-        assert await _read_frame(stream) is not None
+        assert await read_frame(stream) is not None
         answers = []
         for frame in frames:
             await stream.send(protocol.encode(frame))
-            answers.append(await _read_frame(stream))
+            answers.append(await read_frame(stream))
         await stream.aclose()
         return answers
 
@@ -975,7 +963,7 @@ def test_a_change_made_before_the_frame_arrives_refuses_the_forwarded_verb(
     async def go() -> list[dict[str, Any] | None]:
         stream = await link.connect_peer(linked.address, SECRET.encode(), OTHER, linked.id)
         await stream.send(protocol.encode(protocol.hello("fleet")))
-        assert await _read_frame(stream) is not None
+        assert await read_frame(stream) is not None
         answers = []
         changes = [
             lambda: linked.bay.ok("detach", session="e1"),
@@ -987,7 +975,7 @@ def test_a_change_made_before_the_frame_arrives_refuses_the_forwarded_verb(
         frames.append(dict(_tab_list(4, "e1", "early-work"), scope=[pid]))  # by its label
         for n, frame in enumerate(frames):
             await stream.send(protocol.encode(frame))
-            answers.append(await _read_frame(stream))
+            answers.append(await read_frame(stream))
             if n < len(changes):
                 await anyio.to_thread.run_sync(changes[n])
         await stream.aclose()
@@ -1047,7 +1035,7 @@ def test_a_change_made_while_the_verb_waits_its_sessions_turn_refuses_it(
         for _ in range(2):
             stream = await link.connect_peer(linked.address, SECRET.encode(), OTHER, linked.id)
             await stream.send(protocol.encode(protocol.hello("fleet")))
-            assert await _read_frame(stream) is not None
+            assert await read_frame(stream) is not None
             streams.append(stream)
         first, second = streams
         slow = dict(_tab_list(1, "w", pid), verb="wait", args={"what": "3000"}, timeout=60)
@@ -1056,7 +1044,7 @@ def test_a_change_made_while_the_verb_waits_its_sessions_turn_refuses_it(
         await second.send(protocol.encode(_tab_list(2, "w", pid)))
         await anyio.sleep(0.3)  # (sequencing only: the second is waiting its turn)
         await anyio.to_thread.run_sync(lambda: linked.bay.ok("detach", session="w"))
-        answers = (await _read_frame(first), await _read_frame(second))
+        answers = (await read_frame(first), await read_frame(second))
         for stream in streams:
             await stream.aclose()
         return answers

@@ -10,20 +10,17 @@ next verb through once the change is undone."""
 from __future__ import annotations
 
 import concurrent.futures
-import json
-import ssl
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 import anyio
 import psycopg
 import pytest
-from anyio.streams.tls import TLSStream
 
 from browserbay import protocol
 from browserbay.keeper import link
 from browserbay_testing.bay import wait_for
-from browserbay_testing.fleet import Fleet, Member, linked_fleet
+from browserbay_testing.fleet import Fleet, Member, linked_fleet, read_frame
 from browserbay_testing.pages import serve_pages
 from browserbay_testing.postgres import PgServer
 from browserbay_testing.refusals import assert_refused
@@ -41,15 +38,8 @@ def in_thread(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         return pool.submit(anyio.run, fn, *args).result()
 
 
-async def _read_frame(stream: TLSStream, timeout: float = 20.0) -> dict[str, Any] | None:
-    buf = b""
-    with anyio.fail_after(timeout):
-        while b"\n" not in buf:
-            try:
-                buf += await stream.receive()
-            except (anyio.EndOfStream, anyio.BrokenResourceError, ssl.SSLError):
-                return None
-    return dict(json.loads(buf.split(b"\n", 1)[0]))
+async def _read20(stream: anyio.abc.ByteStream) -> dict[str, Any] | None:
+    return await read_frame(stream, 20.0)
 
 
 class Peer:
@@ -87,9 +77,9 @@ class Peer:
         async def go() -> dict[str, Any] | None:
             stream = await link.connect_peer(self.address, SECRET.encode(), OTHER, a_id)
             await stream.send(protocol.encode(protocol.hello("fleet")))
-            assert await _read_frame(stream) is not None
+            assert await _read20(stream) is not None
             await stream.send(protocol.encode(frame))
-            answer = await _read_frame(stream)
+            answer = await _read20(stream)
             await stream.aclose()
             return answer
 

@@ -13,9 +13,11 @@ the holds' waits): pass their variables in ``env`` or per member in ``member_env
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
+import ssl
 import string
 import threading
 import urllib.parse
@@ -24,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.abc
 import psycopg
 
 from browserbay_testing.bay import Bay, wait_for, wait_for_no_keeper
@@ -255,3 +259,17 @@ class RegistryCut:
                         with contextlib.suppress(OSError):
                             s.shutdown(socket.SHUT_RDWR)
                         s.close()
+
+
+async def read_frame(stream: anyio.abc.ByteStream, timeout: float = 8.0) -> dict[str, Any] | None:
+    """The next line a keeper sends on a fleet link (or a raw TLS stream to one), as a
+    frame; None when the peer hung up first. The first line only: the tests read one
+    answer at a time."""
+    buf = b""
+    with anyio.fail_after(timeout):
+        while b"\n" not in buf:
+            try:
+                buf += await stream.receive()
+            except (anyio.EndOfStream, anyio.BrokenResourceError, ssl.SSLError):
+                return None
+    return dict(json.loads(buf.split(b"\n", 1)[0]))
