@@ -283,6 +283,39 @@ def test_an_unproven_peer_gets_a_deadline_and_a_few_bytes(linked: Linked) -> Non
     assert any("within" in line for line in linked.refusals_logged())
 
 
+def test_connections_cut_at_the_handshake_deadline_leave_the_link_serving(linked: Linked) -> None:
+    """Peers that finish TLS and then say nothing are cut at the handshake deadline — and the
+    connections after them are served. The keeper once closed such a connection's socket
+    under its live TLS transport: the event loop kept a stale entry for the descriptor, and
+    the next connection given that number was never read (its handshake hung)."""
+
+    async def silent(n: int) -> int:
+        streams = [await _tls(linked) for _ in range(n)]
+        cut = 0
+        with anyio.move_on_after(link.HANDSHAKE_TIMEOUT * 4 + 10):
+            for stream in streams:
+                try:
+                    await stream.receive()  # the keeper sends nothing before the hello
+                except (anyio.EndOfStream, anyio.BrokenResourceError, ssl.SSLError, OSError):
+                    cut += 1
+        return cut
+
+    assert in_thread(silent, 4) == 4  # all four cut by the keeper's deadline
+
+    async def hello() -> dict[str, Any] | None:
+        stream = await link.connect_peer(linked.address, SECRET.encode(), OTHER, linked.id)
+        try:
+            await stream.send(protocol.encode(protocol.hello("fleet")))
+            return await read_frame(stream)
+        finally:
+            await stream.aclose()
+
+    for _ in range(6):  # the descriptors they had are given to these
+        answer = in_thread(hello)
+        assert answer is not None
+        assert answer["hello"]["channel"] == "fleet"
+
+
 def test_the_secret_is_never_logged(linked: Linked) -> None:
     assert linked.refusals_logged()  # the attacks above were logged
     assert SECRET not in keeper_log(linked.bay)

@@ -256,8 +256,17 @@ class LinkStream(anyio.abc.ByteStream):
             return
         self._closed = True
         self._writer.close()
-        with anyio.move_on_after(0.5), contextlib.suppress(Exception):
-            await self._writer.wait_closed()
+        try:
+            with anyio.move_on_after(0.5), contextlib.suppress(Exception):
+                await self._writer.wait_closed()
+        finally:  # cancelled while waiting too: the descriptor is let go of
+            self._writer.transport.abort()
+
+    def abort(self) -> None:
+        """Drop the connection at once (no close_notify): the event loop stops watching
+        its descriptor now, so closing the socket after it can never leave the loop a stale
+        entry for a number the next connection may get."""
+        self._closed = True
         self._writer.transport.abort()
 
     @property
@@ -389,7 +398,11 @@ async def accept_peer(
             await stream.aclose()
         raise
     except (anyio.BrokenResourceError, anyio.ClosedResourceError, ssl.SSLError, OSError):
+        stream.abort()
         raise LinkRefused("the peer hung up during the handshake") from None
+    except BaseException:  # the deadline, a newer connection's eviction: cancelled
+        stream.abort()  # the transport lets go of the descriptor before it is closed
+        raise
     return stream, origin
 
 
@@ -511,7 +524,9 @@ class LinkServer:
             if place.cancelled_caught:
                 refused(peer, "its unproven connection's place went to a newer connection")
             if proved is None:
-                tcp.close()  # no-op when its TLS transport closed it already
+                # No transport took it (TLS never began), or its transport was aborted
+                # (accept_peer): closing the socket object then is safe either way.
+                tcp.close()
                 return
             stream, origin = proved
             try:
