@@ -57,7 +57,12 @@ class Peer:
 
     def frame(self, session: str, pid: str, group: str | None = None, **extra: Any) -> Any:
         """A ``tab list`` for ``session`` on ``pid``, stamped with the clock now (unless
-        ``extra`` says otherwise): A's answer."""
+        ``extra`` says otherwise): A's answer. Stamped with the clock now, it goes once A
+        has heard that clock: the change just made is then in A's book, so what refuses a
+        kept answer is the change heard for the profile (not A being behind the frame)."""
+        now = self.clock()
+        if "clock" not in extra:
+            wait_for(lambda: self.book()["heard"] >= now, timeout=30, what="A heard the clock")
         self.n += 1
         frame: dict[str, Any] = {
             "id": self.n,
@@ -66,7 +71,7 @@ class Peer:
             "session": {"id": session, "origin": "socket"},
             "profile": pid,
             "scope": None,
-            "clock": self.clock(),
+            "clock": now,
         }
         if group is not None:
             frame["group"] = group
