@@ -77,7 +77,9 @@ class StandingBook:
         with self._lock:
             self._gen += 1
             self._listening = True
-            self.heard = max(self.heard, clock)
+            # What this connection heard starts at the clock read after its LISTEN: a
+            # value heard on an earlier one (a forged NOTIFY's huge clock, say) ends here.
+            self.heard = clock
             self._changed.clear()
             self._kept.clear()
             self._ping_heard = None

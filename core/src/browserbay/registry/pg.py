@@ -333,7 +333,7 @@ class ChangeListener:
                 continue
             try:
                 self._listen(conn)
-            except psycopg.Error as exc:
+            except Exception as exc:  # psycopg's, or a sink's: never the thread's end
                 if not self._stop.is_set():
                     log.warning(
                         "the registry's change channel was lost (%s): forwarded verbs read "
